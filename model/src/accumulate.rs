@@ -1,0 +1,214 @@
+//! Plan execution (behaviour.md §3.5): the fp32 accumulator of A x B^T — gather each chunk, run its chains
+//! through a [`ChainEngine`], add slow chunks, combine the splits, and patch non-finite outputs (§3.7).
+//!
+//! The engine is the hook the fast backends plug into: it computes many chains from +0 at once. The model's
+//! own [`ReferenceEngine`] runs [`Chain::run`] for every output.
+
+use crate::chain::{Chain, CANONICAL_NAN_F32};
+use crate::error::{Error, Result};
+use crate::format::{Class, Format};
+use crate::plan::{sum_chunks, Chunk, Plan};
+use crate::preset::Preset;
+
+/// The operands of one GEMM: A is [m, k] and B is [n, k] (mat2 transposed, the weight layout), both
+/// row-major FP8 codes.
+#[derive(Clone, Copy, Debug)]
+pub struct Operands<'a> {
+    /// Format of A.
+    pub fa: Format,
+    /// Format of B.
+    pub fb: Format,
+    /// A's codes, [m, k] row-major.
+    pub a: &'a [u8],
+    /// B's codes, [n, k] row-major.
+    pub b: &'a [u8],
+    /// Rows of A.
+    pub m: usize,
+    /// Rows of B.
+    pub n: usize,
+    /// The reduction length.
+    pub k: usize,
+}
+
+impl Operands<'_> {
+    /// Check the buffer sizes against the shape.
+    pub fn check(&self) -> Result<()> {
+        let (ma, nb) = (self.m.checked_mul(self.k), self.n.checked_mul(self.k));
+        if ma != Some(self.a.len()) || nb != Some(self.b.len()) {
+            return Err(Error::invalid_value(format!(
+                "operand sizes do not match the shape: A has {} codes for [{}, {}], B has {} codes for [{}, {}]",
+                self.a.len(),
+                self.m,
+                self.k,
+                self.b.len(),
+                self.n,
+                self.k
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Computes chains from +0: `out[i * n + j]` = the chain of the preset over `a[i, 0..l] * b[j, 0..l]`.
+/// Inputs are finite codes (non-finite codes were replaced by zero). Every engine must return exactly the
+/// bits of [`ReferenceEngine`].
+pub trait ChainEngine: Sync {
+    /// A short name for reports (`reference`, `cpu-avx2`, ...).
+    fn name(&self) -> String;
+    /// Run `m * n` chains of length `l` from +0. `a` is [m, l], `b` is [n, l], row-major.
+    #[allow(clippy::too_many_arguments)]
+    fn chains(&self, preset: &Preset, fa: Format, fb: Format, a: &[u8], b: &[u8], m: usize, n: usize, l: usize)
+        -> Vec<f32>;
+}
+
+/// The model itself as an engine: one [`Chain::run`] per output.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReferenceEngine;
+
+impl ChainEngine for ReferenceEngine {
+    fn name(&self) -> String {
+        "reference".into()
+    }
+    fn chains(&self, preset: &Preset, fa: Format, fb: Format, a: &[u8], b: &[u8], m: usize, n: usize, l: usize)
+        -> Vec<f32> {
+        let chain = Chain::new(preset, fa, fb);
+        let mut out = Vec::with_capacity(m * n);
+        for i in 0..m {
+            let ra = &a[i * l..(i + 1) * l];
+            for j in 0..n {
+                out.push(chain.run(ra, &b[j * l..(j + 1) * l], 0.0));
+            }
+        }
+        out
+    }
+}
+
+/// Gather a chunk's columns of a [rows, k] matrix into a [rows, chunk.len] matrix, padding with 0x00.
+pub fn gather(x: &[u8], rows: usize, k: usize, chunk: &Chunk) -> Vec<u8> {
+    let mut out = vec![0u8; rows * chunk.len];
+    for r in 0..rows {
+        let src = &x[r * k..(r + 1) * k];
+        let dst = &mut out[r * chunk.len..(r + 1) * chunk.len];
+        let mut pos = 0;
+        for range in &chunk.ranges {
+            dst[pos..pos + range.len()].copy_from_slice(&src[range.clone()]);
+            pos += range.len();
+        }
+    }
+    out
+}
+
+/// Copy of `x` with every non-finite code replaced by 0x00 (§3.5 step 3), or None if it has none.
+fn sanitised(x: &[u8], f: Format) -> Option<Vec<u8>> {
+    if !x.iter().any(|&c| f.is_nonfinite(c)) {
+        return None;
+    }
+    Some(x.iter().map(|&c| if f.is_nonfinite(c) { 0 } else { c }).collect())
+}
+
+/// What the non-finite codes of one row (of A or of B) contribute to the IEEE value of a dot product.
+#[derive(Clone, Copy, Debug, Default)]
+struct RowSpecials {
+    any_nan: bool,
+    any_inf: bool,
+}
+
+fn row_specials(row: &[u8], f: Format) -> RowSpecials {
+    let mut s = RowSpecials::default();
+    for &c in row {
+        match f.decoded(c).class {
+            Class::Nan => s.any_nan = true,
+            Class::Inf => s.any_inf = true,
+            _ => {}
+        }
+    }
+    s
+}
+
+/// §3.7: the accumulator of output (i, j) when row i of A or row j of B holds a non-finite code: NaN if
+/// either row holds a NaN code, some k has Inf x 0, or the infinite products have both signs; otherwise
+/// the Inf of the infinite products' sign.
+fn nonfinite_value(ra: &[u8], rb: &[u8], fa: Format, fb: Format) -> f32 {
+    let (mut pos, mut neg) = (false, false);
+    for (&ca, &cb) in ra.iter().zip(rb) {
+        let (da, db) = (fa.decoded(ca), fb.decoded(cb));
+        match (da.class, db.class) {
+            (Class::Nan, _) | (_, Class::Nan) => return f32::from_bits(CANONICAL_NAN_F32),
+            (Class::Inf, Class::Zero) | (Class::Zero, Class::Inf) => return f32::from_bits(CANONICAL_NAN_F32),
+            (Class::Inf, _) | (_, Class::Inf) => {
+                if da.neg != db.neg {
+                    neg = true
+                } else {
+                    pos = true
+                }
+            }
+            _ => {}
+        }
+    }
+    match (pos, neg) {
+        (true, true) => f32::from_bits(CANONICAL_NAN_F32),
+        (true, false) => f32::INFINITY,
+        (false, true) => f32::NEG_INFINITY,
+        // Unreachable when the caller found a non-finite code in ra or rb: a NaN returns early and an Inf
+        // meets either a zero (NaN) or a nonzero (an infinite product).
+        (false, false) => f32::from_bits(CANONICAL_NAN_F32),
+    }
+}
+
+/// Execute a plan (behaviour.md §3.5): the fp32 accumulator [m, n] of A x B^T, before any epilogue.
+pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn ChainEngine) -> Result<Vec<f32>> {
+    ops.check()?;
+    if ops.k != plan.k() {
+        return Err(Error::invalid_value(format!("the plan is for K = {}, the operands have K = {}", plan.k(), ops.k)));
+    }
+    let (m, n, k) = (ops.m, ops.n, ops.k);
+    if m == 0 || n == 0 || k == 0 {
+        return Ok(vec![0.0; m * n]);
+    }
+    let sa = sanitised(ops.a, ops.fa);
+    let sb = sanitised(ops.b, ops.fb);
+    let a = sa.as_deref().unwrap_or(ops.a);
+    let b = sb.as_deref().unwrap_or(ops.b);
+
+    let mut partials: Vec<Vec<f32>> = Vec::with_capacity(plan.splits().len());
+    for split in plan.splits() {
+        let mut chunk_results: Vec<Vec<f32>> = Vec::with_capacity(split.chunks.len());
+        for chunk in &split.chunks {
+            let ga = gather(a, m, k, chunk);
+            let gb = gather(b, n, k, chunk);
+            chunk_results.push(engine.chains(preset, ops.fa, ops.fb, &ga, &gb, m, n, chunk.len));
+        }
+        let partial = match chunk_results.len() {
+            0 => vec![0.0; m * n],
+            // Fast: the split's partial is its single chain.
+            1 if plan.fast() => chunk_results.pop().unwrap_or_default(),
+            // Slow: ((+0 + c_0) + c_1) + ... in fp32.
+            _ => (0..m * n).map(|o| sum_chunks(&chunk_results.iter().map(|c| c[o]).collect::<Vec<_>>())).collect(),
+        };
+        partials.push(partial);
+    }
+    let mut out: Vec<f32> = (0..m * n).map(|o| plan.combine(&partials.iter().map(|p| p[o]).collect::<Vec<_>>())).collect();
+
+    // §3.7: patch outputs whose row of A or row of B holds a non-finite code, after the combination.
+    if sa.is_some() || sb.is_some() {
+        let rows_a: Vec<RowSpecials> = (0..m).map(|i| row_specials(&ops.a[i * k..(i + 1) * k], ops.fa)).collect();
+        let rows_b: Vec<RowSpecials> = (0..n).map(|j| row_specials(&ops.b[j * k..(j + 1) * k], ops.fb)).collect();
+        for i in 0..m {
+            for j in 0..n {
+                let (ra, rb) = (rows_a[i], rows_b[j]);
+                if ra.any_nan || ra.any_inf || rb.any_nan || rb.any_inf {
+                    out[i * n + j] =
+                        nonfinite_value(&ops.a[i * k..(i + 1) * k], &ops.b[j * k..(j + 1) * k], ops.fa, ops.fb);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The fp32 accumulator of A x B^T for a preset, fast or slow accumulation and a split (behaviour.md §5.6
+/// without the profile: the split is given). Builds the plan (§3.4) and executes it with the model.
+pub fn accumulate(preset: &Preset, ops: &Operands<'_>, fast: bool, split: crate::plan::SplitK) -> Result<Vec<f32>> {
+    let plan = Plan::new(preset, ops.k, fast, split)?;
+    execute(preset, &plan, ops, &ReferenceEngine)
+}

@@ -1,0 +1,443 @@
+//! GEMM accumulation plans (behaviour.md §3): how cuBLAS cuts K into chains and in which fp32 order it adds
+//! their results — unsplit fast and slow, the RTX 4060's interleaved split-K ("serial", "pairwise") and the
+//! H100's contiguous split-K — plus plan validation (§3.4) and the combination of partials.
+//!
+//! A plan is a list of splits; a split is a list of chunks; a chunk is one chain from +0 over an ordered
+//! list of k indices followed by zero padding. The real indices of every chunk come before its padding (only
+//! the last k-tile of K is ragged, and it is always the last tile of its chain), so a chunk is stored as
+//! contiguous k ranges plus its padded length.
+
+use crate::error::{Error, Result};
+use crate::preset::Preset;
+use std::fmt;
+use std::ops::Range;
+
+/// Width of the RTX 4060's split-K k-tiles (serial / pairwise).
+pub const ADA_TILE: usize = 64;
+/// Width of the H100's split-K k-tiles (contiguous): the k-stage of the sm_90 kernels.
+pub const HOPPER_TILE: usize = 128;
+/// Slow chunk of a serial / pairwise split: 2 of the split's own 64-wide tiles.
+pub const INTERLEAVED_SLOW_CHUNK: usize = 2 * ADA_TILE;
+
+/// How the partial sums of a split-K GEMM are laid out and combined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scheme {
+    /// S = 1.
+    None,
+    /// Interleaved 64-wide tiles, partials added in order (cuBLASLt customOption 0, 2, ... on the RTX 4060).
+    Serial,
+    /// Interleaved 64-wide tiles, partials added in the pairwise order (customOption 1 on the RTX 4060).
+    Pairwise,
+    /// Contiguous runs of 128-wide tiles, partials added in order (every customOption on the H100).
+    Contiguous,
+}
+
+impl Scheme {
+    /// `none`, `serial`, `pairwise`, `contiguous`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::None => "none",
+            Scheme::Serial => "serial",
+            Scheme::Pairwise => "pairwise",
+            Scheme::Contiguous => "contiguous",
+        }
+    }
+    /// Parse a scheme name.
+    pub fn from_name(s: &str) -> Option<Scheme> {
+        match s {
+            "none" => Some(Scheme::None),
+            "serial" => Some(Scheme::Serial),
+            "pairwise" => Some(Scheme::Pairwise),
+            "contiguous" => Some(Scheme::Contiguous),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Scheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A split-K configuration: S and the reduction scheme. Valid values: S = 1 with scheme none, or S > 1
+/// with serial, pairwise or contiguous.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SplitK {
+    s: usize,
+    scheme: Scheme,
+}
+
+impl SplitK {
+    /// Unsplit.
+    pub const NONE: SplitK = SplitK { s: 1, scheme: Scheme::None };
+
+    /// A validated split (behaviour.md §6.3): S >= 1; S = 1 requires scheme none; S > 1 requires serial,
+    /// pairwise or contiguous.
+    pub fn new(s: usize, scheme: Scheme) -> Result<SplitK> {
+        if s == 0 {
+            return Err(Error::invalid_value("split-K S must be a positive integer, got 0"));
+        }
+        if s == 1 && scheme != Scheme::None {
+            return Err(Error::invalid_value(format!("split-K S = 1 requires scheme 'none', got '{scheme}'")));
+        }
+        if s > 1 && scheme == Scheme::None {
+            return Err(Error::invalid_value(format!(
+                "split-K S = {s} needs a reduction scheme: 'serial', 'pairwise' or 'contiguous'"
+            )));
+        }
+        Ok(SplitK { s, scheme })
+    }
+    /// The split count.
+    pub fn s(self) -> usize {
+        self.s
+    }
+    /// The scheme.
+    pub fn scheme(self) -> Scheme {
+        self.scheme
+    }
+}
+
+impl fmt::Display for SplitK {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.s == 1 {
+            f.write_str("1")
+        } else {
+            write!(f, "{},{}", self.s, self.scheme)
+        }
+    }
+}
+
+/// One chain from +0: the real k indices (as ranges, in order), then zero padding up to `len` elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// Real k indices, in chain order.
+    pub ranges: Vec<Range<usize>>,
+    /// Length of the chain including the trailing zero padding.
+    pub len: usize,
+}
+
+impl Chunk {
+    /// Number of real k indices.
+    pub fn real_len(&self) -> usize {
+        self.ranges.iter().map(|r| r.len()).sum()
+    }
+}
+
+/// One split: its chunks, whose results are added serially from +0 in fp32 when there is more than one
+/// (slow accumulation); a split without chunks has the partial +0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// The chunks, in the order their results are added.
+    pub chunks: Vec<Chunk>,
+}
+
+/// A validated accumulation plan for one K.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    k: usize,
+    fast: bool,
+    split: SplitK,
+    splits: Vec<Split>,
+}
+
+/// Cut an index list into consecutive chunks of `chunk` elements (the last one shorter if `len` is not a
+/// multiple). The list is `ranges` (real indices, in chain order) followed by zero padding up to `len`;
+/// every range but the last nonempty one is a whole tile, so the real indices are packed at the front.
+fn cut(ranges: &[Range<usize>], len: usize, chunk: usize) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    let mut pos = 0; // position in the split's index list
+    let mut it = ranges.iter().cloned().peekable();
+    let mut cur: Option<Range<usize>> = it.next();
+    while pos < len {
+        let end = (pos + chunk).min(len);
+        let mut rs = Vec::new();
+        let mut filled = pos;
+        while filled < end {
+            match cur.take() {
+                Some(r) if !r.is_empty() => {
+                    let take = (end - filled).min(r.len());
+                    rs.push(r.start..r.start + take);
+                    filled += take;
+                    if take < r.len() {
+                        cur = Some(r.start + take..r.end);
+                    } else {
+                        cur = it.next();
+                    }
+                }
+                Some(_) => cur = it.next(),
+                None => break, // the rest of this chunk is padding
+            }
+        }
+        out.push(Chunk { ranges: rs, len: end - pos });
+        pos = end;
+    }
+    out
+}
+
+/// The k range of tile t of width w, clipped to K (the clipped part is zero padding).
+fn tile(t: usize, w: usize, k: usize) -> Range<usize> {
+    (t * w).min(k)..((t + 1) * w).min(k)
+}
+
+impl Plan {
+    /// Build and validate the plan of `preset` for K, fast or slow accumulation, and a split
+    /// (behaviour.md §3.4, in its order).
+    pub fn new(preset: &Preset, k: usize, fast: bool, split: SplitK) -> Result<Plan> {
+        let s = split.s();
+        // (1, 2: S and the scheme are validated by SplitK.)
+        if !fast && preset.slow_chunk().is_none() {
+            return Err(Error::unsupported(format!(
+                "slow accumulation (use_fast_accum=False) is not characterised for preset '{}'",
+                preset.name()
+            )));
+        }
+        if s > 1 && preset.slow_chunk().is_none() {
+            return Err(Error::unsupported(format!("split-K is not characterised for preset '{}'", preset.name())));
+        }
+        if s > 1 && preset.builtin_kind().is_some() && !preset.allowed_schemes().contains(&split.scheme()) {
+            let allowed: Vec<&str> = preset.allowed_schemes().iter().map(|x| x.name()).collect();
+            return Err(Error::invalid_value(format!(
+                "scheme '{}' is not a split-K layout of preset '{}': its cuBLASLt kernels split as {}",
+                split.scheme(),
+                preset.name(),
+                allowed.join(" or ")
+            )));
+        }
+        let splits = if k == 0 {
+            vec![Split { chunks: Vec::new() }; s]
+        } else {
+            match split.scheme() {
+                Scheme::None => Plan::unsplit(preset, k, fast),
+                Scheme::Serial | Scheme::Pairwise => Plan::interleaved(k, fast, s),
+                Scheme::Contiguous => Plan::contiguous(preset, k, fast, s),
+            }
+        };
+        Ok(Plan { k, fast, split, splits })
+    }
+
+    /// §3.1: fast, one chain over K rounded up to 16; slow, consecutive slow_chunk-element chains.
+    fn unsplit(preset: &Preset, k: usize, fast: bool) -> Vec<Split> {
+        let all = [0..k];
+        let chunks = if fast {
+            vec![Chunk { ranges: vec![0..k], len: k.div_ceil(16) * 16 }]
+        } else {
+            let c = preset.slow_chunk().unwrap_or(k); // present: checked by Plan::new
+            cut(&all, k.div_ceil(c) * c, c)
+        };
+        vec![Split { chunks }]
+    }
+
+    /// §3.2: T 64-wide tiles padded to a multiple of S; split s owns tiles t = s (mod S) in increasing t;
+    /// slow chains restart every 2 of the split's own tiles.
+    fn interleaved(k: usize, fast: bool, s: usize) -> Vec<Split> {
+        let t = k.div_ceil(ADA_TILE);
+        let tp = t.div_ceil(s) * s;
+        (0..s)
+            .map(|sp| {
+                let tiles = (sp..tp).step_by(s);
+                let len = tiles.len() * ADA_TILE;
+                // Tiles at or past K are pure padding: they add no range.
+                let owned: Vec<Range<usize>> =
+                    tiles.map(|ti| tile(ti, ADA_TILE, k)).filter(|r| !r.is_empty()).collect();
+                let chunks = if fast {
+                    vec![Chunk { ranges: owned.clone(), len }]
+                } else {
+                    cut(&owned, len, INTERLEAVED_SLOW_CHUNK)
+                };
+                Split { chunks: prune_padding_only_split(chunks) }
+            })
+            .collect()
+    }
+
+    /// §3.3: T 128-wide tiles; q = ceil(T / S); split s owns tiles [s q, min((s + 1) q, T)); splits with
+    /// s q >= T are empty; slow chains restart every slow_chunk elements (every tile for the built-ins).
+    fn contiguous(preset: &Preset, k: usize, fast: bool, s: usize) -> Vec<Split> {
+        let t = k.div_ceil(HOPPER_TILE);
+        let q = t.div_ceil(s);
+        (0..s)
+            .map(|sp| {
+                let (lo, hi) = ((sp * q).min(t), ((sp + 1) * q).min(t));
+                if lo == hi {
+                    return Split { chunks: Vec::new() };
+                }
+                let owned: Vec<Range<usize>> = (lo..hi).map(|ti| tile(ti, HOPPER_TILE, k)).collect();
+                let len = (hi - lo) * HOPPER_TILE;
+                let chunks = if fast {
+                    vec![Chunk { ranges: owned, len }]
+                } else {
+                    let c = preset.slow_chunk().unwrap_or(HOPPER_TILE);
+                    cut(&owned, len, c)
+                };
+                Split { chunks }
+            })
+            .collect()
+    }
+
+    /// K of the plan.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+    /// Fast accumulation?
+    pub fn fast(&self) -> bool {
+        self.fast
+    }
+    /// The split configuration.
+    pub fn split(&self) -> SplitK {
+        self.split
+    }
+    /// The splits, in partial order p_0 .. p_(S-1).
+    pub fn splits(&self) -> &[Split] {
+        &self.splits
+    }
+
+    /// Combine the partials p_0 .. p_(S-1) in fp32 round-to-nearest-even by the plan's scheme (§3.2, §3.3).
+    /// Every `+` below is one IEEE fp32 addition (Rust's f32 `+` rounds to nearest even, no flush to zero).
+    pub fn combine(&self, p: &[f32]) -> f32 {
+        combine(self.split.scheme(), p)
+    }
+}
+
+/// A split whose every chunk is pure padding has the partial +0; keep it as a split without chunks
+/// (a chain from +0 over zeros is +0 for every preset, so this changes no bits and saves work).
+fn prune_padding_only_split(chunks: Vec<Chunk>) -> Vec<Chunk> {
+    if chunks.iter().all(|c| c.ranges.is_empty()) {
+        Vec::new()
+    } else {
+        chunks
+    }
+}
+
+/// The fp32 combination of split partials by scheme: serial and contiguous ((p0 + p1) + p2) + ...;
+/// pairwise with h = ceil(S/2), slot_i = p_i + p_(i+h) if i + h <= S - 2 else p_i, result
+/// (((p_(S-1) + slot_0) + slot_1) + ...) + slot_(h-1). S = 1: p_0 as is.
+pub fn combine(scheme: Scheme, p: &[f32]) -> f32 {
+    let s = p.len();
+    if s == 0 {
+        return 0.0;
+    }
+    if s == 1 {
+        return p[0];
+    }
+    match scheme {
+        Scheme::Pairwise => {
+            let h = s.div_ceil(2);
+            let mut acc = p[s - 1];
+            for i in 0..h {
+                let slot = if i + h <= s - 2 { p[i] + p[i + h] } else { p[i] };
+                acc += slot;
+            }
+            acc
+        }
+        _ => p[1..].iter().fold(p[0], |acc, &x| acc + x),
+    }
+}
+
+/// The slow-accumulation sum of chunk results: ((+0 + c_0) + c_1) + ... in fp32.
+pub fn sum_chunks(c: &[f32]) -> f32 {
+    c.iter().fold(0.0f32, |acc, &x| acc + x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranges(p: &Plan) -> Vec<Vec<(Vec<Range<usize>>, usize)>> {
+        p.splits().iter().map(|s| s.chunks.iter().map(|c| (c.ranges.clone(), c.len)).collect()).collect()
+    }
+
+    #[test]
+    fn interleaved_examples() {
+        // behaviour.md §3.2 examples (exact).
+        let ada = Preset::ada();
+        let p = Plan::new(&ada, 80, true, SplitK::new(3, Scheme::Serial).unwrap()).unwrap();
+        assert_eq!(ranges(&p), vec![vec![(vec![0..64], 64)], vec![(vec![64..80], 64)], vec![]]);
+        let p = Plan::new(&ada, 200, true, SplitK::new(3, Scheme::Serial).unwrap()).unwrap();
+        assert_eq!(
+            ranges(&p),
+            vec![vec![(vec![0..64, 192..200], 128)], vec![(vec![64..128], 128)], vec![(vec![128..192], 128)]]
+        );
+        let p = Plan::new(&ada, 65, true, SplitK::new(2, Scheme::Pairwise).unwrap()).unwrap();
+        assert_eq!(ranges(&p), vec![vec![(vec![0..64], 64)], vec![(vec![64..65], 64)]]);
+        // Slow, S = 2, K = 512: split0 chunks (tiles 0,2), (4,6); split1 (1,3), (5,7).
+        let p = Plan::new(&ada, 512, false, SplitK::new(2, Scheme::Serial).unwrap()).unwrap();
+        assert_eq!(
+            ranges(&p),
+            vec![
+                vec![(vec![0..64, 128..192], 128), (vec![256..320, 384..448], 128)],
+                vec![(vec![64..128, 192..256], 128), (vec![320..384, 448..512], 128)],
+            ]
+        );
+    }
+
+    #[test]
+    fn contiguous_examples() {
+        // behaviour.md §3.3 examples (exact).
+        let h = Preset::hopper();
+        let lens = |k: usize, s: usize| -> Vec<usize> {
+            let p = Plan::new(&h, k, true, SplitK::new(s, Scheme::Contiguous).unwrap()).unwrap();
+            p.splits().iter().map(|sp| sp.chunks.iter().map(|c| c.real_len()).sum()).collect()
+        };
+        assert_eq!(lens(512, 2), vec![256, 256]);
+        assert_eq!(lens(640, 3), vec![256, 256, 128]);
+        assert_eq!(lens(768, 4), vec![256, 256, 256, 0]);
+        assert_eq!(lens(1152, 2), vec![640, 512]);
+        let p = Plan::new(&h, 200, true, SplitK::new(2, Scheme::Contiguous).unwrap()).unwrap();
+        assert_eq!(ranges(&p), vec![vec![(vec![0..128], 128)], vec![(vec![128..200], 128)]]);
+        // Slow: every 128-wide tile is its own chain.
+        let p = Plan::new(&h, 640, false, SplitK::new(2, Scheme::Contiguous).unwrap()).unwrap();
+        assert_eq!(p.splits()[0].chunks.len(), 3);
+        assert_eq!(p.splits()[1].chunks.len(), 2);
+    }
+
+    #[test]
+    fn unsplit_slow_chunks() {
+        let p = Plan::new(&Preset::ada(), 300, false, SplitK::NONE).unwrap();
+        assert_eq!(ranges(&p), vec![vec![(vec![0..128], 128), (vec![128..256], 128), (vec![256..300], 128)]]);
+    }
+
+    #[test]
+    fn pairwise_expansions() {
+        // behaviour.md §3.2: the pairwise expansions, written out by the same index rule as `combine`.
+        fn order(s: usize) -> String {
+            let h = s.div_ceil(2);
+            let mut acc = format!("p{}", s - 1);
+            for i in 0..h {
+                let slot = if i + h <= s - 2 { format!("(p{}+p{})", i, i + h) } else { format!("p{i}") };
+                acc = format!("({acc}+{slot})");
+            }
+            acc
+        }
+        assert_eq!(order(2), "(p1+p0)");
+        assert_eq!(order(3), "((p2+p0)+p1)");
+        assert_eq!(order(4), "((p3+(p0+p2))+p1)");
+        assert_eq!(order(5), "(((p4+(p0+p3))+p1)+p2)");
+        assert_eq!(order(6), "(((p5+(p0+p3))+(p1+p4))+p2)");
+        assert_eq!(order(8), "((((p7+(p0+p4))+(p1+p5))+(p2+p6))+p3)");
+        // The numeric combinator adds in that order. p = [2^-24, 1, 2^-24]: pairwise (p2 + p0) + p1 =
+        // 2^-23 + 1 (exact); serial (p0 + p1) + p2 = 1 + 2^-24 (a tie, to even: 1) + 2^-24 = 1.
+        let e = 2f32.powi(-24);
+        assert_eq!(combine(Scheme::Pairwise, &[e, 1.0, e]), 1.0 + 2f32.powi(-23));
+        assert_eq!(combine(Scheme::Serial, &[e, 1.0, e]), 1.0);
+        // p = [2^-24, 2^-24, 1]: pairwise (p2 + p0) + p1 = 1; serial (p0 + p1) + p2 = 2^-23 + 1.
+        assert_eq!(combine(Scheme::Pairwise, &[e, e, 1.0]), 1.0);
+        assert_eq!(combine(Scheme::Serial, &[e, e, 1.0]), 1.0 + 2f32.powi(-23));
+    }
+
+    #[test]
+    fn validation_order() {
+        use crate::error::{Category, InvalidKind};
+        let b200 = Preset::b200_mma_sync();
+        let e = Plan::new(&b200, 64, false, SplitK::new(2, Scheme::Serial).unwrap()).unwrap_err();
+        assert!(e.message().contains("slow accumulation"));
+        let e = Plan::new(&b200, 64, true, SplitK::new(2, Scheme::Serial).unwrap()).unwrap_err();
+        assert_eq!(e.category(), Category::UnsupportedFeature);
+        let e = Plan::new(&Preset::hopper(), 64, true, SplitK::new(2, Scheme::Serial).unwrap()).unwrap_err();
+        assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::InvalidValue));
+        let e = Plan::new(&Preset::ada(), 64, true, SplitK::new(2, Scheme::Contiguous).unwrap()).unwrap_err();
+        assert!(e.message().contains("not a split-K layout of preset 'ada'"));
+        assert!(SplitK::new(0, Scheme::None).is_err());
+        assert!(SplitK::new(1, Scheme::Serial).is_err());
+        assert!(SplitK::new(3, Scheme::None).is_err());
+    }
+}

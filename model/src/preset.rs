@@ -1,0 +1,290 @@
+//! Presets (behaviour.md §2.1): the parameters of one tensor-core arithmetic — block size, fraction bits,
+//! minimum exponent, how the accumulator enters the block, the slow-accumulation chunk — and their maturity.
+//! The three built-in presets, their alias, the refused names, and validated user-defined presets.
+
+use crate::error::{Error, Result};
+use crate::plan::Scheme;
+use std::fmt;
+
+/// How the running accumulator c enters a block step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CEntry {
+    /// c takes part in the block maximum and is aligned and truncated with the products (ada, hopper).
+    Early,
+    /// c is added after the block sum with an fp32 round-to-nearest-even addition (b200_mma_sync).
+    Late,
+}
+
+/// How far hardware recordings establish a preset or profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Maturity {
+    /// Reproduced bit for bit by hardware recordings of the reference GPU.
+    Validated,
+    /// Not (fully) established by hardware: every use warns.
+    Experimental,
+    /// A user-defined preset.
+    Custom,
+}
+
+impl Maturity {
+    /// `validated`, `experimental`, `custom`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Maturity::Validated => "validated",
+            Maturity::Experimental => "experimental",
+            Maturity::Custom => "custom",
+        }
+    }
+    /// Parse a maturity name.
+    pub fn from_name(s: &str) -> Option<Maturity> {
+        match s {
+            "validated" => Some(Maturity::Validated),
+            "experimental" => Some(Maturity::Experimental),
+            "custom" => Some(Maturity::Custom),
+            _ => None,
+        }
+    }
+}
+
+/// Which of the library's own presets a value is; user-defined presets have none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// `ada`: RTX 4060 (sm_89) FP8 mma.sync.
+    Ada,
+    /// `hopper`: the H100 PCIe's cuBLAS FP8 GEMMs (sm_90 nvjet kernels).
+    Hopper,
+    /// `b200_mma_sync`: mma.sync compiled for sm_90/sm_100 into HMMA + fp32 add.
+    B200MmaSync,
+}
+
+/// The parameters of a user-defined preset (see [`Preset::custom`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PresetSpec {
+    /// Name used in messages and warnings.
+    pub name: String,
+    /// Products per block (nfma >= 1).
+    pub nfma: u32,
+    /// Fraction bits of the aligned terms (1..=40).
+    pub frac: u32,
+    /// Fraction bits of the block result (1..=23).
+    pub frac_out: u32,
+    /// Floor of the block exponent.
+    pub min_exp: i32,
+    /// Early or late accumulator.
+    pub c_entry: CEntry,
+    /// Slow-accumulation chunk length, or None if slow accumulation is not characterised.
+    pub slow_chunk: Option<u32>,
+    /// Maturity (default for user presets: custom).
+    pub maturity: Maturity,
+}
+
+/// An immutable tensor-core arithmetic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preset {
+    spec: PresetSpec,
+    builtin: Option<Builtin>,
+}
+
+/// Names refused with a pointer to the sm_120 bring-up runbook (compared case-insensitively).
+const SM120_NAMES: [&str; 6] = ["sm_120", "sm120", "rtx_blackwell", "rtx-blackwell", "rtx5070ti", "rtx_5070_ti"];
+
+/// Where a GPU without a preset or profile is brought up.
+pub const SM120_RUNBOOK: &str = "the sm_120 bring-up runbook (record the GPU with mmaemu-record, then fit a preset)";
+
+impl Preset {
+    fn builtin(b: Builtin) -> Preset {
+        let spec = match b {
+            Builtin::Ada => PresetSpec {
+                name: "ada".into(),
+                nfma: 16,
+                frac: 13,
+                frac_out: 13,
+                min_exp: -132,
+                c_entry: CEntry::Early,
+                slow_chunk: Some(128),
+                maturity: Maturity::Validated,
+            },
+            Builtin::Hopper => PresetSpec {
+                name: "hopper".into(),
+                nfma: 32,
+                frac: 13,
+                frac_out: 13,
+                min_exp: -132,
+                c_entry: CEntry::Early,
+                slow_chunk: Some(128),
+                maturity: Maturity::Validated,
+            },
+            Builtin::B200MmaSync => PresetSpec {
+                name: "b200_mma_sync".into(),
+                nfma: 32,
+                frac: 25,
+                frac_out: 23,
+                min_exp: -133,
+                c_entry: CEntry::Late,
+                slow_chunk: None,
+                maturity: Maturity::Experimental,
+            },
+        };
+        Preset { spec, builtin: Some(b) }
+    }
+
+    /// The `ada` preset: 16-product blocks, 13/13 fraction bits, c early, validated.
+    pub fn ada() -> Preset {
+        Preset::builtin(Builtin::Ada)
+    }
+    /// The `hopper` preset: 32-product blocks, 13/13 fraction bits, c early, validated.
+    pub fn hopper() -> Preset {
+        Preset::builtin(Builtin::Hopper)
+    }
+    /// The `b200_mma_sync` preset (alias `blackwell`): 32-product blocks, 25/23 bits, c late, experimental.
+    pub fn b200_mma_sync() -> Preset {
+        Preset::builtin(Builtin::B200MmaSync)
+    }
+
+    /// A user-defined preset, validated (behaviour.md §2.1): nfma >= 1, slow_chunk None or >= 1,
+    /// 1 <= frac <= 40, 1 <= frac_out <= 23. Violations are invalid-value errors.
+    pub fn custom(spec: PresetSpec) -> Result<Preset> {
+        if spec.nfma < 1 {
+            return Err(Error::invalid_value(format!("preset '{}': nfma must be >= 1, got {}", spec.name, spec.nfma)));
+        }
+        if spec.slow_chunk == Some(0) {
+            return Err(Error::invalid_value(format!(
+                "preset '{}': slow_chunk must be None or a positive integer, got 0",
+                spec.name
+            )));
+        }
+        if !(1..=40).contains(&spec.frac) {
+            return Err(Error::invalid_value(format!("preset '{}': frac must be in 1..=40, got {}", spec.name, spec.frac)));
+        }
+        if !(1..=23).contains(&spec.frac_out) {
+            return Err(Error::invalid_value(format!(
+                "preset '{}': frac_out must be in 1..=23, got {}",
+                spec.name, spec.frac_out
+            )));
+        }
+        if !(-1000..=1000).contains(&spec.min_exp) {
+            return Err(Error::invalid_value(format!(
+                "preset '{}': min_exp must be in -1000..=1000, got {}",
+                spec.name, spec.min_exp
+            )));
+        }
+        Ok(Preset { spec, builtin: None })
+    }
+
+    /// Look a preset up by name (behaviour.md §2.1): `ada`, `hopper`, `b200_mma_sync`, and the alias
+    /// `blackwell`. The sm_120 names are refused with a pointer to the bring-up runbook.
+    pub fn by_name(name: &str) -> Result<Preset> {
+        match name {
+            "ada" => return Ok(Preset::ada()),
+            "hopper" => return Ok(Preset::hopper()),
+            "b200_mma_sync" | "blackwell" => return Ok(Preset::b200_mma_sync()),
+            _ => {}
+        }
+        if SM120_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            return Err(Error::unknown_name(format!(
+                "unknown preset '{name}': sm_120 GPUs (RTX 50 series) have no preset; see {SM120_RUNBOOK}"
+            )));
+        }
+        Err(Error::unknown_name(format!(
+            "unknown preset '{name}'; known: ['ada', 'b200_mma_sync', 'hopper'] (alias: 'blackwell')"
+        )))
+    }
+
+    /// The sorted canonical names of the built-in presets.
+    pub fn list() -> [&'static str; 3] {
+        ["ada", "b200_mma_sync", "hopper"]
+    }
+
+    /// Name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+    /// Products per block.
+    pub fn nfma(&self) -> usize {
+        self.spec.nfma as usize
+    }
+    /// Fraction bits of the aligned terms.
+    pub fn frac(&self) -> u32 {
+        self.spec.frac
+    }
+    /// Fraction bits of the block result.
+    pub fn frac_out(&self) -> u32 {
+        self.spec.frac_out
+    }
+    /// Floor of the block exponent.
+    pub fn min_exp(&self) -> i32 {
+        self.spec.min_exp
+    }
+    /// How c enters.
+    pub fn c_entry(&self) -> CEntry {
+        self.spec.c_entry
+    }
+    /// Slow-accumulation chunk length.
+    pub fn slow_chunk(&self) -> Option<usize> {
+        self.spec.slow_chunk.map(|c| c as usize)
+    }
+    /// Maturity.
+    pub fn maturity(&self) -> Maturity {
+        self.spec.maturity
+    }
+    /// Which built-in preset this is, if any.
+    pub fn builtin_kind(&self) -> Option<Builtin> {
+        self.builtin
+    }
+    /// The parameters.
+    pub fn spec(&self) -> &PresetSpec {
+        &self.spec
+    }
+
+    /// The split schemes this preset's kernels use: ada {serial, pairwise}; hopper {contiguous};
+    /// b200_mma_sync none; user-defined presets accept every scheme.
+    pub fn allowed_schemes(&self) -> &'static [Scheme] {
+        match self.builtin {
+            Some(Builtin::Ada) => &[Scheme::Serial, Scheme::Pairwise],
+            Some(Builtin::Hopper) => &[Scheme::Contiguous],
+            Some(Builtin::B200MmaSync) => &[],
+            None => &[Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous],
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Category, InvalidKind};
+
+    #[test]
+    fn lookups() {
+        assert_eq!(Preset::by_name("blackwell").unwrap(), Preset::b200_mma_sync());
+        let e = Preset::by_name("RTX5070TI").unwrap_err();
+        assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::UnknownName));
+        assert!(e.message().contains("runbook"));
+        let e = Preset::by_name("hopper-h100").unwrap_err();
+        assert!(e.message().contains("known: ['ada', 'b200_mma_sync', 'hopper']"));
+    }
+
+    #[test]
+    fn custom_validation() {
+        let mut spec = Preset::ada().spec().clone();
+        spec.name = "mine".into();
+        assert!(Preset::custom(spec.clone()).is_ok());
+        for bad in [
+            PresetSpec { nfma: 0, ..spec.clone() },
+            PresetSpec { frac: 0, ..spec.clone() },
+            PresetSpec { frac: 41, ..spec.clone() },
+            PresetSpec { frac_out: 24, ..spec.clone() },
+            PresetSpec { slow_chunk: Some(0), ..spec.clone() },
+        ] {
+            let e = Preset::custom(bad).unwrap_err();
+            assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::InvalidValue));
+        }
+        // A user-defined copy of a built-in preset accepts every scheme.
+        assert_eq!(Preset::custom(spec).unwrap().allowed_schemes().len(), 3);
+    }
+}

@@ -1,0 +1,14 @@
+//! mmaemu: the FP8 GEMM results NVIDIA tensor cores produce through cuBLASLt, bit for bit, on a CPU.
+//!
+//! This facade re-exports the model (`mmaemu_model`: formats, presets, chains, plans, the epilogue) and the
+//! datasets crate (`mmaemu_datasets`: the Parquet recordings), and owns the replay of recordings through
+//! the model ([`replay`]), which the `mmaemu` command line and the harness share.
+
+pub use mmaemu_datasets as datasets;
+pub use mmaemu_model as model;
+pub use mmaemu_model::{
+    accumulate, dot, gemm, Category, Chain, Epilogue, Error, Format, Operands, OutDtype, Plan, Preset, Scheme, SplitK,
+};
+
+pub mod replay;
+pub mod replay_files;

@@ -1,0 +1,286 @@
+//! Replaying recordings: one recorded row through the model, compared bit for bit with what the hardware
+//! returned (+0 and -0 differ, NaN payloads are compared), and the per-file and total counts of `replay`.
+//!
+//! This module owns the mapping from a recording row (format `mmaemu-recording/1`) to a model call. Ops
+//! `mma`, `accumulator` and `gemm` replay here; a row that cannot be replayed yet is a skip with its
+//! reason, never a pass.
+
+use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
+use mmaemu_model::{
+    accumulate, epilogue, Chain, Epilogue, Error, Format, Operands, OutDtype, Preset, Scheme, SplitK,
+};
+use std::fmt;
+
+/// The first element where a replay differs from the recording.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Difference {
+    /// Flat index of the element (row-major over [batch, m, n], or the diagonal position).
+    pub index: usize,
+    /// The recorded bits.
+    pub expected: u32,
+    /// The replayed bits.
+    pub actual: u32,
+    /// The element dtype, for display.
+    pub dtype: OutDtype,
+    /// How many elements differ in all.
+    pub count: usize,
+    /// Number of elements compared.
+    pub total: usize,
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let w = self.dtype.width() * 2;
+        write!(
+            f,
+            "{} of {} elements differ; first at index {}: expected 0x{:0w$X} ({}) actual 0x{:0w$X} ({}) [{}]",
+            self.count,
+            self.total,
+            self.index,
+            self.expected,
+            show(self.dtype.to_f64(self.expected)),
+            self.actual,
+            show(self.dtype.to_f64(self.actual)),
+            self.dtype,
+        )
+    }
+}
+
+/// A value for humans: exact-looking decimal and, for finite nonzero values, the hex-float form.
+fn show(v: f64) -> String {
+    if v.is_finite() && v != 0.0 {
+        format!("{v:e} = {}", hexf(v))
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `0x1.xxxxp+e` for a finite nonzero f64.
+pub fn hexf(v: f64) -> String {
+    let bits = v.to_bits();
+    let sign = if v < 0.0 { "-" } else { "" };
+    let field = ((bits >> 52) & 0x7FF) as i64;
+    let mut mant = bits & ((1u64 << 52) - 1);
+    let mut exp = field - 1023;
+    if field == 0 {
+        // Subnormal f64 (not reachable from fp32 values, kept for completeness).
+        let lz = mant.leading_zeros() as i64 - 11;
+        mant = (mant << lz) & ((1u64 << 52) - 1);
+        exp = -1022 - lz;
+    }
+    let mut digits = format!("{mant:013x}");
+    while digits.ends_with('0') && digits.len() > 1 {
+        digits.pop();
+    }
+    if mant == 0 {
+        format!("{sign}0x1p{exp:+}")
+    } else {
+        format!("{sign}0x1.{digits}p{exp:+}")
+    }
+}
+
+/// The outcome of replaying one row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Every bit matches (or the expected error category was raised).
+    Pass,
+    /// The replay differs: bits, or the error category.
+    Fail(Failure),
+    /// The row cannot be replayed here, with the reason.
+    Skip(String),
+}
+
+/// Why a row failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// Result bits differ.
+    Bits(Difference),
+    /// The recording expects an error and the replay returned a result, or another error.
+    Error { expected: String, actual: String },
+    /// The recording expects a result and the replay raised.
+    Raised(String),
+    /// The result's sha256 differs from the recorded one.
+    Sha256 { expected: String, actual: String },
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Bits(d) => d.fmt(f),
+            Failure::Error { expected, actual } => write!(f, "expected {expected}, got {actual}"),
+            Failure::Raised(e) => write!(f, "expected a result, the replay raised {e}"),
+            Failure::Sha256 { expected, actual } => write!(f, "sha256 of the result {actual} != recorded {expected}"),
+        }
+    }
+}
+
+/// A row's operand format.
+fn format_of(name: &str) -> Result<Format, String> {
+    Format::from_name(name).ok_or_else(|| format!("operand format '{name}' is not an FP8 format this op replays"))
+}
+
+/// The recorded split of a row.
+fn split_of(row: &Row) -> Result<SplitK, String> {
+    let s = row.split_s.unwrap_or(1);
+    let scheme = row.split_scheme.as_deref().unwrap_or("none");
+    if scheme == "unknown" {
+        return Err(format!("split S = {s} with scheme 'unknown': no reduction rule is established (mmaemu fit splitk)"));
+    }
+    let scheme = Scheme::from_name(scheme).ok_or_else(|| format!("unknown split scheme '{scheme}'"))?;
+    if s < 1 {
+        return Err(format!("invalid split_s {s}"));
+    }
+    SplitK::new(s as usize, scheme).map_err(|e| e.to_string())
+}
+
+/// What the replay computed: element bits of a dtype, or an error.
+type Computed = Result<(Vec<u32>, OutDtype), Error>;
+
+/// Replay one row through the model and compare it with the recording.
+pub fn replay_row(row: &Row) -> Outcome {
+    let computed = match compute(row) {
+        Ok(c) => c,
+        Err(skip) => return Outcome::Skip(skip),
+    };
+    judge(row, computed)
+}
+
+/// Compare a computation with the row's expectation.
+pub fn judge(row: &Row, computed: Computed) -> Outcome {
+    match (&row.expected, computed) {
+        (Expectation::Error(want), Err(e)) => {
+            if e.category().name() == want {
+                Outcome::Pass
+            } else {
+                Outcome::Fail(Failure::Error { expected: want.clone(), actual: e.to_string() })
+            }
+        }
+        (Expectation::Error(want), Ok(_)) => {
+            Outcome::Fail(Failure::Error { expected: want.clone(), actual: "a result".into() })
+        }
+        (_, Err(e)) => Outcome::Fail(Failure::Raised(e.to_string())),
+        (Expectation::Bits(bytes), Ok((bits, dtype))) => {
+            let expected = epilogue::from_le_bytes(bytes, dtype);
+            match first_difference(&expected, &bits, dtype) {
+                None => Outcome::Pass,
+                Some(d) => Outcome::Fail(Failure::Bits(d)),
+            }
+        }
+        (Expectation::Sha256(want), Ok((bits, dtype))) => {
+            let got = sha256_hex(&epilogue::to_le_bytes(&bits, dtype));
+            if got.eq_ignore_ascii_case(want) {
+                Outcome::Pass
+            } else {
+                Outcome::Fail(Failure::Sha256 { expected: want.clone(), actual: got })
+            }
+        }
+    }
+}
+
+/// Lower-case hex sha256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The first differing element of two bit vectors, and how many differ (a length mismatch counts the
+/// missing elements as differing).
+pub fn first_difference(expected: &[u32], actual: &[u32], dtype: OutDtype) -> Option<Difference> {
+    let total = expected.len().max(actual.len());
+    let mut first = None;
+    let mut count = 0;
+    for i in 0..total {
+        let (e, a) = (expected.get(i).copied(), actual.get(i).copied());
+        if e != a {
+            count += 1;
+            if first.is_none() {
+                first = Some((i, e.unwrap_or(0), a.unwrap_or(0)));
+            }
+        }
+    }
+    first.map(|(index, expected, actual)| Difference { index, expected, actual, dtype, count, total })
+}
+
+/// Compute a row's result with the model. `Err(reason)` means the row cannot be replayed (a skip).
+pub fn compute(row: &Row) -> Result<Computed, String> {
+    match row.op {
+        Op::Mma => compute_mma(row),
+        Op::Accumulator | Op::Gemm => compute_gemm(row),
+        Op::ScaledMm => Err("op scaled_mm: torch._scaled_mm semantics are not implemented yet".into()),
+    }
+}
+
+fn dims(row: &Row) -> Result<(usize, usize, usize, usize), String> {
+    let conv = |x: i64| usize::try_from(x).map_err(|_| format!("negative dimension {x}"));
+    Ok((conv(row.batch)?, conv(row.m)?, conv(row.n)?, conv(row.k)?))
+}
+
+/// op `mma`: out[t, i, j] = the preset's chain over k of a[t, i, k] * b[t, j, k] from c[t, i, j].
+fn compute_mma(row: &Row) -> Result<Computed, String> {
+    let preset = match Preset::by_name(&row.preset) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
+    let (batch, m, n, k) = dims(row)?;
+    let c = row.c.as_deref().ok_or("op mma without c")?;
+    let chain = Chain::new(&preset, fa, fb);
+    let mut out = Vec::with_capacity(batch * m * n);
+    for t in 0..batch {
+        for i in 0..m {
+            let ra = &row.a[(t * m + i) * k..(t * m + i + 1) * k];
+            for j in 0..n {
+                let rb = &row.b[(t * n + j) * k..(t * n + j + 1) * k];
+                let o = (t * m + i) * n + j;
+                let cv = f32::from_bits(u32::from_le_bytes([c[4 * o], c[4 * o + 1], c[4 * o + 2], c[4 * o + 3]]));
+                out.push(chain.run(ra, rb, cv).to_bits());
+            }
+        }
+    }
+    Ok(Ok((out, OutDtype::Float32)))
+}
+
+/// ops `accumulator` and `gemm`: the plan with the recorded split, then (gemm) the epilogue.
+fn compute_gemm(row: &Row) -> Result<Computed, String> {
+    let preset = match Preset::by_name(&row.preset) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
+    let (batch, m, n, k) = dims(row)?;
+    if batch != 1 {
+        return Err(format!("op {} with batch {batch} (the format says 1)", row.op.as_str()));
+    }
+    let fast = row.fast_accum.ok_or("fast_accum is null")?;
+    let split = split_of(row)?;
+    let ops = Operands { fa, fb, a: &row.a, b: &row.b, m, n, k };
+    let (acc, dtype) = match row.op {
+        Op::Accumulator => match accumulate(&preset, &ops, fast, split) {
+            Ok(acc) => (acc.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), OutDtype::Float32),
+            Err(e) => return Ok(Err(e)),
+        },
+        _ => {
+            let out = match row.out_dtype.as_deref() {
+                None => OutDtype::of_format(fa),
+                Some(name) => OutDtype::from_name(name).ok_or_else(|| format!("out dtype '{name}' is not replayable"))?,
+            };
+            let (sa, sb) = (row.scale_a.ok_or("scale_a is null")?, row.scale_b.ok_or("scale_b is null")?);
+            let epi = Epilogue {
+                scale_a: f32::from_bits(sa),
+                scale_b: f32::from_bits(sb),
+                scale_result: row.scale_result.map(f32::from_bits),
+                out,
+            };
+            match mmaemu_model::gemm(&preset, &ops, fast, split, &epi) {
+                Ok(o) => (o.bits, out),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+    };
+    let bits = match row.out_select {
+        OutSelect::Full => acc,
+        OutSelect::Diagonal => (0..m.min(n)).map(|i| acc[i * n + i]).collect(),
+    };
+    Ok(Ok((bits, dtype)))
+}

@@ -1,0 +1,100 @@
+//! Replaying whole recording files: discovery, parallel replay of every row (rayon), per-file counts, and
+//! the report that `mmaemu replay` prints (text or JSON).
+
+use crate::replay::{replay_row, Failure, Outcome};
+use mmaemu_datasets::{discover, read_recording, DatasetError};
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// One failed row.
+#[derive(Clone, Debug)]
+pub struct RowFailure {
+    /// Row id.
+    pub id: String,
+    /// What differs.
+    pub failure: Failure,
+}
+
+/// One skipped row with the reason.
+#[derive(Clone, Debug)]
+pub struct RowSkip {
+    /// Row id.
+    pub id: String,
+    /// Why it cannot be replayed.
+    pub reason: String,
+}
+
+/// The replay of one file.
+#[derive(Clone, Debug)]
+pub struct FileReport {
+    /// The file.
+    pub path: PathBuf,
+    /// Rows in the file.
+    pub rows: usize,
+    /// Rows that passed.
+    pub passed: usize,
+    /// Failed rows.
+    pub failures: Vec<RowFailure>,
+    /// Skipped rows.
+    pub skips: Vec<RowSkip>,
+}
+
+/// Replay every row of one file (rows in parallel); `progress` is called once per row.
+pub fn replay_file(path: &Path, progress: &(dyn Fn() + Sync)) -> Result<FileReport, DatasetError> {
+    let rec = read_recording(path)?;
+    let outcomes: Vec<Outcome> = rec
+        .rows
+        .par_iter()
+        .map(|row| {
+            let o = replay_row(row);
+            progress();
+            o
+        })
+        .collect();
+    let mut report = FileReport { path: path.to_path_buf(), rows: rec.rows.len(), passed: 0, failures: vec![], skips: vec![] };
+    for (row, o) in rec.rows.iter().zip(outcomes) {
+        match o {
+            Outcome::Pass => report.passed += 1,
+            Outcome::Fail(failure) => report.failures.push(RowFailure { id: row.id.clone(), failure }),
+            Outcome::Skip(reason) => report.skips.push(RowSkip { id: row.id.clone(), reason }),
+        }
+    }
+    Ok(report)
+}
+
+/// The files named by `paths` (directories searched for `*.parquet`).
+pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, DatasetError> {
+    discover(paths)
+}
+
+/// Totals over files: (passed, failed, skipped).
+pub fn totals(reports: &[FileReport]) -> (usize, usize, usize) {
+    reports.iter().fold((0, 0, 0), |(p, f, s), r| (p + r.passed, f + r.failures.len(), s + r.skips.len()))
+}
+
+/// The closing line: `N passed, M failed` with `, K skipped` when K > 0.
+pub fn summary_line(passed: usize, failed: usize, skipped: usize) -> String {
+    let mut s = format!("{passed} passed, {failed} failed");
+    if skipped > 0 {
+        s.push_str(&format!(", {skipped} skipped"));
+    }
+    s
+}
+
+/// The JSON report of `replay --json`.
+pub fn json_report(reports: &[FileReport]) -> serde_json::Value {
+    let (p, f, s) = totals(reports);
+    serde_json::json!({
+        "files": reports.iter().map(|r| serde_json::json!({
+            "path": r.path.display().to_string(),
+            "rows": r.rows,
+            "passed": r.passed,
+            "failed": r.failures.len(),
+            "skipped": r.skips.len(),
+            "failures": r.failures.iter().map(|x| x.id.clone()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "passed": p,
+        "failed": f,
+        "skipped": s,
+    })
+}
