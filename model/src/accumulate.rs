@@ -57,8 +57,17 @@ pub trait ChainEngine: Sync {
     fn name(&self) -> String;
     /// Run `m * n` chains of length `l` from +0. `a` is [m, l], `b` is [n, l], row-major.
     #[allow(clippy::too_many_arguments)]
-    fn chains(&self, preset: &Preset, fa: Format, fb: Format, a: &[u8], b: &[u8], m: usize, n: usize, l: usize)
-        -> Vec<f32>;
+    fn chains(
+        &self,
+        preset: &Preset,
+        fa: Format,
+        fb: Format,
+        a: &[u8],
+        b: &[u8],
+        m: usize,
+        n: usize,
+        l: usize,
+    ) -> Vec<f32>;
 }
 
 /// The model itself as an engine: one [`Chain::run`] per output.
@@ -69,8 +78,17 @@ impl ChainEngine for ReferenceEngine {
     fn name(&self) -> String {
         "reference".into()
     }
-    fn chains(&self, preset: &Preset, fa: Format, fb: Format, a: &[u8], b: &[u8], m: usize, n: usize, l: usize)
-        -> Vec<f32> {
+    fn chains(
+        &self,
+        preset: &Preset,
+        fa: Format,
+        fb: Format,
+        a: &[u8],
+        b: &[u8],
+        m: usize,
+        n: usize,
+        l: usize,
+    ) -> Vec<f32> {
         let chain = Chain::new(preset, fa, fb);
         let mut out = Vec::with_capacity(m * n);
         for i in 0..m {
@@ -187,7 +205,8 @@ pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn Ch
         };
         partials.push(partial);
     }
-    let mut out: Vec<f32> = (0..m * n).map(|o| plan.combine(&partials.iter().map(|p| p[o]).collect::<Vec<_>>())).collect();
+    let mut out: Vec<f32> =
+        (0..m * n).map(|o| plan.combine(&partials.iter().map(|p| p[o]).collect::<Vec<_>>())).collect();
 
     // §3.7: patch outputs whose row of A or row of B holds a non-finite code, after the combination.
     if sa.is_some() || sb.is_some() {

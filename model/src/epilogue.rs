@@ -24,7 +24,8 @@ pub enum OutDtype {
 
 impl OutDtype {
     /// All five, in the tables' code order.
-    pub const ALL: [OutDtype; 5] = [OutDtype::Float32, OutDtype::BFloat16, OutDtype::Float16, OutDtype::E4m3, OutDtype::E5m2];
+    pub const ALL: [OutDtype; 5] =
+        [OutDtype::Float32, OutDtype::BFloat16, OutDtype::Float16, OutDtype::E4m3, OutDtype::E5m2];
 
     /// torch's dtype name: `float32`, `bfloat16`, `float16`, `float8_e4m3fn`, `float8_e5m2`.
     pub fn name(self) -> &'static str {

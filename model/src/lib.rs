@@ -6,7 +6,9 @@
 //! - [`plan`]: how K is cut into chains and partial sums are combined (unsplit, split-K schemes);
 //! - [`accumulate`]: plan execution, the fp32 accumulator, non-finite inputs;
 //! - [`epilogue`]: scales, out dtypes, double rounding, saturation;
-//! - [`gemm`]: plan + epilogue.
+//! - [`gemm`]: plan + epilogue;
+//! - [`profile`], [`splitk`]: the reference platforms and their split-K decisions;
+//! - [`scaled_mm`]: torch 2.7.1 `torch._scaled_mm` semantics, and `explain`.
 //!
 //! The model is pure: no I/O, no threads, integer and IEEE-exact arithmetic only, so its results do not
 //! depend on the machine, the thread count or the evaluation order. It is written to be obviously right;
@@ -14,13 +16,17 @@
 
 pub mod accumulate;
 pub mod chain;
+pub mod dtype;
 pub mod epilogue;
 pub mod error;
 pub mod format;
 pub mod gemm;
 pub mod plan;
 pub mod preset;
+pub mod profile;
 pub mod round;
+pub mod tensor;
+pub mod warning;
 
 pub use accumulate::{accumulate, execute, ChainEngine, Operands, ReferenceEngine};
 pub use chain::{dot, Chain};
@@ -30,3 +36,5 @@ pub use format::Format;
 pub use gemm::{gemm, gemm_with, Output};
 pub use plan::{Plan, Scheme, SplitK};
 pub use preset::{CEntry, Maturity, Preset, PresetSpec};
+pub use profile::{Caller, Profile, RejectRule, TableId};
+pub use warning::{Warning, WarningKind};

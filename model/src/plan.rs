@@ -7,6 +7,9 @@
 //! the last k-tile of K is ragged, and it is always the last tile of its chain), so a chunk is stored as
 //! contiguous k ranges plus its padded length.
 
+// Chunks are lists of k ranges; a list holding one range (`vec![0..k]`) is meant, not the indices.
+#![allow(clippy::single_range_in_vec_init)]
+
 use crate::error::{Error, Result};
 use crate::preset::Preset;
 use std::fmt;

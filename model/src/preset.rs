@@ -154,7 +154,10 @@ impl Preset {
             )));
         }
         if !(1..=40).contains(&spec.frac) {
-            return Err(Error::invalid_value(format!("preset '{}': frac must be in 1..=40, got {}", spec.name, spec.frac)));
+            return Err(Error::invalid_value(format!(
+                "preset '{}': frac must be in 1..=40, got {}",
+                spec.name, spec.frac
+            )));
         }
         if !(1..=23).contains(&spec.frac_out) {
             return Err(Error::invalid_value(format!(
