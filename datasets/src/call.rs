@@ -1,0 +1,391 @@
+//! The typed "call object" of `scaled_mm` rows (recording-v1, section "The call object"): how the exact
+//! `torch._scaled_mm` call of a row differed from the standard call.
+//!
+//! Parsing applies the spec's defaults for missing keys; unknown keys are rejected (a key this reader does
+//! not know would change the call, so ignoring it would replay the wrong call). Serialising writes every key
+//! explicitly, so a written call object parses back to an equal [`Call`].
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::ser::Serializer;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The call object. `Call::default()` is the standard call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Call {
+    /// mat1 (A): dtype, layout (`std` or `col`), leading-dimension padding, storage offset.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub mat1: MatSpec,
+    /// mat2 (B transposed): dtype, layout (`std` or `row`), leading-dimension padding, storage offset.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub mat2: MatSpec,
+    /// The scale_a tensor; None (key absent): the tensor-wise `scale_a` column describes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_a: Option<ScaleSpec>,
+    /// The scale_b tensor; None (key absent): the tensor-wise `scale_b` column describes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_b: Option<ScaleSpec>,
+    /// The scale_result tensor; None when it was not passed. A missing key and `null` both parse to None.
+    #[serde(default)]
+    pub scale_result: Option<ScaleSpec>,
+    /// The bias, None: no bias.
+    #[serde(default)]
+    pub bias: Option<BiasSpec>,
+    /// True if bias was passed as the fifth positional argument.
+    #[serde(default)]
+    pub positional_bias: bool,
+    /// The out= buffer, None: no out=.
+    #[serde(default)]
+    pub out: Option<OutSpec>,
+    /// False if the out_dtype keyword was omitted.
+    #[serde(default = "yes")]
+    pub out_dtype_passed: bool,
+    /// False if the use_fast_accum keyword was omitted (torch's default, false).
+    #[serde(default = "yes")]
+    pub use_fast_accum_passed: bool,
+}
+
+impl Default for Call {
+    fn default() -> Self {
+        Call {
+            mat1: MatSpec::default(),
+            mat2: MatSpec::default(),
+            scale_a: None,
+            scale_b: None,
+            scale_result: None,
+            bias: None,
+            positional_bias: false,
+            out: None,
+            out_dtype_passed: true,
+            use_fast_accum_passed: true,
+        }
+    }
+}
+
+impl Call {
+    /// Parses a call object (the `call` column's JSON text).
+    pub fn parse(json: &str) -> Result<Call, serde_json::Error> {
+        let value: serde_json::Value = serde_json::from_str(json)?;
+        // serde's derived structs also accept JSON arrays (fields by position); the format has objects only.
+        if !value.is_object() {
+            return Err(de::Error::custom("the call object is not a JSON object"));
+        }
+        if let serde_json::Value::Object(map) = &value {
+            for (key, v) in map {
+                if let serde_json::Value::Object(inner) = v {
+                    if let Some((k, _)) = inner.iter().find(|(k, v)| v.is_array() && *k != "shape") {
+                        return Err(de::Error::custom(format!("{key}.{k} must not be an array")));
+                    }
+                } else if v.is_array() {
+                    return Err(de::Error::custom(format!("`{key}` must not be an array")));
+                }
+            }
+        }
+        serde_json::from_value(value)
+    }
+
+    /// The call object as compact JSON, every key written explicitly.
+    pub fn to_json(&self) -> String {
+        // Serialising these plain structs cannot fail (string keys, no maps with non-string keys).
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+}
+
+/// One matrix operand of the call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatSpec {
+    /// The torch dtype name; None: the row's fmt_a (mat1) or fmt_b (mat2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// `std` (the standard layout), `col` (mat1 only) or `row` (mat2 only).
+    #[serde(default = "std_layout")]
+    pub layout: String,
+    /// Extra elements in the leading dimension.
+    #[serde(default)]
+    pub ld_pad: i64,
+    /// The tensor starts this many elements into its storage.
+    #[serde(default)]
+    pub offset: i64,
+}
+
+impl Default for MatSpec {
+    fn default() -> Self {
+        MatSpec { dtype: None, layout: std_layout(), ld_pad: 0, offset: 0 }
+    }
+}
+
+/// A scale tensor: `shape` filled with `value`, converted from float64 to `dtype`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleSpec {
+    #[serde(default = "float32")]
+    pub dtype: String,
+    #[serde(default)]
+    pub shape: Vec<i64>,
+    pub value: ScaleValue,
+}
+
+/// The value a scale tensor is filled with. Equality compares numbers bit for bit (`-0.0 != 0.0`).
+#[derive(Debug, Clone, Copy)]
+pub enum ScaleValue {
+    /// A JSON number.
+    Number(f64),
+    /// `"nan"`
+    Nan,
+    /// `"inf"`
+    Inf,
+    /// `"-inf"`
+    NegInf,
+    /// `"-0.0"`
+    NegZero,
+    /// `"rowwise"`: element i holds 0.25 + 0.0625 * ((7 i) mod 16).
+    Rowwise,
+}
+
+impl ScaleValue {
+    /// The float64 value of element `i` of the tensor (before conversion to the scale's dtype).
+    pub fn element(&self, i: usize) -> f64 {
+        match *self {
+            ScaleValue::Number(x) => x,
+            ScaleValue::Nan => f64::NAN,
+            ScaleValue::Inf => f64::INFINITY,
+            ScaleValue::NegInf => f64::NEG_INFINITY,
+            ScaleValue::NegZero => -0.0,
+            ScaleValue::Rowwise => 0.25 + 0.0625 * ((7 * (i as u64)) % 16) as f64,
+        }
+    }
+}
+
+/// The bias: element j is 0.125 j - 1 in `dtype`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BiasSpec {
+    pub dtype: String,
+    pub len: i64,
+}
+
+impl BiasSpec {
+    /// The float64 value of element `j` (before conversion to the bias dtype).
+    pub fn element(j: usize) -> f64 {
+        0.125 * j as f64 - 1.0
+    }
+}
+
+/// An out= buffer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutSpec {
+    pub dtype: String,
+    /// As recorded: usually [r, c]; torch resizes a buffer of another shape (even [0]).
+    pub shape: Vec<i64>,
+    /// False: column-major.
+    #[serde(default = "yes")]
+    pub contiguous: bool,
+    /// The pre-fill value; None (absent or null): every byte 0x7F.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<FillValue>,
+}
+
+/// The value an out= buffer is pre-filled with. Equality compares numbers bit for bit.
+#[derive(Debug, Clone, Copy)]
+pub enum FillValue {
+    Number(f64),
+    /// `"nan"`
+    Nan,
+    /// `"inf"`
+    Inf,
+}
+
+impl FillValue {
+    /// The float64 value (before conversion to the buffer's dtype).
+    pub fn value(&self) -> f64 {
+        match *self {
+            FillValue::Number(x) => x,
+            FillValue::Nan => f64::NAN,
+            FillValue::Inf => f64::INFINITY,
+        }
+    }
+}
+
+impl PartialEq for ScaleValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ScaleValue::Number(a), ScaleValue::Number(b)) => a.to_bits() == b.to_bits(),
+            (ScaleValue::Nan, ScaleValue::Nan)
+            | (ScaleValue::Inf, ScaleValue::Inf)
+            | (ScaleValue::NegInf, ScaleValue::NegInf)
+            | (ScaleValue::NegZero, ScaleValue::NegZero)
+            | (ScaleValue::Rowwise, ScaleValue::Rowwise) => true,
+            _ => false,
+        }
+    }
+}
+
+impl PartialEq for FillValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (FillValue::Number(a), FillValue::Number(b)) => a.to_bits() == b.to_bits(),
+            (FillValue::Nan, FillValue::Nan) | (FillValue::Inf, FillValue::Inf) => true,
+            _ => false,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn std_layout() -> String {
+    String::from("std")
+}
+
+fn float32() -> String {
+    String::from("float32")
+}
+
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A JSON number or one of a fixed set of strings.
+enum NumOrWord {
+    Number(f64),
+    Word(String),
+}
+
+struct NumOrWordVisitor(&'static str);
+
+impl<'de> Visitor<'de> for NumOrWordVisitor {
+    type Value = NumOrWord;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a number or one of {}", self.0)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<NumOrWord, E> {
+        Ok(NumOrWord::Number(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<NumOrWord, E> {
+        Ok(NumOrWord::Number(v as f64))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<NumOrWord, E> {
+        Ok(NumOrWord::Number(v as f64))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<NumOrWord, E> {
+        Ok(NumOrWord::Word(v.to_string()))
+    }
+}
+
+const SCALE_WORDS: &str = "\"nan\", \"inf\", \"-inf\", \"-0.0\", \"rowwise\"";
+const FILL_WORDS: &str = "\"nan\", \"inf\"";
+
+impl<'de> Deserialize<'de> for ScaleValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match d.deserialize_any(NumOrWordVisitor(SCALE_WORDS))? {
+            NumOrWord::Number(x) => Ok(ScaleValue::Number(x)),
+            NumOrWord::Word(w) => match w.as_str() {
+                "nan" => Ok(ScaleValue::Nan),
+                "inf" => Ok(ScaleValue::Inf),
+                "-inf" => Ok(ScaleValue::NegInf),
+                "-0.0" => Ok(ScaleValue::NegZero),
+                "rowwise" => Ok(ScaleValue::Rowwise),
+                _ => Err(de::Error::invalid_value(de::Unexpected::Str(&w), &NumOrWordVisitor(SCALE_WORDS))),
+            },
+        }
+    }
+}
+
+impl Serialize for ScaleValue {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            // JSON has no non-finite numbers: write them as the spec's words.
+            ScaleValue::Number(x) if x.is_nan() => s.serialize_str("nan"),
+            ScaleValue::Number(x) if x == f64::INFINITY => s.serialize_str("inf"),
+            ScaleValue::Number(x) if x == f64::NEG_INFINITY => s.serialize_str("-inf"),
+            ScaleValue::Number(x) => s.serialize_f64(x),
+            ScaleValue::Nan => s.serialize_str("nan"),
+            ScaleValue::Inf => s.serialize_str("inf"),
+            ScaleValue::NegInf => s.serialize_str("-inf"),
+            ScaleValue::NegZero => s.serialize_str("-0.0"),
+            ScaleValue::Rowwise => s.serialize_str("rowwise"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FillValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match d.deserialize_any(NumOrWordVisitor(FILL_WORDS))? {
+            NumOrWord::Number(x) => Ok(FillValue::Number(x)),
+            NumOrWord::Word(w) => match w.as_str() {
+                "nan" => Ok(FillValue::Nan),
+                "inf" => Ok(FillValue::Inf),
+                _ => Err(de::Error::invalid_value(de::Unexpected::Str(&w), &NumOrWordVisitor(FILL_WORDS))),
+            },
+        }
+    }
+}
+
+impl Serialize for FillValue {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            FillValue::Number(x) if x.is_nan() => s.serialize_str("nan"),
+            FillValue::Number(x) if x == f64::INFINITY => s.serialize_str("inf"),
+            // -inf has no spelling in the spec; serde_json would write null, which reads back as 0x7F bytes.
+            FillValue::Number(x) => s.serialize_f64(x),
+            FillValue::Nan => s.serialize_str("nan"),
+            FillValue::Inf => s.serialize_str("inf"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let c = Call::parse("{}").unwrap();
+        assert_eq!(c, Call::default());
+        assert_eq!(c.mat1.layout, "std");
+        assert!(c.out_dtype_passed && c.use_fast_accum_passed && !c.positional_bias);
+        let c = Call::parse(r#"{"scale_result": null, "mat1": null}"#).unwrap();
+        assert_eq!(c, Call::default());
+    }
+
+    #[test]
+    fn values_and_round_trip() {
+        let text = r#"{"mat1":{"dtype":"bfloat16","layout":"col","ld_pad":16,"offset":2},
+            "scale_a":{"value":"rowwise","shape":[16,1]},"scale_b":{"dtype":"float64","value":-0.0},
+            "scale_result":{"value":0.3},"bias":{"dtype":"float16","len":32},"positional_bias":true,
+            "out":{"dtype":"float32","shape":[0],"contiguous":false,"fill":"nan"},
+            "out_dtype_passed":false,"use_fast_accum_passed":false}"#;
+        let c = Call::parse(text).unwrap();
+        assert_eq!(c.scale_a.as_ref().unwrap().value, ScaleValue::Rowwise);
+        assert_eq!(c.scale_a.as_ref().unwrap().dtype, "float32");
+        let b = c.scale_b.as_ref().unwrap().value;
+        assert!(matches!(b, ScaleValue::Number(x) if x == 0.0 && x.is_sign_negative()));
+        assert_ne!(b, ScaleValue::Number(0.0));
+        assert_eq!(c.out.as_ref().unwrap().fill, Some(FillValue::Nan));
+        let again = Call::parse(&c.to_json()).unwrap();
+        assert_eq!(again, c);
+        assert_eq!(ScaleValue::Rowwise.element(1), 0.25 + 0.0625 * 7.0);
+        assert_eq!(ScaleValue::Rowwise.element(3), 0.25 + 0.0625 * 5.0);
+    }
+
+    #[test]
+    fn rejects() {
+        assert!(Call::parse(r#"{"nope": 1}"#).is_err());
+        assert!(Call::parse(r#"{"scale_a": {"value": "huge"}}"#).is_err());
+        assert!(Call::parse(r#"{"scale_a": {}}"#).is_err());
+        assert!(Call::parse(r#"{"out": {"dtype": "float32", "shape": [1, 1], "fill": "-inf"}}"#).is_err());
+        assert!(Call::parse("[]").is_err());
+        assert!(Call::parse(r#"{"mat1": ["e4m3", "std", 0, 0]}"#).is_err());
+        assert!(Call::parse(r#"{"scale_a": {"value": [1.0]}}"#).is_err());
+        assert!(Call::parse(r#"{"out_dtype_passed": 1}"#).is_err());
+    }
+}

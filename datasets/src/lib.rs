@@ -1,0 +1,31 @@
+//! mmaemu-datasets: reads, validates and writes mmaemu recordings, the Parquet interchange format
+//! `mmaemu-recording/1` (`shared/formats/recording-v1.md`), and finds recording files on disk.
+//!
+//! The crate knows the format only: shapes, dtype widths, the call object, the expected outcome of each
+//! row. It knows nothing about the numerics (no FP8 arithmetic) and nothing about cuBLASLt.
+//!
+//! - [`read_recording`] reads one file and validates every row (typed [`DatasetError`]s, never a panic);
+//! - [`write_recording`] validates and writes one file atomically;
+//! - [`discover`] expands files and directories into the list of recording files.
+
+mod call;
+mod discover;
+mod error;
+mod read;
+mod row;
+mod schema;
+pub mod splitk_table;
+mod validate;
+mod write;
+
+pub use call::{BiasSpec, Call, FillValue, MatSpec, OutSpec, ScaleSpec, ScaleValue};
+pub use discover::discover;
+pub use error::DatasetError;
+pub use read::read_recording;
+pub use row::{
+    dtype_width, torch_dtype_name, Expectation, FileMeta, Op, OutSelect, Recording, Row, Truth, EXPECTED_ERRORS,
+    FORMAT_V1, SPLIT_SCHEMES,
+};
+pub use schema::column_names;
+pub use splitk_table::{read_splitk_table, SplitKTable, SplitKTableRow, SPLITK_TABLE_FORMAT};
+pub use write::write_recording;
