@@ -10,5 +10,11 @@ pub use mmaemu_model::{
     accumulate, dot, gemm, Category, Chain, Epilogue, Error, Format, Operands, OutDtype, Plan, Preset, Scheme, SplitK,
 };
 
+pub mod datasets_cmd;
+pub mod env;
+pub mod explain;
+pub mod info;
 pub mod replay;
+pub mod replay_call;
 pub mod replay_files;
+pub mod status;

@@ -1,10 +1,14 @@
-//! The `mmaemu` command line: `replay` recordings through the model and report what matches the hardware.
+//! The `mmaemu` command line: `replay` recordings through the model and report what matches the hardware;
+//! `explain` what a torch._scaled_mm call would do on a profile; `info` about profiles, presets and tables.
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use mmaemu::replay_files::{files, json_report, replay_file, summary_line, totals, FileReport};
+use mmaemu::explain::{explain_case, parse_case_line, parse_splitk, plan_json, plan_text, Case};
+use mmaemu::model::scaled_mm::Validation;
+use mmaemu::replay_files::{files, json_report, summary_line, totals, FileReport};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -27,17 +31,197 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Explain a torch._scaled_mm call without computing it: checks, profile, split-K decision, backend.
+    Explain(Box<ExplainArgs>),
+    /// Replay recordings and print the computed status: validated / experimental / failing per preset,
+    /// profile and feature.
+    Status {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Recording files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Tools over recording files: verify, stats, show.
+    Datasets {
+        #[command(subcommand)]
+        command: mmaemu::datasets_cmd::DatasetsCommand,
+    },
+    /// Profiles, presets, backends, split-K tables and environment.
+    Info {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args)]
+struct ExplainArgs {
+    /// M (rows of mat1).
+    #[arg(required_unless_present = "cases")]
+    m: Option<usize>,
+    /// N (columns of mat2).
+    #[arg(required_unless_present = "cases")]
+    n: Option<usize>,
+    /// K.
+    #[arg(required_unless_present = "cases")]
+    k: Option<usize>,
+    /// Format of mat1.
+    #[arg(long, default_value = "e4m3")]
+    a: String,
+    /// Format of mat2.
+    #[arg(long, default_value = "e4m3")]
+    b: String,
+    /// out_dtype: float32|bfloat16|float16|e4m3|e5m2 (fp32, bf16, fp16 accepted); default: the input dtype.
+    #[arg(long)]
+    out: Option<String>,
+    /// use_fast_accum=True.
+    #[arg(long)]
+    fast: bool,
+    /// scale_a.
+    #[arg(long, default_value_t = 1.0)]
+    scale_a: f32,
+    /// scale_b.
+    #[arg(long, default_value_t = 1.0)]
+    scale_b: f32,
+    /// scale_result.
+    #[arg(long)]
+    scale_result: Option<f32>,
+    /// Profile (default: MMAEMU_PROFILE, else hopper).
+    #[arg(long)]
+    profile: Option<String>,
+    /// auto, an integer, or S,scheme.
+    #[arg(long, default_value = "auto")]
+    splitk: String,
+    /// std, or out-col (a column-major out= of shape [M, N]).
+    #[arg(long, default_value = "std", value_parser = ["std", "out-col"])]
+    layout: String,
+    /// Backend: auto, reference, cuda, cuda:<kernel>.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Explain many calls: one JSON object per line (id, m, n, k, a, b, out, fast, profile, splitk, layout).
+    #[arg(long, conflicts_with_all = ["m", "n", "k"])]
+    cases: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Replay { json, paths } => replay(json, &paths),
+        Command::Explain(args) => explain(*args),
+        Command::Info { json } => info(json),
+        Command::Status { json, paths } => status(json, &paths),
+        Command::Datasets { command } => ExitCode::from(mmaemu::datasets_cmd::run(command)),
     }
+}
+
+/// Exit codes: 0 the call would run, 1 it would raise, 2 usage errors.
+fn explain(args: ExplainArgs) -> ExitCode {
+    let splitk = match parse_splitk(&args.splitk) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mmaemu explain: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let case = Case {
+        m: args.m.unwrap_or(0),
+        n: args.n.unwrap_or(0),
+        k: args.k.unwrap_or(0),
+        a: args.a,
+        b: args.b,
+        out: args.out,
+        fast: args.fast,
+        scale_a: args.scale_a,
+        scale_b: args.scale_b,
+        scale_result: args.scale_result,
+        profile: args.profile,
+        splitk,
+        layout: args.layout,
+        backend: args.backend,
+    };
+    if let Some(path) = args.cases {
+        return explain_cases(&path, &case);
+    }
+    let plan = explain_case(&case);
+    if args.json {
+        println!("{}", plan_json(&plan));
+    } else {
+        print!("{}", plan_text(&case, &plan));
+    }
+    if plan.validation == Validation::Ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `explain --cases FILE`: one output line per input line; exit 1 if any call would raise, 2 on a bad line.
+fn explain_cases(path: &std::path::Path, defaults: &Case) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("mmaemu explain: cannot read {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut any_error = false;
+    for (no, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (id, case) = match parse_case_line(line, defaults) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("mmaemu explain: {}:{}: {e}", path.display(), no + 1);
+                return ExitCode::from(2);
+            }
+        };
+        let plan = explain_case(&case);
+        any_error |= plan.validation != Validation::Ok;
+        let mut obj = serde_json::Map::new();
+        obj.insert("id".into(), id);
+        if let serde_json::Value::Object(fields) = plan_json(&plan) {
+            obj.extend(fields);
+        }
+        if writeln!(out, "{}", serde_json::Value::Object(obj)).is_err() {
+            return ExitCode::from(2);
+        }
+    }
+    if any_error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn info(json: bool) -> ExitCode {
+    let report = mmaemu::info::report();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", mmaemu::info::text(&report));
+    }
+    ExitCode::SUCCESS
 }
 
 /// Exit codes: 0 all passed, 1 a row failed, 2 unreadable input.
 fn replay(json: bool, paths: &[PathBuf]) -> ExitCode {
+    replay_with(json, paths, false)
+}
+
+/// `status`: the replay's status table and closing line only. Exit codes as `replay`.
+fn status(json: bool, paths: &[PathBuf]) -> ExitCode {
+    replay_with(json, paths, true)
+}
+
+/// The replay; `status_only` prints the status table and the closing line without the per-file report.
+fn replay_with(json: bool, paths: &[PathBuf], status_only: bool) -> ExitCode {
     let list = match files(paths) {
         Ok(l) => l,
         Err(e) => {
@@ -56,6 +240,7 @@ fn replay(json: bool, paths: &[PathBuf]) -> ExitCode {
         None
     };
     let mut reports: Vec<FileReport> = Vec::new();
+    let mut facts = Vec::new();
     for path in &list {
         if let Some(b) = &bar {
             b.set_message(path.display().to_string());
@@ -68,8 +253,11 @@ fn replay(json: bool, paths: &[PathBuf]) -> ExitCode {
         if let Some(b) = &bar {
             b.inc_length(0);
         }
-        match replay_file(path, &tick) {
-            Ok(r) => reports.push(r),
+        match mmaemu::status::replay_file_with_facts(path, &tick) {
+            Ok((r, f)) => {
+                reports.push(r);
+                facts.extend(f);
+            }
             Err(e) => {
                 if let Some(b) = &bar {
                     b.finish_and_clear();
@@ -83,10 +271,16 @@ fn replay(json: bool, paths: &[PathBuf]) -> ExitCode {
         b.finish_and_clear();
     }
     let (passed, failed, skipped) = totals(&reports);
+    let status = mmaemu::status::compute(&facts);
     if json {
-        println!("{}", json_report(&reports));
+        let mut report = json_report(&reports);
+        if status_only {
+            report = serde_json::json!({"passed": passed, "failed": failed, "skipped": skipped});
+        }
+        report["status"] = mmaemu::status::json(&status);
+        println!("{report}");
     } else {
-        for r in &reports {
+        for r in reports.iter().filter(|_| !status_only) {
             println!(
                 "{}: {} rows, {} passed, {} failed, {} skipped",
                 r.path.display(),
@@ -102,12 +296,21 @@ fn replay(json: bool, paths: &[PathBuf]) -> ExitCode {
             for (reason, n) in reasons {
                 println!("  skipped {n}: {reason}");
             }
+            let (agree, differ, unresolved) = r.auto_split;
+            if agree + differ + unresolved > 0 {
+                println!(
+                    "  splitk=auto vs the recorded split (information): {agree} agree, {differ} differ, {unresolved} \
+                     unresolved"
+                );
+            }
         }
-        for r in &reports {
+        for r in reports.iter().filter(|_| !status_only) {
             for f in &r.failures {
                 println!("FAIL {}: {}: {}", r.path.display(), f.id, f.failure);
             }
         }
+        // The status table comes before the closing line, which stays the last line.
+        print!("{}", mmaemu::status::text(&status));
         println!("{}", summary_line(passed, failed, skipped));
     }
     if failed > 0 {

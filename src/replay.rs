@@ -6,9 +6,7 @@
 //! reason, never a pass.
 
 use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
-use mmaemu_model::{
-    accumulate, epilogue, Chain, Epilogue, Error, Format, Operands, OutDtype, Preset, Scheme, SplitK,
-};
+use mmaemu_model::{accumulate, epilogue, Chain, Epilogue, Error, Format, Operands, OutDtype, Preset, Scheme, SplitK};
 use std::fmt;
 
 /// The first element where a replay differs from the recording.
@@ -124,7 +122,9 @@ fn split_of(row: &Row) -> Result<SplitK, String> {
     let s = row.split_s.unwrap_or(1);
     let scheme = row.split_scheme.as_deref().unwrap_or("none");
     if scheme == "unknown" {
-        return Err(format!("split S = {s} with scheme 'unknown': no reduction rule is established (mmaemu fit splitk)"));
+        return Err(format!(
+            "split S = {s} with scheme 'unknown': no reduction rule is established (mmaemu fit splitk)"
+        ));
     }
     let scheme = Scheme::from_name(scheme).ok_or_else(|| format!("unknown split scheme '{scheme}'"))?;
     if s < 1 {
@@ -134,7 +134,7 @@ fn split_of(row: &Row) -> Result<SplitK, String> {
 }
 
 /// What the replay computed: element bits of a dtype, or an error.
-type Computed = Result<(Vec<u32>, OutDtype), Error>;
+pub type Computed = Result<(Vec<u32>, OutDtype), Error>;
 
 /// Replay one row through the model and compare it with the recording.
 pub fn replay_row(row: &Row) -> Outcome {
@@ -207,7 +207,7 @@ pub fn compute(row: &Row) -> Result<Computed, String> {
     match row.op {
         Op::Mma => compute_mma(row),
         Op::Accumulator | Op::Gemm => compute_gemm(row),
-        Op::ScaledMm => Err("op scaled_mm: torch._scaled_mm semantics are not implemented yet".into()),
+        Op::ScaledMm => crate::replay_call::compute_scaled_mm(row),
     }
 }
 
@@ -263,7 +263,9 @@ fn compute_gemm(row: &Row) -> Result<Computed, String> {
         _ => {
             let out = match row.out_dtype.as_deref() {
                 None => OutDtype::of_format(fa),
-                Some(name) => OutDtype::from_name(name).ok_or_else(|| format!("out dtype '{name}' is not replayable"))?,
+                Some(name) => {
+                    OutDtype::from_name(name).ok_or_else(|| format!("out dtype '{name}' is not replayable"))?
+                }
             };
             let (sa, sb) = (row.scale_a.ok_or("scale_a is null")?, row.scale_b.ok_or("scale_b is null")?);
             let epi = Epilogue {

@@ -2,7 +2,8 @@
 //! the report that `mmaemu replay` prints (text or JSON).
 
 use crate::replay::{replay_row, Failure, Outcome};
-use mmaemu_datasets::{discover, read_recording, DatasetError};
+use crate::replay_call::{auto_split, AutoSplit};
+use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -37,29 +38,57 @@ pub struct FileReport {
     pub failures: Vec<RowFailure>,
     /// Skipped rows.
     pub skips: Vec<RowSkip>,
+    /// For the `scaled_mm` rows that decide a split: how `splitk = auto` compares with the recorded one
+    /// (agrees, differs, unresolved).
+    pub auto_split: (usize, usize, usize),
 }
 
 /// Replay every row of one file (rows in parallel); `progress` is called once per row.
 pub fn replay_file(path: &Path, progress: &(dyn Fn() + Sync)) -> Result<FileReport, DatasetError> {
+    Ok(replay_file_with(path, progress, |_, _| ())?.0)
+}
+
+/// [`replay_file`], also returning `per_row(row, outcome)` for every row, in file order.
+pub fn replay_file_with<T: Send>(
+    path: &Path,
+    progress: &(dyn Fn() + Sync),
+    per_row: impl Fn(&Row, &Outcome) -> T + Sync,
+) -> Result<(FileReport, Vec<T>), DatasetError> {
     let rec = read_recording(path)?;
-    let outcomes: Vec<Outcome> = rec
+    let outcomes: Vec<(Outcome, AutoSplit, T)> = rec
         .rows
         .par_iter()
         .map(|row| {
             let o = replay_row(row);
+            let extra = per_row(row, &o);
             progress();
-            o
+            (o, auto_split(row), extra)
         })
         .collect();
-    let mut report = FileReport { path: path.to_path_buf(), rows: rec.rows.len(), passed: 0, failures: vec![], skips: vec![] };
-    for (row, o) in rec.rows.iter().zip(outcomes) {
+    let mut report = FileReport {
+        path: path.to_path_buf(),
+        rows: rec.rows.len(),
+        passed: 0,
+        failures: vec![],
+        skips: vec![],
+        auto_split: (0, 0, 0),
+    };
+    let mut extras = Vec::with_capacity(rec.rows.len());
+    for (row, (o, auto, extra)) in rec.rows.iter().zip(outcomes) {
+        extras.push(extra);
+        match auto {
+            AutoSplit::Agrees => report.auto_split.0 += 1,
+            AutoSplit::Differs => report.auto_split.1 += 1,
+            AutoSplit::Unresolved => report.auto_split.2 += 1,
+            AutoSplit::NotApplicable => {}
+        }
         match o {
             Outcome::Pass => report.passed += 1,
             Outcome::Fail(failure) => report.failures.push(RowFailure { id: row.id.clone(), failure }),
             Outcome::Skip(reason) => report.skips.push(RowSkip { id: row.id.clone(), reason }),
         }
     }
-    Ok(report)
+    Ok((report, extras))
 }
 
 /// The files named by `paths` (directories searched for `*.parquet`).
@@ -92,6 +121,7 @@ pub fn json_report(reports: &[FileReport]) -> serde_json::Value {
             "failed": r.failures.len(),
             "skipped": r.skips.len(),
             "failures": r.failures.iter().map(|x| x.id.clone()).collect::<Vec<_>>(),
+            "auto_split": {"agrees": r.auto_split.0, "differs": r.auto_split.1, "unresolved": r.auto_split.2},
         })).collect::<Vec<_>>(),
         "passed": p,
         "failed": f,

@@ -82,7 +82,11 @@ impl Dtype {
     pub fn is_float8(&self) -> bool {
         matches!(
             self,
-            Dtype::Float8E4m3fn | Dtype::Float8E5m2 | Dtype::Float8E4m3fnuz | Dtype::Float8E5m2fnuz | Dtype::Float8E8m0fnu
+            Dtype::Float8E4m3fn
+                | Dtype::Float8E5m2
+                | Dtype::Float8E4m3fnuz
+                | Dtype::Float8E5m2fnuz
+                | Dtype::Float8E8m0fnu
         )
     }
     /// The FP8 format the GEMM computes with (e4m3fn, e5m2 only).

@@ -25,6 +25,8 @@ pub mod plan;
 pub mod preset;
 pub mod profile;
 pub mod round;
+pub mod scaled_mm;
+pub mod splitk;
 pub mod tensor;
 pub mod warning;
 
@@ -37,4 +39,8 @@ pub use gemm::{gemm, gemm_with, Output};
 pub use plan::{Plan, Scheme, SplitK};
 pub use preset::{CEntry, Maturity, Preset, PresetSpec};
 pub use profile::{Caller, Profile, RejectRule, TableId};
+pub use splitk::{
+    embedded_rows, resolve_splitk, table_info, table_lookup, try_table_lookup, SplitDecision, SplitKey, SplitRequest,
+    SplitSource, TableInfo, TableRow,
+};
 pub use warning::{Warning, WarningKind};

@@ -87,7 +87,8 @@ impl<'a> View<'a> {
         if r == 0 || c == 0 {
             return Ok(Vec::new());
         }
-        let last = self.offset as u128 + (r as u128 - 1) * self.strides[0] as u128 + (c as u128 - 1) * self.strides[1] as u128;
+        let last =
+            self.offset as u128 + (r as u128 - 1) * self.strides[0] as u128 + (c as u128 - 1) * self.strides[1] as u128;
         if last >= self.storage.len() as u128 {
             return Err(Error::invalid_value(format!(
                 "{name}: the view [{r}, {c}] with strides ({}, {}) and offset {} reaches element {last}, beyond its \
@@ -158,6 +159,26 @@ impl Tensor {
             offset: self.offset,
             storage: &self.storage,
         }
+    }
+    /// Check that every element of the tensor lies inside its storage (an invalid-value error if not).
+    pub fn check_extent(&self, name: &str) -> Result<()> {
+        if self.numel() == 0 {
+            return Ok(());
+        }
+        let last = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .fold(self.offset as u128, |acc, (&n, &s)| acc + (n as u128 - 1) * s as u128);
+        let have = (self.storage.len() / self.dtype.size().max(1)) as u128;
+        if last >= have {
+            return Err(Error::invalid_value(format!(
+                "{name}: shape {:?} with strides {:?} and offset {} reaches element {last}, beyond its storage of \
+                 {have} elements",
+                self.shape, self.strides, self.offset
+            )));
+        }
+        Ok(())
     }
     /// Byte position of element (i, j) of a 2-D tensor.
     fn pos(&self, i: usize, j: usize) -> usize {

@@ -1,0 +1,682 @@
+//! `scaled_mm` with torch 2.7.1 `torch._scaled_mm` semantics on a profile's reference platform
+//! (behaviour.md §5), and `explain` (§8.1), which runs the same checks and decisions without computing.
+//!
+//! The checks run in exactly the order of §5.2; the first failing one decides the error. Step 1 (Python
+//! argument types) is empty: the Rust types make those mistakes impossible. Step 5.2's device check and the
+//! autograd check (R.5) never fire in a host-only library.
+
+use crate::accumulate::{execute, ChainEngine, Operands, ReferenceEngine};
+use crate::dtype::Dtype;
+use crate::epilogue::{Epilogue, OutDtype};
+use crate::error::{Category, Error, Result};
+use crate::format::Format;
+use crate::plan::Plan;
+use crate::preset::Maturity;
+use crate::profile::{Profile, DEFAULT_PROFILE};
+use crate::splitk::{resolve_splitk, SplitDecision, SplitKey, SplitRequest};
+use crate::tensor::{is_col_major, is_row_major, Tensor, View};
+use crate::warning::{Warning, WarningKind};
+
+/// A scale tensor (`scale_a`, `scale_b`, `scale_result`): dtype, shape and element values (as f64; a
+/// float32 scale's value is `value as f32`, i.e. the f64 value rounded to nearest even).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScaleTensor {
+    /// Element dtype (torch requires float32).
+    pub dtype: Dtype,
+    /// Shape ([] for a 0-dim scalar).
+    pub shape: Vec<usize>,
+    /// Element values, row-major (one per element).
+    pub values: Vec<f64>,
+    /// Is the tensor contiguous (row-wise scales must be).
+    pub contiguous: bool,
+}
+
+impl ScaleTensor {
+    /// A 0-dim float32 scale.
+    pub fn scalar(v: f32) -> ScaleTensor {
+        ScaleTensor { dtype: Dtype::Float32, shape: vec![], values: vec![v as f64], contiguous: true }
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+    /// The tensor-wise fp32 value.
+    fn value_f32(&self) -> f32 {
+        self.values.first().copied().unwrap_or(0.0) as f32
+    }
+}
+
+/// A bias argument (only its dtype and length matter: every accepted bias raises UnsupportedFeatureError).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BiasSpec {
+    /// Element dtype.
+    pub dtype: Dtype,
+    /// Number of elements.
+    pub numel: usize,
+}
+
+/// Which profile a call uses.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum ProfileArg {
+    /// The default profile (`hopper`; the facade applies MMAEMU_PROFILE).
+    #[default]
+    Default,
+    /// A profile by name.
+    Name(String),
+    /// A profile value (built-in or user-defined).
+    Value(Box<Profile>),
+}
+
+/// The arguments of one `scaled_mm` call: torch 2.7.1's eight, then out=, and mmaemu's profile, splitk,
+/// backend and strict.
+#[derive(Clone, Debug)]
+pub struct ScaledMm<'a> {
+    /// mat1 = A, [M, K].
+    pub input: View<'a>,
+    /// mat2 = B, [K, N] (normally the transpose of a row-major [N, K] weight).
+    pub mat2: View<'a>,
+    /// scale_a.
+    pub scale_a: ScaleTensor,
+    /// scale_b.
+    pub scale_b: ScaleTensor,
+    /// bias.
+    pub bias: Option<BiasSpec>,
+    /// scale_result.
+    pub scale_result: Option<ScaleTensor>,
+    /// out_dtype (None: the input's dtype).
+    pub out_dtype: Option<Dtype>,
+    /// use_fast_accum (torch's default: false).
+    pub use_fast_accum: bool,
+    /// out=.
+    pub out: Option<Tensor>,
+    /// The profile.
+    pub profile: ProfileArg,
+    /// The split-K request.
+    pub splitk: SplitRequest,
+    /// The backend name: `auto`, `reference`, `cuda`, `cuda:<kernel>`.
+    pub backend: String,
+    /// Strict split-K mode (no envelope inference).
+    pub strict: bool,
+}
+
+/// The outcome of `explain`'s validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Validation {
+    /// The call would run.
+    Ok,
+    /// The first error the call would raise.
+    Error {
+        /// The category (or invalid-argument kind) name.
+        name: String,
+        /// The message.
+        message: String,
+    },
+}
+
+/// What a call would do (behaviour.md §8.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallPlan {
+    /// "ok" or the first error.
+    pub validation: Validation,
+    /// Profile name ("" if it did not resolve).
+    pub profile: String,
+    /// Preset name.
+    pub preset: String,
+    /// Preset maturity.
+    pub preset_maturity: String,
+    /// The split decision (None for zero-size, out-unchanged and error cases).
+    pub split: Option<SplitDecision>,
+    /// The backend, or why none is needed.
+    pub backend: String,
+    /// Why each faster backend was skipped.
+    pub fallbacks: Vec<String>,
+    /// Every warning the call reports.
+    pub warnings: Vec<Warning>,
+}
+
+/// The result of a call: the output tensor (or out= itself) and the warnings it reports.
+#[derive(Clone, Debug)]
+pub struct ScaledMmOutput {
+    /// The result; when out= was given, that buffer (possibly resized).
+    pub out: Tensor,
+    /// Warnings, in the order they arose.
+    pub warnings: Vec<Warning>,
+    /// The split used (None when nothing was computed).
+    pub split: Option<SplitDecision>,
+}
+
+/// What remains to do after the checks.
+enum Stage {
+    /// A zero-size call: zeros of this dtype.
+    Zero(Dtype),
+    /// out= is neither row- nor column-major: returned unchanged.
+    Unchanged,
+    /// A GEMM to compute.
+    Run(Box<RunPlan>),
+}
+
+struct RunPlan {
+    fa: Format,
+    fb: Format,
+    od: OutDtype,
+    split: SplitDecision,
+    plan: Plan,
+    epilogue: Epilogue,
+}
+
+struct Prepared {
+    profile: Profile,
+    warnings: Vec<Warning>,
+    stage: Stage,
+    backend: String,
+    fallbacks: Vec<String>,
+}
+
+/// What `prepare` knows when it fails: the profile if it resolved.
+struct Failed {
+    profile: Option<Box<Profile>>,
+    error: Error,
+}
+
+fn r(msg: String) -> Error {
+    Error::rejects(msg)
+}
+
+/// The effective profile.
+pub fn resolve_profile(p: &ProfileArg) -> Result<Profile> {
+    match p {
+        ProfileArg::Default => Profile::by_name(DEFAULT_PROFILE),
+        ProfileArg::Name(n) => Profile::by_name(n),
+        ProfileArg::Value(p) => Ok((**p).clone()),
+    }
+}
+
+/// The maturity warning of §5.2 step 8, if any.
+pub fn maturity_warning(profile: &Profile) -> Option<Warning> {
+    let preset = &profile.preset;
+    let msg = match preset.maturity() {
+        Maturity::Experimental => Some(format!(
+            "preset '{}' is experimental: it fits the toolbox's vectors only; NOT a model of sm_120, NOT B200 cuBLAS \
+             (slow accumulation and split-K raise)",
+            preset.name()
+        )),
+        Maturity::Custom => {
+            Some(format!("preset '{}' is custom (not validated): no hardware recording backs it", preset.name()))
+        }
+        Maturity::Validated if profile.maturity == Maturity::Experimental => {
+            Some(format!("profile '{}' is experimental: {}", profile.name, profile.description))
+        }
+        Maturity::Validated => None,
+    };
+    msg.map(|m| Warning::new(WarningKind::ExperimentalPreset, m))
+}
+
+/// Backend selection (§5.2 step 11, §9.5) for host views: returns (backend, fallbacks).
+pub fn select_backend(name: &str) -> Result<(String, Vec<String>)> {
+    match name {
+        "auto" => Ok(("reference".into(), vec!["cuda: tensors on cpu".into()])),
+        "reference" => Ok(("reference".into(), vec![])),
+        n if n == "cuda" || n.starts_with("cuda:") => {
+            Err(Error::new(Category::BackendUnavailable, format!("backend '{n}' unavailable: tensors on cpu")))
+        }
+        n => Err(Error::invalid_value(format!(
+            "unknown backend '{n}'; expected 'auto', 'reference', 'cuda' or 'cuda:<kernel>'"
+        ))),
+    }
+}
+
+/// §5.2 step 12: does the CPU flush fp32 subnormals to zero?
+pub fn flushes_subnormals() -> bool {
+    let tiny = std::hint::black_box(3.0f64 * 2f64.powi(-149)) as f32;
+    let half = std::hint::black_box(2f32.powi(-130)) * std::hint::black_box(0.5f32);
+    tiny == 0.0 || half == 0.0
+}
+
+impl<'a> ScaledMm<'a> {
+    /// A standard call: input [M, K] row-major, mat2 the transpose of a row-major [N, K], float32
+    /// tensor-wise scales, no bias, default out dtype, slow accumulation, default profile, auto split.
+    pub fn new(input: View<'a>, mat2: View<'a>, scale_a: f32, scale_b: f32) -> ScaledMm<'a> {
+        ScaledMm {
+            input,
+            mat2,
+            scale_a: ScaleTensor::scalar(scale_a),
+            scale_b: ScaleTensor::scalar(scale_b),
+            bias: None,
+            scale_result: None,
+            out_dtype: None,
+            use_fast_accum: false,
+            out: None,
+            profile: ProfileArg::Default,
+            splitk: SplitRequest::Auto,
+            backend: "auto".into(),
+            strict: false,
+        }
+    }
+
+    /// Steps 2–13 of §5.2. `explain` stops here; `run` goes on to step 14.
+    fn prepare(&self, dry: bool) -> std::result::Result<Prepared, Failed> {
+        let fail = |profile: Option<&Profile>, error: Error| Failed { profile: profile.cloned().map(Box::new), error };
+        self.argument_checks(dry).map_err(|e| fail(None, e))?;
+        self.torch_checks().map_err(|e| fail(None, e))?;
+        // Step 3: the profile, before the zero-size return.
+        let profile = resolve_profile(&self.profile).map_err(|e| fail(None, e))?;
+        let p = Some(&profile);
+        let (m, k, n) = (self.input.shape[0], self.input.shape[1], self.mat2.shape[1]);
+        let od = self.effective_out_dtype();
+        // Step 4: zero-size early return.
+        if m == 0 || n == 0 || k == 0 {
+            return Ok(Prepared {
+                profile,
+                warnings: vec![],
+                stage: Stage::Zero(od),
+                backend: String::new(),
+                fallbacks: vec![],
+            });
+        }
+        let (fa, fb, od, copied) = self.cublas_checks(&od).map_err(|e| fail(p, e))?;
+        // Step 6: the profile's cuBLAS rejections.
+        if let Some(rule) = profile.rejection(fa, fb, od) {
+            return Err(fail(p, r(format!("{} [profile {}]", rule.message, profile.name))));
+        }
+        // Step 7: scope.
+        if self.bias.is_some() {
+            return Err(fail(
+                p,
+                Error::unsupported(
+                    "bias is not supported in mmaemu 0.1: the reference adds it in the cuBLASLt epilogue, whose \
+                     rounding is not characterised (pass bias=None and add it yourself)",
+                ),
+            ));
+        }
+        if self.is_rowwise() {
+            return Err(fail(
+                p,
+                Error::unsupported(
+                    "row-wise scales are not supported in mmaemu 0.1: only tensor-wise scales are characterised",
+                ),
+            ));
+        }
+        // Step 8: maturity warning.
+        let mut warnings: Vec<Warning> = maturity_warning(&profile).into_iter().collect();
+        // Step 9: an out= of the right shape that is neither row- nor column-major is returned unchanged.
+        if let Some(out) = &self.out {
+            if out.shape == [m, n] && !is_row_major(&out.shape, &out.strides) && !is_col_major(&out.shape, &out.strides)
+            {
+                warnings.push(Warning::new(
+                    WarningKind::OutUnchanged,
+                    format!(
+                        "out= with strides {:?} is neither row- nor column-major: torch 2.7.1 computes into a contiguous \
+                         copy and never copies it back, so out= is returned unchanged",
+                        out.strides
+                    ),
+                ));
+                return Ok(Prepared {
+                    profile,
+                    warnings,
+                    stage: Stage::Unchanged,
+                    backend: String::new(),
+                    fallbacks: vec![],
+                });
+            }
+        }
+        // Step 10: split-K resolution (§6.2 key).
+        let out_col = self.out.as_ref().is_some_and(|o| o.shape == [m, n] && is_col_major(&o.shape, &o.strides));
+        let key = if out_col {
+            SplitKey { m: n, n: m, k, fa: fb, fb: fa, out: od, fast: self.use_fast_accum }
+        } else {
+            SplitKey { m, n, k, fa, fb, out: od, fast: self.use_fast_accum }
+        };
+        let input_contig = copied || self.input.is_contiguous();
+        let layout_std = input_contig && self.mat2.t().is_contiguous();
+        let (split, split_warnings) =
+            resolve_splitk(&profile, &key, &self.splitk, layout_std, self.strict).map_err(|e| fail(p, e))?;
+        warnings.extend(split_warnings);
+        // Step 11: backend selection.
+        let (backend, fallbacks) = select_backend(&self.backend).map_err(|e| fail(p, e))?;
+        // Step 12: the FTZ check (not in explain).
+        if !dry && flushes_subnormals() {
+            return Err(fail(
+                p,
+                Error::new(
+                    Category::Mmaemu,
+                    "the CPU flushes subnormals to zero (FTZ/DAZ): mmaemu's fp32 arithmetic needs subnormals; clear the \
+                     flag before calling",
+                ),
+            ));
+        }
+        // Step 13: plan construction.
+        let plan = Plan::new(&profile.preset, k, self.use_fast_accum, split.splitk()).map_err(|e| fail(p, e))?;
+        let epilogue = Epilogue {
+            scale_a: self.scale_a.value_f32(),
+            scale_b: self.scale_b.value_f32(),
+            scale_result: self.scale_result.as_ref().map(|s| s.value_f32()),
+            out: od,
+        };
+        let stage = Stage::Run(Box::new(RunPlan { fa, fb, od, split, plan, epilogue }));
+        Ok(Prepared { profile, warnings, stage, backend, fallbacks })
+    }
+
+    fn effective_out_dtype(&self) -> Dtype {
+        self.out_dtype
+            .clone()
+            .or_else(|| self.out.as_ref().map(|o| o.dtype.clone()))
+            .unwrap_or_else(|| self.input.dtype.clone())
+    }
+
+    fn is_rowwise(&self) -> bool {
+        !(self.scale_a.numel() == 1 && self.scale_b.numel() == 1)
+    }
+
+    /// §5.2 step 1: what the Rust types leave open — a view whose strides do not match its shape, or an
+    /// out= whose storage does not hold it — is an invalid argument, before every other check. `explain`
+    /// (`dry`) reads no data, so it does not look at storage sizes.
+    fn argument_checks(&self, dry: bool) -> Result<()> {
+        for (name, shape, strides) in
+            [("input", &self.input.shape, &self.input.strides), ("mat2", &self.mat2.shape, &self.mat2.strides)]
+        {
+            if shape.len() != strides.len() {
+                return Err(Error::wrong_type(format!(
+                    "{name}: a view needs one stride per dimension (shape {shape:?}, strides {strides:?})"
+                )));
+            }
+        }
+        if let Some(out) = &self.out {
+            if out.shape.len() != out.strides.len() {
+                return Err(Error::wrong_type(format!(
+                    "out: a tensor needs one stride per dimension (shape {:?}, strides {:?})",
+                    out.shape, out.strides
+                )));
+            }
+            if !dry {
+                out.check_extent("out")?;
+            }
+        }
+        for (name, s) in [
+            ("scale_a", Some(&self.scale_a)),
+            ("scale_b", Some(&self.scale_b)),
+            ("scale_result", self.scale_result.as_ref()),
+        ] {
+            if let Some(s) = s {
+                if s.values.len() != s.numel() {
+                    return Err(Error::wrong_type(format!(
+                        "{name}: {} values for a tensor of shape {:?}",
+                        s.values.len(),
+                        s.shape
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// §5.2 step 2: torch 2.7.1's argument checks, in order.
+    fn torch_checks(&self) -> Result<()> {
+        let (a, b) = (&self.input, &self.mat2);
+        if a.dim() != 2 {
+            return Err(r("mat1 must be a matrix".into()));
+        }
+        if b.dim() != 2 {
+            return Err(r("mat2 must be a matrix".into()));
+        }
+        let (m, k) = (a.shape[0], a.shape[1]);
+        let (k2, n) = (b.shape[0], b.shape[1]);
+        if k != k2 {
+            return Err(r(format!("mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")));
+        }
+        if self.scale_a.dtype != Dtype::Float32 || self.scale_b.dtype != Dtype::Float32 {
+            return Err(r(format!(
+                "Both scale_a and scale_b must be float (fp32) tensors (got {} and {}).",
+                self.scale_a.dtype, self.scale_b.dtype
+            )));
+        }
+        if self.is_rowwise() {
+            let (sa, sb) = (&self.scale_a, &self.scale_b);
+            if sa.shape.len() != 2 || sb.shape.len() != 2 {
+                return Err(r("For non-TensorWise scaling, scale tensors must be 2-dimensional".into()));
+            }
+            if sa.shape == [m, 1] && sb.shape == [1, n] {
+                if !sa.contiguous || !sb.contiguous {
+                    return Err(r("Both scale_a and scale_b must be contiguous for RowWise scaling.".into()));
+                }
+            } else {
+                return Err(r(format!(
+                    "Invalid scaling configuration: for TensorWise scaling both scales must have one element, for \
+                     RowWise scaling scale_a must be ({m}, 1) and scale_b (1, {n}); got {:?} and {:?}",
+                    sa.shape, sb.shape
+                )));
+            }
+        }
+        if let Some(sr) = &self.scale_result {
+            if sr.numel() != 1 || sr.dtype != Dtype::Float32 {
+                return Err(r(format!(
+                    "scale_result must be a float scalar (got dtype {} with {} elements)",
+                    sr.dtype,
+                    sr.numel()
+                )));
+            }
+        }
+        if let Some(bias) = &self.bias {
+            if bias.numel != n {
+                return Err(r(format!("Bias must be size {n} but got {}", bias.numel)));
+            }
+        }
+        if k % 16 != 0 {
+            return Err(r(format!(
+                "Expected trailing dimension of mat1 to be divisible by 16 but got mat1 shape: ({m}x{k})."
+            )));
+        }
+        if k2 % 16 != 0 || n % 16 != 0 {
+            return Err(r(format!("mat2 shape ({k2}x{n}) must be divisible by 16")));
+        }
+        if let (Some(out), Some(od)) = (&self.out, &self.out_dtype) {
+            if &out.dtype != od {
+                return Err(r(format!("out_dtype must match output matrix type (out_dtype {od}, out {})", out.dtype)));
+            }
+        }
+        let od = self.effective_out_dtype();
+        if !a.dtype.is_float8() {
+            return Err(r(format!("Expected mat1 to be Float8 matrix got {}", a.dtype)));
+        }
+        if !b.dtype.is_float8() {
+            return Err(r(format!("Expected mat2 to be Float8 matrix got {}", b.dtype)));
+        }
+        if a.dtype == Dtype::Float8E5m2 && b.dtype == Dtype::Float8E5m2 {
+            return Err(r("Multiplication of two Float8_e5m2 matrices is not supported".into()));
+        }
+        if let Some(bias) = &self.bias {
+            if od == Dtype::Float32 {
+                return Err(r("Bias is not supported when out_dtype is set to Float32".into()));
+            }
+            if bias.dtype != Dtype::BFloat16 && bias.dtype != Dtype::Float16 {
+                return Err(r(format!("Bias must be either Half or BFloat16, but got {}", bias.dtype)));
+            }
+            if od == Dtype::BFloat16 && bias.dtype != Dtype::BFloat16 {
+                return Err(r(format!(
+                    "Bias must be BFloat16 to compute BFloat16 matmul output, but got {}",
+                    bias.dtype
+                )));
+            }
+            if od == Dtype::Float16 && bias.dtype != Dtype::Float16 {
+                return Err(r(format!(
+                    "Bias must be Float16 to compute Float16 matmul output, but got {}",
+                    bias.dtype
+                )));
+            }
+        }
+        // (Step 2.14, the same-device check, never fires on host views.)
+        Ok(())
+    }
+
+    /// §5.2 step 5: cuBLAS-level checks. Returns the formats, the out dtype, and whether the input must be
+    /// copied to a contiguous view.
+    fn cublas_checks(&self, od: &Dtype) -> Result<(Format, Format, OutDtype, bool)> {
+        let (a, b) = (&self.input, &self.mat2);
+        let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
+        if self.is_rowwise() && *od != Dtype::BFloat16 {
+            return Err(r(format!(
+                "Only bf16 high precision output types are supported for row-wise scaling (got {od})."
+            )));
+        }
+        let bt = b.t();
+        let a_row = is_row_major(&a.shape, &a.strides);
+        let a_col = is_col_major(&a.shape, &a.strides);
+        if a_col || !is_row_major(&bt.shape, &bt.strides) {
+            return Err(r(format!(
+                "Only multiplication of row-major and column-major matrices is supported by cuBLASLt (mat1 strides \
+                 {:?}, mat2 strides {:?})",
+                a.strides, b.strides
+            )));
+        }
+        // Step 5.3: an input that is neither row- nor column-major is copied to a contiguous view.
+        let copied = !a_row && !a_col;
+        let (fa, fb) = match (a.dtype.format(), b.dtype.format()) {
+            (Some(fa), Some(fb)) => (fa, fb),
+            _ => {
+                return Err(r(format!(
+                    "{} x {}: torch 2.7.1 fails on CUDA for FP8 formats other than float8_e4m3fn and float8_e5m2 \
+                     (the reference has no cuBLASLt kernel for them)",
+                    a.dtype, b.dtype
+                )))
+            }
+        };
+        let Some(odt) = od.out_dtype() else {
+            return Err(r(format!(
+                "out dtype {od} is not supported by cuBLASLt FP8 GEMMs (CUBLAS_STATUS_NOT_SUPPORTED)"
+            )));
+        };
+        let a_offset = if copied { 0 } else { a.offset };
+        for (name, off) in [("mat1", a_offset), ("mat2", b.offset)] {
+            if off % 16 != 0 {
+                return Err(r(format!(
+                    "{name} storage offset {off} makes the cuBLASLt operand pointer not 16-byte aligned \
+                     (CUBLAS_STATUS_NOT_SUPPORTED)"
+                )));
+            }
+        }
+        let lda = if m > 1 {
+            if copied {
+                k
+            } else {
+                a.strides[0]
+            }
+        } else {
+            k
+        };
+        let ldb = if n > 1 { b.strides[1] } else { k };
+        if lda % 16 != 0 || ldb % 16 != 0 {
+            return Err(r(format!(
+                "cuBLASLt FP8 GEMMs need leading dimensions that are multiples of 16: the operand leading dimension \
+                 not a multiple of 16 (lda {lda}, ldb {ldb})"
+            )));
+        }
+        Ok((fa, fb, odt, copied))
+    }
+
+    /// `explain` (§8.1): the plan of the call without computing it. Never fails: errors are reported in
+    /// `validation`.
+    pub fn explain(&self) -> CallPlan {
+        match self.prepare(true) {
+            Err(Failed { profile, error }) => {
+                let (profile, preset, maturity) = match &profile {
+                    Some(p) => (p.name.clone(), p.preset.name().to_string(), p.preset.maturity().name().to_string()),
+                    None => (String::new(), String::new(), String::new()),
+                };
+                CallPlan {
+                    validation: Validation::Error {
+                        name: error.category().name().into(),
+                        message: error.message().into(),
+                    },
+                    profile,
+                    preset,
+                    preset_maturity: maturity,
+                    split: None,
+                    backend: String::new(),
+                    fallbacks: vec![],
+                    warnings: vec![],
+                }
+            }
+            Ok(prep) => {
+                let (split, backend, fallbacks) = match prep.stage {
+                    Stage::Zero(_) => (None, "none (zero-size result)".to_string(), vec![]),
+                    Stage::Unchanged => (None, "none (out= is returned unchanged)".to_string(), vec![]),
+                    Stage::Run(run) => (Some(run.split), prep.backend, prep.fallbacks),
+                };
+                CallPlan {
+                    validation: Validation::Ok,
+                    profile: prep.profile.name.clone(),
+                    preset: prep.profile.preset.name().to_string(),
+                    preset_maturity: prep.profile.preset.maturity().name().to_string(),
+                    split,
+                    backend,
+                    fallbacks,
+                    warnings: prep.warnings,
+                }
+            }
+        }
+    }
+
+    /// Run the call with the model's reference engine.
+    pub fn run(self) -> Result<ScaledMmOutput> {
+        self.run_with(&ReferenceEngine)
+    }
+
+    /// Run the call (§5.2 steps 2–14) with a chain engine.
+    pub fn run_with(self, engine: &dyn ChainEngine) -> Result<ScaledMmOutput> {
+        let prep = self.prepare(false).map_err(|f| f.error)?;
+        let (m, k, n) = (self.input.shape[0], self.input.shape[1], self.mat2.shape[1]);
+        let mut warnings = prep.warnings;
+        let run = match prep.stage {
+            Stage::Unchanged => {
+                let out = self.out.unwrap_or_else(|| Tensor::zeros(Dtype::Float32, &[m, n]));
+                return Ok(ScaledMmOutput { out, warnings, split: None });
+            }
+            Stage::Zero(od) => {
+                let mut out = place_out(self.out, od, m, n, &mut warnings);
+                for i in 0..m {
+                    for j in 0..n {
+                        out.set(i, j, 0);
+                    }
+                }
+                return Ok(ScaledMmOutput { out, warnings, split: None });
+            }
+            Stage::Run(run) => run,
+        };
+        // A as a packed [M, K]: reading the view element by element is what torch's contiguous copy of an
+        // input that is neither row- nor column-major (§5.2 step 5.3) amounts to.
+        let a = self.input.gather_bytes("mat1")?;
+        // B as [N, K]: the transpose of mat2.
+        let b = self.mat2.t().gather_bytes("mat2")?;
+        let ops = Operands { fa: run.fa, fb: run.fb, a: &a, b: &b, m, n, k };
+        let acc = execute(&prep.profile.preset, &run.plan, &ops, engine)?;
+        let bits = run.epilogue.apply(&acc);
+        let mut out = place_out(self.out, Dtype::of_out(run.od), m, n, &mut warnings);
+        for i in 0..m {
+            for j in 0..n {
+                out.set(i, j, bits[i * n + j]);
+            }
+        }
+        Ok(ScaledMmOutput { out, warnings, split: Some(run.split) })
+    }
+}
+
+/// §5.4: the tensor the result goes into — a new contiguous one, out= itself, or out= resized to a
+/// contiguous [m, n] (with the out-resized warning when it had elements).
+fn place_out(out: Option<Tensor>, od: Dtype, m: usize, n: usize, warnings: &mut Vec<Warning>) -> Tensor {
+    match out {
+        None => Tensor::zeros(od, &[m, n]),
+        Some(o) if o.shape == [m, n] => o,
+        Some(o) => {
+            if o.numel() >= 1 {
+                warnings.push(Warning::new(
+                    WarningKind::OutResized,
+                    format!(
+                        "An output with one or more elements was resized since it had shape {:?}, which does not match \
+                         the required output shape [{m}, {n}].",
+                        o.shape
+                    ),
+                ));
+            }
+            Tensor::zeros(o.dtype, &[m, n])
+        }
+    }
+}

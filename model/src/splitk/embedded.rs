@@ -1,0 +1,360 @@
+//! Decoding and lookup of the embedded table rows (format `MMSKEMB1`, see README.md in this directory).
+//!
+//! The blob is checked completely when it is decoded (sha256 trailer, the generated checksum, the table_id,
+//! the row count and every index), so that a lookup afterwards is two binary searches and cannot fail.
+//! Every problem is a data error (`Category::Data`), never a panic.
+
+use super::sha256::{hex, sha256};
+use super::sidecar::Sidecar;
+use super::{SplitKey, TableRow};
+use crate::epilogue::OutDtype;
+use crate::error::{Category, Error, Result};
+use crate::format::Format;
+use std::cmp::Ordering;
+
+/// The magic number of the format.
+const MAGIC: &[u8; 8] = b"MMSKEMB1";
+
+/// Bytes of one value tuple: split_s, custom_option, algo_id (i16), tile_id (i16), stages_id (i16),
+/// reduction_scheme, cta_swizzling.
+const VALUE_BYTES: usize = 10;
+
+/// Bytes of one setting record: ws (u64), out, fast, fa, fb (u8 each), shape set, first run, run count (u32).
+const SETTING_BYTES: usize = 24;
+
+/// One table setting (ws, out, fast, fa, fb) and where its runs are.
+#[derive(Clone, Copy, Debug)]
+struct Setting {
+    ws: u64,
+    out: OutDtype,
+    fast: bool,
+    fa: Format,
+    fb: Format,
+    set: usize,
+    first: usize,
+    count: usize,
+}
+
+/// One shape set: `count` (n, m, k) triples sorted ascending, `3 * dim_w` bytes each.
+#[derive(Clone, Copy, Debug)]
+struct ShapeSet {
+    bytes: &'static [u8],
+    count: usize,
+}
+
+/// A decoded (and checked) embedded table.
+#[derive(Debug)]
+pub(crate) struct Embedded {
+    /// Number of rows (the sum of the settings' shape set sizes).
+    pub rows: u64,
+    dim_w: usize,
+    start_w: usize,
+    value_w: usize,
+    sets: Vec<ShapeSet>,
+    values: Vec<TableRow>,
+    settings: Vec<Setting>,
+    starts: &'static [u8],
+    vals: &'static [u8],
+}
+
+#[inline]
+fn rd(b: &[u8], i: usize, w: usize) -> u32 {
+    match w {
+        1 => b[i] as u32,
+        2 => u16::from_le_bytes([b[i], b[i + 1]]) as u32,
+        _ => u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]),
+    }
+}
+
+struct Cursor<'a> {
+    b: &'static [u8],
+    pos: usize,
+    err: &'a dyn Fn(&str) -> Error,
+}
+
+impl Cursor<'_> {
+    fn take(&mut self, n: usize) -> Result<&'static [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| (self.err)("truncated"))?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn uint(&mut self, w: usize) -> Result<u64> {
+        let s = self.take(w)?;
+        let mut le = [0u8; 8];
+        le[..w].copy_from_slice(s);
+        Ok(u64::from_le_bytes(le))
+    }
+    fn usize(&mut self, w: usize) -> Result<usize> {
+        let v = self.uint(w)?;
+        usize::try_from(v).map_err(|_| (self.err)("a count does not fit"))
+    }
+}
+
+fn out_of_code(c: u8) -> Option<OutDtype> {
+    OutDtype::ALL.get(c as usize).copied()
+}
+
+fn fmt_of_code(c: u8) -> Option<Format> {
+    Format::ALL.get(c as usize).copied()
+}
+
+/// Decodes and checks the blob of table `expected_id` against its generated sidecar data.
+pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Result<Embedded> {
+    let err = |what: &str| {
+        Error::new(
+            Category::Data,
+            format!(
+                "embedded split-K table {expected_id} ({}): {what}; regenerate it with mmaemu-embed-tables",
+                sc.blob_name
+            ),
+        )
+    };
+    if sc.table_id != expected_id {
+        return Err(err(&format!("the generated sidecar data belong to table {}", sc.table_id)));
+    }
+    if sc.verified_table_id != sc.table_id {
+        return Err(err(&format!(
+            "the verified split combinations are for table {}, not {}",
+            sc.verified_table_id, sc.table_id
+        )));
+    }
+    if blob.len() < MAGIC.len() + 32 || &blob[..MAGIC.len()] != MAGIC {
+        return Err(err("not an MMSKEMB1 blob"));
+    }
+    // One hash in the normal case: the whole blob (trailer included) against the generated checksum. Only
+    // on a mismatch is the body checked against its own trailer, to say whether the blob is corrupt or is
+    // another (self-consistent) blob than the generated data expect.
+    let (body, trailer) = blob.split_at(blob.len() - 32);
+    let whole = hex(&sha256(blob));
+    if whole != sc.blob_sha256 || blob.len() as u64 != sc.blob_len {
+        let digest = sha256(body);
+        if digest[..] != trailer[..] {
+            return Err(err(&format!(
+                "sha256 {} of the data differs from its trailer {} (corrupt data)",
+                hex(&digest),
+                hex(trailer)
+            )));
+        }
+        return Err(err(&format!(
+            "sha256 {whole} ({} bytes) differs from the generated {} ({} bytes)",
+            blob.len(),
+            sc.blob_sha256,
+            sc.blob_len
+        )));
+    }
+
+    let mut c = Cursor { b: body, pos: MAGIC.len(), err: &err };
+    let id_len = c.usize(1)?;
+    let table_id = std::str::from_utf8(c.take(id_len)?).map_err(|_| err("table_id is not UTF-8"))?.to_string();
+    if table_id != expected_id {
+        return Err(err(&format!("the data are for table {table_id}")));
+    }
+    let parquet_sha = hex(c.take(32)?);
+    if parquet_sha != sc.parquet_sha256 {
+        return Err(err(&format!("made from a Parquet file with sha256 {parquet_sha}, not {}", sc.parquet_sha256)));
+    }
+    let rows = c.uint(8)?;
+    let dim_w = c.usize(1)?;
+    let start_w = c.usize(1)?;
+    let value_w = c.usize(1)?;
+    if !matches!(dim_w, 2 | 4) || !matches!(start_w, 2 | 4) || !matches!(value_w, 1 | 2) {
+        return Err(err("bad field widths"));
+    }
+
+    let n_sets = c.usize(4)?;
+    let mut sets = Vec::with_capacity(n_sets.min(1 << 10));
+    for _ in 0..n_sets {
+        let count = c.usize(4)?;
+        let bytes = c.take(count.checked_mul(3 * dim_w).ok_or_else(|| err("shape set too large"))?)?;
+        let set = ShapeSet { bytes, count };
+        for j in 1..count {
+            if shape(set, dim_w, j - 1) >= shape(set, dim_w, j) {
+                return Err(err("a shape set is not strictly increasing"));
+            }
+        }
+        sets.push(set);
+    }
+
+    let n_values = c.usize(4)?;
+    let mut values = Vec::with_capacity(n_values.min(1 << 16));
+    for _ in 0..n_values {
+        let v = c.take(VALUE_BYTES)?;
+        let i16_at = |i: usize| i16::from_le_bytes([v[i], v[i + 1]]);
+        values.push(TableRow {
+            split_s: v[0],
+            custom_option: v[1],
+            algo_id: i16_at(2),
+            tile_id: i16_at(4),
+            stages_id: i16_at(6),
+            reduction_scheme: v[8],
+            cta_swizzling: v[9],
+        });
+    }
+
+    let n_settings = c.usize(4)?;
+    let mut raw_settings = Vec::with_capacity(n_settings.min(1 << 12));
+    for _ in 0..n_settings {
+        let r = c.take(SETTING_BYTES)?;
+        raw_settings.push(r);
+    }
+    let n_runs = c.usize(4)?;
+    let starts = c.take(n_runs.checked_mul(start_w).ok_or_else(|| err("too many runs"))?)?;
+    let vals = c.take(n_runs.checked_mul(value_w).ok_or_else(|| err("too many runs"))?)?;
+    if c.pos != body.len() {
+        return Err(err("trailing bytes"));
+    }
+    if let Some(j) = (0..n_runs).find(|&j| rd(vals, j * value_w, value_w) as usize >= values.len()) {
+        return Err(err(&format!("run {j} names a value tuple outside the palette")));
+    }
+
+    let mut settings = Vec::with_capacity(raw_settings.len());
+    let mut total = 0u64;
+    for r in raw_settings {
+        let u32_at = |i: usize| u32::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]) as usize;
+        let ws = u64::from_le_bytes([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]]);
+        let (out, fast, fa, fb) = (out_of_code(r[8]), r[9], fmt_of_code(r[10]), fmt_of_code(r[11]));
+        let (Some(out), Some(fa), Some(fb), true) = (out, fa, fb, fast <= 1) else {
+            return Err(err("a setting has an unknown out dtype, format or fast flag"));
+        };
+        let s = Setting { ws, out, fast: fast == 1, fa, fb, set: u32_at(12), first: u32_at(16), count: u32_at(20) };
+        let set = sets.get(s.set).ok_or_else(|| err("a setting names a missing shape set"))?;
+        let in_range = s.first.checked_add(s.count).is_some_and(|e| e <= n_runs);
+        if !in_range || (s.count == 0) != (set.count == 0) {
+            return Err(err("a setting's runs are out of range"));
+        }
+        // Runs: the first starts at 0, starts strictly increase and stay inside the shape set.
+        let mut prev: Option<usize> = None;
+        for j in s.first..s.first + s.count {
+            let st = rd(starts, j * start_w, start_w) as usize;
+            let ok = match prev {
+                None => st == 0,
+                Some(p) => st > p,
+            };
+            if !ok || st >= set.count {
+                return Err(err("a setting's run starts are not increasing from 0 inside its shape set"));
+            }
+            prev = Some(st);
+        }
+        if settings.iter().any(|o: &Setting| (o.ws, o.out, o.fast, o.fa, o.fb) == (s.ws, s.out, s.fast, s.fa, s.fb)) {
+            return Err(err("a setting occurs twice"));
+        }
+        total += set.count as u64;
+        settings.push(s);
+    }
+    if total != rows || rows != sc.rows {
+        return Err(err(&format!("{total} rows in the settings, {rows} in the header, {} generated", sc.rows)));
+    }
+    Ok(Embedded { rows, dim_w, start_w, value_w, sets, values, settings, starts, vals })
+}
+
+#[inline]
+fn shape(set: ShapeSet, w: usize, j: usize) -> (u32, u32, u32) {
+    let i = 3 * w * j;
+    (rd(set.bytes, i, w), rd(set.bytes, i + w, w), rd(set.bytes, i + 2 * w, w))
+}
+
+impl Embedded {
+    /// The row of `key` at workspace `ws`, if the table has one (exact match).
+    pub(crate) fn lookup(&self, key: &SplitKey, ws: u64) -> Option<TableRow> {
+        let (m, n, k) = (u32::try_from(key.m).ok()?, u32::try_from(key.n).ok()?, u32::try_from(key.k).ok()?);
+        let s = self
+            .settings
+            .iter()
+            .find(|s| s.ws == ws && s.out == key.out && s.fast == key.fast && s.fa == key.fa && s.fb == key.fb)?;
+        let set = self.sets[s.set];
+        let target = (n, m, k);
+        // Binary search of the shape.
+        let (mut lo, mut hi) = (0usize, set.count);
+        let idx = loop {
+            if lo >= hi {
+                return None;
+            }
+            let mid = lo + (hi - lo) / 2;
+            match shape(set, self.dim_w, mid).cmp(&target) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => break mid,
+            }
+        };
+        // Binary search of the run holding idx: the last run whose start is <= idx (the first starts at 0).
+        let (mut lo, mut hi) = (0usize, s.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if rd(self.starts, (s.first + mid) * self.start_w, self.start_w) as usize <= idx {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let run = s.first + lo.checked_sub(1)?;
+        let v = rd(self.vals, run * self.value_w, self.value_w) as usize;
+        self.values.get(v).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{data_h100pcie, data_rtx4060};
+    use super::*;
+
+    fn leak(v: Vec<u8>) -> &'static [u8] {
+        Box::leak(v.into_boxed_slice())
+    }
+
+    #[test]
+    fn both_blobs_decode() {
+        let r = decode(data_rtx4060::BLOB, &data_rtx4060::SIDECAR, "heur_rtx4060_lt12.8.3.14").unwrap();
+        assert_eq!(r.rows, 1_228_448);
+        let h = decode(data_h100pcie::BLOB, &data_h100pcie::SIDECAR, "heur_h100pcie_lt12.8.3.14").unwrap();
+        assert_eq!(h.rows, 1_767_416);
+    }
+
+    #[test]
+    fn a_flipped_bit_is_a_data_error() {
+        let mut v = data_rtx4060::BLOB.to_vec();
+        let mid = v.len() / 2;
+        v[mid] ^= 1;
+        let e = decode(leak(v), &data_rtx4060::SIDECAR, "heur_rtx4060_lt12.8.3.14").unwrap_err();
+        assert_eq!(e.category(), Category::Data);
+        assert!(e.message().contains("sha256"), "{e}");
+    }
+
+    #[test]
+    fn a_truncated_blob_is_a_data_error() {
+        let v = data_rtx4060::BLOB[..100].to_vec();
+        let e = decode(leak(v), &data_rtx4060::SIDECAR, "heur_rtx4060_lt12.8.3.14").unwrap_err();
+        assert_eq!(e.category(), Category::Data);
+    }
+
+    #[test]
+    fn the_data_of_another_table_are_refused() {
+        let e = decode(data_rtx4060::BLOB, &data_h100pcie::SIDECAR, "heur_h100pcie_lt12.8.3.14").unwrap_err();
+        assert_eq!(e.category(), Category::Data);
+        let e = decode(data_rtx4060::BLOB, &data_rtx4060::SIDECAR, "heur_h100pcie_lt12.8.3.14").unwrap_err();
+        assert_eq!(e.category(), Category::Data);
+        assert!(e.message().contains("belong to table heur_rtx4060"), "{e}");
+    }
+
+    #[test]
+    fn verified_combinations_of_another_table_are_refused() {
+        let mut sc = data_rtx4060::SIDECAR;
+        sc.verified_table_id = "heur_h100pcie_lt12.8.3.14";
+        let e = decode(data_rtx4060::BLOB, &sc, "heur_rtx4060_lt12.8.3.14").unwrap_err();
+        assert_eq!(e.category(), Category::Data);
+        assert!(e.message().contains("verified split combinations are for table heur_h100pcie"), "{e}");
+    }
+
+    #[test]
+    fn a_consistent_but_foreign_checksum_is_refused() {
+        // Recompute the trailer after a change: the trailer matches, the generated checksum does not.
+        let mut v = data_rtx4060::BLOB.to_vec();
+        let n = v.len();
+        v[n / 2] ^= 1;
+        let d = sha256(&v[..n - 32]);
+        v[n - 32..].copy_from_slice(&d);
+        let e = decode(leak(v), &data_rtx4060::SIDECAR, "heur_rtx4060_lt12.8.3.14").unwrap_err();
+        assert_eq!(e.category(), Category::Data);
+        assert!(e.message().contains("differs from the generated"), "{e}");
+    }
+}

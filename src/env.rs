@@ -1,0 +1,33 @@
+//! The `MMAEMU_*` environment variables (behaviour.md §9.3) read at the library's edge, so the model
+//! stays pure: MMAEMU_PROFILE (the default profile) and MMAEMU_SPLITK_STRICT (strict split-K mode).
+
+use mmaemu_model::scaled_mm::ProfileArg;
+
+/// The profile to use when the caller names none: MMAEMU_PROFILE if set and non-empty, else the default.
+pub fn default_profile() -> ProfileArg {
+    match std::env::var("MMAEMU_PROFILE") {
+        Ok(v) if !v.is_empty() => ProfileArg::Name(v),
+        _ => ProfileArg::Default,
+    }
+}
+
+/// A profile name given by the caller, or the environment's default.
+pub fn profile_arg(name: Option<&str>) -> ProfileArg {
+    match name {
+        Some(n) => ProfileArg::Name(n.to_string()),
+        None => default_profile(),
+    }
+}
+
+/// Strict split-K mode: MMAEMU_SPLITK_STRICT equals exactly "1" (read on every call).
+pub fn strict() -> bool {
+    std::env::var("MMAEMU_SPLITK_STRICT").is_ok_and(|v| v == "1")
+}
+
+/// The variables and their values, for `mmaemu info`.
+pub fn report() -> Vec<(&'static str, Option<String>)> {
+    ["MMAEMU_PROFILE", "MMAEMU_SPLITK_STRICT", "MMAEMU_BACKEND", "MMAEMU_DISABLE_CUDA", "MMAEMU_ALLOW_GATED_KERNELS"]
+        .into_iter()
+        .map(|k| (k, std::env::var(k).ok()))
+        .collect()
+}

@@ -1,0 +1,251 @@
+//! `explain` for the command line: a call described by sizes, formats and options (no data), turned
+//! into a [`CallPlan`], and the plan's JSON form (behaviour.md §8.1).
+
+use crate::env;
+use mmaemu_model::dtype::Dtype;
+use mmaemu_model::scaled_mm::{CallPlan, ScaleTensor, ScaledMm, Validation};
+use mmaemu_model::splitk::{SplitDecision, SplitRequest};
+use mmaemu_model::tensor::{Tensor, View};
+use serde_json::{json, Value};
+
+/// One call to explain: what the command line's flags (or a `--cases` line) describe.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// M.
+    pub m: usize,
+    /// N.
+    pub n: usize,
+    /// K.
+    pub k: usize,
+    /// Format of A (`e4m3`, `e5m2`, or any torch dtype name).
+    pub a: String,
+    /// Format of B.
+    pub b: String,
+    /// out_dtype (None: not passed, the input's dtype).
+    pub out: Option<String>,
+    /// use_fast_accum.
+    pub fast: bool,
+    /// scale_a.
+    pub scale_a: f32,
+    /// scale_b.
+    pub scale_b: f32,
+    /// scale_result.
+    pub scale_result: Option<f32>,
+    /// Profile name (None: MMAEMU_PROFILE or the default).
+    pub profile: Option<String>,
+    /// The split request.
+    pub splitk: SplitRequest,
+    /// `std` or `out-col` (a column-major out= of shape [M, N]).
+    pub layout: String,
+    /// The backend.
+    pub backend: String,
+}
+
+impl Default for Case {
+    fn default() -> Case {
+        Case {
+            m: 0,
+            n: 0,
+            k: 0,
+            a: "e4m3".into(),
+            b: "e4m3".into(),
+            out: None,
+            fast: false,
+            scale_a: 1.0,
+            scale_b: 1.0,
+            scale_result: None,
+            profile: None,
+            splitk: SplitRequest::Auto,
+            layout: "std".into(),
+            backend: "auto".into(),
+        }
+    }
+}
+
+/// Parse a `--splitk` value: `auto`, an integer, or `S,scheme`. Anything else is a usage error.
+pub fn parse_splitk(s: &str) -> Result<SplitRequest, String> {
+    if s == "auto" {
+        return Ok(SplitRequest::Auto);
+    }
+    if let Ok(n) = s.trim().parse::<i64>() {
+        return Ok(SplitRequest::Count(n));
+    }
+    if let Some((a, b)) = s.split_once(',') {
+        if let Ok(n) = a.trim().parse::<i64>() {
+            return Ok(SplitRequest::Pair(n, b.trim().to_string()));
+        }
+    }
+    Err(format!("malformed --splitk '{s}': expected auto, an integer, or S,scheme"))
+}
+
+/// The dtype named on the command line (`e4m3`, `fp32`, `bf16`, torch names).
+pub fn dtype_arg(s: &str) -> Dtype {
+    match s {
+        "fp32" => Dtype::Float32,
+        "bf16" => Dtype::BFloat16,
+        "fp16" => Dtype::Float16,
+        other => Dtype::from_name(other),
+    }
+}
+
+/// Explain one case.
+pub fn explain_case(c: &Case) -> CallPlan {
+    let (da, db) = (dtype_arg(&c.a), dtype_arg(&c.b));
+    let od = c.out.as_deref().map(dtype_arg);
+    // Operands without data: explain reads shapes, strides, offsets and dtypes only.
+    let input = View { dtype: da.clone(), shape: vec![c.m, c.k], strides: vec![c.k, 1], offset: 0, storage: &[] };
+    let mat2 = View { dtype: db, shape: vec![c.k, c.n], strides: vec![1, c.k], offset: 0, storage: &[] };
+    let out = (c.layout == "out-col").then(|| Tensor {
+        dtype: od.clone().unwrap_or_else(|| da.clone()),
+        shape: vec![c.m, c.n],
+        strides: vec![1, c.m.max(1)],
+        offset: 0,
+        storage: vec![],
+    });
+    let call = ScaledMm {
+        input,
+        mat2,
+        scale_a: ScaleTensor::scalar(c.scale_a),
+        scale_b: ScaleTensor::scalar(c.scale_b),
+        bias: None,
+        scale_result: c.scale_result.map(ScaleTensor::scalar),
+        out_dtype: od,
+        use_fast_accum: c.fast,
+        out,
+        profile: env::profile_arg(c.profile.as_deref()),
+        splitk: c.splitk.clone(),
+        backend: c.backend.clone(),
+        strict: env::strict(),
+    };
+    call.explain()
+}
+
+/// A split decision as JSON.
+pub fn split_json(d: &SplitDecision) -> Value {
+    json!({
+        "s": d.s,
+        "scheme": d.scheme.name(),
+        "source": d.source.name(),
+        "verified": d.verified,
+        "table_id": d.table_id,
+        "note": d.note,
+    })
+}
+
+/// The plan as the JSON object of `explain --json`.
+pub fn plan_json(p: &CallPlan) -> Value {
+    let validation = match &p.validation {
+        Validation::Ok => json!("ok"),
+        Validation::Error { name, message } => json!({"error": name, "message": message}),
+    };
+    json!({
+        "validation": validation,
+        "profile": p.profile,
+        "preset": p.preset,
+        "preset_maturity": p.preset_maturity,
+        "split": p.split.as_ref().map(split_json),
+        "backend": p.backend,
+        "fallbacks": p.fallbacks,
+        "warnings": p.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+    })
+}
+
+/// The plan as text: one line per field.
+pub fn plan_text(c: &Case, p: &CallPlan) -> String {
+    let mut s = format!(
+        "explain M={} N={} K={} {} x {} -> {}, use_fast_accum={}, device=cpu\n",
+        c.m,
+        c.n,
+        c.k,
+        c.a,
+        c.b,
+        c.out.as_deref().unwrap_or("default (input dtype)"),
+        c.fast
+    );
+    let validation = match &p.validation {
+        Validation::Ok => "ok".to_string(),
+        Validation::Error { name, message } => format!("{name}: {message}"),
+    };
+    let split = match &p.split {
+        None => "None".to_string(),
+        Some(d) => format!(
+            "S={} scheme={} source={} verified={} table_id={} note={:?}",
+            d.s,
+            d.scheme.name(),
+            d.source.name(),
+            d.verified,
+            d.table_id.as_deref().unwrap_or("None"),
+            d.note
+        ),
+    };
+    for (k, v) in [
+        ("validation", validation),
+        ("profile", p.profile.clone()),
+        ("preset", p.preset.clone()),
+        ("preset_maturity", p.preset_maturity.clone()),
+        ("split", split),
+        ("backend", p.backend.clone()),
+        ("fallbacks", format!("{:?}", p.fallbacks)),
+        ("warnings", format!("{:?}", p.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>())),
+    ] {
+        s.push_str(&format!("  {k:<16}{v}\n"));
+    }
+    s
+}
+
+/// Read one `--cases` line: a JSON object with keys id, m, n, k, a, b, out, fast, profile, splitk, layout
+/// (missing keys take `defaults`' values). Returns (id, case).
+pub fn parse_case_line(line: &str, defaults: &Case) -> Result<(Value, Case), String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
+    let o = v.as_object().ok_or("not a JSON object")?;
+    let mut c = defaults.clone();
+    let size = |key: &str, d: usize| -> Result<usize, String> {
+        match o.get(key) {
+            None => Ok(d),
+            Some(x) => x.as_u64().map(|u| u as usize).ok_or(format!("'{key}' must be a non-negative integer")),
+        }
+    };
+    c.m = size("m", c.m)?;
+    c.n = size("n", c.n)?;
+    c.k = size("k", c.k)?;
+    let string = |key: &str| -> Result<Option<String>, String> {
+        match o.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("'{key}' must be a string")),
+        }
+    };
+    if let Some(a) = string("a")? {
+        c.a = a;
+    }
+    if let Some(b) = string("b")? {
+        c.b = b;
+    }
+    if let Some(out) = string("out")? {
+        c.out = Some(out);
+    }
+    if let Some(p) = string("profile")? {
+        c.profile = Some(p);
+    }
+    if let Some(l) = string("layout")? {
+        c.layout = l;
+    }
+    match o.get("fast") {
+        None | Some(Value::Null) => {}
+        Some(Value::Bool(b)) => c.fast = *b,
+        Some(_) => return Err("'fast' must be a boolean".into()),
+    }
+    match o.get("splitk") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => c.splitk = parse_splitk(s)?,
+        Some(Value::Number(n)) => c.splitk = SplitRequest::Count(n.as_i64().ok_or("'splitk' must be an integer")?),
+        Some(Value::Array(a)) if a.len() == 2 => {
+            let s = a[0].as_i64().ok_or("'splitk' [S, scheme]: S must be an integer")?;
+            let scheme = a[1].as_str().ok_or("'splitk' [S, scheme]: scheme must be a string")?;
+            c.splitk = SplitRequest::Pair(s, scheme.to_string());
+        }
+        Some(_) => return Err("'splitk' must be \"auto\", an integer, \"S,scheme\" or [S, scheme]".into()),
+    }
+    let id = o.get("id").cloned().unwrap_or(Value::Null);
+    Ok((id, c))
+}

@@ -1,0 +1,144 @@
+//! `mmaemu info` (behaviour.md §8.2): versions, environment, device, profiles, presets, backends and the
+//! embedded split-K tables, as JSON (format `mmaemu-info/1`) or text.
+
+use crate::env;
+use mmaemu_model::profile::{Profile, TableId};
+use mmaemu_model::splitk::table_info;
+use mmaemu_model::Preset;
+use serde_json::{json, Value};
+
+/// The whole report as JSON.
+pub fn report() -> Value {
+    let profiles: Vec<Value> = Profile::list()
+        .iter()
+        .map(|p| {
+            json!({
+                "name": p.name,
+                "preset": p.preset.name(),
+                "gpu_name": p.gpu_name,
+                "capability": [p.capability.0, p.capability.1],
+                "sm_count": p.sm_count,
+                "cublaslt_version": p.cublaslt_version,
+                "caller": p.caller.name(),
+                "torch_version": p.torch_version,
+                "workspace_bytes": p.workspace_bytes,
+                "align": p.align,
+                "splitk_table": p.splitk_table.map(|t| t.id()),
+                "rejects": p.rejects.iter().map(|r| r.message.clone()).collect::<Vec<_>>(),
+                "maturity": p.maturity.name(),
+                "splitk_maturity": p.splitk_maturity.map(|m| m.name()).unwrap_or("none"),
+                "description": p.description,
+                "device_match": "does not match this device (no CUDA device)",
+            })
+        })
+        .collect();
+    let presets: Vec<Value> = Preset::list()
+        .iter()
+        .filter_map(|n| Preset::by_name(n).ok())
+        .map(|p| {
+            json!({
+                "name": p.name(),
+                "aliases": if p.name() == "b200_mma_sync" { vec!["blackwell"] } else { vec![] },
+                "maturity": p.maturity().name(),
+                "nfma": p.nfma(),
+                "frac": p.frac(),
+                "frac_out": p.frac_out(),
+                "min_exp": p.min_exp(),
+                "c_entry": format!("{:?}", p.c_entry()).to_lowercase(),
+                "slow_chunk": p.slow_chunk(),
+                "schemes": p.allowed_schemes().iter().map(|s| s.name()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let tables: Vec<Value> = [TableId::Rtx4060, TableId::H100Pcie]
+        .into_iter()
+        .map(|t| {
+            let i = table_info(t);
+            json!({
+                "table_id": i.table_id,
+                "file": format!("datasets/tables/{}.parquet", i.file_stem),
+                "rows": i.rows,
+                "split_rows": i.split_rows,
+                "parquet_sha256": i.parquet_sha256,
+                "embedded": true,
+            })
+        })
+        .collect();
+    json!({
+        "format": "mmaemu-info/1",
+        "version": env!("CARGO_PKG_VERSION"),
+        "environment": env::report().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "device": "none: this build has no CUDA backend",
+        "profiles": profiles,
+        "presets": presets,
+        "backends": [
+            {"name": "reference", "status": "available: the model, on the host"},
+            {"name": "cuda", "status": "unavailable - no CUDA backend in this build"},
+        ],
+        "tables": tables,
+        "unavailable": ["cuda: no CUDA backend in this build"],
+    })
+}
+
+/// The report as text.
+pub fn text(r: &Value) -> String {
+    let mut s = format!("mmaemu {}\n\nenvironment:\n", r["version"].as_str().unwrap_or(""));
+    if let Some(envs) = r["environment"].as_object() {
+        for (k, v) in envs {
+            s.push_str(&format!("  {k} = {}\n", v.as_str().unwrap_or("(unset)")));
+        }
+    }
+    s.push_str(&format!("\ndevice: {}\n\nprofiles:\n", r["device"].as_str().unwrap_or("")));
+    for p in r["profiles"].as_array().into_iter().flatten() {
+        s.push_str(&format!(
+            "  {:<28} preset {:<14} {} | workspace {} | table {} | {} (split-K {}) | {}\n",
+            p["name"].as_str().unwrap_or(""),
+            p["preset"].as_str().unwrap_or(""),
+            p["gpu_name"].as_str().unwrap_or("no reference GPU"),
+            p["workspace_bytes"],
+            p["splitk_table"].as_str().unwrap_or("none"),
+            p["maturity"].as_str().unwrap_or(""),
+            p["splitk_maturity"].as_str().unwrap_or(""),
+            p["device_match"].as_str().unwrap_or(""),
+        ));
+    }
+    s.push_str("\npresets:\n");
+    for p in r["presets"].as_array().into_iter().flatten() {
+        let aliases = p["aliases"].as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>());
+        let alias = match aliases.as_deref() {
+            Some([]) | None => String::new(),
+            Some(a) => format!(" (alias: {})", a.join(", ")),
+        };
+        s.push_str(&format!(
+            "  {}{alias}: {} - nfma {}, frac {}/{}, c {}, slow chunk {}\n",
+            p["name"].as_str().unwrap_or(""),
+            p["maturity"].as_str().unwrap_or(""),
+            p["nfma"],
+            p["frac"],
+            p["frac_out"],
+            p["c_entry"].as_str().unwrap_or(""),
+            p["slow_chunk"],
+        ));
+    }
+    s.push_str("\nbackends:\n");
+    for b in r["backends"].as_array().into_iter().flatten() {
+        s.push_str(&format!("  {}: {}\n", b["name"].as_str().unwrap_or(""), b["status"].as_str().unwrap_or("")));
+    }
+    s.push_str("\nsplit-K tables (embedded in the model, generated from the Parquet files):\n");
+    for t in r["tables"].as_array().into_iter().flatten() {
+        let sha = t["parquet_sha256"].as_str().unwrap_or("");
+        s.push_str(&format!(
+            "  {} ({}): {} rows, {} split rows, sha256 {}\n",
+            t["table_id"].as_str().unwrap_or(""),
+            t["file"].as_str().unwrap_or(""),
+            t["rows"],
+            t["split_rows"],
+            &sha[..sha.len().min(16)],
+        ));
+    }
+    s.push_str("\nunavailable components:\n");
+    for u in r["unavailable"].as_array().into_iter().flatten() {
+        s.push_str(&format!("  {}\n", u.as_str().unwrap_or("")));
+    }
+    s
+}

@@ -1,0 +1,263 @@
+//! Replaying op `scaled_mm` rows: the recording's call object (layouts, leading-dimension padding,
+//! storage offsets, scale tensors, bias, out=, omitted keywords) rebuilt as a [`ScaledMm`] call on the
+//! row's profile, with the recorded split passed explicitly.
+
+use crate::replay::Computed;
+use mmaemu_datasets::{Call, MatSpec, Row, ScaleSpec};
+use mmaemu_model::dtype::Dtype;
+use mmaemu_model::epilogue::{f32_to_bf16, f32_to_f16};
+use mmaemu_model::scaled_mm::{BiasSpec, ProfileArg, ScaleTensor, ScaledMm, Validation};
+use mmaemu_model::splitk::SplitRequest;
+use mmaemu_model::tensor::{Tensor, View};
+use mmaemu_model::{Category, Format, OutDtype};
+
+/// An operand's storage and its view geometry.
+struct Operand {
+    dtype: Dtype,
+    storage: Vec<u8>,
+    shape: [usize; 2],
+    strides: [usize; 2],
+    offset: usize,
+}
+
+impl Operand {
+    fn view(&self) -> View<'_> {
+        View {
+            dtype: self.dtype.clone(),
+            shape: self.shape.to_vec(),
+            strides: self.strides.to_vec(),
+            offset: self.offset,
+            storage: &self.storage,
+        }
+    }
+}
+
+fn usize_of(x: i64, what: &str) -> Result<usize, String> {
+    usize::try_from(x).map_err(|_| format!("{what} is negative ({x})"))
+}
+
+/// Lay out a logical row-major [rows, cols] matrix (`data`, `w` bytes per element) into a buffer whose
+/// element (i, j) sits at `offset + i * s0 + j * s1`.
+fn lay_out(data: &[u8], w: usize, rows: usize, cols: usize, offset: usize, s0: usize, s1: usize) -> Vec<u8> {
+    let extent = if rows == 0 || cols == 0 { 0 } else { (rows - 1) * s0 + (cols - 1) * s1 + 1 };
+    let mut buf = vec![0u8; (offset + extent) * w];
+    for i in 0..rows {
+        for j in 0..cols {
+            let src = (i * cols + j) * w;
+            let dst = (offset + i * s0 + j * s1) * w;
+            buf[dst..dst + w].copy_from_slice(&data[src..src + w]);
+        }
+    }
+    buf
+}
+
+/// mat1 from the row's A ([m, k]) and its call spec: `std` row-major with ld k + ld_pad; `col` the
+/// transpose of a row-major [k, m + ld_pad] buffer.
+fn mat1(row: &Row, spec: &MatSpec, m: usize, k: usize) -> Result<Operand, String> {
+    let dtype = Dtype::from_name(spec.dtype.as_deref().unwrap_or(&row.fmt_a));
+    let (pad, offset) = (usize_of(spec.ld_pad, "ld_pad")?, usize_of(spec.offset, "offset")?);
+    let strides = match spec.layout.as_str() {
+        "std" => [k + pad, 1],
+        "col" => [1, m + pad],
+        other => return Err(format!("mat1 layout '{other}' is not a layout of the format")),
+    };
+    let storage = lay_out(&row.a, dtype.size(), m, k, offset, strides[0], strides[1]);
+    Ok(Operand { dtype, storage, shape: [m, k], strides, offset })
+}
+
+/// mat2 ([k, n]) from the row's B ([n, k]) and its call spec: `std` the transpose of a row-major
+/// [n, k + ld_pad] buffer; `row` row-major [k, n + ld_pad].
+fn mat2(row: &Row, spec: &MatSpec, n: usize, k: usize) -> Result<Operand, String> {
+    let dtype = Dtype::from_name(spec.dtype.as_deref().unwrap_or(&row.fmt_b));
+    let (pad, offset) = (usize_of(spec.ld_pad, "ld_pad")?, usize_of(spec.offset, "offset")?);
+    // The buffer holds B^T's elements: element (kk, j) of mat2 is B[j, kk].
+    let (strides, storage) = match spec.layout.as_str() {
+        "std" => {
+            let st = [1, k + pad];
+            // Lay B out as rows of k + pad: B[j, kk] at offset + j * (k + pad) + kk.
+            (st, lay_out(&row.b, dtype.size(), n, k, offset, k + pad, 1))
+        }
+        "row" => {
+            let st = [n + pad, 1];
+            // B[j, kk] at offset + kk * (n + pad) + j: B's (j, kk) with strides (1, n + pad).
+            (st, lay_out(&row.b, dtype.size(), n, k, offset, 1, n + pad))
+        }
+        other => return Err(format!("mat2 layout '{other}' is not a layout of the format")),
+    };
+    Ok(Operand { dtype, storage, shape: [k, n], strides, offset })
+}
+
+fn scale_tensor(spec: &ScaleSpec) -> Result<ScaleTensor, String> {
+    let shape: Vec<usize> = spec.shape.iter().map(|&x| usize_of(x, "scale shape")).collect::<Result<_, _>>()?;
+    let n: usize = shape.iter().product();
+    Ok(ScaleTensor {
+        dtype: Dtype::from_name(&spec.dtype),
+        values: (0..n).map(|i| spec.value.element(i)).collect(),
+        shape,
+        contiguous: true,
+    })
+}
+
+fn scale_from_bits(bits: Option<u32>, what: &str) -> Result<ScaleTensor, String> {
+    let b = bits.ok_or_else(|| format!("{what}: neither the column nor the call gives it"))?;
+    Ok(ScaleTensor::scalar(f32::from_bits(b)))
+}
+
+/// One element of `dtype` holding `v`, as little-endian bytes.
+fn element_bytes(dtype: &Dtype, v: f64) -> Vec<u8> {
+    let x = v as f32;
+    match dtype {
+        Dtype::Float32 => x.to_bits().to_le_bytes().to_vec(),
+        Dtype::BFloat16 => f32_to_bf16(x).to_le_bytes().to_vec(),
+        Dtype::Float16 => f32_to_f16(x).to_le_bytes().to_vec(),
+        Dtype::Float8E4m3fn => vec![Format::E4m3.from_f32_saturating(x)],
+        Dtype::Float8E5m2 => vec![Format::E5m2.from_f32_saturating(x)],
+        Dtype::Float64 => v.to_bits().to_le_bytes().to_vec(),
+        other => vec![0x7F; other.size()],
+    }
+}
+
+/// The recorded split as an explicit request.
+fn split_request(row: &Row) -> Result<SplitRequest, String> {
+    let s = row.split_s.unwrap_or(1) as i64;
+    match row.split_scheme.as_deref().unwrap_or("none") {
+        "unknown" => Err(format!("split S = {s} with scheme 'unknown': no reduction rule is established")),
+        "none" => Ok(SplitRequest::Count(s)),
+        scheme => Ok(SplitRequest::Pair(s, scheme.to_string())),
+    }
+}
+
+/// Everything a `scaled_mm` row's call needs, owned; [`CallParts::call`] borrows views from it.
+pub struct CallParts {
+    a: Operand,
+    b: Operand,
+    scale_a: ScaleTensor,
+    scale_b: ScaleTensor,
+    scale_result: Option<ScaleTensor>,
+    bias: Option<BiasSpec>,
+    out: Option<Tensor>,
+    out_dtype: Option<Dtype>,
+    fast: bool,
+    profile: ProfileArg,
+}
+
+impl CallParts {
+    /// Rebuild a row's call. `Err(reason)` means the row cannot be replayed.
+    pub fn of_row(row: &Row) -> Result<CallParts, String> {
+        let default_call = Call::default();
+        let call = row.call.as_ref().unwrap_or(&default_call);
+        let (m, n, k) = (usize_of(row.m, "m")?, usize_of(row.n, "n")?, usize_of(row.k, "k")?);
+        let scale = |spec: &Option<ScaleSpec>, bits: Option<u32>, what: &str| match spec {
+            Some(s) => scale_tensor(s),
+            None => scale_from_bits(bits, what),
+        };
+        let scale_result = match (&call.scale_result, row.scale_result) {
+            (Some(s), _) => Some(scale_tensor(s)?),
+            (None, Some(bits)) => Some(ScaleTensor::scalar(f32::from_bits(bits))),
+            (None, None) => None,
+        };
+        let out = match &call.out {
+            None => None,
+            Some(o) => {
+                let dtype = Dtype::from_name(&o.dtype);
+                let shape: Vec<usize> = o.shape.iter().map(|&x| usize_of(x, "out shape")).collect::<Result<_, _>>()?;
+                let element = match &o.fill {
+                    Some(f) => element_bytes(&dtype, f.value()),
+                    None => vec![0x7F; dtype.size()],
+                };
+                Some(if shape.len() == 2 {
+                    Tensor::filled(dtype, [shape[0], shape[1]], !o.contiguous, &element)
+                } else {
+                    let mut t = Tensor::zeros(dtype, &shape);
+                    t.storage = element.repeat(shape.iter().product());
+                    t
+                })
+            }
+        };
+        Ok(CallParts {
+            a: mat1(row, &call.mat1, m, k)?,
+            b: mat2(row, &call.mat2, n, k)?,
+            scale_a: scale(&call.scale_a, row.scale_a, "scale_a")?,
+            scale_b: scale(&call.scale_b, row.scale_b, "scale_b")?,
+            scale_result,
+            bias: call
+                .bias
+                .as_ref()
+                .map(|bias| BiasSpec { dtype: Dtype::from_name(&bias.dtype), numel: bias.len.max(0) as usize }),
+            out,
+            out_dtype: row.out_dtype.as_deref().map(Dtype::from_name),
+            fast: row.fast_accum.unwrap_or(false),
+            profile: match &row.profile {
+                Some(p) => ProfileArg::Name(p.clone()),
+                None => return Err("op scaled_mm without a profile".into()),
+            },
+        })
+    }
+
+    /// The call with a split request, on the reference backend, not strict.
+    pub fn call(&self, splitk: SplitRequest) -> ScaledMm<'_> {
+        ScaledMm {
+            input: self.a.view(),
+            mat2: self.b.view(),
+            scale_a: self.scale_a.clone(),
+            scale_b: self.scale_b.clone(),
+            bias: self.bias.clone(),
+            scale_result: self.scale_result.clone(),
+            out_dtype: self.out_dtype.clone(),
+            use_fast_accum: self.fast,
+            out: self.out.clone(),
+            profile: self.profile.clone(),
+            splitk,
+            backend: "reference".into(),
+            strict: false,
+        }
+    }
+}
+
+/// Replay a `scaled_mm` row with its recorded split. `Err(reason)` is a skip.
+pub fn compute_scaled_mm(row: &Row) -> Result<Computed, String> {
+    let parts = CallParts::of_row(row)?;
+    Ok(match parts.call(split_request(row)?).run() {
+        Err(e) => Err(e),
+        Ok(res) => {
+            let out = &res.out;
+            let dtype = out.dtype.out_dtype().unwrap_or(OutDtype::Float32);
+            let bytes = if out.shape.len() == 2 { out.logical_bytes() } else { out.storage.clone() };
+            Ok((mmaemu_model::epilogue::from_le_bytes(&bytes, dtype), dtype))
+        }
+    })
+}
+
+/// How `splitk = auto` compares with the split a `scaled_mm` row recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoSplit {
+    /// auto resolves to the recorded S and scheme.
+    Agrees,
+    /// auto resolves to another split.
+    Differs,
+    /// auto cannot resolve the shape (SplitKUnknownError).
+    Unresolved,
+    /// No split is decided for this row (it is rejected, zero-size, or not a scaled_mm row).
+    NotApplicable,
+}
+
+/// Resolve a `scaled_mm` row's split with `splitk = auto` (information, not pass/fail).
+pub fn auto_split(row: &Row) -> AutoSplit {
+    if row.op != mmaemu_datasets::Op::ScaledMm {
+        return AutoSplit::NotApplicable;
+    }
+    let Ok(parts) = CallParts::of_row(row) else { return AutoSplit::NotApplicable };
+    let plan = parts.call(SplitRequest::Auto).explain();
+    match (&plan.validation, &plan.split) {
+        (Validation::Ok, Some(d)) => {
+            let recorded = (row.split_s.unwrap_or(1) as usize, row.split_scheme.as_deref().unwrap_or("none"));
+            if (d.s, d.scheme.name()) == recorded {
+                AutoSplit::Agrees
+            } else {
+                AutoSplit::Differs
+            }
+        }
+        (Validation::Error { name, .. }, _) if name == Category::SplitKUnknown.name() => AutoSplit::Unresolved,
+        _ => AutoSplit::NotApplicable,
+    }
+}

@@ -1,0 +1,632 @@
+//! The status of the model, computed from the recordings and their replay outcomes, never written by hand:
+//! for every preset and every profile, and for every feature a row exercises (op, fast or slow
+//! accumulation, split scheme and S, out dtype, format pair, epilogue paths, rejection rules, zero sizes,
+//! out= handling, operand layouts), how many hardware rows (truth = hardware) exercise it, how many of them
+//! pass, fail or cannot be replayed, how many model rows (self-consistency vectors, never evidence) do,
+//! and its status:
+//!
+//! - `validated`: hardware rows exist and every one of them passes;
+//! - `failing`: a hardware row fails;
+//! - `experimental`: no hardware row (nothing recorded, or model rows only), or hardware rows that could
+//!   not all be replayed.
+//!
+//! For the built-in presets and profiles the features they should be validated on are listed even without
+//! any row, as experimental with zero counts (e.g. hopper split-K, b200_mma_sync slow accumulation). The
+//! text table prints those as one line per scope; the JSON lists them with the others.
+
+use crate::replay::Outcome;
+use crate::replay_files::FileReport;
+use mmaemu_datasets::{DatasetError, Expectation, Op, Row, Truth};
+use mmaemu_model::profile::PROFILE_NAMES;
+use mmaemu_model::{Format, OutDtype, Preset, Profile};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// What the replay of one row gave, for counting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowOutcome {
+    /// The row passed.
+    Pass,
+    /// The row failed.
+    Fail,
+    /// The row could not be replayed.
+    Skip,
+}
+
+impl From<&Outcome> for RowOutcome {
+    fn from(o: &Outcome) -> Self {
+        match o {
+            Outcome::Pass => RowOutcome::Pass,
+            Outcome::Fail(_) => RowOutcome::Fail,
+            Outcome::Skip(_) => RowOutcome::Skip,
+        }
+    }
+}
+
+/// The kinds of feature, in the order the table lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Group {
+    /// The row's op.
+    Op,
+    /// Fast or slow accumulation.
+    Accumulation,
+    /// The split scheme (any S).
+    Split,
+    /// The split scheme with its S.
+    SplitS,
+    /// The out dtype.
+    Out,
+    /// The operand format pair.
+    Formats,
+    /// An epilogue path.
+    Epilogue,
+    /// An expected error category.
+    Rejection,
+    /// A scope outside what mmaemu models (`out:<reason>`).
+    Scope,
+    /// A shape property.
+    Shape,
+    /// out= handling.
+    OutArg,
+    /// Operand layouts of the call.
+    Layout,
+}
+
+impl Group {
+    /// The group's name in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Op => "op",
+            Group::Accumulation => "accumulation",
+            Group::Split => "split",
+            Group::SplitS => "split_s",
+            Group::Out => "out_dtype",
+            Group::Formats => "formats",
+            Group::Epilogue => "epilogue",
+            Group::Rejection => "rejection",
+            Group::Scope => "scope",
+            Group::Shape => "shape",
+            Group::OutArg => "out=",
+            Group::Layout => "layout",
+        }
+    }
+    /// The prefix of the feature's label in the table.
+    fn prefix(self) -> &'static str {
+        match self {
+            Group::Op => "op",
+            Group::Accumulation => "accumulation",
+            Group::Split | Group::SplitS => "split",
+            Group::Out => "out",
+            Group::Formats => "formats",
+            Group::Epilogue => "epilogue",
+            Group::Rejection => "rejects",
+            Group::Scope => "scope",
+            Group::Shape => "shape",
+            Group::OutArg => "out=",
+            Group::Layout => "layout",
+        }
+    }
+}
+
+/// One feature a row exercises.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Feature {
+    /// Its kind.
+    pub group: Group,
+    /// Its name within the kind.
+    pub name: String,
+}
+
+impl Feature {
+    fn new(group: Group, name: impl Into<String>) -> Feature {
+        Feature { group, name: name.into() }
+    }
+    /// `group name`, as the table prints it.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.group.prefix(), self.name)
+    }
+}
+
+/// What one row contributes to the status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowFacts {
+    /// The row's preset.
+    pub preset: String,
+    /// The row's profile.
+    pub profile: Option<String>,
+    /// Hardware or model.
+    pub truth: Truth,
+    /// The replay's outcome.
+    pub outcome: RowOutcome,
+    /// The features the row exercises.
+    pub features: Vec<Feature>,
+}
+
+/// The largest finite magnitude code of an FP8 out dtype (its saturation value).
+fn max_code(od: OutDtype) -> Option<u8> {
+    match od {
+        OutDtype::E4m3 => Some(0x7E),
+        OutDtype::E5m2 => Some(0x7B),
+        _ => None,
+    }
+}
+
+/// The features a row exercises (see the module documentation). Accumulation, split, out dtype, formats
+/// and epilogue paths count only for rows that expect a result; a row that expects an error exercises its
+/// rejection rule.
+pub fn features(row: &Row) -> Vec<Feature> {
+    let mut f = vec![Feature::new(Group::Op, row.op.as_str())];
+    let zero = row.m == 0 || row.n == 0 || row.k == 0;
+    if zero {
+        f.push(Feature::new(Group::Shape, "zero-size"));
+    }
+    if let Some(call) = &row.call {
+        if let Some(out) = &call.out {
+            f.push(Feature::new(Group::OutArg, if out.contiguous { "row-major" } else { "column-major" }));
+            if out.shape != [row.m, row.n] {
+                f.push(Feature::new(Group::OutArg, "resized"));
+            }
+        }
+        let odd = |m: &mmaemu_datasets::MatSpec| m.layout != "std" || m.ld_pad != 0 || m.offset != 0;
+        if odd(&call.mat1) || odd(&call.mat2) {
+            f.push(Feature::new(Group::Layout, "transposed, padded or offset operands"));
+        }
+    }
+    if let Some(scope) = row.scope.as_deref().and_then(|s| s.strip_prefix("out:")) {
+        f.push(Feature::new(Group::Scope, format!("out:{scope}")));
+    }
+    if let Expectation::Error(e) = &row.expected {
+        f.push(Feature::new(Group::Rejection, e.clone()));
+        return f;
+    }
+    if row.op != Op::Mma {
+        if let Some(fast) = row.fast_accum {
+            f.push(Feature::new(Group::Accumulation, if fast { "fast" } else { "slow" }));
+        }
+        let scheme = row.split_scheme.as_deref().unwrap_or("none");
+        let s = row.split_s.unwrap_or(1);
+        f.push(Feature::new(Group::Split, scheme));
+        if s > 1 || scheme != "none" {
+            f.push(Feature::new(Group::SplitS, format!("{scheme} S={s}")));
+        }
+        if row.k % 16 != 0 {
+            f.push(Feature::new(Group::Shape, "ragged K (K % 16 != 0)"));
+        }
+    }
+    f.push(Feature::new(Group::Formats, format!("{} x {}", row.fmt_a, row.fmt_b)));
+    if matches!(row.op, Op::Gemm | Op::ScaledMm) {
+        let out = row.effective_out_dtype();
+        f.push(Feature::new(Group::Out, mmaemu_datasets::torch_dtype_name(out)));
+        let od = OutDtype::from_name(out);
+        let scale_result = row.scale_result.is_some() || row.call.as_ref().is_some_and(|c| c.scale_result.is_some());
+        match od {
+            Some(OutDtype::BFloat16) => f.push(Feature::new(Group::Epilogue, "double rounding to bfloat16")),
+            Some(OutDtype::Float16) => f.push(Feature::new(Group::Epilogue, "double rounding to float16")),
+            _ => {}
+        }
+        if let Some(max) = od.and_then(max_code) {
+            if scale_result {
+                f.push(Feature::new(Group::Epilogue, "scale_result"));
+            }
+            if let Expectation::Bits(bits) = &row.expected {
+                if bits.iter().any(|&b| b & 0x7F == max) {
+                    f.push(Feature::new(Group::Epilogue, "FP8 saturation (an output at +-max)"));
+                }
+            }
+        } else if scale_result {
+            f.push(Feature::new(Group::Epilogue, "scale_result with a non-FP8 out (unused)"));
+        }
+    }
+    if row.op == Op::Mma && row.k % 16 != 0 {
+        f.push(Feature::new(Group::Shape, "ragged K (K % 16 != 0)"));
+    }
+    f
+}
+
+/// A row's facts.
+pub fn facts(row: &Row, outcome: &Outcome) -> RowFacts {
+    RowFacts {
+        preset: row.preset.clone(),
+        profile: row.profile.clone(),
+        truth: row.truth,
+        outcome: outcome.into(),
+        features: features(row),
+    }
+}
+
+/// The status of a feature or a scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Hardware rows exist and all pass.
+    Validated,
+    /// No hardware row, model rows only, or hardware rows that were not all replayed.
+    Experimental,
+    /// A hardware row fails.
+    Failing,
+}
+
+impl Status {
+    /// `validated`, `experimental`, `failing`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Validated => "validated",
+            Status::Experimental => "experimental",
+            Status::Failing => "failing",
+        }
+    }
+}
+
+/// Row counts of a feature or a scope.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Hardware rows.
+    pub hardware: usize,
+    /// Hardware rows that pass.
+    pub passed: usize,
+    /// Hardware rows that fail.
+    pub failed: usize,
+    /// Hardware rows that could not be replayed.
+    pub skipped: usize,
+    /// Model rows.
+    pub model: usize,
+    /// Model rows that fail.
+    pub model_failed: usize,
+}
+
+impl Counts {
+    fn add(&mut self, r: &RowFacts) {
+        match r.truth {
+            Truth::Hardware => {
+                self.hardware += 1;
+                match r.outcome {
+                    RowOutcome::Pass => self.passed += 1,
+                    RowOutcome::Fail => self.failed += 1,
+                    RowOutcome::Skip => self.skipped += 1,
+                }
+            }
+            Truth::Model => {
+                self.model += 1;
+                if r.outcome == RowOutcome::Fail {
+                    self.model_failed += 1;
+                }
+            }
+        }
+    }
+
+    /// The status these counts give.
+    pub fn status(&self) -> Status {
+        if self.failed > 0 {
+            Status::Failing
+        } else if self.hardware > 0 && self.passed == self.hardware {
+            Status::Validated
+        } else {
+            Status::Experimental
+        }
+    }
+
+    /// Why a status is what it is, when that is not obvious from the counts.
+    pub fn note(&self) -> String {
+        let mut notes = Vec::new();
+        if self.hardware == 0 {
+            notes.push(if self.model > 0 { "model rows only".to_string() } else { "no hardware row".to_string() });
+        }
+        if self.skipped > 0 {
+            notes.push(format!("{} hardware rows not replayed", self.skipped));
+        }
+        if self.model_failed > 0 {
+            notes.push(format!("{} model rows fail", self.model_failed));
+        }
+        notes.join("; ")
+    }
+}
+
+/// One feature's counts and status within a scope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FeatureStatus {
+    /// The feature.
+    pub feature: Feature,
+    /// Its counts.
+    pub counts: Counts,
+    /// Its status.
+    pub status: Status,
+}
+
+/// Is a scope a preset or a profile?
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScopeKind {
+    /// Every row of a preset, whatever its profile.
+    Preset,
+    /// Every row of a profile.
+    Profile,
+}
+
+impl ScopeKind {
+    /// `preset` or `profile`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScopeKind::Preset => "preset",
+            ScopeKind::Profile => "profile",
+        }
+    }
+}
+
+/// The status of one preset or profile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeStatus {
+    /// Preset or profile.
+    pub kind: ScopeKind,
+    /// Its name.
+    pub name: String,
+    /// One of the library's built-in presets or profiles?
+    pub builtin: bool,
+    /// Counts over all its rows.
+    pub counts: Counts,
+    /// Its status.
+    pub status: Status,
+    /// Every feature, those with rows first (in table order), then those a built-in scope has no row for.
+    pub features: Vec<FeatureStatus>,
+}
+
+impl ScopeStatus {
+    /// The features without any hardware row (experimental by definition).
+    pub fn without_hardware(&self) -> impl Iterator<Item = &FeatureStatus> {
+        self.features.iter().filter(|f| f.counts.hardware == 0)
+    }
+}
+
+/// The whole status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusReport {
+    /// Rows counted.
+    pub rows: usize,
+    /// Hardware rows counted.
+    pub hardware_rows: usize,
+    /// Presets, then profiles.
+    pub scopes: Vec<ScopeStatus>,
+}
+
+/// The features a built-in preset or profile is expected to be validated on.
+fn universe(preset: &Preset, profile: bool) -> Vec<Feature> {
+    let mut u = Vec::new();
+    let ops: &[&str] = if profile { &["scaled_mm"] } else { &["mma", "accumulator", "gemm", "scaled_mm"] };
+    u.extend(ops.iter().map(|o| Feature::new(Group::Op, *o)));
+    u.push(Feature::new(Group::Accumulation, "fast"));
+    u.push(Feature::new(Group::Accumulation, "slow"));
+    u.push(Feature::new(Group::Split, "none"));
+    for s in preset.allowed_schemes() {
+        u.push(Feature::new(Group::Split, s.name()));
+    }
+    for od in OutDtype::ALL {
+        u.push(Feature::new(Group::Out, od.name()));
+    }
+    for fa in [Format::E4m3, Format::E5m2] {
+        for fb in [Format::E4m3, Format::E5m2] {
+            if profile && fa == Format::E5m2 && fb == Format::E5m2 {
+                continue; // torch rejects it: a rejection, not a computation
+            }
+            u.push(Feature::new(Group::Formats, format!("{} x {}", fa.name(), fb.name())));
+        }
+    }
+    for e in [
+        "scale_result",
+        "FP8 saturation (an output at +-max)",
+        "double rounding to bfloat16",
+        "double rounding to float16",
+    ] {
+        u.push(Feature::new(Group::Epilogue, e));
+    }
+    for e in ["ReferenceRejectsError", "UnsupportedFeatureError"] {
+        u.push(Feature::new(Group::Rejection, e));
+    }
+    u.push(Feature::new(Group::Shape, "zero-size"));
+    u.push(Feature::new(Group::Shape, "ragged K (K % 16 != 0)"));
+    u.push(Feature::new(Group::OutArg, "row-major"));
+    u
+}
+
+/// The built-in preset order of the table.
+const PRESET_ORDER: [&str; 3] = ["ada", "hopper", "b200_mma_sync"];
+
+/// Compute the status from every row's facts.
+pub fn compute(facts: &[RowFacts]) -> StatusReport {
+    // (kind, name) -> (counts, feature -> counts)
+    type Acc = (Counts, BTreeMap<Feature, Counts>);
+    let mut scopes: BTreeMap<(ScopeKind, String), Acc> = BTreeMap::new();
+    for r in facts {
+        let mut keys = vec![(ScopeKind::Preset, r.preset.clone())];
+        if let Some(p) = &r.profile {
+            keys.push((ScopeKind::Profile, p.clone()));
+        }
+        for key in keys {
+            let (total, per) = scopes.entry(key).or_default();
+            total.add(r);
+            let unique: BTreeSet<&Feature> = r.features.iter().collect();
+            for f in unique {
+                per.entry(f.clone()).or_default().add(r);
+            }
+        }
+    }
+    // Scope order: built-in presets, other presets, built-in profiles, other profiles.
+    let mut order: Vec<(ScopeKind, String, bool)> = Vec::new();
+    for p in PRESET_ORDER {
+        order.push((ScopeKind::Preset, p.to_string(), true));
+    }
+    for (kind, name) in scopes.keys() {
+        if *kind == ScopeKind::Preset && !PRESET_ORDER.contains(&name.as_str()) {
+            order.push((ScopeKind::Preset, name.clone(), false));
+        }
+    }
+    for p in PROFILE_NAMES {
+        order.push((ScopeKind::Profile, p.to_string(), true));
+    }
+    for (kind, name) in scopes.keys() {
+        if *kind == ScopeKind::Profile && !PROFILE_NAMES.contains(&name.as_str()) {
+            order.push((ScopeKind::Profile, name.clone(), false));
+        }
+    }
+    let out = order
+        .into_iter()
+        .map(|(kind, name, builtin)| {
+            let (counts, per) = scopes.remove(&(kind, name.clone())).unwrap_or_default();
+            let mut features: Vec<FeatureStatus> =
+                per.into_iter().map(|(feature, c)| FeatureStatus { feature, counts: c, status: c.status() }).collect();
+            let expected = match kind {
+                ScopeKind::Preset => Preset::by_name(&name).ok().filter(|_| builtin).map(|p| universe(&p, false)),
+                ScopeKind::Profile => {
+                    Profile::by_name(&name).ok().filter(|_| builtin).map(|p| universe(&p.preset, true))
+                }
+            };
+            for f in expected.unwrap_or_default() {
+                if !features.iter().any(|x| x.feature == f) {
+                    let c = Counts::default();
+                    features.push(FeatureStatus { feature: f, counts: c, status: c.status() });
+                }
+            }
+            // Rows first in table order, then the features without rows in table order.
+            features.sort_by(|a, b| {
+                let has = |x: &FeatureStatus| x.counts.hardware + x.counts.model == 0;
+                (has(a), a.feature.group, split_sort_key(&a.feature), &a.feature.name).cmp(&(
+                    has(b),
+                    b.feature.group,
+                    split_sort_key(&b.feature),
+                    &b.feature.name,
+                ))
+            });
+            ScopeStatus { kind, name, builtin, counts, status: counts.status(), features }
+        })
+        .collect();
+    StatusReport {
+        rows: facts.len(),
+        hardware_rows: facts.iter().filter(|r| r.truth == Truth::Hardware).count(),
+        scopes: out,
+    }
+}
+
+/// `split_s` features sort by scheme, then S numerically.
+fn split_sort_key(f: &Feature) -> (String, u64) {
+    if f.group != Group::SplitS {
+        return (String::new(), 0);
+    }
+    match f.name.split_once(" S=") {
+        Some((scheme, s)) => (scheme.to_string(), s.parse().unwrap_or(u64::MAX)),
+        None => (f.name.clone(), 0),
+    }
+}
+
+/// The text table.
+pub fn text(report: &StatusReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "status, computed from {} rows ({} hardware): validated = hardware rows exist and all pass; failing = a \
+         hardware row fails; experimental = otherwise (model rows are never evidence)",
+        report.rows, report.hardware_rows
+    );
+    let width = report
+        .scopes
+        .iter()
+        .flat_map(|sc| sc.features.iter())
+        .filter(|f| f.counts.hardware + f.counts.model > 0)
+        .map(|f| f.feature.label().chars().count())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    for sc in &report.scopes {
+        let c = &sc.counts;
+        if c.hardware + c.model == 0 {
+            if sc.builtin {
+                let _ = writeln!(
+                    s,
+                    "{} {}: experimental: no rows; nothing about it is validated by a recording",
+                    sc.kind.name(),
+                    sc.name
+                );
+            }
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "{} {}: {}: {} hardware rows ({} passed, {} failed, {} not replayed), {} model rows",
+            sc.kind.name(),
+            sc.name,
+            sc.status.name(),
+            c.hardware,
+            c.passed,
+            c.failed,
+            c.skipped,
+            c.model
+        );
+        let _ = writeln!(
+            s,
+            "  {:<width$} {:>8} {:>7} {:>6} {:>7} {:>6}  status",
+            "feature", "hardware", "passed", "failed", "skipped", "model"
+        );
+        for f in sc.features.iter().filter(|f| f.counts.hardware + f.counts.model > 0) {
+            let fc = &f.counts;
+            let note = fc.note();
+            let _ = writeln!(
+                s,
+                "  {:<width$} {:>8} {:>7} {:>6} {:>7} {:>6}  {}{}",
+                f.feature.label(),
+                fc.hardware,
+                fc.passed,
+                fc.failed,
+                fc.skipped,
+                fc.model,
+                f.status.name(),
+                if note.is_empty() { String::new() } else { format!(" ({note})") }
+            );
+        }
+        let missing: Vec<String> = sc.without_hardware().map(|f| f.feature.label()).collect();
+        if !missing.is_empty() {
+            let _ = writeln!(s, "  experimental, no hardware row: {}", missing.join(", "));
+        }
+    }
+    s
+}
+
+fn counts_json(c: &Counts) -> Value {
+    json!({
+        "hardware": c.hardware,
+        "passed": c.passed,
+        "failed": c.failed,
+        "skipped": c.skipped,
+        "model": c.model,
+        "model_failed": c.model_failed,
+    })
+}
+
+/// The JSON form: every scope with its counts, status and every feature (those without rows included).
+pub fn json(report: &StatusReport) -> Value {
+    json!({
+        "rows": report.rows,
+        "hardware_rows": report.hardware_rows,
+        "scopes": report.scopes.iter().map(|sc| json!({
+            "kind": sc.kind.name(),
+            "name": sc.name,
+            "builtin": sc.builtin,
+            "status": sc.status.name(),
+            "counts": counts_json(&sc.counts),
+            "features": sc.features.iter().map(|f| json!({
+                "group": f.feature.group.name(),
+                "feature": f.feature.name,
+                "label": f.feature.label(),
+                "status": f.status.name(),
+                "note": f.counts.note(),
+                "counts": counts_json(&f.counts),
+            })).collect::<Vec<_>>(),
+            "no_hardware_rows": sc.without_hardware().map(|f| f.feature.label()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Replay every row of one file (rows in parallel, `progress` once per row) like
+/// [`crate::replay_files::replay_file`], and also return every row's facts for the status.
+pub fn replay_file_with_facts(
+    path: &Path,
+    progress: &(dyn Fn() + Sync),
+) -> Result<(FileReport, Vec<RowFacts>), DatasetError> {
+    crate::replay_files::replay_file_with(path, progress, facts)
+}

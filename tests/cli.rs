@@ -1,0 +1,135 @@
+//! The `mmaemu` command line end to end: `replay` on bad input (one clear error line, exit 2), on a small
+//! recording (exit 0, the closing line), `--json`; `explain` (exit codes, JSON fields, `--cases`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn mmaemu() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mmaemu"))
+}
+
+fn recordings() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mmaemu-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Run `mmaemu replay FILE` and return (exit code, stdout, stderr).
+fn replay(file: &Path) -> (i32, String, String) {
+    let out = mmaemu().arg("replay").arg(file).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn replay_bad_inputs_exit_2_with_one_error_line() {
+    let dir = scratch("bad");
+    let good = std::fs::read(recordings().join("toolbox-h200.parquet")).unwrap();
+    let truncated = dir.join("truncated.parquet");
+    std::fs::write(&truncated, &good[..good.len() / 2]).unwrap();
+    let text = dir.join("text.parquet");
+    std::fs::write(&text, "id,op\n1,mma\n").unwrap();
+    // A Parquet file without the `origin` column.
+    let missing = dir.join("missing-column.parquet");
+    {
+        use arrow_array::{ArrayRef, RecordBatch, StringArray};
+        use std::sync::Arc;
+        let id: ArrayRef = Arc::new(StringArray::from(vec!["r0"]));
+        let batch = RecordBatch::try_from_iter(vec![("id", id)]).unwrap();
+        let mut props = std::collections::HashMap::new();
+        props.insert("mmaemu:format".to_string(), "mmaemu-recording/1".to_string());
+        let schema = Arc::new(batch.schema().as_ref().clone().with_metadata(props));
+        let batch = batch.with_schema(schema.clone()).unwrap();
+        let f = std::fs::File::create(&missing).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(f, schema, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+    }
+    for (file, what) in [(&truncated, "truncated"), (&text, "not Parquet"), (&missing, "missing column")] {
+        let (code, stdout, stderr) = replay(file);
+        assert_eq!(code, 2, "{what}: exit code; stdout {stdout} stderr {stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{what}: one error line, got {stderr:?}");
+        assert!(lines[0].contains(file.file_name().unwrap().to_str().unwrap()), "{what}: names the file: {}", lines[0]);
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+    }
+    let (code, _, stderr) = replay(&missing);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("column"), "{stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn replay_passes_and_closes_with_the_summary_line() {
+    let (code, stdout, _) = replay(&recordings().join("toolbox-h200.parquet"));
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("2 passed, 0 failed"));
+    let out = mmaemu().args(["replay", "--json"]).arg(recordings().join("toolbox-b200.parquet")).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64(), v["skipped"].as_u64()), (Some(2), Some(0), Some(0)));
+    assert_eq!(v["files"][0]["rows"].as_u64(), Some(2));
+}
+
+fn explain_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let out = mmaemu().arg("explain").args(args).arg("--json").output().unwrap();
+    (out.status.code().unwrap_or(-1), serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null))
+}
+
+#[test]
+fn explain_exit_codes_and_fields() {
+    // behaviour.md §8.1's example.
+    let (code, v) = explain_json(&["16", "5760", "1920", "--out", "bfloat16", "--fast"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["validation"], "ok");
+    assert_eq!(v["profile"], "hopper");
+    assert_eq!(v["split"]["s"], 1);
+    assert_eq!(v["split"]["source"], "table");
+    assert_eq!(v["split"]["note"], "table row: algo 66, tile 312, numSplitsK 1, customOption 1");
+    // e4m3 x e4m3 -> e5m2 is rejected on the reference platforms.
+    let (code, v) = explain_json(&["16", "5760", "1920", "--out", "e5m2"]);
+    assert_eq!(code, 1);
+    assert_eq!(v["validation"]["error"], "ReferenceRejectsError");
+    // A K < 1024 off the H100 table cannot be resolved (§6.5 consequence).
+    let (code, v) = explain_json(&["16", "256", "128"]);
+    assert_eq!(code, 1);
+    assert_eq!(v["validation"]["error"], "SplitKUnknownError");
+    // --splitk 2 parses but needs a scheme (invalid value, exit 1); a malformed --splitk is a usage error.
+    let (code, v) = explain_json(&["16", "256", "128", "--splitk", "2"]);
+    assert_eq!((code, v["validation"]["error"].as_str()), (1, Some("ValueError")));
+    let out = mmaemu().args(["explain", "16", "256", "128", "--splitk", "2.5,serial"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // Column-major out= re-keys the split (§5.5): ada, bf16, M=16, K=8192, N=48, slow.
+    let (_, row) = explain_json(&["16", "48", "8192", "--out", "bf16", "--profile", "ada"]);
+    let (_, col) = explain_json(&["16", "48", "8192", "--out", "bf16", "--profile", "ada", "--layout", "out-col"]);
+    assert_eq!((row["split"]["s"].as_u64(), row["split"]["scheme"].as_str()), (Some(8), Some("pairwise")));
+    assert_eq!((col["split"]["s"].as_u64(), col["split"]["scheme"].as_str()), (Some(12), Some("pairwise")));
+}
+
+#[test]
+fn explain_cases_one_line_each() {
+    let dir = scratch("cases");
+    let cases = dir.join("cases.jsonl");
+    std::fs::write(
+        &cases,
+        "{\"id\": \"a\", \"m\": 16, \"n\": 5760, \"k\": 1920, \"out\": \"bfloat16\", \"fast\": true}\n\
+         {\"id\": 7, \"m\": 16, \"n\": 5760, \"k\": 1920, \"out\": \"e5m2\"}\n",
+    )
+    .unwrap();
+    let out = mmaemu().args(["explain", "--cases"]).arg(&cases).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "one call would raise");
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!((lines[0]["id"].as_str(), lines[0]["validation"].as_str()), (Some("a"), Some("ok")));
+    assert_eq!(lines[1]["id"], 7);
+    assert_eq!(lines[1]["validation"]["error"], "ReferenceRejectsError");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,113 @@
+//! The split-K tables embedded in the model crate (`mmaemu_model::splitk`) equal their Parquet sources:
+//! every row of both tables looks up to the identical `TableRow`, the embedded row counts equal the Parquet
+//! row counts (so the embedded form holds no extra keys), and the generated checksums name these files.
+//! Also: the live H100 split decisions that are in the table resolve to the logged split.
+
+use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable};
+use mmaemu_model::{
+    embedded_rows, resolve_splitk, table_info, table_lookup, Format, OutDtype, Profile, Scheme, SplitKey, SplitRequest,
+    TableId, TableRow,
+};
+use std::path::PathBuf;
+
+fn tables_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/tables")
+}
+
+fn read(table: TableId) -> SplitKTable {
+    let path = tables_dir().join(format!("{}.parquet", table.file_stem()));
+    read_splitk_table(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn check_table(table: TableId) {
+    let t = read(table);
+    let info = table_info(table);
+    assert_eq!(info.table_id, table.id());
+    assert_eq!(info.file_stem, table.file_stem());
+    assert_eq!(info.parquet_sha256, t.sha256, "the embedded data were generated from another Parquet file");
+    assert_eq!(info.sidecar_sha256, t.sidecar_sha256, "the embedded data were generated from another sidecar");
+    assert_eq!(t.sidecar["table_id"].as_str(), Some(table.id()));
+    assert_eq!(info.rows, t.rows.len() as u64);
+    assert_eq!(embedded_rows(table).unwrap(), t.rows.len() as u64, "embedded rows != Parquet rows");
+    assert_eq!(info.split_rows, t.rows.iter().filter(|r| r.split_s > 1).count() as u64);
+
+    let mut mismatches = Vec::new();
+    for r in &t.rows {
+        let key = SplitKey {
+            m: r.m as usize,
+            n: r.n as usize,
+            k: r.k as usize,
+            fa: Format::from_name(r.fmt_a).unwrap(),
+            fb: Format::from_name(r.fmt_b).unwrap(),
+            out: OutDtype::from_name(r.out_dtype).unwrap(),
+            fast: r.fast_accum,
+        };
+        let want = TableRow {
+            split_s: r.split_s,
+            custom_option: r.custom_option,
+            algo_id: r.algo_id,
+            tile_id: r.tile_id,
+            stages_id: r.stages_id,
+            reduction_scheme: r.reduction_scheme,
+            cta_swizzling: r.cta_swizzling,
+        };
+        let got = table_lookup(table, &key, r.workspace_bytes as u64);
+        if got != Some(want) && mismatches.len() < 10 {
+            mismatches.push(format!("{r:?}: embedded {got:?}"));
+        }
+    }
+    assert!(mismatches.is_empty(), "{} differs from its Parquet source:\n{}", table.id(), mismatches.join("\n"));
+}
+
+#[test]
+fn rtx4060_table_is_embedded_exactly() {
+    check_table(TableId::Rtx4060);
+}
+
+#[test]
+fn h100pcie_table_is_embedded_exactly() {
+    check_table(TableId::H100Pcie);
+}
+
+/// behaviour.md §6.3/§9.6: the H100 PCIe live split decisions whose key is in the table resolve (splitk =
+/// auto, standard layout) to the logged S and scheme on the profile of the logged workspace.
+#[test]
+fn h100_live_decisions_in_the_table_resolve_to_the_logged_split() {
+    let text = std::fs::read_to_string(tables_dir().join("h100pcie-live-split-decisions.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut checked = 0;
+    for d in doc["decisions"].as_array().unwrap() {
+        if d["rejected"].as_bool().unwrap() {
+            continue;
+        }
+        let ws = d["workspace_bytes"].as_u64().unwrap();
+        let mut profile = match ws {
+            0 => Profile::by_name("hopper-ws0").unwrap(),
+            1_048_576 => Profile::by_name("hopper").unwrap(),
+            33_554_432 => Profile::by_name("hopper-te").unwrap(),
+            // No shipped profile has a 4 MiB workspace: a custom profile that has (the table has 4 MiB rows).
+            _ => Profile { name: format!("hopper-ws{ws}"), ..Profile::by_name("hopper").unwrap() },
+        };
+        profile.workspace_bytes = Some(ws);
+        let key = SplitKey {
+            m: d["m"].as_u64().unwrap() as usize,
+            n: d["n"].as_u64().unwrap() as usize,
+            k: d["k"].as_u64().unwrap() as usize,
+            fa: Format::from_name(d["fmt_a"].as_str().unwrap()).unwrap(),
+            fb: Format::from_name(d["fmt_b"].as_str().unwrap()).unwrap(),
+            out: OutDtype::from_name(d["out_dtype"].as_str().unwrap()).unwrap(),
+            fast: d["fast_accum"].as_bool().unwrap(),
+        };
+        let Some(row) = table_lookup(TableId::H100Pcie, &key, ws) else { continue };
+        let id = d["id"].as_str().unwrap();
+        let s = d["split_s"].as_u64().unwrap() as usize;
+        assert_eq!(row.split_s as usize, s, "{id}: table row");
+        assert_eq!(row.custom_option as u64, d["custom_option"].as_u64().unwrap(), "{id}: table row");
+        let (dec, _) = resolve_splitk(&profile, &key, &SplitRequest::Auto, true, false).unwrap();
+        assert_eq!(dec.s, s, "{id}: {dec}");
+        assert_eq!(Some(dec.scheme), Scheme::from_name(d["split_scheme"].as_str().unwrap()), "{id}: {dec}");
+        checked += 1;
+    }
+    // 112 decisions are in the table (sidecar table_cross_check).
+    assert_eq!(checked, 112);
+}
