@@ -57,16 +57,26 @@ pub enum DatasetsCommand {
     },
 }
 
-/// Run a `datasets` subcommand, printing to stdout (reports) and stderr (errors); returns the exit code.
+/// Run a `datasets` subcommand, printing the report to stdout and a fatal error (a line starting with
+/// `mmaemu datasets`) to stderr; returns the exit code.
 pub fn run(cmd: DatasetsCommand) -> u8 {
     let (text, code) = match cmd {
         DatasetsCommand::Verify { sha256, paths } => verify(&paths, sha256),
         DatasetsCommand::Stats { json, paths } => stats(&paths, json),
         DatasetsCommand::Show { file, id, max } => show(&file, &id, if max == 0 { usize::MAX } else { max }),
     };
-    print!("{text}");
+    for line in text.lines() {
+        if line.starts_with(FATAL) {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
     code
 }
+
+/// The prefix of the lines that report why a command could not do its work at all.
+const FATAL: &str = "mmaemu datasets ";
 
 /// Is a dataset error about reading the file at all (exit 2) rather than about its contents (exit 1)?
 pub fn is_unreadable(e: &DatasetError) -> bool {
@@ -160,7 +170,8 @@ fn check_hashes(rows: &[Row]) -> Vec<String> {
             }
             Expectation::Error(e) => format!("error {e}"),
         };
-        match seen.get(&input_key(row)) {
+        let key = input_key(row);
+        match seen.get(&key) {
             Some((first, h)) if *h != hash => v.push(format!(
                 "rows {first:?} and {:?} have identical inputs on the same GPU but expect different results ({h} vs \
                  {hash})",
@@ -168,7 +179,7 @@ fn check_hashes(rows: &[Row]) -> Vec<String> {
             )),
             Some(_) => {}
             None => {
-                seen.insert(input_key(row), (&row.id, hash));
+                seen.insert(key, (&row.id, hash));
             }
         }
     }
@@ -263,6 +274,13 @@ pub fn count_rows<'a>(rows: impl Iterator<Item = &'a Row>) -> BTreeMap<&'static 
     c
 }
 
+/// A sort key that orders a trailing number numerically (`pairwise S=2` before `pairwise S=10`).
+fn natural_key(s: &str) -> (String, u64) {
+    let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (head, tail) = s.split_at(s.len() - digits);
+    (head.to_string(), tail.parse().unwrap_or(0))
+}
+
 /// `datasets stats`: (report, exit code).
 pub fn stats(paths: &[PathBuf], as_json: bool) -> (String, u8) {
     let files = match discover(paths) {
@@ -294,6 +312,8 @@ pub fn stats(paths: &[PathBuf], as_json: bool) -> (String, u8) {
     for (cat, values) in &all {
         let _ = writeln!(out, "by {cat}:");
         let width = values.keys().map(|k| k.chars().count()).max().unwrap_or(0);
+        let mut values: Vec<(&String, &usize)> = values.iter().collect();
+        values.sort_by_key(|(v, _)| natural_key(v));
         for (v, n) in values {
             let _ = writeln!(out, "  {v:<width$}  {n:>8}");
         }
@@ -306,6 +326,9 @@ pub fn stats(paths: &[PathBuf], as_json: bool) -> (String, u8) {
 fn element_value(name: &str, bytes: &[u8]) -> Option<f64> {
     if let Some(f) = Format::from_name(name) {
         return bytes.first().map(|&c| f.to_f64(c));
+    }
+    if name == "float32" {
+        return Some(f32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as f64);
     }
     let h = u16::from_le_bytes([*bytes.first()?, *bytes.get(1)?]) as u32;
     match name {
@@ -450,11 +473,12 @@ pub fn show(file: &Path, id: &str, max: usize) -> (String, u8) {
                 shown += 1;
                 let e = expected.get(i).map_or("(missing)".into(), |&x| show_bits(x, *dtype));
                 let a = bits.get(i).map_or("(missing)".into(), |&x| show_bits(x, *dtype));
-                let pos = match row.out_select {
-                    OutSelect::Diagonal if m > 0 => format!("[{0}, {0}]", i % m),
-                    _ if n > 0 && m > 0 => format!("[{}, {}]", (i / n) % m, i % n),
-                    _ => format!("[{i}]"),
+                let (t, r, c) = match row.out_select {
+                    OutSelect::Diagonal if m > 0 => (i / m, i % m, i % m),
+                    _ if n > 0 && m > 0 => (i / (m * n), (i / n) % m, i % n),
+                    _ => (0, 0, i),
                 };
+                let pos = if b > 1 { format!("[{t}, {r}, {c}]") } else { format!("[{r}, {c}]") };
                 let _ = writeln!(
                     out,
                     "  {i:>6} {pos:<12} expected {e}  replayed {a}{}",
@@ -488,4 +512,60 @@ pub fn show(file: &Path, id: &str, max: usize) -> (String, u8) {
         }
     };
     (out, code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped(name: &str) -> Recording {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings").join(name);
+        read_recording(&path).expect("a shipped recording reads")
+    }
+
+    #[test]
+    fn profile_and_preset_must_agree() {
+        let mut rec = shipped("rtx4060-mma.parquet");
+        assert!(check_recording(&rec, false).is_empty());
+        rec.rows[0].preset = "hopper".into();
+        let v = check_recording(&rec, false);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("profile ada runs preset ada, the row says preset hopper"), "{v:?}");
+    }
+
+    #[test]
+    fn equal_inputs_must_expect_equal_results() {
+        let mut rec = shipped("toolbox-h100.parquet");
+        let mut twin = rec.rows[0].clone();
+        twin.id = "twin".into();
+        rec.rows.push(twin.clone());
+        assert!(check_recording(&rec, true).is_empty(), "{:?}", check_recording(&rec, true));
+        if let Expectation::Bits(b) = &mut rec.rows.last_mut().expect("twin").expected {
+            b[0] ^= 1;
+        }
+        let v = check_recording(&rec, true);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("identical inputs on the same GPU but expect different results"), "{v:?}");
+        // Without --sha256 the hashes are not looked at.
+        assert!(check_recording(&rec, false).is_empty());
+    }
+
+    #[test]
+    fn split_names_sort_numerically() {
+        let mut v = vec!["pairwise S=10", "none", "pairwise S=2", "-"];
+        v.sort_by_key(|s| natural_key(s));
+        assert_eq!(v, vec!["-", "none", "pairwise S=2", "pairwise S=10"]);
+    }
+
+    #[test]
+    fn show_marks_nothing_on_a_passing_row_and_reports_missing_ids() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings/toolbox-h200.parquet");
+        let (text, code) = show(&path, "toolbox/H200-e5m2", 4);
+        assert_eq!(code, 0, "{text}");
+        assert!(text.contains("0 differ"), "{text}");
+        assert!(text.ends_with("replay: pass\n"), "{text}");
+        let (text, code) = show(&path, "nope", 4);
+        assert_eq!(code, 2);
+        assert!(text.starts_with(FATAL), "{text}");
+    }
 }

@@ -117,7 +117,7 @@ pub fn explain_case(c: &Case) -> CallPlan {
         backend: c.backend.clone(),
         strict: env::strict(),
     };
-    call.explain()
+    call.explain_on(crate::backend::registry())
 }
 
 /// A split decision as JSON.

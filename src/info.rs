@@ -71,10 +71,11 @@ pub fn report() -> Value {
         "device": "none: this build has no CUDA backend",
         "profiles": profiles,
         "presets": presets,
-        "backends": [
-            {"name": "reference", "status": "available: the model, on the host"},
-            {"name": "cuda", "status": "unavailable - no CUDA backend in this build"},
-        ],
+        "backends": crate::backend::registry()
+            .describe()
+            .into_iter()
+            .map(|(name, status)| json!({"name": name, "status": status}))
+            .collect::<Vec<_>>(),
         "tables": tables,
         "unavailable": ["cuda: no CUDA backend in this build"],
     })

@@ -27,6 +27,9 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// The backend computing the GEMMs: reference (the model), cpu, cpu:<simd>, auto.
+        #[arg(long, default_value = "reference")]
+        backend: String,
         /// Recording files or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -47,6 +50,19 @@ enum Command {
     Datasets {
         #[command(subcommand)]
         command: mmaemu::datasets_cmd::DatasetsCommand,
+    },
+    /// Fit split-K reduction rules and split envelopes from recorded data.
+    Fit {
+        #[command(subcommand)]
+        command: mmaemu::fit::FitCommand,
+    },
+    /// Replay the datasets through every backend, fuzz, benchmark; write report.json, report.md and
+    /// report.html; with --baseline list every change and exit 1 on a regression.
+    Report(Box<mmaemu::report::ReportArgs>),
+    /// Benchmarks: an emulated GEMM against a native fp32 GEMM of the same shape.
+    Bench {
+        #[command(subcommand)]
+        command: mmaemu::bench::BenchCommand,
     },
     /// Profiles, presets, backends, split-K tables and environment.
     Info {
@@ -97,7 +113,7 @@ struct ExplainArgs {
     /// std, or out-col (a column-major out= of shape [M, N]).
     #[arg(long, default_value = "std", value_parser = ["std", "out-col"])]
     layout: String,
-    /// Backend: auto, reference, cuda, cuda:<kernel>.
+    /// Backend: auto, reference, cpu, cpu:<simd>, cuda, cuda:<kernel>.
     #[arg(long, default_value = "auto")]
     backend: String,
     /// Print one JSON object.
@@ -111,11 +127,14 @@ struct ExplainArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Replay { json, paths } => replay(json, &paths),
+        Command::Replay { json, backend, paths } => replay(json, &paths, &backend),
         Command::Explain(args) => explain(*args),
         Command::Info { json } => info(json),
+        Command::Bench { command } => ExitCode::from(mmaemu::bench::run(command)),
         Command::Status { json, paths } => status(json, &paths),
         Command::Datasets { command } => ExitCode::from(mmaemu::datasets_cmd::run(command)),
+        Command::Fit { command } => ExitCode::from(mmaemu::fit::run(command)),
+        Command::Report(args) => ExitCode::from(mmaemu::report::run(&args)),
     }
 }
 
@@ -211,17 +230,27 @@ fn info(json: bool) -> ExitCode {
 }
 
 /// Exit codes: 0 all passed, 1 a row failed, 2 unreadable input.
-fn replay(json: bool, paths: &[PathBuf]) -> ExitCode {
-    replay_with(json, paths, false)
+fn replay(json: bool, paths: &[PathBuf], backend: &str) -> ExitCode {
+    replay_with(json, paths, false, backend)
 }
 
 /// `status`: the replay's status table and closing line only. Exit codes as `replay`.
 fn status(json: bool, paths: &[PathBuf]) -> ExitCode {
-    replay_with(json, paths, true)
+    replay_with(json, paths, true, "reference")
 }
 
 /// The replay; `status_only` prints the status table and the closing line without the per-file report.
-fn replay_with(json: bool, paths: &[PathBuf], status_only: bool) -> ExitCode {
+fn replay_with(json: bool, paths: &[PathBuf], status_only: bool, backend: &str) -> ExitCode {
+    let engine = match mmaemu::backend::registry().resolve(backend) {
+        Ok(selected) => selected.engine,
+        Err(e) => {
+            eprintln!("mmaemu replay: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if backend != "reference" {
+        eprintln!("mmaemu replay: backend {}", engine.name());
+    }
     let list = match files(paths) {
         Ok(l) => l,
         Err(e) => {
@@ -253,7 +282,7 @@ fn replay_with(json: bool, paths: &[PathBuf], status_only: bool) -> ExitCode {
         if let Some(b) = &bar {
             b.inc_length(0);
         }
-        match mmaemu::status::replay_file_with_facts(path, &tick) {
+        match mmaemu::replay_files::replay_file_on(path, &tick, mmaemu::status::facts, engine) {
             Ok((r, f)) => {
                 reports.push(r);
                 facts.extend(f);

@@ -6,7 +6,10 @@
 //! reason, never a pass.
 
 use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
-use mmaemu_model::{accumulate, epilogue, Chain, Epilogue, Error, Format, Operands, OutDtype, Preset, Scheme, SplitK};
+use mmaemu_model::{
+    epilogue, execute, gemm_with, Chain, ChainEngine, Epilogue, Error, Format, Operands, OutDtype, Plan, Preset,
+    ReferenceEngine, Scheme, SplitK,
+};
 use std::fmt;
 
 /// The first element where a replay differs from the recording.
@@ -138,7 +141,14 @@ pub type Computed = Result<(Vec<u32>, OutDtype), Error>;
 
 /// Replay one row through the model and compare it with the recording.
 pub fn replay_row(row: &Row) -> Outcome {
-    let computed = match compute(row) {
+    replay_row_on(row, &ReferenceEngine)
+}
+
+/// Replay one row with a chain engine computing the chains of its GEMM (ops `accumulator`, `gemm` and
+/// `scaled_mm`; op `mma` rows start from a recorded accumulator, which chain engines do not take, and run
+/// on the model's chain) and compare it with the recording.
+pub fn replay_row_on(row: &Row, engine: &dyn ChainEngine) -> Outcome {
+    let computed = match compute_on(row, engine) {
         Ok(c) => c,
         Err(skip) => return Outcome::Skip(skip),
     };
@@ -204,10 +214,15 @@ pub fn first_difference(expected: &[u32], actual: &[u32], dtype: OutDtype) -> Op
 
 /// Compute a row's result with the model. `Err(reason)` means the row cannot be replayed (a skip).
 pub fn compute(row: &Row) -> Result<Computed, String> {
+    compute_on(row, &ReferenceEngine)
+}
+
+/// [`compute`] with a chain engine for the GEMM ops (see [`replay_row_on`]).
+pub fn compute_on(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, String> {
     match row.op {
         Op::Mma => compute_mma(row),
-        Op::Accumulator | Op::Gemm => compute_gemm(row),
-        Op::ScaledMm => crate::replay_call::compute_scaled_mm(row),
+        Op::Accumulator | Op::Gemm => compute_gemm(row, engine),
+        Op::ScaledMm => crate::replay_call::compute_scaled_mm_on(row, engine),
     }
 }
 
@@ -242,7 +257,7 @@ fn compute_mma(row: &Row) -> Result<Computed, String> {
 }
 
 /// ops `accumulator` and `gemm`: the plan with the recorded split, then (gemm) the epilogue.
-fn compute_gemm(row: &Row) -> Result<Computed, String> {
+fn compute_gemm(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, String> {
     let preset = match Preset::by_name(&row.preset) {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
@@ -256,10 +271,12 @@ fn compute_gemm(row: &Row) -> Result<Computed, String> {
     let split = split_of(row)?;
     let ops = Operands { fa, fb, a: &row.a, b: &row.b, m, n, k };
     let (acc, dtype) = match row.op {
-        Op::Accumulator => match accumulate(&preset, &ops, fast, split) {
-            Ok(acc) => (acc.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), OutDtype::Float32),
-            Err(e) => return Ok(Err(e)),
-        },
+        Op::Accumulator => {
+            match Plan::new(&preset, k, fast, split).and_then(|plan| execute(&preset, &plan, &ops, engine)) {
+                Ok(acc) => (acc.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), OutDtype::Float32),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
         _ => {
             let out = match row.out_dtype.as_deref() {
                 None => OutDtype::of_format(fa),
@@ -274,7 +291,7 @@ fn compute_gemm(row: &Row) -> Result<Computed, String> {
                 scale_result: row.scale_result.map(f32::from_bits),
                 out,
             };
-            match mmaemu_model::gemm(&preset, &ops, fast, split, &epi) {
+            match gemm_with(&preset, &ops, fast, split, &epi, engine) {
                 Ok(o) => (o.bits, out),
                 Err(e) => return Ok(Err(e)),
             }

@@ -216,8 +216,13 @@ impl CallParts {
 
 /// Replay a `scaled_mm` row with its recorded split. `Err(reason)` is a skip.
 pub fn compute_scaled_mm(row: &Row) -> Result<Computed, String> {
+    compute_scaled_mm_on(row, &mmaemu_model::ReferenceEngine)
+}
+
+/// [`compute_scaled_mm`] with a chain engine computing the chains.
+pub fn compute_scaled_mm_on(row: &Row, engine: &dyn mmaemu_model::ChainEngine) -> Result<Computed, String> {
     let parts = CallParts::of_row(row)?;
-    Ok(match parts.call(split_request(row)?).run() {
+    Ok(match parts.call(split_request(row)?).run_with(engine) {
         Err(e) => Err(e),
         Ok(res) => {
             let out = &res.out;

@@ -1,9 +1,10 @@
 //! Replaying whole recording files: discovery, parallel replay of every row (rayon), per-file counts, and
 //! the report that `mmaemu replay` prints (text or JSON).
 
-use crate::replay::{replay_row, Failure, Outcome};
+use crate::replay::{replay_row_on, Failure, Outcome};
 use crate::replay_call::{auto_split, AutoSplit};
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
+use mmaemu_model::{ChainEngine, ReferenceEngine};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -54,12 +55,22 @@ pub fn replay_file_with<T: Send>(
     progress: &(dyn Fn() + Sync),
     per_row: impl Fn(&Row, &Outcome) -> T + Sync,
 ) -> Result<(FileReport, Vec<T>), DatasetError> {
+    replay_file_on(path, progress, per_row, &ReferenceEngine)
+}
+
+/// [`replay_file_with`] with a chain engine computing the GEMMs (see [`crate::replay::replay_row_on`]).
+pub fn replay_file_on<T: Send>(
+    path: &Path,
+    progress: &(dyn Fn() + Sync),
+    per_row: impl Fn(&Row, &Outcome) -> T + Sync,
+    engine: &dyn ChainEngine,
+) -> Result<(FileReport, Vec<T>), DatasetError> {
     let rec = read_recording(path)?;
     let outcomes: Vec<(Outcome, AutoSplit, T)> = rec
         .rows
         .par_iter()
         .map(|row| {
-            let o = replay_row(row);
+            let o = replay_row_on(row, engine);
             let extra = per_row(row, &o);
             progress();
             (o, auto_split(row), extra)

@@ -546,17 +546,21 @@ pub fn text(report: &StatusReport) -> String {
             }
             continue;
         }
+        let by = |st: Status| sc.features.iter().filter(|f| f.status == st).count();
         let _ = writeln!(
             s,
-            "{} {}: {}: {} hardware rows ({} passed, {} failed, {} not replayed), {} model rows",
+            "{} {}: {} hardware rows ({} passed, {} failed, {} not replayed), {} model rows; features: {} validated, \
+             {} failing, {} experimental",
             sc.kind.name(),
             sc.name,
-            sc.status.name(),
             c.hardware,
             c.passed,
             c.failed,
             c.skipped,
-            c.model
+            c.model,
+            by(Status::Validated),
+            by(Status::Failing),
+            by(Status::Experimental),
         );
         let _ = writeln!(
             s,
@@ -581,10 +585,30 @@ pub fn text(report: &StatusReport) -> String {
         }
         let missing: Vec<String> = sc.without_hardware().map(|f| f.feature.label()).collect();
         if !missing.is_empty() {
-            let _ = writeln!(s, "  experimental, no hardware row: {}", missing.join(", "));
+            s.push_str(&wrap("  experimental, no hardware row: ", &missing, "    ", 118));
         }
     }
     s
+}
+
+/// `head` then the items joined by ", ", wrapped at `width` characters with `indent` on later lines.
+fn wrap(head: &str, items: &[String], indent: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = head.to_string();
+    for (i, item) in items.iter().enumerate() {
+        let piece = if i + 1 < items.len() { format!("{item},") } else { item.clone() };
+        if line.len() > head.len().max(indent.len()) && line.len() + 1 + piece.len() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = indent.to_string();
+        } else if !line.ends_with(' ') {
+            line.push(' ');
+        }
+        line.push_str(&piece);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
 }
 
 fn counts_json(c: &Counts) -> Value {
@@ -609,6 +633,11 @@ pub fn json(report: &StatusReport) -> Value {
             "builtin": sc.builtin,
             "status": sc.status.name(),
             "counts": counts_json(&sc.counts),
+            "features_by_status": {
+                "validated": sc.features.iter().filter(|f| f.status == Status::Validated).count(),
+                "failing": sc.features.iter().filter(|f| f.status == Status::Failing).count(),
+                "experimental": sc.features.iter().filter(|f| f.status == Status::Experimental).count(),
+            },
             "features": sc.features.iter().map(|f| json!({
                 "group": f.feature.group.name(),
                 "feature": f.feature.name,

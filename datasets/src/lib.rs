@@ -5,12 +5,14 @@
 //! row. It knows nothing about the numerics (no FP8 arithmetic) and nothing about cuBLASLt.
 //!
 //! - [`read_recording`] reads one file and validates every row (typed [`DatasetError`]s, never a panic);
-//! - [`write_recording`] validates and writes one file atomically;
+//! - [`write_recording`] validates and writes one file atomically ([`RecordingWriter`]: the same, in parts);
+//! - [`inputs`]: the input generator `mmaemu-inputs/1` of rows that ship their operands by reference;
 //! - [`discover`] expands files and directories into the list of recording files.
 
 mod call;
 mod discover;
 mod error;
+pub mod inputs;
 mod read;
 mod row;
 mod schema;
@@ -21,11 +23,11 @@ mod write;
 pub use call::{BiasSpec, Call, FillValue, MatSpec, OutSpec, ScaleSpec, ScaleValue};
 pub use discover::discover;
 pub use error::DatasetError;
-pub use read::read_recording;
+pub use read::{read_recording, read_recording_with, ReadOptions};
 pub use row::{
-    dtype_width, torch_dtype_name, Expectation, FileMeta, Op, OutSelect, Recording, Row, Truth, EXPECTED_ERRORS,
-    FORMAT_V1, SPLIT_SCHEMES,
+    dtype_width, torch_dtype_name, Expectation, FileMeta, Op, OutSelect, Recording, Row, RowExt, Truth,
+    EXPECTED_ERRORS, FORMAT_V1, SPLIT_SCHEMES,
 };
-pub use schema::column_names;
+pub use schema::{column_names, extension_column_names};
 pub use splitk_table::{read_splitk_table, SplitKTable, SplitKTableRow, SPLITK_TABLE_FORMAT};
-pub use write::write_recording;
+pub use write::{write_recording, RecordingWriter};

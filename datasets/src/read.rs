@@ -1,11 +1,12 @@
 //! Reading a recording: open the Parquet file, check the metadata and the column types, decode every row
 //! into a [`Row`] and validate it ([`crate::validate`]). Unknown extra columns are skipped without being
-//! decoded; the optional `algo` column reads as null when absent.
+//! decoded; the optional `algo` column and the extension columns (`inputs`, `expected_samples`, `note`)
+//! read as null when absent. Operands shipped by reference are regenerated ([`crate::inputs`]).
 
 use crate::call::Call;
 use crate::error::DatasetError;
-use crate::row::{Expectation, FileMeta, Op, OutSelect, Recording, Row, Truth};
-use crate::schema::{Kind, COLUMNS};
+use crate::row::{Expectation, FileMeta, Op, OutSelect, Recording, Row, RowExt, Truth};
+use crate::schema::{Kind, COLUMNS, EXT_COLUMNS};
 use crate::validate::{check_meta, check_rows};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, UInt32Type};
@@ -17,11 +18,32 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Reads and validates one recording file.
+/// How [`read_recording_with`] treats rows whose operands are shipped by reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Regenerate the `a` and `b` of rows that ship them by reference (empty, with an `inputs` spec) and
+    /// check their sha256 (true for [`read_recording`]). With false such rows keep empty operands: for
+    /// tools that copy rows from file to file.
+    pub materialise_inputs: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { materialise_inputs: true }
+    }
+}
+
+/// Reads and validates one recording file. Rows that ship their operands by reference (extension column
+/// `inputs`) get them regenerated and checked against the recorded sha256.
 pub fn read_recording(path: &Path) -> Result<Recording, DatasetError> {
+    read_recording_with(path, &ReadOptions::default())
+}
+
+/// Reads and validates one recording file with the given options.
+pub fn read_recording_with(path: &Path, options: &ReadOptions) -> Result<Recording, DatasetError> {
     // The Parquet decoder is third-party code fed with untrusted bytes: should it panic on a malformed
     // file, report that as corrupt data instead of taking the caller down.
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_inner(path))) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_inner(path, options))) {
         Ok(result) => result,
         Err(panic) => {
             let msg = panic
@@ -34,7 +56,7 @@ pub fn read_recording(path: &Path) -> Result<Recording, DatasetError> {
     }
 }
 
-fn read_inner(path: &Path) -> Result<Recording, DatasetError> {
+fn read_inner(path: &Path, options: &ReadOptions) -> Result<Recording, DatasetError> {
     let file = File::open(path).map_err(|e| DatasetError::io(path, e))?;
     let plain = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
         .map_err(|e| DatasetError::NotParquet { path: path.to_path_buf(), detail: e.to_string() })?;
@@ -45,7 +67,7 @@ fn read_inner(path: &Path) -> Result<Recording, DatasetError> {
     // Column presence and types; project onto the known columns.
     let schema = plain.schema().clone();
     let mut roots = Vec::new();
-    for c in COLUMNS {
+    for c in COLUMNS.iter().chain(EXT_COLUMNS) {
         match schema.fields().iter().position(|f| f.name() == c.name) {
             Some(i) => {
                 let dt = schema.field(i).data_type();
@@ -135,6 +157,9 @@ fn read_inner(path: &Path) -> Result<Recording, DatasetError> {
         for part in results {
             rows.extend(part?);
         }
+    }
+    if options.materialise_inputs {
+        crate::inputs::materialise_rows(path, &mut rows)?;
     }
     check_rows(path, &rows)?;
     Ok(Recording { path: path.to_path_buf(), meta, rows })
@@ -274,6 +299,9 @@ struct Cols<'a> {
     split_s: &'a PrimitiveArray<Int32Type>,
     split_scheme: StrCol<'a>,
     algo: Option<StrCol<'a>>,
+    inputs: Option<StrCol<'a>>,
+    expected_samples: Option<StrCol<'a>>,
+    note: Option<StrCol<'a>>,
     call: StrCol<'a>,
     out_select: StrCol<'a>,
     expected: BinCol<'a>,
@@ -300,10 +328,13 @@ impl<'a> Cols<'a> {
         let u32c = |name: &str| {
             get(name, Kind::UInt32).and_then(|a| a.as_primitive_opt::<UInt32Type>().ok_or_else(|| bad(name)))
         };
-        let algo = match column(path, batch, "algo", Kind::Utf8)? {
-            Some(a) => Some(str_col(a).ok_or_else(|| bad("algo"))?),
-            None => None,
+        let optional = |name: &str| -> Result<Option<StrCol<'a>>, DatasetError> {
+            match column(path, batch, name, Kind::Utf8)? {
+                Some(a) => Ok(Some(str_col(a).ok_or_else(|| bad(name))?)),
+                None => Ok(None),
+            }
         };
+        let algo = optional("algo")?;
         Ok(Cols {
             id: s("id")?,
             op: s("op")?,
@@ -330,6 +361,9 @@ impl<'a> Cols<'a> {
                 .and_then(|a| a.as_primitive_opt::<Int32Type>().ok_or_else(|| bad("split_s")))?,
             split_scheme: s("split_scheme")?,
             algo,
+            inputs: optional("inputs")?,
+            expected_samples: optional("expected_samples")?,
+            note: optional("note")?,
             call: s("call")?,
             out_select: s("out_select")?,
             expected: bin("expected")?,
@@ -451,6 +485,11 @@ fn decode_row(path: &Path, c: &Cols<'_>, i: usize, index: usize) -> Result<Row, 
         expected,
         scope: opt_s(&c.scope),
         origin: req_s(&c.origin, "origin")?,
+        ext: RowExt {
+            inputs: c.inputs.as_ref().and_then(|a| a.get(i)).map(str::to_string),
+            expected_samples: c.expected_samples.as_ref().and_then(|a| a.get(i)).map(str::to_string),
+            note: c.note.as_ref().and_then(|a| a.get(i)).map(str::to_string),
+        },
     })
 }
 

@@ -148,6 +148,33 @@ pub struct Row {
     pub expected: Expectation,
     pub scope: Option<String>,
     pub origin: String,
+    /// The values of the optional extension columns (`inputs`, `expected_samples`, `note`); all None for
+    /// a plain version 1 row.
+    pub ext: RowExt,
+}
+
+/// The optional extension columns a recorder writes next to the version 1 columns. Readers of version 1
+/// ignore unknown columns, so files with them stay readable there; a file without them reads as all None.
+///
+/// - `inputs`: JSON [`crate::inputs::RowInputs`]: the generator spec that produced `a` and `b`, and their
+///   sha256. A row whose `inputs` is set may ship `a` and `b` empty ("by reference"): [`crate::read_recording`]
+///   regenerates them and checks their sha256.
+/// - `expected_samples`: JSON [`crate::inputs::Samples`]: some result elements (flat index, bits) of a row
+///   that ships only `expected_sha256`, so a mismatch can be located without the whole result.
+/// - `note`: free text about how the row was recorded (the cuBLAS status of a rejection, a determinism
+///   finding, a simulated split).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RowExt {
+    pub inputs: Option<String>,
+    pub expected_samples: Option<String>,
+    pub note: Option<String>,
+}
+
+impl RowExt {
+    /// Whether any extension column holds a value.
+    pub fn is_empty(&self) -> bool {
+        self.inputs.is_none() && self.expected_samples.is_none() && self.note.is_none()
+    }
 }
 
 /// Width in bytes of one element of a dtype named in `fmt_a`, `fmt_b`, `out_dtype` or a call object

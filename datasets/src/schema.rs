@@ -87,12 +87,26 @@ pub(crate) const COLUMNS: &[Column] = &[
     col("origin", Kind::Utf8, false),
 ];
 
-/// The Arrow schema of a version 1 file, without metadata.
-pub(crate) fn arrow_schema() -> Schema {
-    Schema::new(COLUMNS.iter().map(|c| Field::new(c.name, c.kind.data_type(), c.nullable)).collect::<Vec<_>>())
+/// The optional extension columns ([`crate::RowExt`]), written after the version 1 columns, and only by
+/// files that use them. Version 1 readers skip them as unknown columns.
+pub(crate) const EXT_COLUMNS: &[Column] = &[
+    Column { name: "inputs", kind: Kind::Utf8, nullable: true, optional: true },
+    Column { name: "expected_samples", kind: Kind::Utf8, nullable: true, optional: true },
+    Column { name: "note", kind: Kind::Utf8, nullable: true, optional: true },
+];
+
+/// The Arrow schema of a version 1 file, without metadata; with the extension columns when `ext`.
+pub(crate) fn arrow_schema(ext: bool) -> Schema {
+    let cols = COLUMNS.iter().chain(if ext { EXT_COLUMNS } else { &[] });
+    Schema::new(cols.map(|c| Field::new(c.name, c.kind.data_type(), c.nullable)).collect::<Vec<_>>())
 }
 
 /// The names of every column of version 1, in the spec's order.
 pub fn column_names() -> impl Iterator<Item = &'static str> {
     COLUMNS.iter().map(|c| c.name)
+}
+
+/// The names of the optional extension columns (`inputs`, `expected_samples`, `note`).
+pub fn extension_column_names() -> impl Iterator<Item = &'static str> {
+    EXT_COLUMNS.iter().map(|c| c.name)
 }

@@ -4,6 +4,7 @@
 
 use crate::call::{Call, FillValue, MatSpec};
 use crate::error::DatasetError;
+use crate::inputs::{by_reference, RowInputs, Samples};
 use crate::row::{
     dims_product, dtype_width, Expectation, FileMeta, Op, OutSelect, Row, EXPECTED_ERRORS, FORMAT_V1, SPLIT_SCHEMES,
 };
@@ -45,9 +46,22 @@ pub(crate) fn check_row(row: &Row) -> Result<(), String> {
         }
     }
 
-    // Operands.
-    check_operand("a", &row.a, &row.fmt_a, &[row.batch, row.m, row.k])?;
-    check_operand("b", &row.b, &row.fmt_b, &[row.batch, row.n, row.k])?;
+    // Extension columns.
+    if let Some(inputs) = &row.ext.inputs {
+        RowInputs::parse(inputs).map_err(|e| format!("`inputs` is not a valid inputs object: {e}"))?;
+    }
+    if let Some(samples) = &row.ext.expected_samples {
+        Samples::parse(samples).map_err(|e| format!("`expected_samples` is not a valid samples object: {e}"))?;
+    }
+
+    // Operands (empty ones are shipped by reference when `inputs` gives their generator).
+    let by_ref = by_reference(row);
+    if !(by_ref && row.a.is_empty()) {
+        check_operand("a", &row.a, &row.fmt_a, &[row.batch, row.m, row.k])?;
+    }
+    if !(by_ref && row.b.is_empty()) {
+        check_operand("b", &row.b, &row.fmt_b, &[row.batch, row.n, row.k])?;
+    }
     match (row.op, &row.c) {
         (Op::Mma, None) => return Err("`c` is null; mma rows require it".into()),
         (Op::Mma, Some(c)) => {

@@ -1,13 +1,14 @@
 //! Plan execution (behaviour.md §3.5): the fp32 accumulator of A x B^T — gather each chunk, run its chains
 //! through a [`ChainEngine`], add slow chunks, combine the splits, and patch non-finite outputs (§3.7).
 //!
-//! The engine is the hook the fast backends plug into: it computes many chains from +0 at once. The model's
+//! The engine is the hook the fast backends plug into: it computes many chains from +0 at once
+//! ([`ChainEngine::chains`]), and may run a whole plan in one pass ([`ChainEngine::run_plan`]). The model's
 //! own [`ReferenceEngine`] runs [`Chain::run`] for every output.
 
 use crate::chain::{Chain, CANONICAL_NAN_F32};
 use crate::error::{Error, Result};
 use crate::format::{Class, Format};
-use crate::plan::{sum_chunks, Chunk, Plan};
+use crate::plan::{Chunk, Plan};
 use crate::preset::Preset;
 
 /// The operands of one GEMM: A is [m, k] and B is [n, k] (mat2 transposed, the weight layout), both
@@ -68,6 +69,14 @@ pub trait ChainEngine: Sync {
         n: usize,
         l: usize,
     ) -> Vec<f32>;
+
+    /// Run every split and chunk of `plan` over finite codes (behaviour.md §3.5 steps 4–5): the combined
+    /// partials [m, n], before the non-finite patch. `ops.k` equals `plan.k()` and m, n, k are nonzero.
+    /// The default gathers each chunk and runs [`ChainEngine::chains`] ([`run_plan_by_chunks`]); an engine
+    /// may override it to do the same work in one pass, and must return the same bits.
+    fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
+        run_plan_by_chunks(self, preset, plan, ops)
+    }
 }
 
 /// The model itself as an engine: one [`Chain::run`] per output.
@@ -173,6 +182,49 @@ fn nonfinite_value(ra: &[u8], rb: &[u8], fa: Format, fb: Format) -> f32 {
     }
 }
 
+/// §3.5 steps 4–5 with [`ChainEngine::chains`]: for each split, for each chunk, gather the chunk's columns
+/// and run its chains; a fast split's partial is its single chain, a slow one's is ((+0 + c_0) + c_1) + ...
+/// in fp32, an empty split's is +0; then the partials are combined by the plan's scheme (S = 1: as is).
+pub fn run_plan_by_chunks<E: ChainEngine + ?Sized>(
+    engine: &E,
+    preset: &Preset,
+    plan: &Plan,
+    ops: &Operands<'_>,
+) -> Vec<f32> {
+    let (m, n, k) = (ops.m, ops.n, ops.k);
+    let mut partials: Vec<Vec<f32>> = Vec::with_capacity(plan.splits().len());
+    for split in plan.splits() {
+        let mut partial = vec![0.0f32; m * n];
+        for chunk in &split.chunks {
+            let ga = gather(ops.a, m, k, chunk);
+            let gb = gather(ops.b, n, k, chunk);
+            let chains = engine.chains(preset, ops.fa, ops.fb, &ga, &gb, m, n, chunk.len);
+            if plan.fast() && split.chunks.len() == 1 {
+                // Fast: the split's partial is its single chain.
+                partial = chains;
+            } else {
+                // Slow: ((+0 + c_0) + c_1) + ... in fp32, one chunk at a time (the first adds to +0).
+                for (p, c) in partial.iter_mut().zip(chains) {
+                    *p += c;
+                }
+            }
+        }
+        partials.push(partial);
+    }
+    if partials.len() == 1 {
+        return partials.pop().unwrap_or_default();
+    }
+    let mut p = vec![0.0f32; partials.len()];
+    (0..m * n)
+        .map(|o| {
+            for (x, partial) in p.iter_mut().zip(&partials) {
+                *x = partial[o];
+            }
+            plan.combine(&p)
+        })
+        .collect()
+}
+
 /// Execute a plan (behaviour.md §3.5): the fp32 accumulator [m, n] of A x B^T, before any epilogue.
 pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn ChainEngine) -> Result<Vec<f32>> {
     ops.check()?;
@@ -187,26 +239,7 @@ pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn Ch
     let sb = sanitised(ops.b, ops.fb);
     let a = sa.as_deref().unwrap_or(ops.a);
     let b = sb.as_deref().unwrap_or(ops.b);
-
-    let mut partials: Vec<Vec<f32>> = Vec::with_capacity(plan.splits().len());
-    for split in plan.splits() {
-        let mut chunk_results: Vec<Vec<f32>> = Vec::with_capacity(split.chunks.len());
-        for chunk in &split.chunks {
-            let ga = gather(a, m, k, chunk);
-            let gb = gather(b, n, k, chunk);
-            chunk_results.push(engine.chains(preset, ops.fa, ops.fb, &ga, &gb, m, n, chunk.len));
-        }
-        let partial = match chunk_results.len() {
-            0 => vec![0.0; m * n],
-            // Fast: the split's partial is its single chain.
-            1 if plan.fast() => chunk_results.pop().unwrap_or_default(),
-            // Slow: ((+0 + c_0) + c_1) + ... in fp32.
-            _ => (0..m * n).map(|o| sum_chunks(&chunk_results.iter().map(|c| c[o]).collect::<Vec<_>>())).collect(),
-        };
-        partials.push(partial);
-    }
-    let mut out: Vec<f32> =
-        (0..m * n).map(|o| plan.combine(&partials.iter().map(|p| p[o]).collect::<Vec<_>>())).collect();
+    let mut out = engine.run_plan(preset, plan, &Operands { a, b, ..*ops });
 
     // §3.7: patch outputs whose row of A or row of B holds a non-finite code, after the combination.
     if sa.is_some() || sb.is_some() {

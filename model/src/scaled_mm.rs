@@ -11,7 +11,7 @@ use crate::epilogue::{Epilogue, OutDtype};
 use crate::error::{Category, Error, Result};
 use crate::format::Format;
 use crate::plan::Plan;
-use crate::preset::Maturity;
+use crate::preset::{Maturity, Preset};
 use crate::profile::{Profile, DEFAULT_PROFILE};
 use crate::splitk::{resolve_splitk, SplitDecision, SplitKey, SplitRequest};
 use crate::tensor::{is_col_major, is_row_major, Tensor, View};
@@ -93,7 +93,8 @@ pub struct ScaledMm<'a> {
     pub profile: ProfileArg,
     /// The split-K request.
     pub splitk: SplitRequest,
-    /// The backend name: `auto`, `reference`, `cuda`, `cuda:<kernel>`.
+    /// The backend name: `auto`, `reference`, `cuda`, `cuda:<kernel>`, or any other name the [`Backends`]
+    /// the call runs on knows (the facade adds `cpu`).
     pub backend: String,
     /// Strict split-K mode (no envelope inference).
     pub strict: bool,
@@ -164,12 +165,12 @@ struct RunPlan {
     epilogue: Epilogue,
 }
 
-struct Prepared {
+struct Prepared<'b> {
     profile: Profile,
     warnings: Vec<Warning>,
     stage: Stage,
-    backend: String,
-    fallbacks: Vec<String>,
+    /// The backend (selected for calls that compute).
+    selected: Option<Selected<'b>>,
 }
 
 /// What `prepare` knows when it fails: the profile if it resolved.
@@ -211,6 +212,50 @@ pub fn maturity_warning(profile: &Profile) -> Option<Warning> {
     msg.map(|m| Warning::new(WarningKind::ExperimentalPreset, m))
 }
 
+/// A backend chosen for one call (behaviour.md §9.5): the engine that computes its chains, the name
+/// `explain` reports, why each faster backend was skipped, and the warnings the selection raised.
+pub struct Selected<'e> {
+    /// The engine.
+    pub engine: &'e dyn ChainEngine,
+    /// The backend name for `CallPlan.backend` (`reference`, `cuda:<kernel>`, ...).
+    pub name: String,
+    /// Why each backend tried before this one was skipped (`CallPlan.fallbacks`).
+    pub fallbacks: Vec<String>,
+    /// Warnings of the selection (BackendFallbackWarning for a backend that failed its self-check).
+    pub warnings: Vec<Warning>,
+}
+
+/// Backend selection (§5.2 step 11, §9.5): what a backend name means for a call. The model knows only its
+/// own reference engine ([`ReferenceBackends`]); the `mmaemu` facade passes a registry that also knows the
+/// fast backends, to [`ScaledMm::explain_on`] and [`ScaledMm::run_on`]. Every backend gives the same bits.
+pub trait Backends: Sync {
+    /// The backend `name` (`auto`, `reference`, ...) for a call of `preset` with formats fa x fb, or the
+    /// error the call raises (BackendUnavailableError; an invalid value for an unknown name).
+    fn select(&self, name: &str, preset: &Preset, fa: Format, fb: Format) -> Result<Selected<'_>>;
+}
+
+/// The model's own backend selection: host views and no CUDA, so everything runs on [`ReferenceEngine`]
+/// ([`select_backend`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReferenceBackends;
+
+impl Backends for ReferenceBackends {
+    fn select(&self, name: &str, _preset: &Preset, _fa: Format, _fb: Format) -> Result<Selected<'_>> {
+        let (name, fallbacks) = select_backend(name)?;
+        Ok(Selected { engine: &ReferenceEngine, name, fallbacks, warnings: vec![] })
+    }
+}
+
+/// [`ScaledMm::run_with`]: the names of [`ReferenceBackends`], computed with one given engine.
+struct FixedEngine<'e>(&'e dyn ChainEngine);
+
+impl Backends for FixedEngine<'_> {
+    fn select(&self, name: &str, preset: &Preset, fa: Format, fb: Format) -> Result<Selected<'_>> {
+        let s = ReferenceBackends.select(name, preset, fa, fb)?;
+        Ok(Selected { engine: self.0, name: self.0.name(), ..s })
+    }
+}
+
 /// Backend selection (§5.2 step 11, §9.5) for host views: returns (backend, fallbacks).
 pub fn select_backend(name: &str) -> Result<(String, Vec<String>)> {
     match name {
@@ -228,7 +273,8 @@ pub fn select_backend(name: &str) -> Result<(String, Vec<String>)> {
 /// §5.2 step 12: does the CPU flush fp32 subnormals to zero?
 pub fn flushes_subnormals() -> bool {
     let tiny = std::hint::black_box(3.0f64 * 2f64.powi(-149)) as f32;
-    let half = std::hint::black_box(2f32.powi(-130)) * std::hint::black_box(0.5f32);
+    // 2^-130 from its bits: an unoptimised `2f32.powi(-130)` computes 1 / 2^130, which overflows to 0.
+    let half = std::hint::black_box(f32::from_bits(0x0008_0000)) * std::hint::black_box(0.5f32);
     tiny == 0.0 || half == 0.0
 }
 
@@ -254,7 +300,7 @@ impl<'a> ScaledMm<'a> {
     }
 
     /// Steps 2–13 of §5.2. `explain` stops here; `run` goes on to step 14.
-    fn prepare(&self, dry: bool) -> std::result::Result<Prepared, Failed> {
+    fn prepare<'b>(&self, dry: bool, backends: &'b dyn Backends) -> std::result::Result<Prepared<'b>, Failed> {
         let fail = |profile: Option<&Profile>, error: Error| Failed { profile: profile.cloned().map(Box::new), error };
         self.argument_checks(dry).map_err(|e| fail(None, e))?;
         self.torch_checks().map_err(|e| fail(None, e))?;
@@ -265,13 +311,7 @@ impl<'a> ScaledMm<'a> {
         let od = self.effective_out_dtype();
         // Step 4: zero-size early return.
         if m == 0 || n == 0 || k == 0 {
-            return Ok(Prepared {
-                profile,
-                warnings: vec![],
-                stage: Stage::Zero(od),
-                backend: String::new(),
-                fallbacks: vec![],
-            });
+            return Ok(Prepared { profile, warnings: vec![], stage: Stage::Zero(od), selected: None });
         }
         let (fa, fb, od, copied) = self.cublas_checks(&od).map_err(|e| fail(p, e))?;
         // Step 6: the profile's cuBLAS rejections.
@@ -310,13 +350,7 @@ impl<'a> ScaledMm<'a> {
                         out.strides
                     ),
                 ));
-                return Ok(Prepared {
-                    profile,
-                    warnings,
-                    stage: Stage::Unchanged,
-                    backend: String::new(),
-                    fallbacks: vec![],
-                });
+                return Ok(Prepared { profile, warnings, stage: Stage::Unchanged, selected: None });
             }
         }
         // Step 10: split-K resolution (§6.2 key).
@@ -332,7 +366,8 @@ impl<'a> ScaledMm<'a> {
             resolve_splitk(&profile, &key, &self.splitk, layout_std, self.strict).map_err(|e| fail(p, e))?;
         warnings.extend(split_warnings);
         // Step 11: backend selection.
-        let (backend, fallbacks) = select_backend(&self.backend).map_err(|e| fail(p, e))?;
+        let selected = backends.select(&self.backend, &profile.preset, fa, fb).map_err(|e| fail(p, e))?;
+        warnings.extend(selected.warnings.iter().cloned());
         // Step 12: the FTZ check (not in explain).
         if !dry && flushes_subnormals() {
             return Err(fail(
@@ -353,7 +388,7 @@ impl<'a> ScaledMm<'a> {
             out: od,
         };
         let stage = Stage::Run(Box::new(RunPlan { fa, fb, od, split, plan, epilogue }));
-        Ok(Prepared { profile, warnings, stage, backend, fallbacks })
+        Ok(Prepared { profile, warnings, stage, selected: Some(selected) })
     }
 
     fn effective_out_dtype(&self) -> Dtype {
@@ -572,10 +607,15 @@ impl<'a> ScaledMm<'a> {
         Ok((fa, fb, odt, copied))
     }
 
-    /// `explain` (§8.1): the plan of the call without computing it. Never fails: errors are reported in
-    /// `validation`.
+    /// `explain` (§8.1): the plan of the call without computing it, with the model's own backends
+    /// ([`ReferenceBackends`]). Never fails: errors are reported in `validation`.
     pub fn explain(&self) -> CallPlan {
-        match self.prepare(true) {
+        self.explain_on(&ReferenceBackends)
+    }
+
+    /// [`ScaledMm::explain`] with the backends of a registry.
+    pub fn explain_on(&self, backends: &dyn Backends) -> CallPlan {
+        match self.prepare(true, backends) {
             Err(Failed { profile, error }) => {
                 let (profile, preset, maturity) = match &profile {
                     Some(p) => (p.name.clone(), p.preset.name().to_string(), p.preset.maturity().name().to_string()),
@@ -596,10 +636,11 @@ impl<'a> ScaledMm<'a> {
                 }
             }
             Ok(prep) => {
-                let (split, backend, fallbacks) = match prep.stage {
-                    Stage::Zero(_) => (None, "none (zero-size result)".to_string(), vec![]),
-                    Stage::Unchanged => (None, "none (out= is returned unchanged)".to_string(), vec![]),
-                    Stage::Run(run) => (Some(run.split), prep.backend, prep.fallbacks),
+                let (split, backend, fallbacks) = match (prep.stage, prep.selected) {
+                    (Stage::Zero(_), _) => (None, "none (zero-size result)".to_string(), vec![]),
+                    (Stage::Unchanged, _) => (None, "none (out= is returned unchanged)".to_string(), vec![]),
+                    (Stage::Run(run), Some(sel)) => (Some(run.split), sel.name, sel.fallbacks),
+                    (Stage::Run(run), None) => (Some(run.split), String::new(), vec![]),
                 };
                 CallPlan {
                     validation: Validation::Ok,
@@ -615,14 +656,19 @@ impl<'a> ScaledMm<'a> {
         }
     }
 
-    /// Run the call with the model's reference engine.
+    /// Run the call with the model's own backends ([`ReferenceBackends`]).
     pub fn run(self) -> Result<ScaledMmOutput> {
-        self.run_with(&ReferenceEngine)
+        self.run_on(&ReferenceBackends)
     }
 
-    /// Run the call (§5.2 steps 2–14) with a chain engine.
+    /// Run the call with a chain engine (the backend name is checked as [`ReferenceBackends`] does).
     pub fn run_with(self, engine: &dyn ChainEngine) -> Result<ScaledMmOutput> {
-        let prep = self.prepare(false).map_err(|f| f.error)?;
+        self.run_on(&FixedEngine(engine))
+    }
+
+    /// Run the call (§5.2 steps 2–14) on the backend the registry selects for it.
+    pub fn run_on(self, backends: &dyn Backends) -> Result<ScaledMmOutput> {
+        let prep = self.prepare(false, backends).map_err(|f| f.error)?;
         let (m, k, n) = (self.input.shape[0], self.input.shape[1], self.mat2.shape[1]);
         let mut warnings = prep.warnings;
         let run = match prep.stage {
@@ -647,6 +693,10 @@ impl<'a> ScaledMm<'a> {
         // B as [N, K]: the transpose of mat2.
         let b = self.mat2.t().gather_bytes("mat2")?;
         let ops = Operands { fa: run.fa, fb: run.fb, a: &a, b: &b, m, n, k };
+        let engine: &dyn ChainEngine = match &prep.selected {
+            Some(sel) => sel.engine,
+            None => &ReferenceEngine,
+        };
         let acc = execute(&prep.profile.preset, &run.plan, &ops, engine)?;
         let bits = run.epilogue.apply(&acc);
         let mut out = place_out(self.out, Dtype::of_out(run.od), m, n, &mut warnings);

@@ -283,8 +283,8 @@ fn steer(case: &Case) -> Case {
     c.m = 1 + c.m % 24;
     c.da = if case.seed % 4 == 1 { Dtype::Float8E4m3fn } else { Dtype::Float8E5m2 };
     c.db = Dtype::Float8E4m3fn;
-    c.a_layout = c.a_layout % 2;
-    c.b_layout = c.b_layout % 2;
+    c.a_layout %= 2;
+    c.b_layout %= 2;
     c.pad = 16;
     c.off_a = 16 * (c.off_a % 2);
     c.off_b = 16 * (c.off_b % 2);

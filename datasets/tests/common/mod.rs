@@ -64,6 +64,7 @@ fn base(id: &str, op: Op) -> Row {
         expected: Expectation::Bits(vec![0x11; 2 * 3 * 2]),
         scope: None,
         origin: format!("synthetic {id}"),
+        ext: Default::default(),
     }
 }
 

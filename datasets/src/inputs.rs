@@ -1,0 +1,632 @@
+//! The input generator `mmaemu-inputs/1`: FP8 operands computed from a small spec, the same bytes on every
+//! machine, so that a recording can ship a spec and two sha256 instead of the operands of a large GEMM.
+//!
+//! # Determinism
+//!
+//! The generator is counter-based: element `index` of operand `o` (A = 0, B = 1) of the spec with `seed`
+//! and `stream` is a pure function of (seed, stream, operand, index), computed with SplitMix64's 64-bit
+//! finaliser ([`mix`]) on wrapping integer arithmetic. Nothing depends on the order of evaluation, the
+//! thread count, the platform's libm or its floating-point environment:
+//!
+//! - uniform words: `word(index, j) = mix(key + (16 * index + j + 1) * GOLDEN)` (SplitMix64's output
+//!   function on a counter), with `key = mix(mix(mix(seed ^ SALT) ^ mix(stream + GOLDEN)) ^ o * GOLDEN)`,
+//!   o = 1 for A and 2 for B;
+//! - a standard normal variate is the Irwin–Hall sum of twelve uniform 16-bit quarters of three words,
+//!   centred, computed exactly in integers and converted exactly to f64 (mean 0, variance 1, support
+//!   [-6, 6]);
+//! - `value * scale` is one IEEE f64 multiplication (correctly rounded everywhere);
+//! - the FP8 code of a real value is found by exact comparisons with the midpoints between neighbouring
+//!   codes (round to nearest, ties to the even code), saturating at the largest finite magnitude; the sign
+//!   of a value that rounds to zero is kept.
+//!
+//! # Data classes
+//!
+//! - `gaussian {scale}`: N(0, 1) × scale, rounded to the format;
+//! - `bits {finite}`: a uniformly random byte: every code, NaN and Inf included (with `finite`, the first
+//!   finite byte of the element's words);
+//! - `split {scale}`: adversarial split-discriminating data: one element in eight is ±2^(emax-1) (128 for
+//!   e4m3, 16384 for e5m2, random sign), the others N(0, 1) × scale, so the fp32 sums absorb the small terms
+//!   at points that depend on how K is cut and in which order partial sums are combined;
+//! - `all_codes {finite}`: the codes in order, A element i = code (i + offset) mod C, B element i = code
+//!   (167 i + offset) mod C (C = 256, or the finite codes only with `finite`; the offset comes from the
+//!   stream), so every code meets every other across a K of a few hundred;
+//! - `subnormal {scale}`: three elements in four are a random subnormal or zero code with a random sign,
+//!   the others N(0, 1) × scale;
+//! - `special {scale}`: N(0, 1) × scale, with one row (of A: an output row; of B: an output column) in
+//!   eight poisoned by each of: one NaN; one +Inf; one -Inf; +Inf and -Inf (two positions). e4m3fn has no
+//!   infinities: its Inf rows hold NaN (0x7F, or 0xFF for -Inf).
+
+use crate::error::DatasetError;
+use crate::row::{dims_product, Row};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The `generator` value of specs this module understands.
+pub const GENERATOR_V1: &str = "mmaemu-inputs/1";
+
+/// The golden-ratio increment of SplitMix64.
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Salt of the seed ("mmaemu-1").
+const SALT: u64 = 0x6D6D_6165_6D75_2D31;
+/// Salt of the per-row words of the `special` class ("SPECIAL").
+const ROW_SALT: u64 = 0x5350_4543_4941_4C00;
+
+/// One input spec: which generator, the seed, the stream (one per operand pair within a sweep) and the
+/// data class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    /// Always [`GENERATOR_V1`].
+    pub generator: String,
+    /// The sweep's seed.
+    pub seed: u64,
+    /// The stream: distinguishes operand pairs generated from one seed.
+    pub stream: u64,
+    /// The data class and its parameters.
+    pub data: DataClass,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// The data classes (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DataClass {
+    /// N(0, 1) × scale.
+    Gaussian {
+        #[serde(default = "one")]
+        scale: f64,
+    },
+    /// Uniformly random codes (finite ones only with `finite`).
+    Bits {
+        #[serde(default)]
+        finite: bool,
+    },
+    /// Split-discriminating: one element in eight is ±2^(emax-1).
+    Split {
+        #[serde(default = "one")]
+        scale: f64,
+    },
+    /// Every code in turn (finite ones only with `finite`).
+    AllCodes {
+        #[serde(default)]
+        finite: bool,
+    },
+    /// Three elements in four subnormal or zero.
+    Subnormal {
+        #[serde(default = "one")]
+        scale: f64,
+    },
+    /// Rows poisoned with NaN / Inf.
+    Special {
+        #[serde(default = "one")]
+        scale: f64,
+    },
+}
+
+impl DataClass {
+    /// The class name as a spec spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DataClass::Gaussian { .. } => "gaussian",
+            DataClass::Bits { .. } => "bits",
+            DataClass::Split { .. } => "split",
+            DataClass::AllCodes { .. } => "all_codes",
+            DataClass::Subnormal { .. } => "subnormal",
+            DataClass::Special { .. } => "special",
+        }
+    }
+
+    /// Checks the parameters: scales must be finite.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            DataClass::Gaussian { scale }
+            | DataClass::Split { scale }
+            | DataClass::Subnormal { scale }
+            | DataClass::Special { scale } => {
+                if scale.is_finite() {
+                    Ok(())
+                } else {
+                    Err(format!("data class {}: scale {scale} is not finite", self.name()))
+                }
+            }
+            DataClass::Bits { .. } | DataClass::AllCodes { .. } => Ok(()),
+        }
+    }
+}
+
+/// Which operand a generator call produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operand {
+    /// A, [m, k] (mat1).
+    A,
+    /// B, [n, k] (mat2 transposed).
+    B,
+}
+
+/// The JSON of the extension column `inputs`: the spec and the sha256 of both generated operands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowInputs {
+    /// The generator spec.
+    pub spec: InputSpec,
+    /// Lower-case hex sha256 of A's bytes.
+    pub a_sha256: String,
+    /// Lower-case hex sha256 of B's bytes.
+    pub b_sha256: String,
+}
+
+impl RowInputs {
+    /// Parses the column's JSON.
+    pub fn parse(json: &str) -> Result<RowInputs, String> {
+        let v: RowInputs = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        if v.spec.generator != GENERATOR_V1 {
+            return Err(format!("generator {:?} is not {GENERATOR_V1:?}", v.spec.generator));
+        }
+        v.spec.data.check()?;
+        for (name, h) in [("a_sha256", &v.a_sha256), ("b_sha256", &v.b_sha256)] {
+            if !is_sha256_hex(h) {
+                return Err(format!("{name} {h:?} is not 64 lower-case hex digits"));
+            }
+        }
+        Ok(v)
+    }
+
+    /// The column's JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// The JSON of the extension column `expected_samples`: some elements of the full result (flat row-major
+/// index, bits in the low bits of a u32), for rows that ship only `expected_sha256`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Samples {
+    /// Flat indices into the [batch, m, n] result.
+    pub index: Vec<u64>,
+    /// The element bits at those indices.
+    pub bits: Vec<u32>,
+}
+
+impl Samples {
+    /// Parses the column's JSON (equal lengths required).
+    pub fn parse(json: &str) -> Result<Samples, String> {
+        let v: Samples = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        if v.index.len() != v.bits.len() {
+            return Err(format!("{} indices but {} bits", v.index.len(), v.bits.len()));
+        }
+        Ok(v)
+    }
+
+    /// The column's JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Whether `s` is 64 lower-case hex digits.
+pub fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Lower-case hex sha256 of a byte string.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    crate::splitk_table::sha256_hex(bytes)
+}
+
+/// SplitMix64's finaliser: a bijective 64-bit mixing function.
+pub fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// An FP8 format as the generator knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fp8 {
+    E4m3,
+    E5m2,
+}
+
+impl Fp8 {
+    fn parse(name: &str) -> Option<Fp8> {
+        match name {
+            "e4m3" | "float8_e4m3fn" => Some(Fp8::E4m3),
+            "e5m2" | "float8_e5m2" => Some(Fp8::E5m2),
+            _ => None,
+        }
+    }
+
+    /// The largest finite magnitude code.
+    fn max_code(self) -> u8 {
+        match self {
+            Fp8::E4m3 => 0x7E,
+            Fp8::E5m2 => 0x7B,
+        }
+    }
+
+    fn is_finite(self, code: u8) -> bool {
+        code & 0x7F <= self.max_code()
+    }
+
+    /// The exact value of a finite non-negative code (0 ..= max_code).
+    fn magnitude(self, code: u8) -> f64 {
+        let (e, m, mbits, bias) = match self {
+            Fp8::E4m3 => ((code >> 3) & 0xF, code & 7, 3, 7),
+            Fp8::E5m2 => ((code >> 2) & 0x1F, code & 3, 2, 15),
+        };
+        if e == 0 {
+            m as f64 * pow2(1 - bias - mbits)
+        } else {
+            ((1u32 << mbits) + m as u32) as f64 * pow2(e as i32 - bias - mbits)
+        }
+    }
+
+    /// The unbiased exponent of the largest binade.
+    fn emax(self) -> i32 {
+        match self {
+            Fp8::E4m3 => 8,
+            Fp8::E5m2 => 15,
+        }
+    }
+
+    fn bias(self) -> i32 {
+        match self {
+            Fp8::E4m3 => 7,
+            Fp8::E5m2 => 15,
+        }
+    }
+
+    fn mantissa_bits(self) -> u32 {
+        match self {
+            Fp8::E4m3 => 3,
+            Fp8::E5m2 => 2,
+        }
+    }
+
+    fn nan(self, negative: bool) -> u8 {
+        (if negative { 0x80 } else { 0 }) | 0x7F
+    }
+
+    /// +Inf or -Inf; NaN for e4m3fn, which has no infinities.
+    fn inf(self, negative: bool) -> u8 {
+        let sign = if negative { 0x80 } else { 0 };
+        match self {
+            Fp8::E4m3 => sign | 0x7F,
+            Fp8::E5m2 => sign | 0x7C,
+        }
+    }
+
+    /// Round to nearest (ties to the even code), saturating at the largest finite magnitude; NaN -> NaN.
+    #[cfg(test)]
+    fn round(self, x: f64) -> u8 {
+        Rounder::new(self).round(x)
+    }
+}
+
+/// The magnitudes of a format's finite non-negative codes, for rounding by exact comparisons.
+struct Rounder {
+    f: Fp8,
+    /// magnitude(c) for c in 0..=max_code, increasing.
+    values: Vec<f64>,
+}
+
+impl Rounder {
+    fn new(f: Fp8) -> Rounder {
+        Rounder { f, values: (0..=f.max_code()).map(|c| f.magnitude(c)).collect() }
+    }
+
+    /// Round to nearest (ties to the even code), saturating at the largest finite magnitude; NaN -> NaN.
+    ///
+    /// |x| is divided by the quantum of its binade (a power of two: exact) and rounded half to even
+    /// (exact); the code is then the binade's first code plus that count, which carries into the next
+    /// binade by itself. Checked against [`Rounder::round_by_search`] on every midpoint in the tests.
+    fn round(&self, x: f64) -> u8 {
+        if x.is_nan() {
+            return self.f.nan(false);
+        }
+        let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+        let a = x.abs();
+        let max = self.f.max_code();
+        if a >= self.values[max as usize] {
+            return sign | max;
+        }
+        let (mbits, bias) = (self.f.mantissa_bits() as i32, self.f.bias());
+        // Unbiased exponent of a's binade, no lower than the smallest normal's (1 - bias).
+        let e = if a == 0.0 { 1 - bias } else { ((a.to_bits() >> 52) as i32 - 1023).max(1 - bias) };
+        let n = (a * pow2(mbits - e)).round_ties_even() as u32; // in [0, 2^(mbits + 1)]
+        let code = if e == 1 - bias && n < (1 << mbits) {
+            n // subnormal (or zero)
+        } else {
+            (((e + bias) as u32) << mbits) + n - (1 << mbits)
+        };
+        sign | code.min(max as u32) as u8
+    }
+
+    /// The same rounding by searching the magnitudes (the obviously right reference).
+    #[cfg(test)]
+    fn round_by_search(&self, x: f64) -> u8 {
+        let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+        let a = x.abs();
+        let max = self.f.max_code();
+        if a >= self.values[max as usize] {
+            return sign | max;
+        }
+        let c = self.values.partition_point(|&v| v <= a) - 1;
+        let v = self.values[c];
+        if v == a {
+            return sign | c as u8;
+        }
+        // Both neighbours are short dyadic numbers, so their midpoint is exact in f64.
+        let mid = (v + self.values[c + 1]) / 2.0;
+        let code = if a < mid || (a == mid && c % 2 == 0) { c } else { c + 1 };
+        sign | code as u8
+    }
+}
+
+/// 2^p for p in the normal f64 range.
+fn pow2(p: i32) -> f64 {
+    f64::from_bits(((p + 1023) as u64) << 52)
+}
+
+/// The word generator of one (seed, stream, operand).
+struct Words {
+    key: u64,
+}
+
+impl Words {
+    fn new(spec: &InputSpec, operand: Operand) -> Words {
+        let o = match operand {
+            Operand::A => 1u64,
+            Operand::B => 2u64,
+        };
+        let k0 = mix(spec.seed ^ SALT);
+        let k1 = mix(k0 ^ mix(spec.stream.wrapping_add(GOLDEN)));
+        Words { key: mix(k1 ^ o.wrapping_mul(GOLDEN)) }
+    }
+
+    /// Word j (0..16) of element `index`.
+    fn word(&self, index: u64, j: u64) -> u64 {
+        mix(self.key.wrapping_add(index.wrapping_mul(16).wrapping_add(j).wrapping_add(1).wrapping_mul(GOLDEN)))
+    }
+
+    /// The word of row `row` (class `special`).
+    fn row_word(&self, row: u64) -> u64 {
+        mix(self.key ^ mix(row.wrapping_add(1).wrapping_mul(GOLDEN) ^ ROW_SALT))
+    }
+
+    /// A standard normal variate (Irwin–Hall of twelve 16-bit uniforms), exact, from words 0..3.
+    fn gaussian(&self, index: u64) -> f64 {
+        let mut sum: u64 = 0;
+        for j in 0..3 {
+            let w = self.word(index, j);
+            sum += (w & 0xFFFF) + ((w >> 16) & 0xFFFF) + ((w >> 32) & 0xFFFF) + (w >> 48);
+        }
+        // Twelve uniforms on [0, 1) in steps of 2^-16, minus 6 (plus half a step, to centre them).
+        let centred = (2 * sum as i64) - (12i64 << 16) + 12;
+        centred as f64 * pow2(-17)
+    }
+}
+
+/// Generates operand `operand` ([rows, k] row-major, one byte per code) of format `fmt` (`e4m3`, `e5m2`
+/// or the torch names) from `spec`. Errors: an unknown generator, format or bad parameter.
+pub fn generate(spec: &InputSpec, operand: Operand, fmt: &str, rows: usize, k: usize) -> Result<Vec<u8>, String> {
+    if spec.generator != GENERATOR_V1 {
+        return Err(format!("generator {:?} is not {GENERATOR_V1:?}", spec.generator));
+    }
+    spec.data.check()?;
+    let f = Fp8::parse(fmt).ok_or_else(|| format!("format {fmt:?} is not an FP8 format the generator knows"))?;
+    let n = rows.checked_mul(k).ok_or_else(|| "operand size overflows".to_string())?;
+    let w = Words::new(spec, operand);
+    let r = Rounder::new(f);
+    let mut out = Vec::with_capacity(n);
+    match spec.data {
+        DataClass::Gaussian { scale } => {
+            for i in 0..n as u64 {
+                out.push(r.round(w.gaussian(i) * scale));
+            }
+        }
+        DataClass::Bits { finite } => {
+            for i in 0..n as u64 {
+                let mut code = None;
+                'words: for j in 0..16 {
+                    let word = w.word(i, j);
+                    for byte in word.to_le_bytes() {
+                        if !finite || f.is_finite(byte) {
+                            code = Some(byte);
+                            break 'words;
+                        }
+                    }
+                }
+                out.push(code.unwrap_or(0));
+            }
+        }
+        DataClass::Split { scale } => {
+            let big = r.round(pow2(f.emax() - 1));
+            for i in 0..n as u64 {
+                let sel = w.word(i, 7);
+                if sel & 7 == 0 {
+                    out.push(big | if sel & 8 != 0 { 0x80 } else { 0 });
+                } else {
+                    out.push(r.round(w.gaussian(i) * scale));
+                }
+            }
+        }
+        DataClass::AllCodes { finite } => {
+            let codes: Vec<u8> = (0..=255u8).filter(|&c| !finite || f.is_finite(c)).collect();
+            let len = codes.len() as u64;
+            let offset = w.word(0, 15) % len;
+            let mult = match operand {
+                Operand::A => 1u64,
+                Operand::B => 167u64,
+            };
+            for i in 0..n as u64 {
+                let pos = (i % len * mult + offset) % len;
+                out.push(codes[pos as usize]);
+            }
+        }
+        DataClass::Subnormal { scale } => {
+            let mmask = (1u64 << f.mantissa_bits()) - 1;
+            for i in 0..n as u64 {
+                let sel = w.word(i, 7);
+                if sel & 3 != 0 {
+                    let mant = ((sel >> 8) & mmask) as u8;
+                    let sign = if (sel >> 16) & 1 == 1 { 0x80 } else { 0 };
+                    out.push(sign | mant);
+                } else {
+                    out.push(r.round(w.gaussian(i) * scale));
+                }
+            }
+        }
+        DataClass::Special { scale } => {
+            for i in 0..n as u64 {
+                out.push(r.round(w.gaussian(i) * scale));
+            }
+            if k > 0 {
+                for r in 0..rows {
+                    let rw = w.row_word(r as u64);
+                    let p1 = r * k + ((rw >> 8) % k as u64) as usize;
+                    let p2 = r * k + ((rw >> 32) % k as u64) as usize;
+                    match rw % 8 {
+                        0 => out[p1] = f.nan(false),
+                        1 => out[p1] = f.inf(false),
+                        2 => out[p1] = f.inf(true),
+                        3 => {
+                            out[p1] = f.inf(false);
+                            if p2 != p1 {
+                                out[p2] = f.inf(true);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a row ships its operands by reference: `inputs` is set and `a` or `b` is empty while the shape
+/// says it holds elements.
+pub fn by_reference(row: &Row) -> bool {
+    let holds = |rows: i64| dims_product(&[row.batch, rows, row.k]).is_some_and(|x| x > 0);
+    row.ext.inputs.is_some() && ((row.a.is_empty() && holds(row.m)) || (row.b.is_empty() && holds(row.n)))
+}
+
+/// Regenerates the operands of every row that ships them by reference and checks their sha256.
+pub(crate) fn materialise_rows(path: &Path, rows: &mut [Row]) -> Result<(), DatasetError> {
+    for row in rows.iter_mut() {
+        if !by_reference(row) {
+            continue;
+        }
+        let err = |what: String| DatasetError::invalid(path, Some(&row.id), what);
+        let inputs = RowInputs::parse(row.ext.inputs.as_deref().unwrap_or_default())
+            .map_err(|e| err(format!("`inputs` is not a valid inputs object: {e}")))?;
+        if row.batch != 1 {
+            return Err(err(format!("operands by reference need batch 1 (batch {})", row.batch)));
+        }
+        let dims = |x: i64| usize::try_from(x).map_err(|_| err(format!("negative dimension {x}")));
+        let (m, n, k) = (dims(row.m)?, dims(row.n)?, dims(row.k)?);
+        let a = generate(&inputs.spec, Operand::A, &row.fmt_a, m, k).map_err(|e| err(format!("`inputs`: {e}")))?;
+        let b = generate(&inputs.spec, Operand::B, &row.fmt_b, n, k).map_err(|e| err(format!("`inputs`: {e}")))?;
+        for (name, bytes, want) in [("a", &a, &inputs.a_sha256), ("b", &b, &inputs.b_sha256)] {
+            let got = sha256_hex(bytes);
+            if &got != want {
+                return Err(err(format!(
+                    "regenerated operand {name} has sha256 {got}, the row records {want} (generator mismatch)"
+                )));
+            }
+        }
+        row.a = a;
+        row.b = b;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(data: DataClass) -> InputSpec {
+        InputSpec { generator: GENERATOR_V1.into(), seed: 1, stream: 0, data }
+    }
+
+    #[test]
+    fn rounding_matches_known_codes() {
+        let f = Fp8::E4m3;
+        assert_eq!(f.round(448.0), 0x7E);
+        assert_eq!(f.round(1e30), 0x7E);
+        assert_eq!(f.round(-1e30), 0xFE);
+        assert_eq!(f.round(2f64.powi(-9)), 0x01);
+        assert_eq!(f.round(2f64.powi(-10)), 0x00);
+        assert_eq!(f.round(3.0 * 2f64.powi(-10)), 0x02);
+        assert_eq!(f.round(15.0), 0x57);
+        assert_eq!(f.round(-0.1), 0x9D);
+        assert_eq!(f.round(-0.0), 0x80);
+        assert_eq!(f.round(1.0), 0x38);
+        let g = Fp8::E5m2;
+        assert_eq!(g.round(448.0), 0x5F);
+        assert_eq!(g.round(480.0), 0x60);
+        assert_eq!(g.round(1e30), 0x7B);
+        assert_eq!(g.round(1.0), 0x3C);
+        for c in 0..=f.max_code() {
+            assert_eq!(f.round(f.magnitude(c)), c);
+        }
+        for c in 0..=g.max_code() {
+            assert_eq!(g.round(g.magnitude(c)), c);
+        }
+    }
+
+    #[test]
+    fn rounding_by_arithmetic_equals_rounding_by_search() {
+        for f in [Fp8::E4m3, Fp8::E5m2] {
+            let r = Rounder::new(f);
+            let mut xs = vec![0.0, 1e-30, 1e30, 3.0e4, 1e5];
+            for c in 0..f.max_code() as usize {
+                let (v, w) = (r.values[c], r.values[c + 1]);
+                let mid = (v + w) / 2.0;
+                xs.extend([v, mid, w, (v + mid) / 2.0, (mid + w) / 2.0]);
+                xs.extend([f64::from_bits(mid.to_bits() - 1), f64::from_bits(mid.to_bits() + 1)]);
+            }
+            let w = Words::new(&spec(DataClass::Gaussian { scale: 1.0 }), Operand::A);
+            xs.extend((0..20_000).map(|i| w.gaussian(i) * 64.0));
+            for x in xs {
+                for y in [x, -x] {
+                    assert_eq!(r.round(y), r.round_by_search(y), "{f:?} {y:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn classes_have_their_shapes() {
+        let a = generate(&spec(DataClass::AllCodes { finite: false }), Operand::A, "e4m3", 2, 256).unwrap();
+        let mut seen = [false; 256];
+        a[..256].iter().for_each(|&c| seen[c as usize] = true);
+        assert!(seen.iter().all(|&s| s));
+        let a = generate(&spec(DataClass::AllCodes { finite: true }), Operand::B, "e5m2", 4, 248).unwrap();
+        assert!(a.iter().all(|&c| Fp8::E5m2.is_finite(c)));
+        let a = generate(&spec(DataClass::Bits { finite: true }), Operand::A, "e4m3", 64, 64).unwrap();
+        assert!(a.iter().all(|&c| Fp8::E4m3.is_finite(c)));
+        let s = generate(&spec(DataClass::Special { scale: 1.0 }), Operand::A, "e5m2", 64, 32).unwrap();
+        assert!(s.contains(&0x7C) && s.iter().any(|&c| c == 0xFC || c == 0x7F));
+        let z = generate(&spec(DataClass::Subnormal { scale: 1.0 }), Operand::A, "e4m3", 16, 64).unwrap();
+        assert!(z.iter().filter(|&&c| c & 0x78 == 0).count() > 16 * 64 / 2);
+        assert!(generate(&spec(DataClass::Gaussian { scale: f64::NAN }), Operand::A, "e4m3", 1, 1).is_err());
+        assert!(generate(&spec(DataClass::Gaussian { scale: 1.0 }), Operand::A, "bfloat16", 1, 1).is_err());
+    }
+
+    #[test]
+    fn gaussian_is_roughly_standard() {
+        let w = Words::new(&spec(DataClass::Gaussian { scale: 1.0 }), Operand::A);
+        let n = 20_000;
+        let xs: Vec<f64> = (0..n).map(|i| w.gaussian(i)).collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+        assert!(mean.abs() < 0.05, "{mean}");
+        assert!((var - 1.0).abs() < 0.05, "{var}");
+    }
+}

@@ -1,0 +1,263 @@
+//! The block step of behaviour.md §2.2–§2.3 for W chains at once (one row of A against a panel of W rows
+//! of B), in exact arithmetic that vectorises: an i8 block-maximum pass, exact power-of-two scalings,
+//! truncations toward zero and sums of integers.
+//!
+//! ## The arithmetic
+//!
+//! A product is `p = a * b` with `a`, `b` FP8 values. With the block exponent E and `q = 2^(E - frac)`,
+//! the model's aligned term is `trunc(p / q)` (§2.2 step 5). Here it is computed as
+//! `trunc((a * b) * s)` with `s = 2^(frac - E)`, in floating point, and every operation is exact:
+//!
+//! - `a * b` has at most 8 significant bits (4 per FP8 significand) and lies in [2^-32, 2^32): exact in f32;
+//! - multiplying by the power of two `s` only moves the exponent: exact whenever the result is normal, and
+//!   a result below 2^-126 is below 1, so its truncation is 0 however it rounds;
+//! - `trunc` is exact, and the term is an integer of magnitude below 2^(frac + 2) (since ep <= E);
+//! - the block sum of nfma such integers plus the aligned accumulator (below 2^(frac + 1)) is exact in f32
+//!   while `nfma * (2^(frac+2) - 1) + 2^(frac+1) <= 2^24` (the *narrow* path: ada and hopper, frac = 13,
+//!   allow nfma <= 511) and in f64 while that bound is 2^53 (the *wide* path: b200_mma_sync's frac = 25,
+//!   custom presets up to frac = 40). Integers below 2^24 (2^53) add exactly in f32 (f64) in any order.
+//!
+//! Normalisation (§2.2 steps 6–8) of the exact sum S: clearing the low `23 - frac_out` (`52 - frac_out`)
+//! mantissa bits of S truncates it toward zero to `frac_out` fraction bits relative to its own exponent
+//! (sign-magnitude, like the model); multiplying by `2^(E - frac)` is exact. S = 0 gives +0 (the zero rule);
+//! a sum of integer-valued floats that starts at +0 is never -0. The -126 clamp of step 7 never binds: a
+//! nonzero accumulator of a chain from +0 over FP8 products is at least 2^(-28 - frac) >= 2^-68 (a nonzero
+//! product exponent is >= -28, and a block result is a nonzero multiple of its grid 2^(E - frac)).
+//!
+//! Early c (ada, hopper): c takes part in the maximum through its fp32 exponent field (a nonzero
+//! accumulator is normal, see above; +0 reads as -127, below every real exponent) and enters the sum as
+//! `trunc(c * s)`, like a term. Late c (b200_mma_sync): the normalised block sum d is converted to f32
+//! (exactly: at most 24 significant bits) and added to c with one fp32 round-to-nearest-even addition.
+//!
+//! The block maximum runs in i8 lanes with saturating adds: operand exponents are in [-14, 15], so real
+//! product exponents are in [-28, 30]; a zero code carries [`crate::tables::ZERO_EXP`], so a product with
+//! a zero operand has an exponent <= -85, below every real product exponent and every nonzero accumulator
+//! exponent (>= -28 - frac > -85 for frac <= 48). It can win only when the block holds nothing nonzero, and
+//! then every term is 0 whatever E is. The scale exponents are clamped below at `frac - 126` (narrow) or
+//! `frac - 1022` (wide), which again only changes E when everything is zero, and keeps `s` and `2^(E - frac)`
+//! normal.
+//!
+//! Presets outside these bounds (an nfma so large that the f64 sum could be inexact) run on the model's own
+//! chain ([`Path::Scalar`]).
+
+use crate::tables::Lut;
+use mmaemu_model::preset::{CEntry, Preset};
+
+/// How the chains of a preset are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// f32 lanes (early c, block sums below 2^24): ada, hopper and similar presets.
+    Narrow,
+    /// f64 lanes (block sums below 2^53): the late-c preset and wide custom presets.
+    Wide,
+    /// The model's chain, one output at a time (presets beyond both bounds).
+    Scalar,
+}
+
+impl Path {
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Narrow => "narrow",
+            Path::Wide => "wide",
+            Path::Scalar => "scalar",
+        }
+    }
+}
+
+/// The parameters of a preset's block step in kernel form.
+#[derive(Clone, Copy, Debug)]
+pub struct Params {
+    /// Products per block.
+    pub nfma: usize,
+    /// Fraction bits of the aligned terms.
+    pub frac: i32,
+    /// c enters after the block (b200_mma_sync).
+    pub late: bool,
+    /// Lower bound of the block exponent: the preset's min_exp, and the clamp that keeps the scale factors
+    /// normal (see the module documentation).
+    pub efloor: i32,
+    /// Clears the f32 mantissa bits below frac_out.
+    pub mask32: u32,
+    /// Clears the f64 mantissa bits below frac_out.
+    pub mask64: u64,
+    /// The path.
+    pub path: Path,
+    /// A block of zero products leaves every accumulator of a chain from +0 unchanged, so trailing zero
+    /// padding may be skipped: late c (d = +0, and c + 0 = c as c is never -0), or early c with
+    /// frac >= frac_out (c has at most frac_out + 1 significant bits, so aligning it to its own exponent
+    /// and normalising is exact) and min_exp <= -28 - frac (the lowest exponent of a nonzero accumulator,
+    /// so E is c's own exponent). True for the built-in presets (behaviour.md §2.4).
+    pub zero_block_is_identity: bool,
+}
+
+impl Params {
+    /// The kernel parameters and path of a preset.
+    pub fn new(preset: &Preset) -> Params {
+        let frac = preset.frac() as i32;
+        let frac_out = preset.frac_out().min(23);
+        let late = preset.c_entry() == CEntry::Late;
+        let min_exp = preset.min_exp();
+        // The largest block sum: nfma terms below 2^(frac + 2) and c below 2^(frac + 1).
+        let bound =
+            (preset.nfma() as u128).saturating_mul((1u128 << (frac + 2)) - 1).saturating_add(1u128 << (frac + 1));
+        let narrow = !late && frac <= 48 && bound <= 1 << 24 && min_exp <= frac + 126;
+        let wide = frac <= 48 && bound <= 1 << 53 && min_exp <= frac + 1000;
+        let path = if narrow {
+            Path::Narrow
+        } else if wide {
+            Path::Wide
+        } else {
+            Path::Scalar
+        };
+        let efloor = match path {
+            Path::Narrow => min_exp.max(frac - 126),
+            _ => min_exp.max(frac - 1022),
+        };
+        let zero_block_is_identity = late || (frac >= frac_out as i32 && min_exp <= -28 - frac);
+        Params {
+            zero_block_is_identity,
+            nfma: preset.nfma(),
+            frac,
+            late,
+            efloor,
+            mask32: !((1u32 << (23 - frac_out)) - 1),
+            mask64: !((1u64 << (52 - frac_out)) - 1),
+            path,
+        }
+    }
+}
+
+/// The block maximum of nonzero product exponents of one block, per output: `max_k ea[k] + eb[k][j]` in
+/// saturating i8 lanes (`pe` holds the block's `nfma` rows of W exponents).
+#[inline(always)]
+fn block_max<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8]) -> [i8; W] {
+    let mut e = [i8::MIN; W];
+    for (&code, row) in ab.iter().zip(pe.chunks_exact(W)) {
+        let ea = la.e[code as usize];
+        let row: &[i8; W] = row.try_into().unwrap_or(&[0; W]);
+        for j in 0..W {
+            e[j] = e[j].max(ea.saturating_add(row[j]));
+        }
+    }
+    e
+}
+
+/// trunc(x) for |x| < 2^31: the hardware rounding instruction (`HT`, SSE4.1 and up) or an exact integer
+/// round trip (baseline x86-64 has no vector truncation; a -0 result is +0 there, which no sum can tell).
+#[inline(always)]
+fn tr32<const HT: bool>(x: f32) -> f32 {
+    if HT {
+        x.trunc()
+    } else {
+        x as i32 as f32
+    }
+}
+
+/// trunc(x) for |x| < 2^63, like [`tr32`].
+#[inline(always)]
+fn tr64<const HT: bool>(x: f64) -> f64 {
+    if HT {
+        x.trunc()
+    } else {
+        x as i64 as f64
+    }
+}
+
+/// The fp32 exponent floor(log2|c|) of a normal or zero accumulator (+0 gives -127).
+#[inline(always)]
+fn exp_f32(c: f32) -> i32 {
+    ((c.to_bits() >> 23) & 0xFF) as i32 - 127
+}
+
+/// The chains of one row against a W-wide panel over one piece of `nblk` blocks, narrow path: `a` holds
+/// the row's codes, `pv`/`pe` the panel's values and exponents (one row of W per position), and `c` the W
+/// running accumulators. `HT`: truncate with the hardware instruction (see [`tr32`]).
+#[inline(always)]
+pub fn narrow_piece<const W: usize, const HT: bool>(
+    a: &[u8],
+    nblk: usize,
+    la: &Lut,
+    pv: &[f32],
+    pe: &[i8],
+    c: &mut [f32; W],
+    p: &Params,
+) {
+    let nfma = p.nfma;
+    for blk in 0..nblk {
+        // (Offsets by multiplication: chunk iterators would divide on every call.)
+        let ab = &a[blk * nfma..(blk + 1) * nfma];
+        let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
+        let e = block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]);
+        // Block exponent E = max(products, c, floor); s = 2^(frac - E) and 2^(E - frac) as fp32 bits.
+        let mut s = [0f32; W];
+        let mut inv = [0f32; W];
+        for j in 0..W {
+            let ee = (e[j] as i32).max(exp_f32(c[j])).max(p.efloor);
+            s[j] = f32::from_bits(((127 + p.frac - ee) as u32) << 23);
+            inv[j] = f32::from_bits(((127 - p.frac + ee) as u32) << 23);
+        }
+        // Aligned, truncated terms, summed exactly (integers below 2^24).
+        let mut acc = [0f32; W];
+        for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
+            let va = la.v32[code as usize];
+            let row: &[f32; W] = row.try_into().unwrap_or(&[0.0; W]);
+            for j in 0..W {
+                acc[j] += tr32::<HT>(va * row[j] * s[j]);
+            }
+        }
+        // c enters like a term; the sum is truncated to frac_out bits and scaled back.
+        for j in 0..W {
+            let sum = acc[j] + tr32::<HT>(c[j] * s[j]);
+            c[j] = f32::from_bits(sum.to_bits() & p.mask32) * inv[j];
+        }
+    }
+}
+
+/// [`narrow_piece`] for the wide path: the same block step with f64 sums; `LATE` selects the late-c
+/// preset's order (c out of the maximum, added after the block with one fp32 RNE addition).
+#[inline(always)]
+pub fn wide_piece<const W: usize, const LATE: bool, const HT: bool>(
+    a: &[u8],
+    nblk: usize,
+    la: &Lut,
+    pv: &[f64],
+    pe: &[i8],
+    c: &mut [f32; W],
+    p: &Params,
+) {
+    let nfma = p.nfma;
+    for blk in 0..nblk {
+        let ab = &a[blk * nfma..(blk + 1) * nfma];
+        let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
+        let e = block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]);
+        let mut s = [0f64; W];
+        let mut inv = [0f64; W];
+        for j in 0..W {
+            let mut ee = (e[j] as i32).max(p.efloor);
+            if !LATE {
+                ee = ee.max(exp_f32(c[j]));
+            }
+            s[j] = f64::from_bits(((1023 + p.frac - ee) as u64) << 52);
+            inv[j] = f64::from_bits(((1023 - p.frac + ee) as u64) << 52);
+        }
+        let mut acc = [0f64; W];
+        for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
+            let va = la.v64[code as usize];
+            let row: &[f64; W] = row.try_into().unwrap_or(&[0.0; W]);
+            for j in 0..W {
+                acc[j] += tr64::<HT>(va * row[j] * s[j]);
+            }
+        }
+        for j in 0..W {
+            if LATE {
+                let d = f64::from_bits(acc[j].to_bits() & p.mask64) * inv[j];
+                // d has at most 24 significant bits: the conversion is exact; then one fp32 RNE addition.
+                c[j] += d as f32;
+            } else {
+                let sum = acc[j] + tr64::<HT>(c[j] as f64 * s[j]);
+                c[j] = (f64::from_bits(sum.to_bits() & p.mask64) * inv[j]) as f32;
+            }
+        }
+    }
+}

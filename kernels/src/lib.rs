@@ -1,0 +1,288 @@
+//! mmaemu-kernels: the fast CPU backend of mmaemu.
+//!
+//! [`CpuEngine`] implements the model's [`ChainEngine`] hook for every preset (ada, hopper, b200_mma_sync,
+//! user-defined), all four format pairs, fast and slow accumulation and every split scheme, and returns
+//! exactly the bits of the model's [`mmaemu_model::ReferenceEngine`]:
+//!
+//! - [`kernel`]: the block step for a panel of outputs at once, in exact arithmetic (an i8 block-maximum
+//!   pass, power-of-two scalings, truncation, integer sums) — the exactness argument is written there;
+//! - [`driver`]: the whole plan (splits, chunks, slow sums, combination) in one pass over output tiles,
+//!   in parallel with rayon;
+//! - [`SimdLevel`]: the instruction set, chosen at run time (`is_x86_feature_detected!`): AVX-512 (panels
+//!   of 64 outputs), AVX2 (32) or portable code (32); every level is the same source compiled for it;
+//! - [`selfcheck`]: the battery of adversarial chains a backend registry runs against the model before
+//!   it first uses the engine;
+//! - [`native`]: the native fp32 GEMM (matrixmultiply) the benchmarks compare with.
+//!
+//! Presets beyond the kernels' exactness bounds (an nfma so large that a block sum could exceed 2^53) run
+//! on the model's own chain, in parallel.
+
+pub mod cuda;
+pub mod driver;
+pub mod kernel;
+pub mod native;
+pub mod selfcheck;
+pub mod tables;
+
+use driver::Job;
+use kernel::Path;
+use mmaemu_model::accumulate::run_plan_by_chunks;
+use mmaemu_model::{Chain, ChainEngine, Format, Operands, Plan, Preset};
+use rayon::prelude::*;
+use std::fmt;
+use std::ops::Range;
+
+/// An instruction-set level of the kernels. A value other than [`SimdLevel::portable`] exists only when
+/// the running CPU supports that level (it is made by [`SimdLevel::detect`], [`SimdLevel::available`] or
+/// [`SimdLevel::by_name`], which ask `is_x86_feature_detected!`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SimdLevel(Level);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Level {
+    Portable,
+    Avx2,
+    Avx512,
+}
+
+impl SimdLevel {
+    /// Portable code (every CPU).
+    pub fn portable() -> SimdLevel {
+        SimdLevel(Level::Portable)
+    }
+
+    /// Every level the running CPU supports, best first (portable last).
+    pub fn available() -> Vec<SimdLevel> {
+        let mut v = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+                v.push(SimdLevel(Level::Avx512));
+            }
+            if is_x86_feature_detected!("avx2") {
+                v.push(SimdLevel(Level::Avx2));
+            }
+        }
+        v.push(SimdLevel::portable());
+        v
+    }
+
+    /// The best level the running CPU supports.
+    pub fn detect() -> SimdLevel {
+        SimdLevel::available()[0]
+    }
+
+    /// The level named `avx512`, `avx2` or `portable`, if the running CPU supports it.
+    pub fn by_name(name: &str) -> Option<SimdLevel> {
+        SimdLevel::available().into_iter().find(|l| l.name() == name)
+    }
+
+    /// `avx512`, `avx2` or `portable`.
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            Level::Portable => "portable",
+            Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
+        }
+    }
+
+    /// The names of all levels, supported here or not, best first.
+    pub fn all_names() -> [&'static str; 3] {
+        ["avx512", "avx2", "portable"]
+    }
+
+    /// Outputs per panel (the W of the kernels).
+    pub fn width(self) -> usize {
+        match self.0 {
+            Level::Avx512 => 64,
+            _ => 32,
+        }
+    }
+
+    /// One tile of a job on this level.
+    fn tile(self, job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
+        match self.0 {
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx512 => {
+                // SAFETY: a `Level::Avx512` value is only made by `SimdLevel::available` after
+                // `is_x86_feature_detected!` reported avx512f and avx512bw, so this CPU runs the
+                // instructions `tile_avx512` is compiled for.
+                unsafe { tile_avx512(job, rows, panel) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 => {
+                // SAFETY: a `Level::Avx2` value is only made by `SimdLevel::available` after
+                // `is_x86_feature_detected!` reported avx2, so this CPU runs the instructions `tile_avx2`
+                // is compiled for.
+                unsafe { tile_avx2(job, rows, panel) }
+            }
+            _ => tile_portable(job, rows, panel),
+        }
+    }
+}
+
+impl fmt::Display for SimdLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The tile of the AVX-512 level: the portable source, compiled for AVX-512F/BW, panels of 64.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn tile_avx512(job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
+    driver::tile::<64, true>(job, rows, panel)
+}
+
+/// The tile of the AVX2 level: the portable source, compiled for AVX2, panels of 32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn tile_avx2(job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
+    driver::tile::<32, true>(job, rows, panel)
+}
+
+/// Whether the portable build has a vector truncation (every target but x86-64 below SSE4.1).
+const PORTABLE_TRUNC: bool = !cfg!(target_arch = "x86_64") || cfg!(target_feature = "sse4.1");
+
+/// The tile of the portable level: panels of 32, whatever the compiler targets.
+fn tile_portable(job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
+    driver::tile::<32, PORTABLE_TRUNC>(job, rows, panel)
+}
+
+/// The CPU backend: the chains of every preset at one [`SimdLevel`], bit-identical to the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuEngine {
+    level: SimdLevel,
+}
+
+impl Default for CpuEngine {
+    fn default() -> CpuEngine {
+        CpuEngine::new()
+    }
+}
+
+impl CpuEngine {
+    /// The engine at the best level of the running CPU.
+    pub fn new() -> CpuEngine {
+        CpuEngine { level: SimdLevel::detect() }
+    }
+
+    /// The engine at a given level.
+    pub fn with_level(level: SimdLevel) -> CpuEngine {
+        CpuEngine { level }
+    }
+
+    /// Its level.
+    pub fn level(&self) -> SimdLevel {
+        self.level
+    }
+
+    /// Which kernel path a preset runs on: `narrow` (f32 lanes), `wide` (f64 lanes) or `scalar` (the model's
+    /// chain).
+    pub fn path_name(preset: &Preset) -> &'static str {
+        kernel::Params::new(preset).path.name()
+    }
+
+    /// The model's chains, one output at a time, rows in parallel: for presets beyond the kernels' bounds
+    /// and operands with non-finite codes (which the GEMM paths never pass, see [`ChainEngine::chains`]).
+    #[allow(clippy::too_many_arguments)]
+    fn scalar_chains(
+        preset: &Preset,
+        fa: Format,
+        fb: Format,
+        a: &[u8],
+        b: &[u8],
+        m: usize,
+        n: usize,
+        l: usize,
+    ) -> Vec<f32> {
+        let chain = Chain::new(preset, fa, fb);
+        let mut out = vec![0f32; m * n];
+        out.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
+            let ra = &a[i * l..(i + 1) * l];
+            for (j, o) in row.iter_mut().enumerate() {
+                *o = chain.run(ra, &b[j * l..(j + 1) * l], 0.0);
+            }
+        });
+        out
+    }
+}
+
+impl ChainEngine for CpuEngine {
+    fn name(&self) -> String {
+        format!("cpu:{}", self.level.name())
+    }
+
+    fn chains(
+        &self,
+        preset: &Preset,
+        fa: Format,
+        fb: Format,
+        a: &[u8],
+        b: &[u8],
+        m: usize,
+        n: usize,
+        l: usize,
+    ) -> Vec<f32> {
+        if m == 0 || n == 0 {
+            return Vec::new();
+        }
+        if l == 0 {
+            return vec![0.0; m * n];
+        }
+        let job = Job::chains(preset, fa, fb, a, b, m, n, l);
+        if job.path() == Path::Scalar || tables::has_nonfinite(a, fa) || tables::has_nonfinite(b, fb) {
+            return CpuEngine::scalar_chains(preset, fa, fb, a, b, m, n, l);
+        }
+        job.run(self.level.width(), |job, rows, panel| self.level.tile(job, rows, panel))
+    }
+
+    fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
+        let job = Job::new(preset, plan, ops);
+        if job.path() == Path::Scalar || tables::has_nonfinite(ops.a, ops.fa) || tables::has_nonfinite(ops.b, ops.fb) {
+            // Chunk by chunk through `chains`, which runs the model's chain where the kernels cannot.
+            return run_plan_by_chunks(self, preset, plan, ops);
+        }
+        job.run(self.level.width(), |job, rows, panel| self.level.tile(job, rows, panel))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mmaemu_model::plan::{Scheme, SplitK};
+    use mmaemu_model::ReferenceEngine;
+
+    /// The 64-wide panels of the AVX-512 level, compiled portably, against the model: the same source as
+    /// `tile_avx512` without its instructions, so that machines without AVX-512 test its tiling too.
+    #[test]
+    fn wide_panels_match_the_model() {
+        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (preset, split) in [
+            (Preset::hopper(), SplitK::new(3, Scheme::Contiguous).unwrap()),
+            (Preset::ada(), SplitK::new(2, Scheme::Pairwise).unwrap()),
+            (Preset::b200_mma_sync(), SplitK::NONE),
+        ] {
+            for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3)] {
+                let (m, n, k) = (3, 70, 300);
+                let code = |f: Format, r: u64| if f.is_nonfinite(r as u8) { 0x11 } else { r as u8 };
+                let a: Vec<u8> = (0..m * k).map(|_| code(fa, next())).collect();
+                let b: Vec<u8> = (0..n * k).map(|_| code(fb, next())).collect();
+                let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+                for fast in [true, false] {
+                    let Ok(plan) = Plan::new(&preset, k, fast, split) else { continue };
+                    let want = ReferenceEngine.run_plan(&preset, &plan, &ops);
+                    let got = Job::new(&preset, &plan, &ops).run(64, driver::tile::<64, PORTABLE_TRUNC>);
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{} {fa} x {fb} fast {fast}", preset.name());
+                }
+            }
+        }
+    }
+}

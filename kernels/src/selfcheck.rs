@@ -1,0 +1,166 @@
+//! The CPU backend's self-check: a small fixed battery of adversarial GEMMs run through the engine and
+//! through the model, compared bit for bit. A backend registry runs it before it first uses an engine and
+//! falls back to the model if it fails.
+//!
+//! The battery covers every kernel path (narrow: ada, hopper and an odd custom preset; wide: b200_mma_sync
+//! and a 40-bit custom preset), all four format pairs, fast and slow, unsplit and every split scheme, ragged
+//! K and panels wider than one SIMD panel, and operands built to stress the block step: the largest and
+//! smallest magnitudes in one block (truncation), exact cancellation (the +0 rule), subnormals, -0 codes,
+//! blocks where the accumulator dominates, exponent ties with carries, and a row with NaN and Inf codes.
+
+use crate::CpuEngine;
+use mmaemu_model::plan::SplitK;
+use mmaemu_model::preset::{CEntry, Maturity, PresetSpec};
+use mmaemu_model::{execute, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
+
+/// A tiny deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// The presets of the battery: the built-ins and two custom ones (odd block, other frac_out; 40-bit wide).
+pub fn presets() -> Vec<Preset> {
+    let custom = |name: &str, nfma, frac, frac_out, min_exp, c_entry, slow_chunk| {
+        Preset::custom(PresetSpec {
+            name: name.into(),
+            nfma,
+            frac,
+            frac_out,
+            min_exp,
+            c_entry,
+            slow_chunk,
+            maturity: Maturity::Custom,
+        })
+    };
+    let mut v = vec![Preset::ada(), Preset::hopper(), Preset::b200_mma_sync()];
+    v.extend(custom("selfcheck-odd", 5, 13, 9, -20, CEntry::Early, Some(48)));
+    v.extend(custom("selfcheck-wide", 7, 40, 23, -1000, CEntry::Early, Some(96)));
+    v
+}
+
+/// One adversarial row of `k` codes of format `f`, pattern `which` (0..8).
+fn row(rng: &mut Rng, f: Format, k: usize, which: usize) -> Vec<u8> {
+    let max = f.max_code();
+    let finite = |rng: &mut Rng| loop {
+        let c = rng.below(256) as u8;
+        if !f.is_nonfinite(c) {
+            return c;
+        }
+    };
+    (0..k)
+        .map(|i| match which {
+            // Largest and smallest magnitudes mixed in one block.
+            0 => [max, 0x01, max | 0x80, 0x81, 0x02][i % 5],
+            // Exact cancellation: x, -x pairs.
+            1 => {
+                let c = if i % 4 < 2 { 0x38 } else { 0x3C };
+                c | if i % 2 == 1 { 0x80 } else { 0 }
+            }
+            // Subnormals and signed zeros.
+            2 => [0x01, 0x07, 0x80, 0x00, 0x83, 0x02][i % 6],
+            // A dominant block followed by tiny ones (the accumulator dominates).
+            3 => {
+                if i < 16 {
+                    max - (i as u8 % 3)
+                } else {
+                    0x01 + (i as u8 % 3)
+                }
+            }
+            // Exponent ties with carries: one exponent, all significands.
+            4 => 0x40 | (i as u8 & 0x07) | if i % 7 == 3 { 0x80 } else { 0 },
+            // A row with NaN and Inf codes (patched after the combination).
+            5 => {
+                if i == k / 2 {
+                    0x7F
+                } else if i == k / 3 && f == Format::E5m2 {
+                    0xFC
+                } else {
+                    finite(rng)
+                }
+            }
+            // Random finite codes.
+            _ => finite(rng),
+        })
+        .collect()
+}
+
+/// The plans of the battery for a preset: fast and slow unsplit, and S = 2 and 3 with every scheme the
+/// preset allows.
+fn plans(preset: &Preset, k: usize) -> Vec<Plan> {
+    let mut v = Vec::new();
+    for fast in [true, false] {
+        let mut splits = vec![SplitK::NONE];
+        for s in [2, 3] {
+            for &scheme in preset.allowed_schemes() {
+                splits.extend(SplitK::new(s, scheme).ok());
+            }
+        }
+        for split in splits {
+            v.extend(Plan::new(preset, k, fast, split).ok());
+        }
+    }
+    v
+}
+
+/// Run the battery on `engine`: Ok, or the first difference from the model.
+pub fn run(engine: &CpuEngine) -> Result<(), String> {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let width = engine.level().width();
+    let pairs = [
+        (Format::E4m3, Format::E4m3),
+        (Format::E4m3, Format::E5m2),
+        (Format::E5m2, Format::E4m3),
+        (Format::E5m2, Format::E5m2),
+    ];
+    for preset in presets() {
+        for (pi, &(fa, fb)) in pairs.iter().enumerate() {
+            // Ragged K; one shape with several panels and a partial one.
+            let (m, n, k) = if pi == 0 { (3, width + 5, 200) } else { (2, 5, 150 + 17 * pi) };
+            let a: Vec<u8> = (0..m).flat_map(|i| row(&mut rng, fa, k, (i + pi) % 7)).collect();
+            let b: Vec<u8> = (0..n).flat_map(|j| row(&mut rng, fb, k, (j * 3 + pi) % 8)).collect();
+            let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+            for plan in plans(&preset, k) {
+                let want = execute(&preset, &plan, &ops, &ReferenceEngine).map_err(|e| e.to_string())?;
+                let got = execute(&preset, &plan, &ops, engine).map_err(|e| e.to_string())?;
+                let bits = |x: &f32| if x.is_nan() { 0x7FFF_FFFF } else { x.to_bits() };
+                if let Some(i) = (0..want.len()).find(|&i| bits(&want[i]) != bits(&got[i])) {
+                    return Err(format!(
+                        "{} differs from the model: preset {}, {fa} x {fb}, fast {}, split {}, [{m}, {n}, {k}] \
+                         output ({}, {}): {:#010x} instead of {:#010x}",
+                        engine.name(),
+                        preset.name(),
+                        plan.fast(),
+                        plan.split(),
+                        i / n,
+                        i % n,
+                        bits(&got[i]),
+                        bits(&want[i])
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{CpuEngine, SimdLevel};
+
+    #[test]
+    fn every_available_level_passes() {
+        for level in SimdLevel::available() {
+            super::run(&CpuEngine::with_level(level)).unwrap();
+        }
+    }
+}

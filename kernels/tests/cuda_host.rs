@@ -1,0 +1,136 @@
+//! The CUDA backend's host side without a GPU: the Rust emulation of the kernels' per-block integer
+//! algorithm (same structure as chain.cu) against the model on random chains of random presets, every
+//! format pair, and whole plans (fast, slow, every split scheme) driven by the model's `execute`.
+
+use mmaemu_kernels::cuda::{emulate, ChainParams, DecodeTables};
+use mmaemu_model::accumulate::{execute, ChainEngine, Operands, ReferenceEngine};
+use mmaemu_model::{CEntry, Format, Maturity, Plan, Preset, PresetSpec, SplitK};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn codes(rng: &mut Rng, f: Format, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|_| loop {
+            let c = match rng.below(4) {
+                0 => rng.below(256) as u8,
+                1 => (rng.below(2) as u8) << 7 | rng.below(8) as u8,
+                2 => 0,
+                _ => (rng.below(2) as u8) << 7 | (0x30 + rng.below(16)) as u8,
+            };
+            if !f.is_nonfinite(c) {
+                break c;
+            }
+        })
+        .collect()
+}
+
+/// The emulated kernels as an engine, so the model's `execute` can drive whole plans through them.
+struct Emulated(DecodeTables);
+impl ChainEngine for Emulated {
+    fn name(&self) -> String {
+        "cuda-emulated".into()
+    }
+    fn chains(
+        &self,
+        preset: &Preset,
+        fa: Format,
+        fb: Format,
+        a: &[u8],
+        b: &[u8],
+        m: usize,
+        n: usize,
+        l: usize,
+    ) -> Vec<f32> {
+        let p = ChainParams::new(preset, fa, fb).expect("kernel parameters");
+        emulate::chains(&p, &self.0, a, b, m, n, l)
+    }
+}
+
+fn random_preset(rng: &mut Rng) -> Preset {
+    match rng.below(5) {
+        0 => Preset::ada(),
+        1 => Preset::hopper(),
+        2 => Preset::b200_mma_sync(),
+        _ => Preset::custom(PresetSpec {
+            name: "random".into(),
+            nfma: 1 + rng.below(40) as u32,
+            frac: 1 + rng.below(40) as u32,
+            frac_out: 1 + rng.below(23) as u32,
+            min_exp: -150 + rng.below(40) as i32,
+            c_entry: if rng.below(2) == 0 { CEntry::Early } else { CEntry::Late },
+            slow_chunk: Some(16 * (1 + rng.below(8) as u32)),
+            maturity: Maturity::Custom,
+        })
+        .expect("valid preset"),
+    }
+}
+
+#[test]
+fn emulated_kernels_equal_the_model_on_random_chains() {
+    let t = DecodeTables::from_model();
+    let mut rng = Rng(12345);
+    for _ in 0..400 {
+        let preset = random_preset(&mut rng);
+        let (fa, fb) = (Format::ALL[rng.below(2) as usize], Format::ALL[rng.below(2) as usize]);
+        let (m, n, l) = (1 + rng.below(5) as usize, 1 + rng.below(5) as usize, rng.below(300) as usize);
+        let (a, b) = (codes(&mut rng, fa, m * l), codes(&mut rng, fb, n * l));
+        let p = ChainParams::new(&preset, fa, fb).expect("params");
+        let got: Vec<u32> = emulate::chains(&p, &t, &a, &b, m, n, l).iter().map(|x| x.to_bits()).collect();
+        let want: Vec<u32> =
+            ReferenceEngine.chains(&preset, fa, fb, &a, &b, m, n, l).iter().map(|x| x.to_bits()).collect();
+        assert_eq!(got, want, "{preset:?} {fa:?}x{fb:?} m={m} n={n} l={l}");
+    }
+}
+
+#[test]
+fn emulated_kernels_run_every_plan_like_the_model() {
+    let engine = Emulated(DecodeTables::from_model());
+    let mut rng = Rng(777);
+    for preset in [Preset::ada(), Preset::hopper(), Preset::b200_mma_sync()] {
+        for &scheme in preset.allowed_schemes() {
+            for s in [1usize, 2, 3] {
+                for fast in [true, false] {
+                    let Ok(split) = SplitK::new(s, scheme) else { continue };
+                    let k = 16 * (1 + rng.below(40) as usize);
+                    let Ok(plan) = Plan::new(&preset, k, fast, split) else { continue };
+                    for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3)] {
+                        let (m, n) = (3, 4);
+                        let (a, b) = (codes(&mut rng, fa, m * k), codes(&mut rng, fb, n * k));
+                        let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+                        let got = execute(&preset, &plan, &ops, &engine).expect("execute");
+                        let want = execute(&preset, &plan, &ops, &ReferenceEngine).expect("execute");
+                        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&got), bits(&want), "{} s={s} {scheme:?} fast={fast}", preset.name());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn unsupported_presets_are_refused_not_miscomputed() {
+    let wide = Preset::custom(PresetSpec {
+        name: "huge".into(),
+        nfma: 1 << 22,
+        frac: 40,
+        frac_out: 23,
+        min_exp: -132,
+        c_entry: CEntry::Early,
+        slow_chunk: None,
+        maturity: Maturity::Custom,
+    })
+    .expect("valid preset");
+    assert!(ChainParams::new(&wide, Format::E4m3, Format::E4m3).is_err());
+}

@@ -1,0 +1,330 @@
+//! `mmaemu-record heuristics --grid SPEC`: cuBLASLt heuristic queries only (no GEMM runs), written as a
+//! split-K decision table `mmaemu-splitk-table/1` (`shared/formats/recording-v1.md`, "Companion format")
+//! with its JSON sidecar, so a new GPU or cuBLAS version gets the table its profile needs.
+//!
+//! One query per grid key (m, n, k, fmt_a, fmt_b, out dtype, fast_accum, workspace) with torch 2.7.1's
+//! descriptor ([`crate::descriptor`]); the table row is the first algorithm's configuration. Keys torch
+//! rejects before cuBLASLt are skipped; queries cuBLASLt answers with a nonzero status or no algorithm
+//! are dropped and counted (`dropped_status_nonzero`), like the shipped tables. The run is chunked and
+//! resumable like a sweep ([`crate::parts`]): each chunk is a JSON-lines file written atomically.
+
+use crate::backend::{Backend, Heuristic, Platform};
+use crate::descriptor::{CallConfig, Caller, DESCRIPTOR_SUMMARY};
+use crate::error::RecordError;
+use crate::parts::{write_json, Parts, RunKey};
+use crate::progress::Progress;
+use crate::spec::{auto_scheme, Sweep};
+use crate::table::{write_table, TableRecord};
+use crate::util::{now_rfc3339, sha256_file, write_atomic};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Options of a heuristics run.
+#[derive(Debug, Clone, Default)]
+pub struct HeuristicsOptions {
+    /// The output table (`.parquet`; the sidecar is the same path with `.json`).
+    pub out: PathBuf,
+    /// Clear the parts of an interrupted run.
+    pub restart: bool,
+    /// Keep the parts directory.
+    pub keep_parts: bool,
+    /// No progress output.
+    pub quiet: bool,
+    /// Query only the first N keys.
+    pub limit: Option<u64>,
+    /// Stop after this many chunks (exit code 5).
+    pub stop_after_chunks: Option<u64>,
+    /// Caller override.
+    pub caller: Option<Caller>,
+    /// Extra keys merged into the platform.
+    pub platform_extra: Option<Value>,
+}
+
+/// What a heuristics run did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HeuristicsReport {
+    /// Keys in the run.
+    pub keys: u64,
+    /// Table rows written.
+    pub rows: u64,
+    /// Rows with numSplitsK > 1.
+    pub split_rows: u64,
+    /// Keys torch would not send to cuBLASLt.
+    pub skipped: u64,
+    /// Queries with a nonzero status or no algorithm.
+    pub dropped_status_nonzero: u64,
+    /// Answers whose values do not fit the table's column types.
+    pub dropped_out_of_range: u64,
+    /// Keys that repeat an earlier key (two workspace entries with the same bytes).
+    pub duplicates: u64,
+    /// Chunks taken from an interrupted run.
+    pub resumed_chunks: u64,
+    /// sha256 of the table.
+    pub sha256: String,
+}
+
+/// The sidecar path of a table.
+pub fn sidecar_path(out: &Path) -> PathBuf {
+    out.with_extension("json")
+}
+
+fn slug(gpu_short: &str) -> String {
+    gpu_short.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase()
+}
+
+/// Runs the grid (see the module documentation).
+pub fn run_heuristics(
+    sweep: &Sweep,
+    backend: &mut dyn Backend,
+    opts: &HeuristicsOptions,
+) -> Result<HeuristicsReport, RecordError> {
+    if opts.out.extension().and_then(|e| e.to_str()) != Some("parquet") {
+        return Err(RecordError::Usage(format!(
+            "--out {}: a split-K table must end in .parquet (its sidecar gets .json)",
+            opts.out.display()
+        )));
+    }
+    let platform = backend.platform().clone();
+    let caller = opts.caller.unwrap_or(sweep.caller);
+    let keys = opts.limit.map_or(sweep.grid_count(), |l| l.min(sweep.grid_count()));
+    let chunk = sweep.spec.grid_chunk_rows as u64;
+    let chunks = keys.div_ceil(chunk);
+    let run = RunKey {
+        kind: "heuristics".into(),
+        spec_name: sweep.spec.name.clone(),
+        spec_sha256: sweep.sha256.clone(),
+        units: keys,
+        chunk_units: chunk,
+        device: platform.json.get("gpu").and_then(|g| g.as_str()).unwrap_or("?").to_string(),
+        cublaslt: platform.cublaslt.clone(),
+        settings: format!("caller {}", caller.name()),
+    };
+    let mut parts = Parts::open(&opts.out, run, opts.restart)?;
+    let mut progress = Progress::new(keys, "heuristic queries", opts.quiet);
+    let mut report = HeuristicsReport { keys, ..HeuristicsReport::default() };
+    let mut written = 0u64;
+    for c in 0..chunks {
+        let range = c * chunk..((c + 1) * chunk).min(keys);
+        if parts.done(c)?.is_some() {
+            progress.skip(range.end - range.start);
+            report.resumed_chunks += 1;
+            continue;
+        }
+        let mut lines = Vec::new();
+        let mut stats: BTreeMap<String, u64> = BTreeMap::new();
+        for i in range {
+            progress.inc(1);
+            let (key, skip) = sweep.grid_key(i);
+            if skip.is_some() {
+                *stats.entry("skipped".into()).or_default() += 1;
+                continue;
+            }
+            let ws = key.workspace.bytes(caller, platform.capability);
+            let cfg = CallConfig {
+                m: key.m,
+                n: key.n,
+                k: key.k,
+                fmt_a: key.fmt_a,
+                fmt_b: key.fmt_b,
+                out: key.out,
+                fast_accum: key.fast,
+                scale_result: false,
+                workspace_bytes: ws,
+                align: caller.alignment(),
+            };
+            match backend.heuristic(&cfg)? {
+                Heuristic::Rejected(_) => *stats.entry("dropped_status_nonzero".into()).or_default() += 1,
+                Heuristic::Algo(a) => match TableRecord::new(&cfg, &a) {
+                    Some(r) => lines.push(serde_json::to_string(&r).map_err(|e| RecordError::Model(e.to_string()))?),
+                    None => *stats.entry("dropped_out_of_range".into()).or_default() += 1,
+                },
+            }
+        }
+        let path = parts.chunk_path(c, "jsonl");
+        let mut body = lines.join("\n");
+        body.push('\n');
+        write_atomic(&path, body.as_bytes())?;
+        parts.complete(c, &path, lines.len() as u64, stats, Vec::new())?;
+        progress.chunk_done(c, chunks);
+        written += 1;
+        if opts.stop_after_chunks.is_some_and(|s| written >= s) && c + 1 < chunks {
+            progress.finish();
+            return Err(RecordError::Stopped { chunks: written as usize });
+        }
+    }
+    progress.finish();
+
+    // Collect the chunks, in order, dropping repeated keys.
+    let mut rows: Vec<TableRecord> = Vec::new();
+    let mut seen = HashSet::new();
+    for (index, entry) in parts.chunks() {
+        if *index >= chunks {
+            continue;
+        }
+        let p = parts.dir().join(&entry.file);
+        let text = std::fs::read_to_string(&p).map_err(|e| RecordError::io(&p, e))?;
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let r: TableRecord = serde_json::from_str(line)
+                .map_err(|e| RecordError::ResumeMismatch(format!("{}: bad chunk line: {e}", p.display())))?;
+            if seen.insert(r.key()) {
+                rows.push(r);
+            } else {
+                report.duplicates += 1;
+            }
+        }
+        for (k, v) in &entry.stats {
+            match k.as_str() {
+                "skipped" => report.skipped += v,
+                "dropped_status_nonzero" => report.dropped_status_nonzero += v,
+                "dropped_out_of_range" => report.dropped_out_of_range += v,
+                _ => {}
+            }
+        }
+    }
+    report.rows = rows.len() as u64;
+    report.split_rows = rows.iter().filter(|r| r.split_s > 1).count() as u64;
+
+    let workspaces: BTreeSet<i64> = rows.iter().map(|r| r.workspace_bytes).collect();
+    let mut platform_json = platform.with_run(caller.platform_name(), None);
+    if let (Value::Object(map), Some(Value::Object(extra))) = (&mut platform_json, &opts.platform_extra) {
+        for (k, v) in extra {
+            map.insert(k.clone(), v.clone());
+        }
+    }
+    let created = now_rfc3339();
+    let tool = format!("mmaemu-record {}", env!("CARGO_PKG_VERSION"));
+    let provenance = json!({
+        "source": format!("{}: heuristic grid {}", if platform.simulated { "simulated device (mmaemu model)" } else { "cuBLASLt via mmaemu-record" }, sweep.spec.name),
+        "licence": null,
+        "created": created,
+        "tool": tool,
+        "spec_sha256": sweep.sha256,
+    });
+    write_table(&opts.out, &rows, &platform_json, &provenance)?;
+    let (sha256, bytes) = sha256_file(&opts.out)?;
+    report.sha256 = sha256.clone();
+    let sidecar = sidecar(
+        &opts.out,
+        sweep,
+        &platform,
+        &platform_json,
+        &rows,
+        &report,
+        &sha256,
+        &workspaces,
+        caller,
+        &created,
+        &tool,
+    );
+    let side = sidecar_path(&opts.out);
+    write_json(&side, &sidecar)?;
+    let (side_sha, _) = sha256_file(&side)?;
+    let manifest = json!({
+        "format": "mmaemu-record-manifest/1",
+        "kind": "heuristics",
+        "file": opts.out.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "sha256": sha256,
+        "bytes": bytes,
+        "rows": report.rows,
+        "sidecar": {"file": side.file_name().map(|n| n.to_string_lossy().into_owned()), "sha256": side_sha},
+        "spec": {"name": sweep.spec.name, "sha256": sweep.sha256},
+        "counts": {
+            "keys": report.keys,
+            "skipped_by_torch_checks": report.skipped,
+            "dropped_status_nonzero": report.dropped_status_nonzero,
+            "dropped_out_of_range": report.dropped_out_of_range,
+            "duplicates": report.duplicates,
+            "resumed_chunks": report.resumed_chunks,
+        },
+        "created": created,
+        "tool": tool,
+    });
+    write_json(&crate::sweep::manifest_path(&opts.out), &manifest)?;
+    if !opts.keep_parts {
+        parts.remove()?;
+    }
+    Ok(report)
+}
+
+/// The sidecar JSON of a recorded table.
+#[allow(clippy::too_many_arguments)]
+fn sidecar(
+    out: &Path,
+    sweep: &Sweep,
+    platform: &Platform,
+    platform_json: &Value,
+    rows: &[TableRecord],
+    report: &HeuristicsReport,
+    sha256: &str,
+    workspaces: &BTreeSet<i64>,
+    caller: Caller,
+    created: &str,
+    tool: &str,
+) -> Value {
+    let cublaslt = platform.cublaslt.clone().unwrap_or_else(|| "unknown".into());
+    let table_id = format!("heur_{}_lt{}", slug(&platform.gpu_short), cublaslt);
+    // Per-setting summaries, as in the shipped sidecars.
+    type Setting = (i64, String, bool, String, String);
+    /// rows, split rows, max split M*N, min split K, S values.
+    type Summary = (u64, u64, Option<u64>, Option<i32>, BTreeSet<u8>);
+    let mut settings: BTreeMap<Setting, Summary> = BTreeMap::new();
+    for r in rows {
+        let e = settings
+            .entry((r.workspace_bytes, r.out_dtype.clone(), r.fast_accum, r.fmt_a.clone(), r.fmt_b.clone()))
+            .or_insert((0, 0, None, None, BTreeSet::new()));
+        e.0 += 1;
+        if r.split_s > 1 {
+            e.1 += 1;
+            let mn = r.m as u64 * r.n as u64;
+            e.2 = Some(e.2.map_or(mn, |x| x.max(mn)));
+            e.3 = Some(e.3.map_or(r.k, |x| x.min(r.k)));
+            e.4.insert(r.split_s);
+        }
+    }
+    let settings: Vec<Value> = settings
+        .into_iter()
+        .map(|((ws, out, fast, fa, fb), (n, split, max_mn, min_k, s_values))| {
+            json!({"ws": ws, "out": out, "fast": fast, "fmt_a": fa, "fmt_b": fb, "rows": n, "split_rows": split,
+                   "max_split_MN": max_mn, "min_split_K": min_k, "S_values": s_values})
+        })
+        .collect();
+    let preset = match platform.capability {
+        (8, 9) => "ada",
+        (9, 0) => "hopper",
+        _ => "",
+    };
+    let rule: Value = match (auto_scheme(preset, 0), preset) {
+        (Some(_), "ada") => json!({"0": "serial", "1": "pairwise", "2": "serial"}),
+        (Some(_), "hopper") => json!({"0": "contiguous", "1": "contiguous", "2": "contiguous", "3": "contiguous"}),
+        _ => json!({}),
+    };
+    json!({
+        "format": mmaemu_datasets::SPLITK_TABLE_FORMAT,
+        "name": out.file_stem().map(|n| n.to_string_lossy().into_owned()),
+        "parquet": out.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "parquet_sha256": sha256,
+        "rows": report.rows,
+        "split_rows": report.split_rows,
+        "table_id": table_id,
+        "platform": platform_json,
+        "key": ["m", "n", "k", "fmt_a", "fmt_b", "out_dtype", "fast_accum", "workspace_bytes"],
+        "columns": crate::table::column_docs(),
+        "descriptor": DESCRIPTOR_SUMMARY,
+        "caller": caller.name(),
+        "dropped_status_nonzero": report.dropped_status_nonzero,
+        "dropped_out_of_range": report.dropped_out_of_range,
+        "skipped_by_torch_checks": report.skipped,
+        "settings": settings,
+        "codes": {
+            "custom -> scheme": rule,
+            "custom -> scheme, note": "assumed from the preset's recorded table (behaviour.md §6.4); not verified on this GPU until split calls are replayed",
+            "ws": workspaces,
+            "tile/stages/reduction": format!("cublasLt.h enum values (cuBLASLt {cublaslt})"),
+        },
+        "envelope": {"kind": "none", "inference": false, "note": "no envelope is derived by the recorder"},
+        "source": {"recorder": tool, "spec": sweep.spec.name, "spec_sha256": sweep.sha256, "simulated": platform.simulated},
+        "created": created,
+        "tool": tool,
+    })
+}

@@ -1,0 +1,68 @@
+//! mmaemu-recorder: `mmaemu-record`, which captures FP8 GEMM sweeps from real cuBLASLt, called exactly as
+//! torch 2.7.1's `torch._scaled_mm` calls it, into mmaemu recordings (`mmaemu-recording/1` Parquet), and
+//! cuBLASLt heuristic grids into split-K tables (`mmaemu-splitk-table/1`).
+//!
+//! - [`descriptor`]: the cuBLASLt call as data (every attribute, why), pure and unit-tested;
+//! - [`spec`]: sweep specs (TOML) and their cases;
+//! - [`backend`]: what the pipeline needs from a device; [`gpu`] (cudarc, dynamic loading) and [`sim`]
+//!   (the simulated device: the mmaemu model);
+//! - [`sweep`] and [`heuristics`]: the two pipelines, chunked, atomic and resumable ([`parts`]);
+//! - [`table`]: the split-K table writer; [`dump`]: a raw dump for tools without Parquet.
+//!
+//! The input generator lives in `mmaemu_datasets::inputs`, so any reader can regenerate operands that a
+//! recording ships by reference.
+
+pub mod backend;
+pub mod descriptor;
+pub mod dump;
+pub mod error;
+pub mod gpu;
+pub mod heuristics;
+pub mod parts;
+pub mod progress;
+pub mod sim;
+pub mod spec;
+pub mod sweep;
+pub mod table;
+pub mod util;
+
+pub use error::RecordError;
+
+use backend::Backend;
+use spec::Sweep;
+use std::path::Path;
+
+/// The profile the simulated device uses when neither the command line nor the spec names one.
+pub const DEFAULT_SIM_PROFILE: &str = "hopper";
+
+/// Reads and parses a spec file; returns the sweep and the file's text.
+pub fn load_spec(path: &Path) -> Result<(Sweep, String), RecordError> {
+    let bytes = std::fs::read(path).map_err(|e| RecordError::io(path, e))?;
+    let text = String::from_utf8(bytes).map_err(|_| RecordError::spec(path, "the file is not UTF-8"))?;
+    let sweep = Sweep::parse(&text, util::sha256_hex(text.as_bytes())).map_err(|e| RecordError::spec(path, e))?;
+    Ok((sweep, text))
+}
+
+/// Which device a command records from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Device {
+    /// The GPU with this ordinal.
+    Gpu(usize),
+    /// The simulated device of this profile.
+    Simulated(String),
+}
+
+/// Opens the device. The GPU is probed first: without a driver or cuBLASLt this is a
+/// [`RecordError::NoGpu`] (exit code 3), never a panic.
+pub fn open_backend(device: &Device, flaky_every: Option<u64>) -> Result<Box<dyn Backend>, RecordError> {
+    match device {
+        Device::Gpu(ordinal) => Ok(Box::new(gpu::GpuBackend::open(*ordinal)?)),
+        Device::Simulated(profile) => {
+            let mut b = sim::SimBackend::new(profile)?;
+            if let Some(n) = flaky_every {
+                b = b.with_flaky_every(n);
+            }
+            Ok(Box::new(b))
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! `mmaemu-record`: the recorder's command line (see `recorder/README.md`).
+//!
+//! - `sweep SPEC --out FILE [--simulate]`: record a sweep into a recording;
+//! - `heuristics --grid SPEC --out FILE.parquet [--simulate]`: record a heuristic grid into a split-K table;
+//! - `probe`: print the GPU's platform metadata;
+//! - `check SPEC`: parse a spec and count its cases (no device);
+//! - `descriptor ...`: print the cuBLASLt call of one torch._scaled_mm as JSON (no device);
+//! - `dump FILE --out DIR`: write a recording as raw bytes plus a JSON-lines index.
+//!
+//! Exit codes: `mmaemu_recorder::error` (0 ok, 1 data/I/O, 2 usage, 3 no GPU, 4 CUDA failure, 5 stopped).
+
+use clap::{Args, Parser, Subcommand};
+use mmaemu_model::{Format, OutDtype};
+use mmaemu_recorder::descriptor::{CallConfig, Caller, Descriptor};
+use mmaemu_recorder::heuristics::{run_heuristics, HeuristicsOptions};
+use mmaemu_recorder::sweep::{run_sweep, SweepOptions};
+use mmaemu_recorder::{gpu, load_spec, open_backend, Device, RecordError, DEFAULT_SIM_PROFILE};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "mmaemu-record",
+    version,
+    about = "Record FP8 GEMMs from cuBLASLt, called as torch._scaled_mm calls it"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// Output file (a recording for `sweep`, a `.parquet` split-K table for `heuristics`).
+    #[arg(long)]
+    out: PathBuf,
+    /// Use the simulated device (the mmaemu model) instead of a GPU.
+    #[arg(long)]
+    simulate: bool,
+    /// Profile: the simulated device's, and the one rows replay under (default: the spec's, else by GPU).
+    #[arg(long)]
+    profile: Option<String>,
+    /// Caller: `torch` (1 MiB workspace) or `transformer-engine` (32 MiB on sm_90, 4 MiB on sm_89,
+    /// MIN_ALIGNMENT 256); overrides the spec.
+    #[arg(long)]
+    caller: Option<String>,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Discard the parts of an interrupted run instead of resuming it.
+    #[arg(long)]
+    restart: bool,
+    /// Keep the parts directory after the merge.
+    #[arg(long)]
+    keep_parts: bool,
+    /// No progress output.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Only the first N cases (or grid keys).
+    #[arg(long)]
+    limit: Option<u64>,
+    /// A JSON object merged into `mmaemu:platform` (e.g. '{"torch": "2.9.0"}').
+    #[arg(long)]
+    platform_json: Option<String>,
+    /// Stop after writing N chunks (exit code 5); the next run resumes. For testing resumption.
+    #[arg(long, hide = true)]
+    stop_after_chunks: Option<u64>,
+    /// Simulated device only: every N-th call returns a differing second run. For testing.
+    #[arg(long, hide = true)]
+    flaky_every: Option<u64>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Record a sweep into a recording (mmaemu-recording/1).
+    Sweep {
+        /// The sweep spec (TOML).
+        spec: PathBuf,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Record cuBLASLt heuristic decisions over a grid into a split-K table (mmaemu-splitk-table/1).
+    Heuristics {
+        /// The grid spec (TOML; the sweep spec format, key fields only).
+        #[arg(long)]
+        grid: PathBuf,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Print the GPU's platform metadata.
+    Probe {
+        /// CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
+    /// Parse a spec and count its cases and grid keys (no device).
+    Check {
+        /// The spec (TOML).
+        spec: PathBuf,
+    },
+    /// Print torch 2.7.1's cuBLASLt call for one torch._scaled_mm as JSON (no device).
+    Descriptor {
+        #[arg(long)]
+        m: usize,
+        #[arg(long)]
+        n: usize,
+        #[arg(long)]
+        k: usize,
+        #[arg(long, default_value = "e4m3")]
+        fmt_a: String,
+        #[arg(long, default_value = "e4m3")]
+        fmt_b: String,
+        #[arg(long, default_value = "float32")]
+        out_dtype: String,
+        /// use_fast_accum.
+        #[arg(long)]
+        fast: bool,
+        /// scale_result is passed.
+        #[arg(long)]
+        scale_result: bool,
+        /// Workspace bytes (default: the caller's on `--capability`).
+        #[arg(long)]
+        workspace: Option<u64>,
+        #[arg(long, default_value = "torch")]
+        caller: String,
+        /// Compute capability for the caller's default workspace, e.g. 9.0.
+        #[arg(long, default_value = "9.0")]
+        capability: String,
+    },
+    /// Write a recording as raw bytes (data.bin) plus a JSON-lines index (for tools without Parquet).
+    Dump {
+        /// The recording.
+        file: PathBuf,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+fn caller_arg(s: &Option<String>) -> Result<Option<Caller>, RecordError> {
+    s.as_deref()
+        .map(|c| {
+            Caller::parse(c).ok_or_else(|| RecordError::Usage(format!("--caller {c:?}: torch or transformer-engine")))
+        })
+        .transpose()
+}
+
+fn platform_arg(s: &Option<String>) -> Result<Option<serde_json::Value>, RecordError> {
+    match s {
+        None => Ok(None),
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(v) if v.is_object() => Ok(Some(v)),
+            _ => Err(RecordError::Usage("--platform-json must be a JSON object".into())),
+        },
+    }
+}
+
+fn device(run: &RunArgs, spec_profile: Option<&str>) -> Device {
+    if run.simulate {
+        Device::Simulated(
+            run.profile.clone().or(spec_profile.map(str::to_string)).unwrap_or(DEFAULT_SIM_PROFILE.into()),
+        )
+    } else {
+        Device::Gpu(run.device)
+    }
+}
+
+fn main_inner(cli: Cli) -> Result<(), RecordError> {
+    match cli.command {
+        Command::Sweep { spec, run } => {
+            let (sweep, text) = load_spec(&spec)?;
+            let dev = device(&run, sweep.spec.profile.as_deref());
+            if run.flaky_every.is_some() && !run.simulate {
+                return Err(RecordError::Usage("--flaky-every needs --simulate".into()));
+            }
+            let mut backend = open_backend(&dev, run.flaky_every)?;
+            let sim_profile = match &dev {
+                Device::Simulated(p) => Some(p.as_str()),
+                Device::Gpu(_) => None,
+            };
+            let opts = SweepOptions {
+                out: run.out.clone(),
+                restart: run.restart,
+                keep_parts: run.keep_parts,
+                quiet: run.quiet,
+                limit: run.limit,
+                stop_after_chunks: run.stop_after_chunks,
+                profile: run.profile.clone(),
+                caller: caller_arg(&run.caller)?,
+                platform_extra: platform_arg(&run.platform_json)?,
+            };
+            let r = run_sweep(&sweep, &text, backend.as_mut(), sim_profile, &opts)?;
+            eprintln!(
+                "mmaemu-record: wrote {}: {} rows from {} cases ({} skipped by torch's checks, {} rejected, {} by \
+                 reference, {} nondeterministic, {} chunks resumed)",
+                run.out.display(),
+                r.rows,
+                r.cases,
+                r.skipped,
+                r.rejected,
+                r.by_reference,
+                r.nondeterministic.len(),
+                r.resumed_chunks
+            );
+            for id in &r.nondeterministic {
+                eprintln!("mmaemu-record: nondeterministic: {id}");
+            }
+            println!(
+                "{}",
+                json!({"file": run.out.display().to_string(), "rows": r.rows, "cases": r.cases, "skipped": r.skipped,
+                       "rejected": r.rejected, "by_reference": r.by_reference,
+                       "nondeterministic": r.nondeterministic, "resumed_chunks": r.resumed_chunks, "sha256": r.sha256})
+            );
+            Ok(())
+        }
+        Command::Heuristics { grid, run } => {
+            let (sweep, _) = load_spec(&grid)?;
+            let dev = device(&run, sweep.spec.profile.as_deref());
+            let mut backend = open_backend(&dev, None)?;
+            let opts = HeuristicsOptions {
+                out: run.out.clone(),
+                restart: run.restart,
+                keep_parts: run.keep_parts,
+                quiet: run.quiet,
+                limit: run.limit,
+                stop_after_chunks: run.stop_after_chunks,
+                caller: caller_arg(&run.caller)?,
+                platform_extra: platform_arg(&run.platform_json)?,
+            };
+            let r = run_heuristics(&sweep, backend.as_mut(), &opts)?;
+            eprintln!(
+                "mmaemu-record: wrote {}: {} rows ({} split) from {} keys ({} skipped by torch's checks, {} dropped \
+                 with a nonzero status, {} out of range, {} duplicates, {} chunks resumed)",
+                run.out.display(),
+                r.rows,
+                r.split_rows,
+                r.keys,
+                r.skipped,
+                r.dropped_status_nonzero,
+                r.dropped_out_of_range,
+                r.duplicates,
+                r.resumed_chunks
+            );
+            println!(
+                "{}",
+                json!({"file": run.out.display().to_string(), "rows": r.rows, "split_rows": r.split_rows,
+                       "keys": r.keys, "skipped": r.skipped, "dropped_status_nonzero": r.dropped_status_nonzero,
+                       "sha256": r.sha256})
+            );
+            Ok(())
+        }
+        Command::Probe { device } => {
+            let backend = gpu::GpuBackend::open(device)?;
+            use mmaemu_recorder::backend::Backend;
+            println!("{}", serde_json::to_string_pretty(&backend.platform().json).unwrap_or_default());
+            Ok(())
+        }
+        Command::Check { spec } => {
+            let (sweep, _) = load_spec(&spec)?;
+            let cases = sweep.case_count();
+            // Counting the skipped cases visits every case: only for specs of a reasonable size.
+            let skipped = (cases <= 10_000_000).then(|| (0..cases).filter(|&i| sweep.case(i).skip.is_some()).count());
+            println!(
+                "{}",
+                json!({"name": sweep.spec.name, "shapes": sweep.shapes.len(), "cases": cases,
+                       "skipped_by_torch_checks": skipped, "grid_keys": sweep.grid_count(), "sha256": sweep.sha256})
+            );
+            Ok(())
+        }
+        Command::Descriptor { m, n, k, fmt_a, fmt_b, out_dtype, fast, scale_result, workspace, caller, capability } => {
+            let fa = Format::from_name(&fmt_a).ok_or_else(|| RecordError::Usage(format!("--fmt-a {fmt_a:?}")))?;
+            let fb = Format::from_name(&fmt_b).ok_or_else(|| RecordError::Usage(format!("--fmt-b {fmt_b:?}")))?;
+            let out = OutDtype::from_name(&out_dtype)
+                .ok_or_else(|| RecordError::Usage(format!("--out-dtype {out_dtype:?}")))?;
+            let caller = caller_arg(&Some(caller))?.unwrap_or(Caller::Torch);
+            let cap = capability
+                .split_once('.')
+                .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+                .ok_or_else(|| RecordError::Usage(format!("--capability {capability:?}: like 9.0")))?;
+            let cfg = CallConfig {
+                m,
+                n,
+                k,
+                fmt_a: fa,
+                fmt_b: fb,
+                out,
+                fast_accum: fast,
+                scale_result,
+                workspace_bytes: workspace.unwrap_or(caller.default_workspace(cap)),
+                align: caller.alignment(),
+            };
+            println!("{}", serde_json::to_string_pretty(&Descriptor::scaled_mm(&cfg).to_json()).unwrap_or_default());
+            Ok(())
+        }
+        Command::Dump { file, out } => {
+            let n = mmaemu_recorder::dump::dump(&file, &out)?;
+            eprintln!("mmaemu-record: dumped {n} rows of {} into {}", file.display(), out.display());
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match main_inner(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mmaemu-record: error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}

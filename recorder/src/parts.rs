@@ -1,0 +1,226 @@
+//! The parts directory of a run in progress (`<out>.parts/`): one file per completed chunk, each written
+//! atomically, and `manifest.json`, rewritten atomically after every chunk with each chunk's sha256.
+//!
+//! A chunk counts as done only when the manifest lists it and the file on disk still has the listed
+//! sha256; anything else (a chunk file written just before an interruption, a damaged one) is recomputed.
+//! Chunks cover fixed ranges of case indices, so a resumed run produces exactly the rows of an
+//! uninterrupted one, never a duplicate. A manifest of another run (another spec, another GPU, another
+//! cuBLASLt, another limit) is refused unless `--restart` clears the directory.
+
+use crate::error::RecordError;
+use crate::util::{sha256_file, write_atomic};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The manifest's format tag.
+pub const PARTS_FORMAT: &str = "mmaemu-record-parts/1";
+
+/// What identifies a run: a resume must match it exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunKey {
+    /// `sweep` or `heuristics`.
+    pub kind: String,
+    /// The spec's name.
+    pub spec_name: String,
+    /// sha256 of the spec file.
+    pub spec_sha256: String,
+    /// Units (cases or grid keys) in the run.
+    pub units: u64,
+    /// Units per chunk.
+    pub chunk_units: u64,
+    /// The device (`gpu` of the platform, `simulated: ...`).
+    pub device: String,
+    /// cuBLASLt version, if known.
+    pub cublaslt: Option<String>,
+    /// Extra settings that change the rows (caller, profile).
+    pub settings: String,
+}
+
+/// One completed chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkEntry {
+    /// File name inside the parts directory.
+    pub file: String,
+    /// sha256 of the file.
+    pub sha256: String,
+    /// Rows (or table rows) it holds.
+    pub rows: u64,
+    /// Per-chunk counters (skipped, rejected, ...).
+    pub stats: BTreeMap<String, u64>,
+    /// Row ids worth reporting (nondeterministic calls).
+    #[serde(default)]
+    pub flagged: Vec<String>,
+}
+
+/// The manifest of a parts directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartsManifest {
+    /// [`PARTS_FORMAT`].
+    pub format: String,
+    /// The run.
+    pub run: RunKey,
+    /// Completed chunks by index.
+    pub chunks: BTreeMap<u64, ChunkEntry>,
+}
+
+/// An open parts directory.
+pub struct Parts {
+    dir: PathBuf,
+    manifest: PartsManifest,
+}
+
+/// The parts directory of output `out`.
+pub fn parts_dir(out: &Path) -> PathBuf {
+    let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".parts");
+    out.with_file_name(name)
+}
+
+impl Parts {
+    /// Opens (or creates) the parts directory of `out` for `run`. With `restart`, an existing one is cleared.
+    pub fn open(out: &Path, run: RunKey, restart: bool) -> Result<Parts, RecordError> {
+        let dir = parts_dir(out);
+        if restart && dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| RecordError::io(&dir, e))?;
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| RecordError::io(&dir, e))?;
+        let mpath = dir.join("manifest.json");
+        let manifest = if mpath.exists() {
+            let text = std::fs::read(&mpath).map_err(|e| RecordError::io(&mpath, e))?;
+            let m: PartsManifest = serde_json::from_slice(&text).map_err(|e| {
+                RecordError::ResumeMismatch(format!("{}: unreadable parts manifest: {e}", mpath.display()))
+            })?;
+            if m.format != PARTS_FORMAT {
+                return Err(RecordError::ResumeMismatch(format!("{}: format {:?}", mpath.display(), m.format)));
+            }
+            if m.run != run {
+                return Err(RecordError::ResumeMismatch(format!(
+                    "{} belongs to another run ({}); this run is ({})",
+                    dir.display(),
+                    describe(&m.run),
+                    describe(&run)
+                )));
+            }
+            m
+        } else {
+            let m = PartsManifest { format: PARTS_FORMAT.into(), run, chunks: BTreeMap::new() };
+            write_json(&mpath, &m)?;
+            m
+        };
+        Ok(Parts { dir, manifest })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The path of chunk `index` with extension `ext`.
+    pub fn chunk_path(&self, index: u64, ext: &str) -> PathBuf {
+        self.dir.join(format!("chunk-{index:06}.{ext}"))
+    }
+
+    /// The entry of chunk `index` if it is complete and intact on disk.
+    pub fn done(&self, index: u64) -> Result<Option<&ChunkEntry>, RecordError> {
+        let Some(e) = self.manifest.chunks.get(&index) else { return Ok(None) };
+        let p = self.dir.join(&e.file);
+        if !p.exists() {
+            return Ok(None);
+        }
+        let (sha, _) = sha256_file(&p)?;
+        Ok((sha == e.sha256).then_some(e))
+    }
+
+    /// Records a completed chunk (its file already written atomically) and rewrites the manifest.
+    pub fn complete(
+        &mut self,
+        index: u64,
+        path: &Path,
+        rows: u64,
+        stats: BTreeMap<String, u64>,
+        flagged: Vec<String>,
+    ) -> Result<(), RecordError> {
+        let (sha256, _) = sha256_file(path)?;
+        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        self.manifest.chunks.insert(index, ChunkEntry { file, sha256, rows, stats, flagged });
+        write_json(&self.dir.join("manifest.json"), &self.manifest)
+    }
+
+    /// Every completed chunk, by index.
+    pub fn chunks(&self) -> &BTreeMap<u64, ChunkEntry> {
+        &self.manifest.chunks
+    }
+
+    /// Removes the directory.
+    pub fn remove(self) -> Result<(), RecordError> {
+        std::fs::remove_dir_all(&self.dir).map_err(|e| RecordError::io(&self.dir, e))
+    }
+}
+
+fn describe(r: &RunKey) -> String {
+    format!(
+        "{} of spec {} sha256 {}, {} units by {}, device {:?}, cuBLASLt {:?}, {}",
+        r.kind,
+        r.spec_name,
+        &r.spec_sha256.get(..12).unwrap_or(&r.spec_sha256),
+        r.units,
+        r.chunk_units,
+        r.device,
+        r.cublaslt,
+        r.settings
+    )
+}
+
+/// Writes a JSON value atomically, pretty-printed.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RecordError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| RecordError::Model(e.to_string()))?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(units: u64) -> RunKey {
+        RunKey {
+            kind: "sweep".into(),
+            spec_name: "t".into(),
+            spec_sha256: "ab".repeat(32),
+            units,
+            chunk_units: 4,
+            device: "simulated".into(),
+            cublaslt: None,
+            settings: String::new(),
+        }
+    }
+
+    #[test]
+    fn resume_checks_run_and_chunk_hashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("o.parquet");
+        assert_eq!(parts_dir(&out), dir.path().join("o.parquet.parts"));
+        let mut p = Parts::open(&out, key(10), false).unwrap();
+        let c0 = p.chunk_path(0, "bin");
+        write_atomic(&c0, b"zero").unwrap();
+        p.complete(0, &c0, 4, BTreeMap::new(), vec![]).unwrap();
+        let c1 = p.chunk_path(1, "bin");
+        write_atomic(&c1, b"one").unwrap(); // written, but not recorded: an interruption
+        drop(p);
+
+        let p = Parts::open(&out, key(10), false).unwrap();
+        assert!(p.done(0).unwrap().is_some());
+        assert!(p.done(1).unwrap().is_none());
+        std::fs::write(&c0, b"damaged").unwrap();
+        assert!(p.done(0).unwrap().is_none());
+        drop(p);
+
+        let e = Parts::open(&out, key(11), false).err().unwrap();
+        assert_eq!(e.exit_code(), 2);
+        let p = Parts::open(&out, key(11), true).unwrap();
+        assert!(p.chunks().is_empty());
+        p.remove().unwrap();
+        assert!(!parts_dir(&out).exists());
+    }
+}

@@ -1,0 +1,180 @@
+//! The simulated device: the recording pipeline run against the mmaemu model instead of a GPU, for machines
+//! without one (CI, development). Rows it produces carry `truth = "model"`: self-consistency vectors, never
+//! validation evidence.
+//!
+//! - The heuristic answers like the profile's reference platform: the profile's cuBLAS rejections
+//!   (`CUBLAS_STATUS_NOT_SUPPORTED`), then the exact row of the profile's recorded split-K table at the
+//!   requested workspace (its algo id, tile, stages, numSplitsK, customOption, reduction scheme, swizzling),
+//!   else the model's split resolution (workspace 0, envelope inference), else S = 1 as an assumption (noted
+//!   in the `algo` column's `source`).
+//! - A run is `ScaledMm` on the profile with that split passed explicitly; the model is deterministic, so
+//!   every run returns the same bits (a test hook can make one run differ).
+
+use crate::backend::{AlgoInfo, Backend, Heuristic, Inputs, Platform, RunOutcome};
+use crate::descriptor::CallConfig;
+use crate::error::RecordError;
+use crate::spec::auto_scheme;
+use mmaemu_model::dtype::Dtype;
+use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};
+use mmaemu_model::splitk::{resolve_splitk, try_table_lookup, SplitKey, SplitRequest};
+use mmaemu_model::tensor::View;
+use mmaemu_model::{Category, Profile, Scheme};
+use serde_json::json;
+
+/// The simulated device of one profile.
+pub struct SimBackend {
+    profile: Profile,
+    platform: Platform,
+    /// Test hook: every `n`-th run call returns a last result that differs in one bit.
+    flaky_every: Option<u64>,
+    calls: u64,
+}
+
+impl SimBackend {
+    /// The simulated device of profile `name`.
+    pub fn new(name: &str) -> Result<SimBackend, RecordError> {
+        let profile = Profile::by_name(name).map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
+        let gpu = profile.gpu_name.clone().unwrap_or_else(|| "no reference GPU".to_string());
+        let json = json!({
+            "gpu": format!("simulated: {gpu} (mmaemu model, profile {})", profile.name),
+            "capability": [profile.capability.0, profile.capability.1],
+            "sm_count": profile.sm_count,
+            "driver": null,
+            "cuda_runtime": null,
+            "cublaslt": profile.cublaslt_version,
+            "torch": null,
+            "caller": null,
+            "workspace_bytes": null,
+            "simulated": true,
+            "profile": profile.name,
+            "recorder": format!("mmaemu-record {}", env!("CARGO_PKG_VERSION")),
+        });
+        let platform = Platform {
+            json,
+            gpu_short: "simulated".into(),
+            capability: profile.capability,
+            cublaslt: profile.cublaslt_version.clone(),
+            simulated: true,
+        };
+        Ok(SimBackend { profile, platform, flaky_every: None, calls: 0 })
+    }
+
+    /// Test hook: every `n`-th run returns a last result with one flipped bit (a simulated nondeterminism).
+    pub fn with_flaky_every(mut self, n: u64) -> SimBackend {
+        self.flaky_every = Some(n.max(1));
+        self
+    }
+
+    /// The profile.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    fn key(cfg: &CallConfig) -> SplitKey {
+        SplitKey { m: cfg.m, n: cfg.n, k: cfg.k, fa: cfg.fmt_a, fb: cfg.fmt_b, out: cfg.out, fast: cfg.fast_accum }
+    }
+}
+
+fn algo(split_s: i64, source: &'static str) -> AlgoInfo {
+    AlgoInfo {
+        algo_id: -1,
+        tile_id: -1,
+        stages_id: -1,
+        split_s,
+        reduction_scheme: -1,
+        custom_option: -1,
+        cta_swizzling: -1,
+        inner_shape_id: None,
+        cluster_shape_id: None,
+        workspace_bytes: 0,
+        waves_count: 0.0,
+        source,
+    }
+}
+
+impl Backend for SimBackend {
+    fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    fn heuristic(&mut self, cfg: &CallConfig) -> Result<Heuristic, RecordError> {
+        let p = &self.profile;
+        if let Some(rule) = p.rejection(cfg.fmt_a, cfg.fmt_b, cfg.out) {
+            return Ok(Heuristic::Rejected(format!(
+                "CUBLAS_STATUS_NOT_SUPPORTED (simulated: profile {}: {})",
+                p.name, rule.message
+            )));
+        }
+        let key = Self::key(cfg);
+        if let Some(table) = p.splitk_table {
+            let row =
+                try_table_lookup(table, &key, cfg.workspace_bytes).map_err(|e| RecordError::Model(e.to_string()))?;
+            if let Some(r) = row {
+                return Ok(Heuristic::Algo(AlgoInfo {
+                    algo_id: r.algo_id.into(),
+                    tile_id: r.tile_id.into(),
+                    stages_id: r.stages_id.into(),
+                    split_s: i64::from(r.split_s.max(1)),
+                    reduction_scheme: r.reduction_scheme.into(),
+                    custom_option: r.custom_option.into(),
+                    cta_swizzling: r.cta_swizzling.into(),
+                    inner_shape_id: None,
+                    cluster_shape_id: None,
+                    workspace_bytes: 0,
+                    waves_count: 0.0,
+                    source: "simulated: the profile's split-K table row",
+                }));
+            }
+        }
+        let mut at_ws = p.clone();
+        at_ws.workspace_bytes = Some(cfg.workspace_bytes);
+        Ok(Heuristic::Algo(match resolve_splitk(&at_ws, &key, &SplitRequest::Auto, true, false) {
+            Ok((d, _)) => algo(d.s as i64, "simulated: the model's split decision (no table row)"),
+            Err(_) => algo(1, "simulated: no table row and no envelope inference; S = 1 assumed"),
+        }))
+    }
+
+    fn run(&mut self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError> {
+        let algo = match self.heuristic(cfg)? {
+            Heuristic::Rejected(status) => return Ok(RunOutcome::Rejected { stage: "heuristic", status }),
+            Heuristic::Algo(a) => a,
+        };
+        let s = algo.split_s.max(1);
+        let splitk = if s == 1 {
+            SplitRequest::Count(1)
+        } else {
+            let scheme = auto_scheme(self.profile.preset.name(), algo.custom_option).unwrap_or(Scheme::Contiguous);
+            SplitRequest::Pair(s, scheme.name().to_string())
+        };
+        let a = View::packed(Dtype::of_format(cfg.fmt_a), &[cfg.m, cfg.k], inputs.a);
+        let b = View::packed(Dtype::of_format(cfg.fmt_b), &[cfg.n, cfg.k], inputs.b);
+        let mut call = ScaledMm::new(a, b.t(), inputs.scale_a, inputs.scale_b);
+        call.scale_result = inputs.scale_result.map(ScaleTensor::scalar);
+        call.out_dtype = Some(Dtype::of_out(cfg.out));
+        call.use_fast_accum = cfg.fast_accum;
+        call.profile = ProfileArg::Value(Box::new(self.profile.clone()));
+        call.splitk = splitk;
+        call.backend = "reference".into();
+        let out = match call.run() {
+            Ok(o) => o,
+            Err(e) if e.category() == Category::ReferenceRejects => {
+                return Ok(RunOutcome::Rejected {
+                    stage: "matmul",
+                    status: format!("CUBLAS_STATUS_NOT_SUPPORTED (simulated: {})", e.message()),
+                })
+            }
+            Err(e) => return Err(RecordError::Model(e.to_string())),
+        };
+        let bits = out.out.logical_bytes();
+        let mut results = vec![bits; runs.max(1)];
+        self.calls += 1;
+        if let Some(n) = self.flaky_every {
+            if self.calls % n == 0 {
+                if let Some(byte) = results.last_mut().and_then(|r| r.first_mut()) {
+                    *byte ^= 1;
+                }
+            }
+        }
+        Ok(RunOutcome::Ran { algo, results })
+    }
+}

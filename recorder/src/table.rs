@@ -1,0 +1,168 @@
+//! Writing `mmaemu-splitk-table/1` Parquet files: the same columns and Arrow types as the shipped tables
+//! (`datasets/tables/*.parquet`: int32 m, n, k; dictionary strings for the formats and the out dtype; bool
+//! fast_accum; int64 workspace_bytes; uint8 / int16 value columns), the `mmaemu:*` key-value metadata, and
+//! an atomic publish (temporary file, fsync, rename). `mmaemu_datasets::read_splitk_table` reads them back.
+
+use crate::backend::AlgoInfo;
+use crate::descriptor::CallConfig;
+use crate::error::RecordError;
+use crate::util::write_atomic;
+use arrow_array::types::Int32Type;
+use arrow_array::{
+    ArrayRef, BooleanArray, DictionaryArray, Int16Array, Int32Array, Int64Array, RecordBatch, UInt8Array,
+};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+
+/// One table row: the key and the first algorithm's configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableRecord {
+    pub m: i32,
+    pub n: i32,
+    pub k: i32,
+    pub fmt_a: String,
+    pub fmt_b: String,
+    pub out_dtype: String,
+    pub fast_accum: bool,
+    pub workspace_bytes: i64,
+    pub split_s: u8,
+    pub custom_option: u8,
+    pub algo_id: i16,
+    pub tile_id: i16,
+    pub stages_id: i16,
+    pub reduction_scheme: u8,
+    pub cta_swizzling: u8,
+}
+
+impl TableRecord {
+    /// The row of a heuristic answer; None when a value does not fit the table's column types.
+    pub fn new(cfg: &CallConfig, a: &AlgoInfo) -> Option<TableRecord> {
+        Some(TableRecord {
+            m: i32::try_from(cfg.m).ok()?,
+            n: i32::try_from(cfg.n).ok()?,
+            k: i32::try_from(cfg.k).ok()?,
+            fmt_a: cfg.fmt_a.name().into(),
+            fmt_b: cfg.fmt_b.name().into(),
+            out_dtype: cfg.out.name().into(),
+            fast_accum: cfg.fast_accum,
+            workspace_bytes: i64::try_from(cfg.workspace_bytes).ok()?,
+            split_s: u8::try_from(a.split_s).ok()?,
+            custom_option: u8::try_from(a.custom_option).ok()?,
+            algo_id: i16::try_from(a.algo_id).ok()?,
+            tile_id: i16::try_from(a.tile_id).ok()?,
+            stages_id: i16::try_from(a.stages_id).ok()?,
+            reduction_scheme: u8::try_from(a.reduction_scheme).ok()?,
+            cta_swizzling: u8::try_from(a.cta_swizzling).ok()?,
+        })
+    }
+
+    /// The key (unique within a table).
+    pub fn key(&self) -> (i32, i32, i32, String, String, String, bool, i64) {
+        (
+            self.m,
+            self.n,
+            self.k,
+            self.fmt_a.clone(),
+            self.fmt_b.clone(),
+            self.out_dtype.clone(),
+            self.fast_accum,
+            self.workspace_bytes,
+        )
+    }
+}
+
+fn dict() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// The Arrow schema of a split-K table.
+pub fn table_schema() -> Schema {
+    Schema::new(vec![
+        Field::new("m", DataType::Int32, false),
+        Field::new("n", DataType::Int32, false),
+        Field::new("k", DataType::Int32, false),
+        Field::new("fmt_a", dict(), false),
+        Field::new("fmt_b", dict(), false),
+        Field::new("out_dtype", dict(), false),
+        Field::new("fast_accum", DataType::Boolean, false),
+        Field::new("workspace_bytes", DataType::Int64, false),
+        Field::new("split_s", DataType::UInt8, false),
+        Field::new("custom_option", DataType::UInt8, false),
+        Field::new("algo_id", DataType::Int16, false),
+        Field::new("tile_id", DataType::Int16, false),
+        Field::new("stages_id", DataType::Int16, false),
+        Field::new("reduction_scheme", DataType::UInt8, false),
+        Field::new("cta_swizzling", DataType::UInt8, false),
+    ])
+}
+
+/// The sidecar's `columns` entry.
+pub fn column_docs() -> Value {
+    json!({
+        "m": {"arrow_type": "int32", "meaning": "torch's M: scaled_mm(a[m, k], b[k, n]) (cuBLASLt itself sees m' = n, n' = m)"},
+        "n": {"arrow_type": "int32", "meaning": "torch's N"},
+        "k": {"arrow_type": "int32", "meaning": "K"},
+        "fmt_a": {"arrow_type": "dictionary<values=string, indices=int32, ordered=0>", "meaning": "format of mat1 (e4m3 = float8_e4m3fn, e5m2 = float8_e5m2)"},
+        "fmt_b": {"arrow_type": "dictionary<values=string, indices=int32, ordered=0>", "meaning": "format of mat2"},
+        "out_dtype": {"arrow_type": "dictionary<values=string, indices=int32, ordered=0>", "meaning": "torch out dtype name"},
+        "fast_accum": {"arrow_type": "bool", "meaning": "use_fast_accum (CUBLASLT_MATMUL_DESC_FAST_ACCUM)"},
+        "workspace_bytes": {"arrow_type": "int64", "meaning": "cuBLASLt MAX_WORKSPACE_BYTES of the heuristic query"},
+        "split_s": {"arrow_type": "uint8", "meaning": "numSplitsK of the algorithm the heuristic returned first (requestedAlgoCount = 1)"},
+        "custom_option": {"arrow_type": "uint8", "meaning": "CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION of that algorithm"},
+        "algo_id": {"arrow_type": "int16", "meaning": "CUBLASLT_ALGO_CONFIG_ID"},
+        "tile_id": {"arrow_type": "int16", "meaning": "CUBLASLT_ALGO_CONFIG_TILE_ID (cublasLt.h enum)"},
+        "stages_id": {"arrow_type": "int16", "meaning": "CUBLASLT_ALGO_CONFIG_STAGES_ID (cublasLt.h enum)"},
+        "reduction_scheme": {"arrow_type": "uint8", "meaning": "CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME (cublasLt.h enum)"},
+        "cta_swizzling": {"arrow_type": "uint8", "meaning": "CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING"},
+    })
+}
+
+/// Writes `rows` as a split-K table to `path`, atomically.
+pub fn write_table(path: &Path, rows: &[TableRecord], platform: &Value, provenance: &Value) -> Result<(), RecordError> {
+    let werr =
+        |e: String| RecordError::Data(mmaemu_datasets::DatasetError::Write { path: path.to_path_buf(), detail: e });
+    let schema = Arc::new(table_schema());
+    let strs = |f: &dyn Fn(&TableRecord) -> &str| -> ArrayRef {
+        Arc::new(rows.iter().map(f).collect::<DictionaryArray<Int32Type>>())
+    };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(rows.iter().map(|r| r.m).collect::<Int32Array>()),
+        Arc::new(rows.iter().map(|r| r.n).collect::<Int32Array>()),
+        Arc::new(rows.iter().map(|r| r.k).collect::<Int32Array>()),
+        strs(&|r| &r.fmt_a),
+        strs(&|r| &r.fmt_b),
+        strs(&|r| &r.out_dtype),
+        Arc::new(rows.iter().map(|r| Some(r.fast_accum)).collect::<BooleanArray>()),
+        Arc::new(rows.iter().map(|r| r.workspace_bytes).collect::<Int64Array>()),
+        Arc::new(rows.iter().map(|r| r.split_s).collect::<UInt8Array>()),
+        Arc::new(rows.iter().map(|r| r.custom_option).collect::<UInt8Array>()),
+        Arc::new(rows.iter().map(|r| r.algo_id).collect::<Int16Array>()),
+        Arc::new(rows.iter().map(|r| r.tile_id).collect::<Int16Array>()),
+        Arc::new(rows.iter().map(|r| r.stages_id).collect::<Int16Array>()),
+        Arc::new(rows.iter().map(|r| r.reduction_scheme).collect::<UInt8Array>()),
+        Arc::new(rows.iter().map(|r| r.cta_swizzling).collect::<UInt8Array>()),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| werr(e.to_string()))?;
+    let kv = vec![
+        KeyValue::new("mmaemu:format".to_string(), mmaemu_datasets::SPLITK_TABLE_FORMAT.to_string()),
+        KeyValue::new("mmaemu:platform".to_string(), platform.to_string()),
+        KeyValue::new("mmaemu:provenance".to_string(), provenance.to_string()),
+    ];
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_key_value_metadata(Some(kv))
+        .set_created_by(format!("mmaemu-record {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut buf = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut buf, schema, Some(props)).map_err(|e| werr(e.to_string()))?;
+    writer.write(&batch).map_err(|e| werr(e.to_string()))?;
+    writer.close().map_err(|e| werr(e.to_string()))?;
+    write_atomic(path, &buf)
+}

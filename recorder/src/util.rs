@@ -1,0 +1,127 @@
+//! Small helpers: atomic file writes (temporary file in the same directory, fsync, rename, directory
+//! fsync), file hashes, and an RFC 3339 timestamp without a date library.
+
+use crate::error::RecordError;
+use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The directory of `path` (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a reader sees the old file or the whole new one, never a part.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
+    let dir = parent_dir(path);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let mut attempt = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(".{name}.{}.{nanos:x}.{attempt}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
+            Err(e) => return Err(RecordError::io(&tmp, e)),
+        }
+    };
+    let result = (|| {
+        file.write_all(bytes).map_err(|e| RecordError::io(&tmp, e))?;
+        file.sync_all().map_err(|e| RecordError::io(&tmp, e))?;
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(|e| RecordError::io(path, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result?;
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Lower-case hex sha256 of a byte string.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Lower-case hex sha256 and size of a file.
+pub fn sha256_file(path: &Path) -> Result<(String, u64), RecordError> {
+    let mut f = File::open(path).map_err(|e| RecordError::io(path, e))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(|e| RecordError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        h.update(&buf[..n]);
+    }
+    Ok((hex(&h.finalize()), size))
+}
+
+/// The current UTC time as RFC 3339 (`2026-11-30T07:39:35Z`).
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// Seconds since the Unix epoch as RFC 3339 UTC.
+pub fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+/// `h:mm:ss` for a duration in seconds.
+pub fn hms(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    format!("{}:{:02}:{:02}", s / 3600, (s % 3600) / 60, s % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_798_616_375), "2026-12-30T07:39:35Z");
+        assert_eq!(hms(3725.4), "1:02:05");
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let (h, n) = sha256_file(&p).unwrap();
+        assert_eq!((h, n), (sha256_hex(b"two"), 3));
+        assert!(write_atomic(&dir.path().join("missing/x"), b"").is_err());
+    }
+}

@@ -1,0 +1,735 @@
+//! `mmaemu fit splitk`: find, from recorded split-K GEMMs alone, in what order a GPU's kernels add their
+//! split partial sums.
+//!
+//! Every hardware row with S > 1 (ops `gemm`, `accumulator`, `scaled_mm`; the recorded scheme is ignored,
+//! and may be `unknown`) is replayed under every candidate rule of [`super::rules`] — tile width,
+//! ownership, slow restart period, combination order — and a rule *survives* a row when it reproduces
+//! every recorded bit. The accumulator of a candidate is computed here, directly: the chains of the rule
+//! are [`Chain::run`] over the gathered codes of their k indices (non-finite codes replaced by 0x00, §3.5),
+//! a slow split adds its chain results serially from +0 in fp32, and the partials are combined in the
+//! rule's fp32 order; outputs whose row or column holds a non-finite code take the §3.7 value (taken from
+//! the model's unsplit accumulator, where exactly those outputs are non-finite); then the row's epilogue
+//! ([`Epilogue`]; for `scaled_mm` rows the call is rebuilt with [`CallParts`] to find its scales and out
+//! dtype). Chains over the same k indices are computed once per row whichever rules share them.
+//!
+//! Rows are grouped by (GPU, fast/slow, S, label), the label being the algorithm's customOption when the
+//! `algo` column records one (`customOption 1`), else the recorded scheme unless it is `unknown` (no
+//! label). A group's survivors are the rules that reproduce every row of the group; its verdict is
+//! `unique` (one survivor), `ambiguous` (several: the rows cannot tell them apart) or `none`. Survivors
+//! whose combination orders are the same expression for the group's S (e.g. every order for S = 2, since
+//! fp32 addition is commutative) are listed as `identical`: no recording could ever separate them. The
+//! *discriminating* rows of a group are those that reject at least one candidate — the evidence the
+//! verdict rests on. For a verdict of `none`, the rules reproducing the most rows are listed as
+//! `closest`, with the rows they fail.
+
+use super::rules::{candidates, layouts, order_expression, Layout, Order, Rule};
+use crate::replay_call::CallParts;
+use mmaemu_datasets::{discover, read_recording, DatasetError, Expectation, Op, OutSelect, Row, Truth};
+use mmaemu_model::scaled_mm::{resolve_profile, Validation};
+use mmaemu_model::splitk::SplitRequest;
+use mmaemu_model::{accumulate, epilogue, Chain, Epilogue, Format, Operands, OutDtype, Preset, SplitK};
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How a candidate's accumulator becomes the row's result.
+#[derive(Clone, Copy, Debug)]
+enum Finish {
+    /// op `accumulator`: the fp32 bits.
+    Accumulator,
+    /// ops `gemm`, `scaled_mm`: the epilogue.
+    Epilogue(Epilogue),
+}
+
+/// What the recording says the result is.
+#[derive(Clone, Debug)]
+enum Want {
+    Bits(Vec<u32>),
+    Sha256(String),
+}
+
+/// A row ready for the fit: operands with non-finite codes zeroed, the outputs compared, their §3.7
+/// overrides, and the finish.
+struct Prepared {
+    preset: Preset,
+    fa: Format,
+    fb: Format,
+    k: usize,
+    /// [m, k], non-finite codes replaced by 0x00.
+    a: Vec<u8>,
+    /// [n, k], likewise.
+    b: Vec<u8>,
+    /// The (i, j) outputs compared, in the order of the expected bits.
+    pairs: Vec<(usize, usize)>,
+    /// Per compared output: the non-finite accumulator that overrides every rule's (§3.7), if any.
+    patch: Vec<Option<f32>>,
+    finish: Finish,
+    want: Want,
+    out: OutDtype,
+}
+
+/// One fitted row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitRow {
+    /// Row id.
+    pub id: String,
+    /// The recording it comes from.
+    pub file: PathBuf,
+    /// The GPU it was recorded on.
+    pub gpu: String,
+    /// Fast accumulation?
+    pub fast: bool,
+    /// S.
+    pub s: usize,
+    /// The group label (customOption, else the recorded scheme; None when neither is known).
+    pub label: Option<String>,
+    /// The recorded scheme (information; the fit ignores it).
+    pub recorded: String,
+    /// The rules that reproduce every recorded bit of the row, by name, in candidate order.
+    pub survivors: Vec<String>,
+}
+
+/// A row with S > 1 the fit could not use, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedRow {
+    /// Row id.
+    pub id: String,
+    /// The recording it comes from.
+    pub file: PathBuf,
+    /// Why.
+    pub reason: String,
+}
+
+/// A group's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Exactly one rule reproduces every row.
+    Unique,
+    /// Several rules reproduce every row; the rows cannot tell them apart.
+    Ambiguous,
+    /// No candidate reproduces every row.
+    None,
+}
+
+impl Verdict {
+    /// `unique`, `ambiguous`, `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Unique => "unique",
+            Verdict::Ambiguous => "ambiguous",
+            Verdict::None => "none",
+        }
+    }
+}
+
+/// A rule that reproduces most, but not all, rows of a group without survivors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Closest {
+    /// The rule.
+    pub rule: String,
+    /// The group's rows it fails.
+    pub failing: Vec<String>,
+}
+
+/// The fit of one (GPU, fast/slow, S, label) group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitGroup {
+    /// GPU.
+    pub gpu: String,
+    /// Fast accumulation?
+    pub fast: bool,
+    /// S.
+    pub s: usize,
+    /// Label (None: no customOption and scheme `unknown`).
+    pub label: Option<String>,
+    /// Row ids.
+    pub rows: Vec<String>,
+    /// The rules reproducing every row, in candidate order.
+    pub survivors: Vec<String>,
+    /// unique / ambiguous / none.
+    pub verdict: Verdict,
+    /// Rows rejecting at least one candidate.
+    pub discriminating: Vec<String>,
+    /// Classes of survivors (two or more) that compute the same bits for every input at this S.
+    pub identical: Vec<Vec<String>>,
+    /// For verdict none: the rules failing the fewest rows (at most 4).
+    pub closest: Vec<Closest>,
+}
+
+/// The whole fit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitReport {
+    /// Every fitted row, in file and row order.
+    pub rows: Vec<FitRow>,
+    /// Every group, by GPU, accumulation (fast first), S and label.
+    pub groups: Vec<FitGroup>,
+    /// Rows with S > 1 that could not be fitted.
+    pub skipped: Vec<SkippedRow>,
+    /// Candidate rules for fast accumulation.
+    pub fast_candidates: usize,
+    /// Candidate rules for slow accumulation.
+    pub slow_candidates: usize,
+}
+
+/// The label of a row's group: `customOption C` from the `algo` JSON, else the recorded scheme unless it
+/// is `unknown` or absent.
+pub fn label_of(row: &Row) -> Option<String> {
+    let custom = row
+        .algo
+        .as_deref()
+        .and_then(|a| serde_json::from_str::<Value>(a).ok())
+        .and_then(|v| v.get("custom_option").or_else(|| v.get("customOption")).and_then(Value::as_i64));
+    if let Some(c) = custom {
+        return Some(format!("customOption {c}"));
+    }
+    match row.split_scheme.as_deref() {
+        None | Some("unknown") | Some("none") => None,
+        Some(s) => Some(s.to_string()),
+    }
+}
+
+/// Is the row one the fit looks at: a split (S > 1) GEMM-level op?
+pub fn is_split_row(row: &Row) -> bool {
+    matches!(row.op, Op::Gemm | Op::Accumulator | Op::ScaledMm) && row.split_s.unwrap_or(1) > 1
+}
+
+fn dim(x: i64, what: &str) -> Result<usize, String> {
+    usize::try_from(x).map_err(|_| format!("negative {what} {x}"))
+}
+
+/// The preset, formats, epilogue and out dtype of a row, or why it cannot be fitted.
+fn numerics(row: &Row) -> Result<(Preset, Format, Format, Finish, OutDtype), String> {
+    let fmt = |n: &str| Format::from_name(n).ok_or_else(|| format!("operand format '{n}' is not an FP8 format"));
+    match row.op {
+        Op::Accumulator | Op::Gemm => {
+            let preset = Preset::by_name(&row.preset).map_err(|e| format!("preset: {e}"))?;
+            let (fa, fb) = (fmt(&row.fmt_a)?, fmt(&row.fmt_b)?);
+            if row.op == Op::Accumulator {
+                return Ok((preset, fa, fb, Finish::Accumulator, OutDtype::Float32));
+            }
+            let out = match row.out_dtype.as_deref() {
+                None => OutDtype::of_format(fa),
+                Some(n) => OutDtype::from_name(n).ok_or_else(|| format!("out dtype '{n}' is not replayable"))?,
+            };
+            let (sa, sb) = (row.scale_a.ok_or("scale_a is null")?, row.scale_b.ok_or("scale_b is null")?);
+            let epi = Epilogue {
+                scale_a: f32::from_bits(sa),
+                scale_b: f32::from_bits(sb),
+                scale_result: row.scale_result.map(f32::from_bits),
+                out,
+            };
+            Ok((preset, fa, fb, Finish::Epilogue(epi), out))
+        }
+        Op::ScaledMm => {
+            let parts = CallParts::of_row(row)?;
+            let call = parts.call(SplitRequest::Count(1));
+            let plan = call.explain();
+            if let Validation::Error { name, message } = &plan.validation {
+                return Err(format!("the call raises {name}: {message}"));
+            }
+            if plan.split.is_none() {
+                return Err(format!("the call computes nothing ({})", plan.backend));
+            }
+            let profile = resolve_profile(&call.profile).map_err(|e| format!("profile: {e}"))?;
+            let fa = call.input.dtype.format().ok_or("mat1 is not an FP8 operand")?;
+            let fb = call.mat2.dtype.format().ok_or("mat2 is not an FP8 operand")?;
+            let od = call
+                .out_dtype
+                .clone()
+                .or_else(|| call.out.as_ref().map(|o| o.dtype.clone()))
+                .unwrap_or_else(|| call.input.dtype.clone());
+            let out = od.out_dtype().ok_or_else(|| format!("out dtype {od} is not a cuBLASLt output"))?;
+            let value = |s: &mmaemu_model::scaled_mm::ScaleTensor| s.values.first().copied().unwrap_or(0.0) as f32;
+            let epi = Epilogue {
+                scale_a: value(&call.scale_a),
+                scale_b: value(&call.scale_b),
+                scale_result: call.scale_result.as_ref().map(value),
+                out,
+            };
+            Ok((profile.preset.clone(), fa, fb, Finish::Epilogue(epi), out))
+        }
+        Op::Mma => Err("op mma has no split".into()),
+    }
+}
+
+/// Prepare a row, or say why it cannot be fitted.
+fn prepare(row: &Row) -> Result<Prepared, String> {
+    if row.truth != Truth::Hardware {
+        return Err("truth = model: model rows are never evidence".into());
+    }
+    let fast = row.fast_accum.ok_or("fast_accum is null")?;
+    let want = match &row.expected {
+        Expectation::Bits(_) => None,
+        Expectation::Sha256(s) => Some(Want::Sha256(s.clone())),
+        Expectation::Error(e) => return Err(format!("the row expects {e}")),
+    };
+    let (batch, m, n, k) = (dim(row.batch, "batch")?, dim(row.m, "m")?, dim(row.n, "n")?, dim(row.k, "k")?);
+    if batch != 1 {
+        return Err(format!("batch {batch}"));
+    }
+    if m == 0 || n == 0 || k == 0 {
+        return Err("zero-size: nothing is accumulated".into());
+    }
+    if m.checked_mul(k) != Some(row.a.len()) || n.checked_mul(k) != Some(row.b.len()) {
+        return Err("operand sizes do not match the shape".into());
+    }
+    let (preset, fa, fb, finish, out) = numerics(row)?;
+    if preset.slow_chunk().is_none() {
+        return Err(format!("preset '{}' has no split-K plans", preset.name()));
+    }
+    let pairs: Vec<(usize, usize)> = match row.out_select {
+        OutSelect::Full => (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect(),
+        OutSelect::Diagonal => (0..m.min(n)).map(|i| (i, i)).collect(),
+    };
+    let want = match want {
+        Some(w) => w,
+        None => {
+            let bytes = row.expected_bits().unwrap_or_default();
+            let bits = epilogue::from_le_bytes(bytes, out);
+            if bits.len() != pairs.len() || bytes.len() != pairs.len() * out.width() {
+                return Err(format!("{} expected elements for {} outputs", bits.len(), pairs.len()));
+            }
+            Want::Bits(bits)
+        }
+    };
+    let zeroed =
+        |x: &[u8], f: Format| -> Vec<u8> { x.iter().map(|&c| if f.is_nonfinite(c) { 0 } else { c }).collect() };
+    let nonfinite = row.a.iter().any(|&c| fa.is_nonfinite(c)) || row.b.iter().any(|&c| fb.is_nonfinite(c));
+    let patch = if nonfinite {
+        let ops = Operands { fa, fb, a: &row.a, b: &row.b, m, n, k };
+        let unsplit = accumulate(&preset, &ops, fast, SplitK::NONE).map_err(|e| format!("unsplit accumulator: {e}"))?;
+        pairs.iter().map(|&(i, j)| Some(unsplit[i * n + j]).filter(|v| !v.is_finite())).collect()
+    } else {
+        vec![None; pairs.len()]
+    };
+    Ok(Prepared { preset, fa, fb, k, a: zeroed(&row.a, fa), b: zeroed(&row.b, fb), pairs, patch, finish, want, out })
+}
+
+/// The chain results of one set of k indices for every compared output.
+type ChainResults = Arc<Vec<f32>>;
+
+/// Per-row cache of chain results, keyed by the chain's merged k ranges.
+struct ChainCache<'p> {
+    p: &'p Prepared,
+    chain: Chain,
+    map: HashMap<Vec<(usize, usize)>, ChainResults>,
+}
+
+impl<'p> ChainCache<'p> {
+    fn new(p: &'p Prepared) -> Self {
+        ChainCache { p, chain: Chain::new(&p.preset, p.fa, p.fb), map: HashMap::new() }
+    }
+
+    fn gather(x: &[u8], row: usize, k: usize, ranges: &[std::ops::Range<usize>], buf: &mut Vec<u8>) {
+        buf.clear();
+        for r in ranges {
+            buf.extend_from_slice(&x[row * k + r.start..row * k + r.end]);
+        }
+    }
+
+    fn results(&mut self, ranges: &[std::ops::Range<usize>]) -> ChainResults {
+        let key: Vec<(usize, usize)> = ranges.iter().map(|r| (r.start, r.end)).collect();
+        if let Some(r) = self.map.get(&key) {
+            return r.clone();
+        }
+        let p = self.p;
+        // Gather each needed row of A and B once.
+        let mut rows_a: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+        let mut rows_b: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+        let mut buf = Vec::new();
+        for &(i, j) in &p.pairs {
+            rows_a.entry(i).or_insert_with(|| {
+                Self::gather(&p.a, i, p.k, ranges, &mut buf);
+                buf.clone()
+            });
+            rows_b.entry(j).or_insert_with(|| {
+                Self::gather(&p.b, j, p.k, ranges, &mut buf);
+                buf.clone()
+            });
+        }
+        let out: Vec<f32> = p
+            .pairs
+            .iter()
+            .map(|(i, j)| match (rows_a.get(i), rows_b.get(j)) {
+                (Some(a), Some(b)) => self.chain.run(a, b, 0.0),
+                _ => 0.0,
+            })
+            .collect();
+        let out = Arc::new(out);
+        self.map.insert(key, out.clone());
+        out
+    }
+}
+
+/// The partials p_s (per compared output) of a layout.
+fn partials(cache: &mut ChainCache<'_>, layout: &Layout, s: usize) -> Vec<Vec<f32>> {
+    let n_out = cache.p.pairs.len();
+    layout
+        .splits(cache.p.k, s)
+        .iter()
+        .map(|chains| {
+            let mut acc = vec![0.0f32; n_out];
+            for c in chains {
+                let r = cache.results(c);
+                // ((+0 + c_0) + c_1) + ... in fp32 (a fast split has one chain: +0 + c_0 = c_0).
+                for (a, x) in acc.iter_mut().zip(r.iter()) {
+                    *a += *x;
+                }
+            }
+            acc
+        })
+        .collect()
+}
+
+/// Does the combination of these partials in `order` reproduce the recording?
+fn reproduces(p: &Prepared, partials: &[Vec<f32>], order: Order) -> bool {
+    let mut column = vec![0.0f32; partials.len()];
+    let mut bits = Vec::with_capacity(p.pairs.len());
+    let alpha = match p.finish {
+        Finish::Epilogue(e) => e.alpha(),
+        Finish::Accumulator => 1.0,
+    };
+    for o in 0..p.pairs.len() {
+        for (c, part) in column.iter_mut().zip(partials) {
+            *c = part[o];
+        }
+        let acc = p.patch[o].unwrap_or_else(|| super::rules::combine(order, &column));
+        let b = match p.finish {
+            Finish::Accumulator => mmaemu_model::chain::canonical_f32(acc).to_bits(),
+            Finish::Epilogue(e) => e.apply_one(acc, alpha),
+        };
+        if let Want::Bits(want) = &p.want {
+            if want[o] != b {
+                return false;
+            }
+        }
+        bits.push(b);
+    }
+    match &p.want {
+        Want::Bits(_) => true,
+        Want::Sha256(s) => crate::replay::sha256_hex(&epilogue::to_le_bytes(&bits, p.out)).eq_ignore_ascii_case(s),
+    }
+}
+
+/// The partials of every candidate layout for one set of operands.
+type LayoutPartials = Vec<(Layout, Vec<Vec<f32>>)>;
+
+/// The partials of every candidate layout (fast or slow) of a prepared row.
+fn all_partials(p: &Prepared, s: usize, fast: bool) -> LayoutPartials {
+    let mut cache = ChainCache::new(p);
+    layouts(fast).into_iter().map(|layout| (layout, partials(&mut cache, &layout, s))).collect()
+}
+
+/// Every candidate rule whose partials reproduce the prepared row, in candidate order.
+fn survivors(p: &Prepared, parts: &LayoutPartials) -> Vec<Rule> {
+    let mut out = Vec::new();
+    for (layout, partials) in parts {
+        for order in Order::ALL {
+            if reproduces(p, partials, order) {
+                out.push(Rule { layout: *layout, order });
+            }
+        }
+    }
+    out
+}
+
+/// Rows whose operands, formats, preset, compared outputs, S and accumulation agree have the same
+/// partials under every rule (they differ only in the epilogue): the key they are shared under.
+fn operand_key(p: &Prepared, s: usize, fast: bool) -> Vec<u8> {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(p.preset.name().as_bytes());
+    h.update([0, p.fa as u8, p.fb as u8, u8::from(fast)]);
+    for x in [p.k, s, p.pairs.len(), p.a.len(), p.b.len()] {
+        h.update((x as u64).to_le_bytes());
+    }
+    for &(i, j) in &p.pairs {
+        h.update((i as u64).to_le_bytes());
+        h.update((j as u64).to_le_bytes());
+    }
+    h.update(&p.a);
+    h.update(&p.b);
+    h.finalize().to_vec()
+}
+
+/// A row's identity in the report.
+struct Meta {
+    id: String,
+    file: PathBuf,
+    gpu: String,
+    fast: bool,
+    s: usize,
+    label: Option<String>,
+    recorded: String,
+}
+
+fn meta(row: &Row, file: &Path) -> Meta {
+    Meta {
+        id: row.id.clone(),
+        file: file.to_path_buf(),
+        gpu: row.gpu.clone(),
+        fast: row.fast_accum.unwrap_or(true),
+        s: row.split_s.unwrap_or(1).max(1) as usize,
+        label: label_of(row),
+        recorded: row.split_scheme.clone().unwrap_or_else(|| "none".into()),
+    }
+}
+
+/// Fit one row alone: its survivors, or why it cannot be fitted.
+pub fn fit_row(row: &Row, file: &Path) -> Result<FitRow, SkippedRow> {
+    let skip = |reason: String| SkippedRow { id: row.id.clone(), file: file.to_path_buf(), reason };
+    let p = prepare(row).map_err(skip)?;
+    let m = meta(row, file);
+    let parts = all_partials(&p, m.s, m.fast);
+    let survivors = survivors(&p, &parts).iter().map(Rule::name).collect();
+    Ok(FitRow {
+        id: m.id,
+        file: m.file,
+        gpu: m.gpu,
+        fast: m.fast,
+        s: m.s,
+        label: m.label,
+        recorded: m.recorded,
+        survivors,
+    })
+}
+
+/// Fit the split rows of the given (file, rows) recordings: rows are prepared in parallel, rows sharing
+/// operands are replayed together (their partials computed once), then the groups are decided.
+pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
+    let work: Vec<(&Path, &Row)> = recordings
+        .iter()
+        .flat_map(|(f, rows)| rows.iter().filter(|r| is_split_row(r)).map(move |r| (f.as_path(), r)))
+        .collect();
+    let prepared: Vec<Result<(Meta, Prepared), SkippedRow>> = work
+        .par_iter()
+        .map(|(f, r)| match prepare(r) {
+            Ok(p) => Ok((meta(r, f), p)),
+            Err(reason) => Err(SkippedRow { id: r.id.clone(), file: f.to_path_buf(), reason }),
+        })
+        .collect();
+    let mut skipped = Vec::new();
+    let mut ready: Vec<(Meta, Prepared)> = Vec::new();
+    for x in prepared {
+        match x {
+            Ok(r) => ready.push(r),
+            Err(s) => skipped.push(s),
+        }
+    }
+    let keys: Vec<Vec<u8>> = ready.par_iter().map(|(m, p)| operand_key(p, m.s, m.fast)).collect();
+    let mut shared: BTreeMap<&[u8], Vec<usize>> = BTreeMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        shared.entry(k.as_slice()).or_default().push(i);
+    }
+    let shared: Vec<Vec<usize>> = shared.into_values().collect();
+    let results: Vec<Vec<(usize, Vec<String>)>> = shared
+        .par_iter()
+        .map(|members| {
+            let (m0, p0) = &ready[members[0]];
+            let parts = all_partials(p0, m0.s, m0.fast);
+            members.iter().map(|&i| (i, survivors(&ready[i].1, &parts).iter().map(Rule::name).collect())).collect()
+        })
+        .collect();
+    let mut surv: Vec<Vec<String>> = vec![Vec::new(); ready.len()];
+    for (i, s) in results.into_iter().flatten() {
+        surv[i] = s;
+    }
+    let rows: Vec<FitRow> = ready
+        .into_iter()
+        .zip(surv)
+        .map(|((m, _), survivors)| FitRow {
+            id: m.id,
+            file: m.file,
+            gpu: m.gpu,
+            fast: m.fast,
+            s: m.s,
+            label: m.label,
+            recorded: m.recorded,
+            survivors,
+        })
+        .collect();
+    let groups = group(&rows);
+    FitReport {
+        rows,
+        groups,
+        skipped,
+        fast_candidates: candidates(true).len(),
+        slow_candidates: candidates(false).len(),
+    }
+}
+
+/// Read every recording under `paths` and fit it.
+pub fn fit_paths(paths: &[PathBuf]) -> Result<FitReport, DatasetError> {
+    let mut recs = Vec::new();
+    for f in discover(paths)? {
+        let rec = read_recording(&f)?;
+        recs.push((f, rec.rows));
+    }
+    Ok(fit(&recs))
+}
+
+type GroupKey = (String, bool, usize, Option<String>);
+
+/// The sort key of a group: GPU, fast before slow, S, label.
+type GroupOrder = (String, std::cmp::Reverse<bool>, usize, Option<String>);
+
+/// Group fitted rows and decide each group's verdict.
+fn group(rows: &[FitRow]) -> Vec<FitGroup> {
+    let mut by: BTreeMap<GroupOrder, Vec<&FitRow>> = BTreeMap::new();
+    for r in rows {
+        by.entry((r.gpu.clone(), std::cmp::Reverse(r.fast), r.s, r.label.clone())).or_default().push(r);
+    }
+    by.into_iter().map(|((gpu, fast, s, label), members)| decide((gpu, fast.0, s, label), &members)).collect()
+}
+
+fn decide(key: GroupKey, members: &[&FitRow]) -> FitGroup {
+    let (gpu, fast, s, label) = key;
+    let all: Vec<String> = candidates(fast).iter().map(Rule::name).collect();
+    let sets: Vec<BTreeSet<&str>> = members.iter().map(|r| r.survivors.iter().map(String::as_str).collect()).collect();
+    let survivors: Vec<String> =
+        all.iter().filter(|c| sets.iter().all(|set| set.contains(c.as_str()))).cloned().collect();
+    let verdict = match survivors.len() {
+        0 => Verdict::None,
+        1 => Verdict::Unique,
+        _ => Verdict::Ambiguous,
+    };
+    let discriminating =
+        members.iter().zip(&sets).filter(|(_, set)| set.len() < all.len()).map(|(r, _)| r.id.clone()).collect();
+    // Survivors with the same layout and the same order expression at this S.
+    let mut classes: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for name in &survivors {
+        if let Some(rule) = Rule::parse(name) {
+            let layout = format!("{:?}", rule.layout);
+            classes.entry((layout, order_expression(rule.order, s))).or_default().push(name.clone());
+        }
+    }
+    let identical = classes.into_values().filter(|c| c.len() > 1).collect();
+    let closest = if verdict == Verdict::None {
+        let mut ranked: Vec<Closest> = all
+            .iter()
+            .map(|c| Closest {
+                rule: c.clone(),
+                failing: members
+                    .iter()
+                    .zip(&sets)
+                    .filter(|(_, set)| !set.contains(c.as_str()))
+                    .map(|(r, _)| r.id.clone())
+                    .collect(),
+            })
+            .collect();
+        ranked.sort_by_key(|c| c.failing.len());
+        ranked.truncate(4);
+        ranked
+    } else {
+        vec![]
+    };
+    FitGroup {
+        gpu,
+        fast,
+        s,
+        label,
+        rows: members.iter().map(|r| r.id.clone()).collect(),
+        survivors,
+        verdict,
+        discriminating,
+        identical,
+        closest,
+    }
+}
+
+/// The `--json` form: `{"rows": [{"id", "s", "fast", "survivors"}], "groups": [{"gpu", "fast", "s",
+/// "label", "rows", "survivors", "verdict"}]}`, plus the file, GPU, label and recorded scheme of each row,
+/// each group's discriminating rows, identical classes and (verdict none) closest rules, the skipped rows
+/// and the candidate counts.
+pub fn json(report: &FitReport) -> Value {
+    json!({
+        "rows": report.rows.iter().map(|r| json!({
+            "id": r.id,
+            "s": r.s,
+            "fast": r.fast,
+            "survivors": r.survivors,
+            "file": r.file.display().to_string(),
+            "gpu": r.gpu,
+            "label": r.label,
+            "recorded_scheme": r.recorded,
+        })).collect::<Vec<_>>(),
+        "groups": report.groups.iter().map(|g| json!({
+            "gpu": g.gpu,
+            "fast": g.fast,
+            "s": g.s,
+            "label": g.label,
+            "rows": g.rows,
+            "survivors": g.survivors,
+            "verdict": g.verdict.name(),
+            "discriminating": g.discriminating,
+            "identical": g.identical,
+            "closest": g.closest.iter().map(|c| json!({"rule": c.rule, "failing": c.failing})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "skipped": report.skipped.iter().map(|s| json!({
+            "id": s.id, "file": s.file.display().to_string(), "reason": s.reason,
+        })).collect::<Vec<_>>(),
+        "candidates": {"fast": report.fast_candidates, "slow": report.slow_candidates},
+    })
+}
+
+/// At most `n` items, then `(+k more)`.
+fn listing(items: &[String], n: usize) -> String {
+    let mut s = items.iter().take(n).cloned().collect::<Vec<_>>().join(", ");
+    if items.len() > n {
+        let _ = write!(s, " (+{} more)", items.len() - n);
+    }
+    s
+}
+
+/// The text report: one paragraph per group, then the skipped rows by reason.
+pub fn text(report: &FitReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "fit splitk: {} rows with S > 1 fitted, {} skipped; {} candidate rules for fast accumulation, {} for slow",
+        report.rows.len(),
+        report.skipped.len(),
+        report.fast_candidates,
+        report.slow_candidates
+    );
+    for g in &report.groups {
+        let _ = writeln!(
+            s,
+            "{}, {}, S={}, label {}: {} rows: {}{}",
+            g.gpu,
+            if g.fast { "fast" } else { "slow" },
+            g.s,
+            g.label.as_deref().unwrap_or("(none)"),
+            g.rows.len(),
+            g.verdict.name(),
+            match g.verdict {
+                Verdict::None => String::new(),
+                _ => format!(": {}", listing(&g.survivors, 12)),
+            }
+        );
+        for class in &g.identical {
+            let _ = writeln!(s, "  identical for S = {} (no recording can separate them): {}", g.s, class.join(" = "));
+        }
+        let _ = writeln!(s, "  discriminating rows: {} of {}: {}", g.discriminating.len(), g.rows.len(), {
+            if g.discriminating.is_empty() {
+                "none (every row is reproduced by every candidate)".to_string()
+            } else {
+                listing(&g.discriminating, 3)
+            }
+        });
+        for c in &g.closest {
+            let _ = writeln!(s, "  closest: {} fails {} rows: {}", c.rule, c.failing.len(), listing(&c.failing, 3));
+        }
+    }
+    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    for k in &report.skipped {
+        *reasons.entry(k.reason.as_str()).or_default() += 1;
+    }
+    for (reason, n) in reasons {
+        let _ = writeln!(s, "skipped {n}: {reason}");
+    }
+    s
+}

@@ -1,0 +1,267 @@
+//! The report's fixed-seed differential fuzz: random GEMMs (random shapes, ragged K, presets ada and
+//! hopper, fast and slow, S = 1..8 with every scheme of the preset, codes drawn from several modes) checked
+//! bit for bit between independent implementations:
+//!
+//! - `plans`: the model's plan executor ([`mmaemu_model::accumulate`]: `Plan` chunks, `execute`) against
+//!   the split-K fit's own chain layouts ([`crate::fit::rules::accumulate_rule`], written separately from
+//!   behaviour.md §3) for the rule of the plan's scheme — finite codes;
+//! - `backend <name>`: every non-reference backend's chain engine against the model's reference engine
+//!   through the whole GEMM (plan, non-finite inputs, epilogue) — any codes, non-finite included.
+//!
+//! The seed and the case count are fixed by the report's options, so two runs of one build give the same
+//! cases; the harness's proptest fuzz suite (`cargo test -p mmaemu-harness --test fuzz`) is the wider one.
+
+use super::backends::Backend;
+use crate::fit::rules::{accumulate_rule, Layout, Order, Ownership, Restart, Rule};
+use mmaemu_model::{accumulate, gemm, gemm_with, Epilogue, Format, Operands, OutDtype, Preset, Scheme, SplitK};
+use serde_json::{json, Value};
+
+/// The default seed.
+pub const DEFAULT_SEED: u64 = 0x6D6D_6165_6D75_5250;
+
+/// The default number of cases per check.
+pub const DEFAULT_CASES: usize = 1500;
+
+/// A SplitMix64 generator.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    /// The next word.
+    pub fn word(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, n) (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.word() % n.max(1) as u64) as usize
+    }
+}
+
+/// One random code of a format: any byte, finite only, or from a narrow exponent window (cancellation,
+/// carries, heavy truncation), or zero.
+fn code(rng: &mut Rng, f: Format, finite: bool, mode: usize, centre: u8) -> u8 {
+    loop {
+        let c = match mode {
+            0 => rng.word() as u8,
+            1 => {
+                // Exponent field within +-2 of the centre, any sign and significand.
+                let (eb, mb) = match f {
+                    Format::E4m3 => (4u32, 3u32),
+                    Format::E5m2 => (5, 2),
+                };
+                let e = (centre as i64 + rng.below(5) as i64 - 2).clamp(0, (1 << eb) - 1) as u8;
+                let sign = (rng.word() & 1) as u8;
+                (sign << 7) | (e << mb) | (rng.word() as u8 & ((1 << mb) - 1))
+            }
+            _ => {
+                if rng.below(3) == 0 {
+                    0
+                } else {
+                    rng.word() as u8
+                }
+            }
+        };
+        if !finite || !f.is_nonfinite(c) {
+            return c;
+        }
+    }
+}
+
+/// A random GEMM case.
+struct Case {
+    preset: Preset,
+    fa: Format,
+    fb: Format,
+    a: Vec<u8>,
+    b: Vec<u8>,
+    m: usize,
+    n: usize,
+    k: usize,
+    fast: bool,
+    split: SplitK,
+}
+
+fn case(rng: &mut Rng, finite: bool) -> Case {
+    let preset = if rng.below(2) == 0 { Preset::ada() } else { Preset::hopper() };
+    let fmt = |r: &mut Rng| if r.below(2) == 0 { Format::E4m3 } else { Format::E5m2 };
+    let (fa, fb) = (fmt(rng), fmt(rng));
+    let (m, n) = (1 + rng.below(3), 1 + rng.below(3));
+    let k = match rng.below(8) {
+        0 => 1 + rng.below(16),
+        1 => 64 * (1 + rng.below(8)),
+        2 => 1000 + rng.below(1500),
+        _ => 1 + rng.below(700),
+    };
+    let fast = rng.below(2) == 0;
+    let s = [1, 1, 2, 3, 4, 5, 6, 8][rng.below(8)];
+    let scheme = match (s, preset.allowed_schemes()) {
+        (1, _) => Scheme::None,
+        (_, allowed) if !allowed.is_empty() => allowed[rng.below(allowed.len())],
+        _ => Scheme::None,
+    };
+    let split = SplitK::new(s, scheme).unwrap_or(SplitK::NONE);
+    let mode = rng.below(3);
+    let (ca, cb) = (rng.below(12) as u8 + 2, rng.below(12) as u8 + 2);
+    let a = (0..m * k).map(|_| code(rng, fa, finite, mode, ca)).collect();
+    let b = (0..n * k).map(|_| code(rng, fb, finite, mode, cb)).collect();
+    Case { preset, fa, fb, a, b, m, n, k, fast, split }
+}
+
+/// The fit rule of a plan (behaviour.md §3).
+fn rule_of(split: SplitK, fast: bool) -> Option<Rule> {
+    match split.scheme() {
+        Scheme::None => {
+            // Unsplit: one chain (fast), or 128-element chains added in K order (slow).
+            let restart = if fast { None } else { Some(Restart::Tiles(1)) };
+            Some(Rule {
+                layout: Layout { ownership: Ownership::Contiguous, width: 128, restart },
+                order: Order::Serial,
+            })
+        }
+        s => Rule::of_scheme(s.name(), fast),
+    }
+}
+
+/// The outcome of one check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// `plans` or `backend <name>`.
+    pub name: String,
+    /// What it compares.
+    pub what: String,
+    /// Cases run.
+    pub cases: usize,
+    /// Cases that differ.
+    pub failures: usize,
+    /// The first few failing cases, described.
+    pub first: Vec<String>,
+}
+
+/// The whole fuzz run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuzzReport {
+    /// The seed.
+    pub seed: u64,
+    /// Cases per check.
+    pub cases: usize,
+    /// Every check.
+    pub checks: Vec<Check>,
+}
+
+impl FuzzReport {
+    /// Failing cases over all checks.
+    pub fn failures(&self) -> usize {
+        self.checks.iter().map(|c| c.failures).sum()
+    }
+    /// The JSON form.
+    pub fn json(&self) -> Value {
+        json!({
+            "seed": format!("{:#x}", self.seed),
+            "cases": self.cases,
+            "failures": self.failures(),
+            "checks": self.checks.iter().map(|c| json!({
+                "name": c.name, "what": c.what, "cases": c.cases, "failures": c.failures, "first_failures": c.first,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn describe(i: usize, c: &Case) -> String {
+    format!(
+        "case {i}: {} {}x{} M={} N={} K={} {} split {}",
+        c.preset.name(),
+        c.fa.name(),
+        c.fb.name(),
+        c.m,
+        c.n,
+        c.k,
+        if c.fast { "fast" } else { "slow" },
+        c.split
+    )
+}
+
+/// Run every check with `cases` cases each from `seed`.
+pub fn run(seed: u64, cases: usize, backends: &[Box<dyn Backend>]) -> FuzzReport {
+    let mut checks = Vec::new();
+    // Plans: model executor vs the fit's layouts, finite codes.
+    let mut rng = Rng::new(seed);
+    let mut plans = Check {
+        name: "plans".into(),
+        what: "model plan executor (accumulate) vs the split-K fit's chain layouts, fp32 accumulator, finite codes"
+            .into(),
+        cases,
+        failures: 0,
+        first: vec![],
+    };
+    for i in 0..cases {
+        let c = case(&mut rng, true);
+        let ops = Operands { fa: c.fa, fb: c.fb, a: &c.a, b: &c.b, m: c.m, n: c.n, k: c.k };
+        let Some(rule) = rule_of(c.split, c.fast) else { continue };
+        let ok = match accumulate(&c.preset, &ops, c.fast, c.split) {
+            Ok(model) => {
+                let fit = accumulate_rule(&rule, &c.preset, &ops, c.split.s()).unwrap_or_default();
+                model.iter().map(|x| x.to_bits()).eq(fit.iter().map(|x| x.to_bits()))
+            }
+            Err(_) => false,
+        };
+        if !ok {
+            plans.failures += 1;
+            if plans.first.len() < 5 {
+                plans.first.push(format!("{} (rule {rule})", describe(i, &c)));
+            }
+        }
+    }
+    checks.push(plans);
+    // Backends: each engine vs the reference engine, whole GEMM, any codes.
+    for be in backends.iter().filter(|b| !b.is_reference()) {
+        let mut rng = Rng::new(seed ^ 0xBAC4_E2D5);
+        let mut check = Check {
+            name: format!("backend {}", be.name()),
+            what: format!("GEMM through '{}' vs the model's reference engine, any codes", be.name()),
+            cases,
+            failures: 0,
+            first: vec![],
+        };
+        for i in 0..cases {
+            let c = case(&mut rng, false);
+            let ops = Operands { fa: c.fa, fb: c.fb, a: &c.a, b: &c.b, m: c.m, n: c.n, k: c.k };
+            let out = [OutDtype::Float32, OutDtype::BFloat16, OutDtype::E4m3][rng.below(3)];
+            let epi = Epilogue { scale_a: 0.5, scale_b: 3.0, scale_result: Some(0.25), out };
+            let want = gemm(&c.preset, &ops, c.fast, c.split, &epi).map(|o| o.bits);
+            let got = gemm_with(&c.preset, &ops, c.fast, c.split, &epi, be.engine()).map(|o| o.bits);
+            let ok = match (&want, &got) {
+                (Ok(w), Ok(g)) => w == g,
+                (Err(w), Err(g)) => w.category() == g.category(),
+                _ => false,
+            };
+            if !ok {
+                check.failures += 1;
+                if check.first.len() < 5 {
+                    check.first.push(describe(i, &c));
+                }
+            }
+        }
+        checks.push(check);
+    }
+    FuzzReport { seed, cases, checks }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_seed_plans_agree() {
+        let r = run(DEFAULT_SEED, 300, &super::super::backends::available());
+        assert_eq!(r.failures(), 0, "{:?}", r.checks);
+        assert_eq!(r, run(DEFAULT_SEED, 300, &super::super::backends::available()));
+    }
+}

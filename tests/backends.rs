@@ -1,0 +1,104 @@
+//! Backend selection end to end (behaviour.md §9.5, §9.3, §8.1): `explain` reports the backend `auto`
+//! picks (the CPU kernels, with the CUDA slot's fallback reason), MMAEMU_BACKEND, explicit names and their
+//! errors; `replay --backend cpu` gives the model's verdicts; `bench gemm --json` has its fields.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn mmaemu() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mmaemu"));
+    c.env_remove("MMAEMU_BACKEND").env_remove("MMAEMU_PROFILE");
+    c
+}
+
+/// `explain 16 5760 1920 --fast --json` with extra arguments and MMAEMU_BACKEND: (exit code, plan).
+fn explain(args: &[&str], env_backend: Option<&str>) -> (i32, Value) {
+    let mut c = mmaemu();
+    c.args(["explain", "16", "5760", "1920", "--fast", "--json"]).args(args);
+    if let Some(b) = env_backend {
+        c.env("MMAEMU_BACKEND", b);
+    }
+    let out = c.output().unwrap();
+    let plan = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), plan)
+}
+
+#[test]
+fn auto_picks_the_cpu_kernels() {
+    let (code, plan) = explain(&[], None);
+    assert_eq!(code, 0, "{plan}");
+    let backend = plan["backend"].as_str().unwrap();
+    assert!(["cpu:avx512", "cpu:avx2", "cpu:portable"].contains(&backend), "{backend}");
+    assert_eq!(plan["fallbacks"], serde_json::json!(["cuda: tensors on cpu"]));
+    assert_eq!(plan["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn environment_and_explicit_names() {
+    let (code, plan) = explain(&[], Some("reference"));
+    assert_eq!((code, plan["backend"].as_str()), (0, Some("reference")));
+    assert_eq!(plan["fallbacks"], serde_json::json!([]));
+    // Empty means auto.
+    let (_, plan) = explain(&[], Some(""));
+    assert!(plan["backend"].as_str().unwrap().starts_with("cpu:"));
+    let (_, plan) = explain(&["--backend", "cpu:portable"], None);
+    assert_eq!(plan["backend"], "cpu:portable");
+    // An explicit name wins over the environment (which only answers `auto`).
+    let (_, plan) = explain(&["--backend", "reference"], Some("cpu"));
+    assert_eq!(plan["backend"], "reference");
+    // Unavailable and unknown backends: the call would raise.
+    let (code, plan) = explain(&["--backend", "cuda"], None);
+    assert_eq!(code, 1);
+    assert_eq!(plan["validation"]["error"], "BackendUnavailableError");
+    let (code, plan) = explain(&[], Some(" cpu"));
+    assert_eq!(code, 1);
+    assert_eq!(plan["validation"]["error"], "ValueError", "{plan}");
+}
+
+#[test]
+fn replay_through_the_cpu_backend_matches_the_model() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings/toolbox-h100.parquet");
+    let run = |backend: &str| {
+        let out = mmaemu().args(["replay", "--json", "--backend", backend]).arg(&file).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), v["passed"].clone(), v["failed"].clone(), v["skipped"].clone())
+    };
+    let reference = run("reference");
+    assert_eq!(reference.0, Some(0));
+    assert_eq!(run("cpu"), reference);
+    let out = mmaemu().args(["replay", "--backend", "gpu"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bench_gemm_json() {
+    let out = mmaemu()
+        .args(["bench", "gemm", "--m", "32", "--n", "48", "--k", "320", "--slow", "--splitk", "2,serial"])
+        .args(["--profile", "ada", "--fmt-b", "e5m2", "--threads", "1", "--reps", "1", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "shape",
+        "preset",
+        "fast",
+        "split",
+        "backend",
+        "simd",
+        "threads",
+        "emulated_gmacs",
+        "native_f32_gmacs",
+        "ratio",
+    ] {
+        assert!(v.get(key).is_some(), "{key} missing from {v}");
+    }
+    assert_eq!(
+        (v["shape"].as_str(), v["preset"].as_str(), v["split"].as_str()),
+        (Some("32x48x320"), Some("ada"), Some("2,serial"))
+    );
+    assert_eq!((v["fast"].as_bool(), v["threads"].as_u64()), (Some(false), Some(1)));
+    let bad = mmaemu().args(["bench", "gemm", "--m", "8", "--n", "8", "--k", "8", "--splitk", "x"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
