@@ -48,6 +48,8 @@ pub const GENERATOR_V1: &str = "mmaemu-inputs/1";
 const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Salt of the seed ("mmaemu-1").
 const SALT: u64 = 0x6D6D_6165_6D75_2D31;
+/// 2^52: adding and subtracting it rounds a small non-negative f64 to an integer, half to even.
+const TWO_52: f64 = 4_503_599_627_370_496.0;
 /// Salt of the per-row words of the `special` class ("SPECIAL").
 const ROW_SALT: u64 = 0x5350_4543_4941_4C00;
 
@@ -321,8 +323,8 @@ impl Rounder {
 
     /// Round to nearest (ties to the even code), saturating at the largest finite magnitude; NaN -> NaN.
     ///
-    /// |x| is divided by the quantum of its binade (a power of two: exact) and rounded half to even
-    /// (exact); the code is then the binade's first code plus that count, which carries into the next
+    /// |x| is divided by the quantum of its binade (a power of two: exact) and rounded to an integer, half
+    /// to even (exact); the code is then the binade's first code plus that count, which carries into the next
     /// binade by itself. Checked against [`Rounder::round_by_search`] on every midpoint in the tests.
     fn round(&self, x: f64) -> u8 {
         if x.is_nan() {
@@ -337,7 +339,10 @@ impl Rounder {
         let (mbits, bias) = (self.f.mantissa_bits() as i32, self.f.bias());
         // Unbiased exponent of a's binade, no lower than the smallest normal's (1 - bias).
         let e = if a == 0.0 { 1 - bias } else { ((a.to_bits() >> 52) as i32 - 1023).max(1 - bias) };
-        let n = (a * pow2(mbits - e)).round_ties_even() as u32; // in [0, 2^(mbits + 1)]
+        // y < 2^(mbits + 1); adding and removing 2^52 rounds it to an integer, half to even (IEEE default
+        // rounding, the only mode Rust runs in), exactly: the same as round_ties_even, without a libm call.
+        let y = a * pow2(mbits - e);
+        let n = ((y + TWO_52) - TWO_52) as u32; // in [0, 2^(mbits + 1)]
         let code = if e == 1 - bias && n < (1 << mbits) {
             n // subnormal (or zero)
         } else {

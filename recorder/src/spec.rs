@@ -61,7 +61,11 @@ pub enum OpKind {
 
 /// One dimension of a shape block.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged, deny_unknown_fields)]
+#[serde(
+    untagged,
+    deny_unknown_fields,
+    expecting = "a dimension: a number, a list of numbers, { from, to, step } or { pow2 = [lo, hi] }"
+)]
 pub enum Dim {
     /// One value.
     One(u64),
@@ -115,7 +119,12 @@ impl Dim {
 
 /// One `[[shapes]]` block: a grid m x n x k, or explicit triples.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged, deny_unknown_fields)]
+#[serde(
+    untagged,
+    deny_unknown_fields,
+    expecting = "a shape block: m, n and k (each a number, a list, { from, to, step } or { pow2 = [lo, hi] }), \
+                 or mnk = [[m, n, k], ...], and nothing else"
+)]
 pub enum ShapeBlock {
     /// The cartesian product of three dimensions.
     Grid { m: Dim, n: Dim, k: Dim },

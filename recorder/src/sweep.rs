@@ -141,8 +141,11 @@ pub fn sample_indices(total: usize, count: usize) -> Vec<usize> {
 /// generated once per shape, data class and format.
 #[derive(Default)]
 pub struct OperandCache {
-    entries: Vec<(String, Arc<(Vec<u8>, String)>)>,
+    entries: Vec<(String, Generated)>,
 }
+
+/// A generated operand and its sha256.
+pub type Generated = Arc<(Vec<u8>, String)>;
 
 impl OperandCache {
     const SIZE: usize = 8;
@@ -155,7 +158,7 @@ impl OperandCache {
         fmt: Format,
         rows: usize,
         k: usize,
-    ) -> Result<Arc<(Vec<u8>, String)>, RecordError> {
+    ) -> Result<Generated, RecordError> {
         let key = format!("{}|{op:?}|{fmt}|{rows}|{k}", serde_json::to_string(spec).unwrap_or_default());
         if let Some(i) = self.entries.iter().position(|(k, _)| *k == key) {
             let e = self.entries.remove(i);
