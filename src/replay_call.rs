@@ -42,10 +42,21 @@ fn lay_out(data: &[u8], w: usize, rows: usize, cols: usize, offset: usize, s0: u
     let extent = if rows == 0 || cols == 0 { 0 } else { (rows - 1) * s0 + (cols - 1) * s1 + 1 };
     let mut buf = vec![0u8; (offset + extent) * w];
     for i in 0..rows {
+        if s1 == 1 {
+            // A contiguous row: one copy.
+            let (src, dst) = (i * cols * w, (offset + i * s0) * w);
+            buf[dst..dst + cols * w].copy_from_slice(&data[src..src + cols * w]);
+            continue;
+        }
         for j in 0..cols {
             let src = (i * cols + j) * w;
             let dst = (offset + i * s0 + j * s1) * w;
-            buf[dst..dst + w].copy_from_slice(&data[src..src + w]);
+            if w == 1 {
+                // FP8 operands: one byte, not a memmove call per element.
+                buf[dst] = data[src];
+            } else {
+                buf[dst..dst + w].copy_from_slice(&data[src..src + w]);
+            }
         }
     }
     buf
