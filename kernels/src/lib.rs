@@ -26,7 +26,7 @@ pub mod tables;
 
 use driver::Job;
 use kernel::Path;
-use mmaemu_model::accumulate::run_plan_by_chunks;
+use mmaemu_model::accumulate::{each_output, run_plan_by_chunks};
 use mmaemu_model::{Chain, ChainEngine, Format, Operands, Plan, Preset};
 use rayon::prelude::*;
 use std::fmt;
@@ -200,9 +200,7 @@ impl CpuEngine {
         let mut out = vec![0f32; m * n];
         out.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
             let ra = &a[i * l..(i + 1) * l];
-            for (j, o) in row.iter_mut().enumerate() {
-                *o = chain.run(ra, &b[j * l..(j + 1) * l], 0.0);
-            }
+            row.copy_from_slice(&each_output(ra, b, 1, n, l, |x, y| chain.run(x, y, 0.0)));
         });
         out
     }

@@ -99,15 +99,19 @@ impl ChainEngine for ReferenceEngine {
         l: usize,
     ) -> Vec<f32> {
         let chain = Chain::new(preset, fa, fb);
-        let mut out = Vec::with_capacity(m * n);
-        for i in 0..m {
-            let ra = &a[i * l..(i + 1) * l];
-            for j in 0..n {
-                out.push(chain.run(ra, &b[j * l..(j + 1) * l], 0.0));
-            }
-        }
-        out
+        each_output(a, b, m, n, l, |ra, rb| chain.run(ra, rb, 0.0))
     }
+}
+
+/// `out[i * n + j] = f(a[i, ..], b[j, ..])` for row-major a [m, l] and b [n, l]: the output order of
+/// [`ChainEngine::chains`], shared by the engines that compute one output at a time.
+pub fn each_output(a: &[u8], b: &[u8], m: usize, n: usize, l: usize, f: impl Fn(&[u8], &[u8]) -> f32) -> Vec<f32> {
+    let mut out = Vec::with_capacity(m * n);
+    for i in 0..m {
+        let ra = &a[i * l..(i + 1) * l];
+        out.extend((0..n).map(|j| f(ra, &b[j * l..(j + 1) * l])));
+    }
+    out
 }
 
 /// Gather a chunk's columns of a [rows, k] matrix into a [rows, chunk.len] matrix, padding with 0x00.

@@ -3,6 +3,7 @@
 //! algorithm with the model (model/src/chain.rs) on random chains without a GPU.
 
 use super::{ChainParams, DecodeTables};
+use mmaemu_model::accumulate::each_output;
 
 #[inline]
 fn sig(d: i32) -> i32 {
@@ -169,11 +170,5 @@ pub fn chain(p: &ChainParams, t: &DecodeTables, a: &[u8], b: &[u8]) -> f32 {
 
 /// `m * n` chains as the kernels compute them: `out[i * n + j]` over `a[i, 0..l]` and `b[j, 0..l]`.
 pub fn chains(p: &ChainParams, t: &DecodeTables, a: &[u8], b: &[u8], m: usize, n: usize, l: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(m * n);
-    for i in 0..m {
-        for j in 0..n {
-            out.push(chain(p, t, &a[i * l..(i + 1) * l], &b[j * l..(j + 1) * l]));
-        }
-    }
-    out
+    each_output(a, b, m, n, l, |ra, rb| chain(p, t, ra, rb))
 }
