@@ -1,30 +1,86 @@
 //! Backend selection (behaviour.md §9.5, §9.3): the registry of chain engines the facade passes to the
-//! model's `scaled_mm` ([`mmaemu_model::scaled_mm::Backends`]), and that `replay --backend` and `bench`
-//! use.
+//! model's `scaled_mm` ([`mmaemu_model::scaled_mm::Backends`]), and that `replay --backend`, `bench` and
+//! `report` use.
 //!
 //! Names:
 //! - `reference`: the model ([`mmaemu_model::ReferenceEngine`]);
 //! - `cpu`: the fast CPU backend ([`mmaemu_kernels::CpuEngine`]) at the best SIMD level of this CPU that
 //!   passes its self-check; `cpu:avx512`, `cpu:avx2`, `cpu:portable`: one level;
-//! - `cuda`, `cuda:<kernel>`: the slot of the GPU backend; every call of this library has host operands,
-//!   so it is unavailable ("tensors on cpu");
+//! - `cuda`: the CUDA backend ([`mmaemu_kernels::cuda`]) with every kernel that passed its self-test gate
+//!   on the device, fastest first; `cuda:<kernel>` (`cuda:tiled`, `cuda:generic`): one kernel;
 //! - `auto`: the value of MMAEMU_BACKEND if it is set and not empty (used as is: surrounding spaces make
 //!   it invalid), else the fastest backend that is available and has passed its self-check — cuda, then
 //!   cpu (best level first), then reference. Why each faster backend was skipped is reported in
-//!   `CallPlan.fallbacks`; a self-check failure also raises a BackendFallbackWarning.
+//!   `CallPlan.fallbacks`; a self-check or gate failure also raises a BackendFallbackWarning.
+//!
+//! Where a call's tensors live is its [`Placement`]. Every operand of this library is a host array; the
+//! CUDA backend copies it to the device. The default placement ([`Placement::auto`], explain's
+//! `--device auto`) is GPU 0 when this build has the CUDA backend, MMAEMU_DISABLE_CUDA is not set and the
+//! GPU opens (driver, NVRTC, kernels compiled and loaded), else the host; on the host the GPU backend is
+//! skipped with "cuda: tensors on cpu", as in the specification.
 //!
 //! Each CPU level runs its self-check ([`mmaemu_kernels::selfcheck`]: adversarial GEMMs against the
-//! model) once per process, at its first use. An explicit name whose backend is unavailable or failed its
-//! self-check raises BackendUnavailableError; an unknown name is an invalid argument.
+//! model) once per process, at its first use; a GPU runs its gate (every kernel on
+//! [`mmaemu_kernels::cuda::gate_cases`]) once per process, when it is first opened. An explicit name whose
+//! backend is unavailable or failed its check raises BackendUnavailableError; an unknown name is an
+//! invalid argument.
 
+use crate::env;
+use mmaemu_kernels::cuda::{self, Gpu, GpuEngine, KernelReport, KERNELS};
 use mmaemu_kernels::{selfcheck, CpuEngine, SimdLevel};
 use mmaemu_model::scaled_mm::{Backends, Selected};
 use mmaemu_model::warning::{Warning, WarningKind};
 use mmaemu_model::{Category, ChainEngine, Error, Format, Preset, ReferenceEngine, Result};
-use std::sync::OnceLock;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// Why the GPU backend is skipped: every operand of this library is a host array.
+/// Why the GPU backend is skipped for host tensors.
 pub const CUDA_SKIP: &str = "cuda: tensors on cpu";
+
+/// Where a call's tensors live (explain's `--device`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Host memory: the GPU backend is skipped.
+    Host,
+    /// GPU `n`.
+    Gpu(usize),
+}
+
+impl Placement {
+    /// `--device auto`: GPU 0 if it can be used (see the module documentation), else the host.
+    pub fn auto() -> Placement {
+        match registry().gpu(0).gpu {
+            Ok(_) => Placement::Gpu(0),
+            Err(_) => Placement::Host,
+        }
+    }
+
+    /// A `--device` value: `auto`, `cpu`, `cuda` (GPU 0) or `cuda:N`. Err: a usage error (unknown value) or
+    /// a device that cannot be used (`Ok(Err(why))`).
+    pub fn parse(s: &str) -> std::result::Result<std::result::Result<Placement, String>, String> {
+        let ordinal = match s {
+            "auto" => return Ok(Ok(Placement::auto())),
+            "cpu" => return Ok(Ok(Placement::Host)),
+            "cuda" => 0,
+            _ => match s.strip_prefix("cuda:").and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) => n,
+                None => return Err(format!("unknown device '{s}'; expected auto, cpu, cuda or cuda:N")),
+            },
+        };
+        Ok(match &registry().gpu(ordinal).gpu {
+            Ok(_) => Ok(Placement::Gpu(ordinal)),
+            Err(why) => Err(why.clone()),
+        })
+    }
+
+    /// `cpu` or `cuda:N`.
+    pub fn name(self) -> String {
+        match self {
+            Placement::Host => "cpu".into(),
+            Placement::Gpu(n) => format!("cuda:{n}"),
+        }
+    }
+}
 
 /// One SIMD level of the CPU backend and its self-check verdict (computed at first use).
 struct CpuLevel {
@@ -32,12 +88,64 @@ struct CpuLevel {
     check: OnceLock<std::result::Result<(), String>>,
 }
 
+/// One GPU: opened (or why not), its gate reports, and its engines (`cuda` first, then `cuda:<kernel>`
+/// for each kernel that passed).
+pub struct GpuSlot {
+    /// The GPU, or why it cannot be used.
+    pub gpu: std::result::Result<Gpu, String>,
+    /// The gate's report per kernel (empty when the GPU did not open).
+    pub reports: Vec<KernelReport>,
+    engines: Vec<GpuEngine>,
+}
+
+impl GpuSlot {
+    fn open(ordinal: usize, fallback: impl FnOnce() -> Arc<dyn ChainEngine + Send + Sync>) -> GpuSlot {
+        let gpu =
+            if env::cuda_disabled() { Err("disabled by MMAEMU_DISABLE_CUDA".to_string()) } else { Gpu::open(ordinal) };
+        let Ok(g) = &gpu else {
+            return GpuSlot { gpu, reports: vec![], engines: vec![] };
+        };
+        let reports = g.self_test(&(0..KERNELS.len()).collect::<Vec<_>>());
+        let passed: Vec<usize> = (0..KERNELS.len()).filter(|&k| reports[k].result.is_ok()).collect();
+        let mut engines = Vec::new();
+        if !passed.is_empty() {
+            let fallback = fallback();
+            engines.push(g.engine("cuda", passed.clone(), fallback.clone()));
+            for &k in &passed {
+                engines.push(g.engine(&format!("cuda:{}", KERNELS[k].0), vec![k], fallback.clone()));
+            }
+        }
+        GpuSlot { gpu, reports, engines }
+    }
+
+    /// The engine called `name` (`cuda` or `cuda:<kernel>`), if its kernels passed the gate.
+    fn engine(&self, name: &str) -> Option<&GpuEngine> {
+        self.engines.iter().find(|e| e.engine.name() == name)
+    }
+
+    /// Why the gate failed, for the kernels of `name`: "kernel K: first failure; ...".
+    fn gate_failure(&self, name: &str) -> String {
+        self.reports
+            .iter()
+            .filter(|r| name == "cuda" || name == format!("cuda:{}", r.kernel))
+            .filter_map(|r| r.result.as_ref().err().map(|e| format!("kernel {}: {e}", r.kernel)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// Fallback warnings the engines recorded after selection (launches that failed).
+    pub fn warnings(&self) -> Vec<String> {
+        self.engines.iter().flat_map(|e| e.warnings()).collect()
+    }
+}
+
 /// The backends of this build.
 pub struct Registry {
     cpu: Vec<CpuLevel>,
+    gpus: Mutex<BTreeMap<usize, &'static GpuSlot>>,
 }
 
-/// The process-wide registry (self-check verdicts are cached in it).
+/// The process-wide registry (self-check verdicts and opened GPUs are cached in it).
 pub fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(Registry::new)
@@ -47,13 +155,22 @@ fn unavailable(msg: String) -> Error {
     Error::new(Category::BackendUnavailable, msg)
 }
 
+/// The registry with a fixed placement, for `scaled_mm` and explain (`--device`).
+pub struct OnPlacement(pub Placement);
+
+impl Backends for OnPlacement {
+    fn select(&self, name: &str, preset: &Preset, fa: Format, fb: Format) -> Result<Selected<'_>> {
+        registry().resolve_for(name, Some(self.0), Some((preset, fa, fb)))
+    }
+}
+
 impl Registry {
     fn new() -> Registry {
         let cpu = SimdLevel::available()
             .into_iter()
             .map(|level| CpuLevel { engine: CpuEngine::with_level(level), check: OnceLock::new() })
             .collect();
-        Registry { cpu }
+        Registry { cpu, gpus: Mutex::new(BTreeMap::new()) }
     }
 
     /// The self-check verdict of a CPU level (run now if it has not run yet).
@@ -61,13 +178,40 @@ impl Registry {
         level.check.get_or_init(|| selfcheck::run(&level.engine)).clone()
     }
 
+    /// GPU `ordinal`: opened and gated at its first use, once per process.
+    pub fn gpu(&self, ordinal: usize) -> &'static GpuSlot {
+        let mut gpus = self.gpus.lock().unwrap_or_else(|p| p.into_inner());
+        gpus.entry(ordinal).or_insert_with(|| Box::leak(Box::new(GpuSlot::open(ordinal, || self.gpu_fallback()))))
+    }
+
+    /// The engine a GPU engine computes with when a launch fails: the best CPU level that passed its
+    /// self-check, else the model.
+    fn gpu_fallback(&self) -> Arc<dyn ChainEngine + Send + Sync> {
+        match self.cpu.iter().find(|l| Registry::checked(l).is_ok()) {
+            Some(l) => Arc::new(l.engine),
+            None => Arc::new(ReferenceEngine),
+        }
+    }
+
     fn selected(engine: &dyn ChainEngine, fallbacks: Vec<String>, warnings: Vec<Warning>) -> Selected<'_> {
         Selected { name: engine.name(), engine, fallbacks, warnings }
     }
 
-    /// The backend a name selects (see the module documentation), with the fallbacks and warnings of the
-    /// selection.
+    /// The backend a name selects with the default placement ([`Placement::auto`]), whatever the call.
     pub fn resolve(&self, name: &str) -> Result<Selected<'_>> {
+        self.resolve_for(name, None, None)
+    }
+
+    /// The backend a name selects for tensors at `placement` (None: [`Placement::auto`] for `auto`, decided
+    /// only when the GPU backend is considered; GPU 0 for an explicit `cuda` name) and, when given, a call's preset and formats
+    /// (the GPU kernels serve presets whose block sum fits 64 bits), with the selection's fallbacks and
+    /// warnings (see the module documentation).
+    pub fn resolve_for(
+        &self,
+        name: &str,
+        placement: Option<Placement>,
+        call: Option<(&Preset, Format, Format)>,
+    ) -> Result<Selected<'_>> {
         let from_env;
         let name = if name == "auto" {
             from_env = std::env::var("MMAEMU_BACKEND").unwrap_or_default();
@@ -80,7 +224,21 @@ impl Registry {
             name
         };
         match name {
-            "auto" => Ok(self.auto()),
+            "auto" => {
+                let mut warnings = Vec::new();
+                let skip = match self.gpu_engine("cuda", placement.unwrap_or_else(Placement::auto), call) {
+                    Ok(e) => return Ok(Registry::selected(e, vec![], vec![])),
+                    Err(GpuSkip::ByDesign(why)) => why,
+                    Err(GpuSkip::Failed(why)) => {
+                        warnings.push(Warning::new(
+                            WarningKind::BackendFallback,
+                            format!("{why}; using the next backend (the results are the same, only slower)"),
+                        ));
+                        why
+                    }
+                };
+                Ok(self.auto_cpu(vec![skip], warnings))
+            }
             "reference" => Ok(Registry::selected(&ReferenceEngine, vec![], vec![])),
             "cpu" => {
                 let mut why = Vec::new();
@@ -110,8 +268,15 @@ impl Registry {
                     Err(e) => Err(unavailable(format!("backend '{n}' unavailable: self-check failed: {e}"))),
                 }
             }
+            // An explicit GPU name without a placement means GPU 0: the operands are copied there.
             n if n == "cuda" || n.starts_with("cuda:") => {
-                Err(unavailable(format!("backend '{n}' unavailable: tensors on cpu")))
+                match self.gpu_engine(n, placement.unwrap_or(Placement::Gpu(0)), call) {
+                    Ok(e) => Ok(Registry::selected(e, vec![], vec![])),
+                    Err(GpuSkip::ByDesign(why) | GpuSkip::Failed(why)) => {
+                        let why = why.strip_prefix(&format!("{n}: ")).unwrap_or(&why).to_string();
+                        Err(unavailable(format!("backend '{n}' unavailable: {why}")))
+                    }
+                }
             }
             n => Err(Error::invalid_value(format!(
                 "unknown backend '{n}'; expected 'auto', 'reference', 'cpu', 'cpu:<simd>' (avx512, avx2, portable), \
@@ -120,10 +285,49 @@ impl Registry {
         }
     }
 
-    /// `auto`: cuda (the slot: skipped for host operands), then the CPU levels best first, then the model.
-    fn auto(&self) -> Selected<'_> {
-        let mut fallbacks = vec![CUDA_SKIP.to_string()];
-        let mut warnings = Vec::new();
+    /// The GPU engine `name` (`cuda`, `cuda:<kernel>`) for tensors at `placement` and the call, or why it
+    /// is skipped: by design (host tensors, no device, a preset or kernel it does not serve) or because a
+    /// gate failed. The reason starts with `name: `.
+    fn gpu_engine(
+        &self,
+        name: &str,
+        placement: Placement,
+        call: Option<(&Preset, Format, Format)>,
+    ) -> std::result::Result<&dyn ChainEngine, GpuSkip> {
+        let by_design = |why: &str| GpuSkip::ByDesign(format!("{name}: {why}"));
+        let kernel = match name.strip_prefix("cuda:") {
+            None => None,
+            Some(k) => match cuda::kernel_index(k) {
+                Some(i) => Some(i),
+                None => {
+                    let names: Vec<_> = KERNELS.iter().map(|k| format!("'cuda:{}'", k.0)).collect();
+                    return Err(by_design(&format!("unknown kernel '{k}'; the kernels are {}", names.join(", "))));
+                }
+            },
+        };
+        let Placement::Gpu(ordinal) = placement else {
+            return Err(by_design("tensors on cpu"));
+        };
+        let slot = self.gpu(ordinal);
+        if let Err(why) = &slot.gpu {
+            return Err(by_design(why));
+        }
+        if let Some((preset, fa, fb)) = call {
+            let params = cuda::ChainParams::new(preset, fa, fb).map_err(|e| by_design(&e))?;
+            if let Some(k) = kernel {
+                if params.nfma as u32 > KERNELS[k].2 {
+                    return Err(by_design(&format!("kernel {} serves nfma <= {}", KERNELS[k].0, KERNELS[k].2)));
+                }
+            }
+        }
+        match slot.engine(name) {
+            Some(e) => Ok(e.engine.as_ref()),
+            None => Err(GpuSkip::Failed(format!("{name}: self-test failed: {}", slot.gate_failure(name)))),
+        }
+    }
+
+    /// `auto` after the GPU: the CPU levels best first, then the model.
+    fn auto_cpu(&self, mut fallbacks: Vec<String>, mut warnings: Vec<Warning>) -> Selected<'_> {
         for level in &self.cpu {
             match Registry::checked(level) {
                 Ok(()) => return Registry::selected(&level.engine, fallbacks, warnings),
@@ -140,8 +344,9 @@ impl Registry {
         Registry::selected(&ReferenceEngine, fallbacks, warnings)
     }
 
-    /// Every backend with its status, for `mmaemu info`: (name, "available: how" or "unavailable - why").
-    /// Runs the CPU self-checks that have not run yet.
+    /// Every backend with its status, for `mmaemu info` and reports: (name, "available: how" or
+    /// "unavailable - why"). Runs the CPU self-checks that have not run yet and opens GPU 0 (unless
+    /// MMAEMU_DISABLE_CUDA is set).
     pub fn describe(&self) -> Vec<(String, String)> {
         let mut v = vec![("reference".to_string(), "available: the model, on the host".to_string())];
         for level in &self.cpu {
@@ -155,14 +360,47 @@ impl Registry {
             };
             v.push((level.engine.name(), status));
         }
-        v.push(("cuda".to_string(), "unavailable - no CUDA backend in this build".to_string()));
+        let slot = self.gpu(0);
+        match &slot.gpu {
+            Err(why) => v.push(("cuda".to_string(), format!("unavailable - {why}"))),
+            Ok(g) => {
+                let passed = slot.reports.iter().filter(|r| r.result.is_ok()).count();
+                let status = if passed > 0 {
+                    format!(
+                        "available: {} kernel(s) on GPU 0, {}, validated on this device by the gate",
+                        passed,
+                        g.description()
+                    )
+                } else {
+                    format!("unavailable - {}", slot.gate_failure("cuda"))
+                };
+                v.push(("cuda".to_string(), status));
+                for r in &slot.reports {
+                    let status = match &r.result {
+                        Ok(()) => {
+                            format!("available: GPU 0, {}, self-test passed ({} cases)", g.description(), r.cases)
+                        }
+                        Err(e) => format!("unavailable - self-test failed: {e}"),
+                    };
+                    v.push((format!("cuda:{}", r.kernel), status));
+                }
+            }
+        }
         v
     }
 }
 
+/// Why a GPU engine is not used for a call.
+enum GpuSkip {
+    /// A silent skip (§9.5): host tensors, no device, a preset or kernel it does not serve.
+    ByDesign(String),
+    /// A gate failure: reported with a BackendFallbackWarning under `auto`.
+    Failed(String),
+}
+
 impl Backends for Registry {
-    fn select(&self, name: &str, _preset: &Preset, _fa: Format, _fb: Format) -> Result<Selected<'_>> {
-        self.resolve(name)
+    fn select(&self, name: &str, preset: &Preset, fa: Format, fb: Format) -> Result<Selected<'_>> {
+        self.resolve_for(name, None, Some((preset, fa, fb)))
     }
 }
 

@@ -31,3 +31,11 @@ pub fn report() -> Vec<(&'static str, Option<String>)> {
         .map(|k| (k, std::env::var(k).ok()))
         .collect()
 }
+
+/// MMAEMU_DISABLE_CUDA: any of 1, true, yes, on (case-insensitive) keeps the library off the GPU — auto
+/// selection and `--device auto` use the host, explicit cuda names are unavailable, and `info` does not
+/// touch CUDA (behaviour.md §9.3).
+pub fn cuda_disabled() -> bool {
+    std::env::var("MMAEMU_DISABLE_CUDA")
+        .is_ok_and(|v| ["1", "true", "yes", "on"].iter().any(|t| v.eq_ignore_ascii_case(t)))
+}

@@ -1,6 +1,7 @@
 //! `explain` for the command line: a call described by sizes, formats and options (no data), turned
 //! into a [`CallPlan`], and the plan's JSON form (behaviour.md §8.1).
 
+use crate::backend::{OnPlacement, Placement};
 use crate::env;
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{CallPlan, ScaleTensor, ScaledMm, Validation};
@@ -39,6 +40,8 @@ pub struct Case {
     pub layout: String,
     /// The backend.
     pub backend: String,
+    /// Where the tensors live (`--device`); None: `auto`.
+    pub device: Option<Placement>,
 }
 
 impl Default for Case {
@@ -58,6 +61,7 @@ impl Default for Case {
             splitk: SplitRequest::Auto,
             layout: "std".into(),
             backend: "auto".into(),
+            device: None,
         }
     }
 }
@@ -117,7 +121,7 @@ pub fn explain_case(c: &Case) -> CallPlan {
         backend: c.backend.clone(),
         strict: env::strict(),
     };
-    call.explain_on(crate::backend::registry())
+    call.explain_on(&OnPlacement(c.device.unwrap_or_else(Placement::auto)))
 }
 
 /// A split decision as JSON.
@@ -153,14 +157,15 @@ pub fn plan_json(p: &CallPlan) -> Value {
 /// The plan as text: one line per field.
 pub fn plan_text(c: &Case, p: &CallPlan) -> String {
     let mut s = format!(
-        "explain M={} N={} K={} {} x {} -> {}, use_fast_accum={}, device=cpu\n",
+        "explain M={} N={} K={} {} x {} -> {}, use_fast_accum={}, device={}\n",
         c.m,
         c.n,
         c.k,
         c.a,
         c.b,
         c.out.as_deref().unwrap_or("default (input dtype)"),
-        c.fast
+        c.fast,
+        c.device.unwrap_or_else(Placement::auto).name()
     );
     let validation = match &p.validation {
         Validation::Ok => "ok".to_string(),

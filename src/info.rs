@@ -9,6 +9,24 @@ use serde_json::{json, Value};
 
 /// The whole report as JSON.
 pub fn report() -> Value {
+    // GPU 0 through the registry (opened and gated once per process; not touched when MMAEMU_DISABLE_CUDA
+    // is set).
+    let slot = crate::backend::registry().gpu(0);
+    let device = match &slot.gpu {
+        Ok(g) => format!("0: {}, kernels compiled for {}", g.description(), g.arch),
+        Err(why) => format!("none: {why}"),
+    };
+    let device_match = |gpu_name: Option<&str>, cc: (u32, u32)| match &slot.gpu {
+        Err(why) => format!("does not match this device (no CUDA device: {why})"),
+        Ok(g) => {
+            let same_name = gpu_name.is_some_and(|n| n.eq_ignore_ascii_case(&g.name));
+            if same_name && (g.cc.0 as u32, g.cc.1 as u32) == cc {
+                "MATCHES this device".to_string()
+            } else {
+                format!("does not match this device ({})", g.description())
+            }
+        }
+    };
     let profiles: Vec<Value> = Profile::list()
         .iter()
         .map(|p| {
@@ -28,7 +46,7 @@ pub fn report() -> Value {
                 "maturity": p.maturity.name(),
                 "splitk_maturity": p.splitk_maturity.map(|m| m.name()).unwrap_or("none"),
                 "description": p.description,
-                "device_match": "does not match this device (no CUDA device)",
+                "device_match": device_match(p.gpu_name.as_deref(), p.capability),
             })
         })
         .collect();
@@ -68,7 +86,7 @@ pub fn report() -> Value {
         "format": "mmaemu-info/1",
         "version": env!("CARGO_PKG_VERSION"),
         "environment": env::report().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-        "device": "none: this build has no CUDA backend",
+        "device": device,
         "profiles": profiles,
         "presets": presets,
         "backends": crate::backend::registry()
@@ -77,7 +95,11 @@ pub fn report() -> Value {
             .map(|(name, status)| json!({"name": name, "status": status}))
             .collect::<Vec<_>>(),
         "tables": tables,
-        "unavailable": ["cuda: no CUDA backend in this build"],
+        "unavailable": match &slot.gpu {
+            Err(why) => vec![format!("cuda: {why}")],
+            Ok(_) if slot.reports.iter().all(|r| r.result.is_err()) => vec!["cuda: every kernel failed its self-test".to_string()],
+            Ok(_) => vec![],
+        },
     })
 }
 

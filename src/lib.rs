@@ -24,4 +24,5 @@ pub mod replay;
 pub mod replay_call;
 pub mod replay_files;
 pub mod report;
+pub mod selftest;
 pub mod status;

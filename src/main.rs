@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use mmaemu::backend::Placement;
 use mmaemu::explain::{explain_case, parse_case_line, parse_splitk, plan_json, plan_text, Case};
 use mmaemu::model::scaled_mm::Validation;
 use mmaemu::replay_files::{files, json_report, summary_line, totals, FileReport};
@@ -64,6 +65,8 @@ enum Command {
         #[command(subcommand)]
         command: mmaemu::bench::BenchCommand,
     },
+    /// Run the CUDA kernels' self-test gate: PASS/FAIL per kernel (exit 0 pass, 1 fail, 4 no device).
+    Selftest(mmaemu::selftest::SelftestArgs),
     /// Profiles, presets, backends, split-K tables and environment.
     Info {
         /// Print JSON instead of text.
@@ -116,6 +119,9 @@ struct ExplainArgs {
     /// Backend: auto, reference, cpu, cpu:<simd>, cuda, cuda:<kernel>.
     #[arg(long, default_value = "auto")]
     backend: String,
+    /// Where the tensors live: auto (CUDA if available and not disabled, else cpu), cpu, cuda, cuda:N.
+    #[arg(long, default_value = "auto")]
+    device: String,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -130,6 +136,7 @@ fn main() -> ExitCode {
         Command::Replay { json, backend, paths } => replay(json, &paths, &backend),
         Command::Explain(args) => explain(*args),
         Command::Info { json } => info(json),
+        Command::Selftest(args) => ExitCode::from(mmaemu::selftest::run(&args)),
         Command::Bench { command } => ExitCode::from(mmaemu::bench::run(command)),
         Command::Status { json, paths } => status(json, &paths),
         Command::Datasets { command } => ExitCode::from(mmaemu::datasets_cmd::run(command)),
@@ -138,7 +145,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Exit codes: 0 the call would run, 1 it would raise, 2 usage errors.
+/// Exit codes: 0 the call would run, 1 it would raise, 2 usage errors, 4 the device cannot be used.
 fn explain(args: ExplainArgs) -> ExitCode {
     let splitk = match parse_splitk(&args.splitk) {
         Ok(s) => s,
@@ -146,6 +153,17 @@ fn explain(args: ExplainArgs) -> ExitCode {
             eprintln!("mmaemu explain: {e}");
             return ExitCode::from(2);
         }
+    };
+    let device = match Placement::parse(&args.device) {
+        Err(usage) => {
+            eprintln!("mmaemu explain: {usage}");
+            return ExitCode::from(2);
+        }
+        Ok(Err(why)) => {
+            eprintln!("explain unavailable: device '{}': {why}", args.device);
+            return ExitCode::from(4);
+        }
+        Ok(Ok(p)) => p,
     };
     let case = Case {
         m: args.m.unwrap_or(0),
@@ -162,6 +180,7 @@ fn explain(args: ExplainArgs) -> ExitCode {
         splitk,
         layout: args.layout,
         backend: args.backend,
+        device: Some(device),
     };
     if let Some(path) = args.cases {
         return explain_cases(&path, &case);

@@ -102,3 +102,93 @@ fn bench_gemm_json() {
     let bad = mmaemu().args(["bench", "gemm", "--m", "8", "--n", "8", "--k", "8", "--splitk", "x"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// Is there a usable GPU here? (CI has none; on a GPU machine the "unavailable" branches are skipped and
+/// the GPU branches run instead.)
+fn gpu_here() -> bool {
+    mmaemu::kernels::cuda::Gpu::open(0).is_ok()
+}
+
+#[test]
+fn explain_devices() {
+    // Host tensors: the GPU is skipped with the specification's reason, whatever this machine has.
+    let (code, plan) = explain(&["--device", "cpu"], None);
+    assert_eq!(code, 0);
+    assert_eq!(plan["fallbacks"], serde_json::json!(["cuda: tensors on cpu"]));
+    let (code, plan) = explain(&["--device", "cpu", "--backend", "cuda"], None);
+    assert_eq!(code, 1);
+    assert_eq!(plan["validation"]["message"], "backend 'cuda' unavailable: tensors on cpu");
+    // An unknown kernel is an unavailable backend; an unknown backend an invalid value (behaviour.md §9.5).
+    let (code, plan) = explain(&["--backend", "cuda:wmma"], None);
+    assert_eq!(code, 1);
+    assert_eq!(plan["validation"]["error"], "BackendUnavailableError", "{plan}");
+    assert!(plan["validation"]["message"].as_str().unwrap().contains("unknown kernel 'wmma'"), "{plan}");
+    // A malformed --device is a usage error.
+    let out = mmaemu().args(["explain", "16", "16", "32", "--device", "gpu"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = mmaemu().args(["explain", "16", "16", "32", "--device", "cuda"]).output().unwrap();
+    if gpu_here() {
+        assert_eq!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("device=cuda:0"));
+    } else {
+        // No device: exit 4 with the reason on stderr.
+        assert_eq!(out.status.code(), Some(4));
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("explain unavailable: device 'cuda': "));
+    }
+    // MMAEMU_DISABLE_CUDA keeps auto on the host.
+    let out = mmaemu()
+        .args(["explain", "16", "5760", "1920", "--fast", "--json"])
+        .env("MMAEMU_DISABLE_CUDA", "Yes")
+        .output()
+        .unwrap();
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(plan["backend"].as_str().unwrap_or("").starts_with("cpu:"), "{plan}");
+}
+
+#[test]
+fn selftest_verdicts() {
+    let run = |args: &[&str], disable: bool| {
+        let mut c = mmaemu();
+        c.arg("selftest").args(args);
+        if disable {
+            c.env("MMAEMU_DISABLE_CUDA", "1");
+        }
+        c.output().unwrap()
+    };
+    // A malformed kernel list is a usage error.
+    assert_eq!(run(&["--kernels", "tiled, wmma"], false).status.code(), Some(2));
+    // Disabled: UNAVAILABLE, exit 4, JSON only with `--json -`.
+    let out = run(&["--json", "-"], true);
+    assert_eq!(out.status.code(), Some(4));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["format"].as_str(), v["verdict"].as_str()), (Some("mmaemu-selftest/1"), Some("UNAVAILABLE")));
+    let out = run(&[], false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    if gpu_here() {
+        // Every kernel passes its gate on a working GPU.
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(text.contains("  tiled: PASS (required: ") && text.contains("  generic: PASS (required: "), "{text}");
+        assert!(text.contains("verdict: PASS - "), "{text}");
+    } else {
+        assert_eq!(out.status.code(), Some(4), "{text}");
+        assert!(text.contains("verdict: UNAVAILABLE - "), "{text}");
+    }
+}
+
+#[test]
+fn info_reports_the_cuda_backend() {
+    let out = mmaemu().args(["info", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cuda = v["backends"].as_array().unwrap().iter().find(|b| b["name"] == "cuda").cloned().unwrap();
+    let status = cuda["status"].as_str().unwrap();
+    if gpu_here() {
+        assert!(status.starts_with("available: "), "{status}");
+    } else {
+        assert!(status.starts_with("unavailable - "), "{status}");
+        assert!(v["device"].as_str().unwrap().starts_with("none: "));
+    }
+    let out = mmaemu().args(["info", "--json"]).env("MMAEMU_DISABLE_CUDA", "on").output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["device"], "none: disabled by MMAEMU_DISABLE_CUDA");
+}

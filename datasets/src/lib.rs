@@ -30,4 +30,4 @@ pub use row::{
 };
 pub use schema::{column_names, extension_column_names};
 pub use splitk_table::{read_splitk_table, SplitKTable, SplitKTableRow, SPLITK_TABLE_FORMAT};
-pub use write::{write_recording, RecordingWriter};
+pub use write::{write_file_atomic, write_recording, RecordingWriter};

@@ -186,6 +186,25 @@ impl RecordingWriter {
     }
 }
 
+/// Writes `bytes` to `path` atomically (a temporary file in the same directory, fsync, rename): readers see
+/// the old file or the new one, never a partial one. For reports and logs next to the recordings.
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), DatasetError> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let (tmp_path, mut file) = create_temp(&dir, &name)?;
+    let guard = TempGuard(Some(tmp_path.clone()));
+    file.write_all(bytes).map_err(|e| DatasetError::io(&tmp_path, e))?;
+    file.sync_all().map_err(|e| DatasetError::io(&tmp_path, e))?;
+    drop(file);
+    std::fs::rename(&tmp_path, path).map_err(|e| DatasetError::io(path, e))?;
+    guard.disarm();
+    Ok(())
+}
+
 /// Removes the temporary file unless disarmed (on every error path and on panic).
 struct TempGuard(Option<PathBuf>);
 

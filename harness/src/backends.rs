@@ -4,13 +4,60 @@
 //! run-time detection, as it needs) and `cargo test` fuzzes it against `mmaemu_model::ReferenceEngine`
 //! on random GEMMs, fast and slow, unsplit and split.
 
+use mmaemu::backend::{registry, Placement};
 use mmaemu::kernels::{CpuEngine, SimdLevel};
-use mmaemu_model::{ChainEngine, ReferenceEngine};
+use mmaemu_model::{ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
 
 /// Every chain engine available in this build, the model's own reference engine first, then the CPU
-/// backend at every SIMD level this machine supports (best first, portable last).
+/// backend at every SIMD level this machine supports (best first, portable last), then the CUDA backend
+/// when GPU 0 opened and at least one kernel passed its gate (builds with the `cuda` feature).
 pub fn backends() -> Vec<Box<dyn ChainEngine>> {
     let mut v: Vec<Box<dyn ChainEngine>> = vec![Box::new(ReferenceEngine)];
     v.extend(SimdLevel::available().into_iter().map(|l| Box::new(CpuEngine::with_level(l)) as Box<dyn ChainEngine>));
+    if let Ok(selected) = registry().resolve_for("cuda", Some(Placement::Gpu(0)), None) {
+        v.push(Box::new(Registered(selected.engine)));
+    }
     v
+}
+
+/// Whether `engine` serves the call at all (the CUDA kernels serve presets whose block sum fits 64 bits;
+/// the registry sends the others to the CPU).
+pub fn serves(engine: &dyn ChainEngine, preset: &Preset, fa: Format, fb: Format) -> bool {
+    !engine.name().starts_with("cuda") || mmaemu::kernels::cuda::ChainParams::new(preset, fa, fb).is_ok()
+}
+
+/// The fallback warnings of the GPU engines so far: a call a GPU engine computed on the CPU instead
+/// (a failed launch) did not test the GPU, so a fuzz trial fails on any.
+pub fn gpu_fallbacks() -> Vec<String> {
+    if !mmaemu::kernels::cuda::built() {
+        return Vec::new();
+    }
+    registry().gpu(0).warnings()
+}
+
+/// An engine owned by the process-wide backend registry.
+struct Registered(&'static dyn ChainEngine);
+
+impl ChainEngine for Registered {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn chains(
+        &self,
+        preset: &Preset,
+        fa: Format,
+        fb: Format,
+        a: &[u8],
+        b: &[u8],
+        m: usize,
+        n: usize,
+        l: usize,
+    ) -> Vec<f32> {
+        self.0.chains(preset, fa, fb, a, b, m, n, l)
+    }
+
+    fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
+        self.0.run_plan(preset, plan, ops)
+    }
 }

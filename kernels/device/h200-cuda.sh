@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
 # mmaemu CUDA backend checks for the H200 device machine (CUDA 13, no Rust toolchain there).
 # Build here first and carry the binaries (see kernels/src/cuda/README.md):
-#   cargo build --release --features cuda -p mmaemu && cargo test --release -p mmaemu-kernels --features cuda --no-run
-# Then: run(command="bash kernels/device/h200-cuda.sh", carry=["target/release/mmaemu", "target/device-tests"]).
+#   bash kernels/device/build-for-device.sh     (release binary with --features cuda + the GPU test binaries)
+# Then: run(command="bash kernels/device/h200-cuda.sh", carry=[".device"]).
 # Writes everything to $OUT (or ./device-out). Each step is time-boxed; the script never stops at a failure.
 set -u
 out="${OUT:-device-out}"; mkdir -p "$out"
-bin="${MMAEMU_BIN:-target/release/mmaemu}"
+bin="${MMAEMU_BIN:-.device/mmaemu}"
 step() { local name="$1" limit="$2"; shift 2; echo "== $name: $*" | tee -a "$out/summary.txt"
     timeout "$limit" "$@" >"$out/$name.log" 2>&1; echo "   rc=$?" | tee -a "$out/summary.txt"; tail -5 "$out/$name.log"; }
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv > "$out/gpu.txt" 2>&1; cat "$out/gpu.txt"
-# NVRTC: the toolkit's, else a carried wheel directory.
+# NVRTC: the toolkit's, else the one of torch's pip wheels (nvidia-cuda-nvrtc), named in MMAEMU_NVRTC_LIB.
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; done
+if [ -z "${MMAEMU_NVRTC_LIB:-}" ]; then
+    lib=$(python3 - <<'PY' 2>/dev/null
+import glob, os, site
+roots = site.getsitepackages() + [site.getusersitepackages()]
+hits = [p for r in roots for p in glob.glob(os.path.join(r, "nvidia", "**", "libnvrtc.so*"), recursive=True)
+        if "builtins" not in p]
+print(sorted(hits)[-1] if hits else "")
+PY
+)
+    [ -n "$lib" ] && export MMAEMU_NVRTC_LIB="$lib" && export LD_LIBRARY_PATH="$(dirname "$lib"):$LD_LIBRARY_PATH"
+fi
+echo "NVRTC: ${MMAEMU_NVRTC_LIB:-system}" | tee -a "$out/summary.txt"
 step selftest 120 "$bin" selftest
 step info 30 "$bin" info
 step replay 240 "$bin" replay datasets/recordings --backend cuda
 # The backend-against-model fuzzing on the GPU: the test binaries built with --features cuda.
-for t in target/device-tests/cuda_*; do [ -x "$t" ] && step "fuzz-$(basename "$t")" 120 "$t" --nocapture; done
+for t in .device/tests/*; do [ -x "$t" ] && step "fuzz-$(basename "$t")" 120 "$t"; done
 for p in hopper ada; do for s in 4096 8192; do
-    step "bench-$p-$s" 120 "$bin" bench gemm --preset "$p" --backend cuda --m "$s" --n "$s" --k "$s" --fast --format e4m3
+    step "bench-$p-$s" 150 "$bin" bench gemm --preset "$p" --backend cuda --m "$s" --n "$s" --k "$s" --fast \
+        --fmt-a e4m3 --fmt-b e4m3 --reps 3 --no-native --json
 done; done
+# The emulated GEMM's bits on the GPU against the CPU backend at 4096^3 is covered by the fuzz binaries;
+# the selftest/info/replay logs and the bench JSON lines go into the repository (kernels/device/results/).
 cat "$out/summary.txt"

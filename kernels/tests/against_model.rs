@@ -5,13 +5,18 @@
 //! (uniform codes, one exponent band, subnormal-heavy, sparse, cancelling pairs, extremes), some with NaN
 //! and Inf codes (handled by `execute`'s patch around the engine).
 //!
+//! With `--features cuda` on a machine with a GPU, the CUDA engine (every kernel, after its gate) runs every
+//! case it serves as well, and the test fails if it ever fell back to the CPU.
+//!
 //! `MMAEMU_KERNEL_CASES` sets the number of cases per family; `MMAEMU_KERNEL_SEED` the seed.
 
+use mmaemu_kernels::cuda::{ChainParams, Gpu, GpuEngine, KERNELS};
 use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::preset::{CEntry, Maturity, PresetSpec};
 use mmaemu_model::{execute, Chain, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// xorshift64* — deterministic and dependency-free.
 #[derive(Clone)]
@@ -133,7 +138,7 @@ fn bits(x: f32) -> u32 {
 }
 
 /// One random GEMM through every engine and the model; Err describes the first difference.
-fn case(family: usize, index: u64, seed: u64, engines: &[CpuEngine]) -> Result<(), String> {
+fn case(family: usize, index: u64, seed: u64, engines: &[&dyn ChainEngine]) -> Result<(), String> {
     let mut rng = Rng::new(seed ^ ((family as u64) << 56) ^ index);
     let preset = match family {
         0 => Preset::ada(),
@@ -161,8 +166,11 @@ fn case(family: usize, index: u64, seed: u64, engines: &[CpuEngine]) -> Result<(
     let b: Vec<u8> = (0..n * k).map(|_| draw(fb, gb)).collect();
     let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
     let want = execute(&preset, &plan, &ops, &ReferenceEngine).map_err(|e| e.to_string())?;
-    for engine in engines {
-        let got = execute(&preset, &plan, &ops, engine).map_err(|e| e.to_string())?;
+    // The GPU kernels serve presets whose block sum fits 64 bits; the registry sends the others elsewhere.
+    let serves = |e: &dyn ChainEngine| !e.name().starts_with("cuda") || ChainParams::new(&preset, fa, fb).is_ok();
+    let engines: Vec<&dyn ChainEngine> = engines.iter().copied().filter(|e| serves(*e)).collect();
+    for engine in &engines {
+        let got = execute(&preset, &plan, &ops, *engine).map_err(|e| e.to_string())?;
         if let Some(i) = (0..want.len()).find(|&i| bits(want[i]) != bits(got[i])) {
             return Err(format!(
                 "case {index} (family {family}, seed {seed}): {} preset {:?} {fa} x {fb} fast {} split {} \
@@ -181,7 +189,7 @@ fn case(family: usize, index: u64, seed: u64, engines: &[CpuEngine]) -> Result<(
     // The raw hook as well, on small finite cases: chains from +0 against Chain::run.
     if !nonfinite && m * n * k < 1 << 14 {
         let chain = Chain::new(&preset, fa, fb);
-        for engine in engines {
+        for engine in &engines {
             let got = engine.chains(&preset, fa, fb, &a, &b, m, n, k);
             for i in 0..m {
                 for j in 0..n {
@@ -205,7 +213,12 @@ fn case(family: usize, index: u64, seed: u64, engines: &[CpuEngine]) -> Result<(
 fn family(family: usize) {
     let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000);
     let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0005);
-    let engines: Vec<CpuEngine> = SimdLevel::available().into_iter().map(CpuEngine::with_level).collect();
+    let cpu: Vec<CpuEngine> = SimdLevel::available().into_iter().map(CpuEngine::with_level).collect();
+    let gpu = gpu_engine();
+    let mut engines: Vec<&dyn ChainEngine> = cpu.iter().map(|e| e as &dyn ChainEngine).collect();
+    engines.extend(gpu.as_ref().map(|g| g.engine.as_ref() as &dyn ChainEngine));
+    let names: Vec<String> = engines.iter().map(|e| e.name()).collect();
+    eprintln!("family {family}: {cases} cases through {}", names.join(", "));
     let failures: Vec<String> =
         (0..cases).into_par_iter().filter_map(|i| case(family, i, seed, &engines).err()).collect();
     assert!(
@@ -214,6 +227,28 @@ fn family(family: usize) {
         failures.len(),
         failures[..failures.len().min(5)].join("\n")
     );
+    // A GPU engine computes on the CPU (with a warning) when a launch fails: those cases did not test it.
+    if let Some(g) = gpu {
+        let w = g.warnings();
+        assert!(w.is_empty(), "the GPU engine fell back {} times; first: {}", w.len(), w[0]);
+    }
+}
+
+/// The CUDA engine on GPU 0 with the kernels that passed the gate, when this build has the backend and the
+/// machine a GPU (`None` otherwise: the CPU levels are tested alone). A gate failure fails the test.
+fn gpu_engine() -> Option<GpuEngine> {
+    let gpu = match Gpu::open(0) {
+        Ok(g) => g,
+        Err(why) => {
+            eprintln!("no GPU engine: {why}");
+            return None;
+        }
+    };
+    let reports = gpu.self_test(&(0..KERNELS.len()).collect::<Vec<_>>());
+    for r in &reports {
+        assert!(r.result.is_ok(), "kernel {} failed its gate on {}: {:?}", r.kernel, gpu.description(), r.result);
+    }
+    Some(gpu.engine("cuda", (0..KERNELS.len()).collect(), Arc::new(ReferenceEngine)))
 }
 
 #[test]

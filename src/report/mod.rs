@@ -545,7 +545,8 @@ pub fn write(report: &Report, dir: &Path) -> Result<(), ReportError> {
         [("report.json", json + "\n"), ("report.md", render::markdown(report)), ("report.html", render::html(report))]
     {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| err(&path, e))?;
+        mmaemu_datasets::write_file_atomic(&path, text.as_bytes())
+            .map_err(|e| ReportError::Write { path: path.clone(), detail: e.to_string() })?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 use crate::plan::plan_choice;
 use crate::{check, Family};
 use mmaemu_harness::backends;
+use mmaemu_harness::backends::{gpu_fallbacks, serves};
 use mmaemu_harness::gen::{gemm, Gemm, GemmShape, HexBits};
 use mmaemu_model::{accumulate, execute, Chain, Plan, Preset};
 use proptest::prelude::*;
@@ -44,6 +45,9 @@ pub fn families() -> Vec<Family> {
                 });
                 check(name, seed, cases, strategy, |(p, g, (fast, split))| {
                     let preset = &presets()[p];
+                    if !serves(engine.as_ref(), preset, g.fa, g.fb) {
+                        return Ok(());
+                    }
                     let want = accumulate(preset, &g.operands(), fast, split)
                         .map_err(|e| TestCaseError::fail(format!("accumulate raised {e}")))?;
                     let plan = Plan::new(preset, g.k, fast, split)
@@ -83,7 +87,15 @@ pub fn families() -> Vec<Family> {
                         }
                     }
                     Ok(())
-                })
+                })?;
+                let fell_back = gpu_fallbacks();
+                match fell_back.first() {
+                    Some(first) if engine.name().starts_with("cuda") => Err(format!(
+                        "{name}: the GPU engine computed {} call(s) on the CPU instead; first: {first}",
+                        fell_back.len()
+                    )),
+                    _ => Ok(()),
+                }
             })
         })
         .collect()

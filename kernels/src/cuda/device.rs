@@ -6,7 +6,7 @@
 //! the model's bits on every case of the gate ([`super::gate_cases`]); a launch that fails later makes the
 //! engine compute that call with its fallback engine (the CPU backend) and record a fallback warning.
 
-use super::{fallback_warning, gate_cases, nvrtc, ChainParams, KERNELS};
+use super::{fallback_warning, gate_cases, nvrtc, ChainParams, KernelReport, KERNELS};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use mmaemu_model::accumulate::ChainEngine;
 use mmaemu_model::format::Format;
@@ -44,17 +44,6 @@ pub struct CudaDevice {
     pub cc: (i32, i32),
     /// The virtual architecture the kernels were compiled for.
     pub arch: &'static str,
-}
-
-/// The result of one kernel's self-test.
-#[derive(Clone, Debug)]
-pub struct KernelReport {
-    /// Kernel name (`tiled`, `generic`).
-    pub kernel: &'static str,
-    /// Gate cases run.
-    pub cases: usize,
-    /// Ok, or the first failure.
-    pub result: Result<(), String>,
 }
 
 impl CudaDevice {
@@ -127,11 +116,13 @@ impl CudaDevice {
         })
     }
 
-    /// The self-test gate: every kernel on every case it serves, compared bit for bit with the model.
-    pub fn self_test(&self) -> Vec<KernelReport> {
+    /// The self-test gate: each of `kernels` (indices into [`KERNELS`]) on every case it serves, compared
+    /// bit for bit with the model.
+    pub fn self_test(&self, kernels: &[usize]) -> Vec<KernelReport> {
         let cases: Vec<_> = gate_cases().into_iter().map(|c| (c.expected(), c)).collect();
         let mut reports = Vec::new();
-        for (ki, (kname, _, max_nfma)) in KERNELS.iter().enumerate() {
+        for &ki in kernels {
+            let (kname, _, max_nfma) = &KERNELS[ki];
             let mut report = KernelReport { kernel: kname, cases: 0, result: Ok(()) };
             for (expected, case) in &cases {
                 let p = match ChainParams::new(&case.preset, case.fa, case.fb) {
@@ -165,56 +156,18 @@ impl CudaDevice {
 }
 
 /// The CUDA backend as a [`ChainEngine`]: the kernels that passed the gate, fastest first, with a fallback
-/// engine for what they cannot serve or a launch that fails.
+/// engine (the CPU backend) for a launch that fails. Made by [`super::Gpu::engine`].
 pub struct CudaEngine {
-    device: Mutex<CudaDevice>,
-    passed: Vec<usize>,
-    fallback: Box<dyn ChainEngine + Send>,
-    warnings: Mutex<Vec<String>>,
-    reports: Vec<KernelReport>,
+    pub(super) device: Arc<Mutex<CudaDevice>>,
+    pub(super) kernels: Vec<usize>,
+    pub(super) name: String,
+    pub(super) fallback: Arc<dyn ChainEngine + Send + Sync>,
+    pub(super) warnings: Arc<Mutex<Vec<String>>>,
 }
 
-impl CudaEngine {
-    /// Open GPU 0, run the gate, and keep the kernels that passed; Err (a reason for the fallback warning)
-    /// when there is no device or no kernel passed. Kernels that failed are reported in [`Self::warnings`].
-    pub fn new(fallback: Box<dyn ChainEngine + Send>) -> Result<CudaEngine, String> {
-        let device = CudaDevice::open(0)?;
-        let reports = device.self_test();
-        let passed: Vec<usize> = (0..KERNELS.len()).filter(|&k| reports[k].result.is_ok()).collect();
-        let warnings: Vec<String> = reports
-            .iter()
-            .filter_map(|r| r.result.as_ref().err().map(|e| fallback_warning(&format!("kernel {}: {e}", r.kernel))))
-            .collect();
-        if passed.is_empty() {
-            return Err(format!("no CUDA kernel passed its self-test on {}: {}", device.name, warnings.join("; ")));
-        }
-        Ok(CudaEngine { device: Mutex::new(device), passed, fallback, warnings: Mutex::new(warnings), reports })
-    }
-
-    /// The gate's reports.
-    pub fn reports(&self) -> &[KernelReport] {
-        &self.reports
-    }
-
-    /// The fallback warnings so far (kernels that failed the gate, launches that failed).
-    pub fn warnings(&self) -> Vec<String> {
-        self.warnings.lock().map(|w| w.clone()).unwrap_or_default()
-    }
-
-    /// The device's name and compute capability.
-    pub fn device_description(&self) -> String {
-        match self.device.lock() {
-            Ok(d) => format!("{} (sm_{}{})", d.name, d.cc.0, d.cc.1),
-            Err(_) => "unknown GPU".into(),
-        }
-    }
-}
-
-// The fallback engine is only used behind `&self`; the boxed engine is required to be Send, and every
-// ChainEngine is Sync by the trait's bound.
 impl ChainEngine for CudaEngine {
     fn name(&self) -> String {
-        "cuda".into()
+        self.name.clone()
     }
 
     fn chains(
@@ -230,7 +183,7 @@ impl ChainEngine for CudaEngine {
     ) -> Vec<f32> {
         let why = match ChainParams::new(preset, fa, fb) {
             Err(e) => e,
-            Ok(p) => match self.passed.iter().copied().find(|&k| p.nfma as u32 <= KERNELS[k].2) {
+            Ok(p) => match self.kernels.iter().copied().find(|&k| p.nfma as u32 <= KERNELS[k].2) {
                 None => format!("no kernel that passed the gate serves nfma = {}", p.nfma),
                 Some(k) => {
                     let got = match self.device.lock() {

@@ -7,6 +7,9 @@
 //! compiler and the device side ([`device`]): loading, launching, the self-test, and [`device::CudaEngine`],
 //! a [`ChainEngine`] the model's `execute` drives (the plan, the slow chunks, the split combination and the
 //! non-finite patch stay in the model).
+//!
+//! [`Gpu`] is the entry point the backend registry and `mmaemu selftest` use; it exists in every build, and
+//! without the feature [`Gpu::open`] reports [`NOT_BUILT`], so callers need no `cfg` of their own.
 
 pub mod emulate;
 
@@ -134,6 +137,147 @@ pub fn source() -> String {
     s.push_str("};\n\n");
     s.push_str(CHAIN_CU);
     s
+}
+
+/// Why there is no GPU in a build without the `cuda` feature.
+pub const NOT_BUILT: &str = "this build has no CUDA backend (build with --features cuda)";
+
+/// Whether this build has the CUDA backend (the `cuda` feature).
+pub const fn built() -> bool {
+    cfg!(feature = "cuda")
+}
+
+/// The index in [`KERNELS`] of the kernel called `name`.
+pub fn kernel_index(name: &str) -> Option<usize> {
+    KERNELS.iter().position(|k| k.0 == name)
+}
+
+/// The result of one kernel's self-test.
+#[derive(Clone, Debug)]
+pub struct KernelReport {
+    /// Kernel name (`tiled`, `generic`).
+    pub kernel: &'static str,
+    /// Gate cases run.
+    pub cases: usize,
+    /// Ok, or the first failure.
+    pub result: Result<(), String>,
+}
+
+#[cfg(feature = "cuda")]
+type GpuInner = std::sync::Arc<std::sync::Mutex<device::CudaDevice>>;
+
+/// Without the feature no [`Gpu`] can be made: its methods match on this empty type.
+#[cfg(not(feature = "cuda"))]
+#[derive(Clone)]
+enum GpuInner {}
+
+/// One GPU with the kernels compiled for its architecture and loaded.
+#[derive(Clone)]
+pub struct Gpu {
+    /// The device ordinal.
+    pub ordinal: usize,
+    /// The GPU's name.
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub cc: (i32, i32),
+    /// The virtual architecture the kernels were compiled for (`compute_90`, ...).
+    pub arch: String,
+    inner: GpuInner,
+}
+
+impl Gpu {
+    /// Open GPU `ordinal`: probe the driver and NVRTC, compile the kernels for the device's architecture
+    /// and load them. Err: why not (no build, no driver, no NVRTC, no device, a compile or load error).
+    /// Never panics.
+    pub fn open(ordinal: usize) -> Result<Gpu, String> {
+        #[cfg(feature = "cuda")]
+        {
+            let d = device::CudaDevice::open(ordinal)?;
+            Ok(Gpu {
+                ordinal,
+                name: d.name.clone(),
+                cc: d.cc,
+                arch: d.arch.to_string(),
+                inner: std::sync::Arc::new(std::sync::Mutex::new(d)),
+            })
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = ordinal;
+            Err(NOT_BUILT.to_string())
+        }
+    }
+
+    /// `NAME (sm_XY)`.
+    pub fn description(&self) -> String {
+        format!("{} (sm_{}{})", self.name, self.cc.0, self.cc.1)
+    }
+
+    /// The self-test gate of the kernels with the given indices (into [`KERNELS`]): every case of
+    /// [`gate_cases`] a kernel serves, its bits compared with the model's.
+    pub fn self_test(&self, kernels: &[usize]) -> Vec<KernelReport> {
+        #[cfg(feature = "cuda")]
+        {
+            match self.inner.lock() {
+                Ok(d) => d.self_test(kernels),
+                Err(_) => kernels
+                    .iter()
+                    .map(|&k| KernelReport {
+                        kernel: KERNELS[k].0,
+                        cases: 0,
+                        result: Err("device lock poisoned".into()),
+                    })
+                    .collect(),
+            }
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = kernels;
+            match self.inner {}
+        }
+    }
+
+    /// A chain engine named `name` over the kernels `kernels` (indices into [`KERNELS`], fastest first;
+    /// only kernels that passed their gate), which computes a call with `fallback` (and records a fallback
+    /// warning, see [`GpuEngine::warnings`]) when no kernel serves it or a launch fails.
+    pub fn engine(
+        &self,
+        name: &str,
+        kernels: Vec<usize>,
+        fallback: std::sync::Arc<dyn ChainEngine + Send + Sync>,
+    ) -> GpuEngine {
+        let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        #[cfg(feature = "cuda")]
+        {
+            let engine = device::CudaEngine {
+                device: self.inner.clone(),
+                kernels,
+                name: name.to_string(),
+                fallback,
+                warnings: warnings.clone(),
+            };
+            GpuEngine { engine: Box::new(engine), warnings }
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (name, kernels, fallback, warnings);
+            match self.inner {}
+        }
+    }
+}
+
+/// A [`ChainEngine`] on a GPU (see [`Gpu::engine`]) and the fallback warnings it has recorded.
+pub struct GpuEngine {
+    /// The engine.
+    pub engine: Box<dyn ChainEngine + Send + Sync>,
+    warnings: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl GpuEngine {
+    /// The fallback warnings recorded so far (launches that failed, calls no kernel serves).
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.lock().map(|w| w.clone()).unwrap_or_default()
+    }
 }
 
 /// The text of the BackendFallbackWarning emitted when the CUDA backend is skipped for `reason`.
