@@ -44,6 +44,9 @@ pub struct GemmBench {
     pub reps: usize,
     /// Skip the native GEMM (its fp32 operands take 4x the memory of the FP8 ones).
     pub no_native: bool,
+    /// Compare the result bit for bit with a second backend (the CPU backend; the model when the CPU
+    /// backend itself is measured).
+    pub verify: bool,
 }
 
 /// One measurement.
@@ -75,6 +78,8 @@ pub struct GemmResult {
     pub native_f32_gmacs: Option<f64>,
     /// emulated / native.
     pub ratio: Option<f64>,
+    /// The backend the result was compared with, bit for bit (`--verify`).
+    pub verified: Option<String>,
 }
 
 /// xorshift64*: reproducible operands.
@@ -160,18 +165,42 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
     let a = codes(m * k, b.fmt_a, &mut rng);
     let bb = codes(n * k, b.fmt_b, &mut rng);
     let ops = Operands { fa: b.fmt_a, fb: b.fmt_b, a: &a, b: &bb, m, n, k };
-    let mut failure = None;
+    let mut result = Err(String::from("not run"));
     let emulated_s = pool.install(|| {
         best_time(b.reps, || {
-            if let Err(e) = execute(&preset, &plan, &ops, engine) {
-                failure = Some(e.to_string());
-            }
+            result = execute(&preset, &plan, &ops, engine).map_err(|e| e.to_string());
         })
     });
-    if let Some(e) = failure {
-        return Err(e);
+    let result = result?;
+    // A GPU engine that fell back computed on the CPU: its time is not the GPU's.
+    if selected.name.starts_with("cuda") {
+        if let Some(w) = registry().gpu(0).warnings().first() {
+            return Err(format!("the GPU engine fell back to the CPU: {w}"));
+        }
     }
-    drop((a, bb));
+    let verified = if b.verify {
+        let other: &dyn mmaemu_model::ChainEngine = if selected.name.starts_with("cpu") {
+            &mmaemu_model::ReferenceEngine
+        } else {
+            registry().resolve("cpu").map_err(|e| e.to_string())?.engine
+        };
+        let want = pool.install(|| execute(&preset, &plan, &ops, other)).map_err(|e| e.to_string())?;
+        if let Some(i) = (0..want.len()).find(|&i| want[i].to_bits() != result[i].to_bits()) {
+            return Err(format!(
+                "{} differs from {} at output ({}, {}): {:#010x}, expected {:#010x}",
+                selected.name,
+                other.name(),
+                i / n,
+                i % n,
+                result[i].to_bits(),
+                want[i].to_bits()
+            ));
+        }
+        Some(other.name())
+    } else {
+        None
+    };
+    drop((a, bb, result));
     let native_s = (!b.no_native).then(|| {
         let af: Vec<f32> = (0..m * k).map(|_| (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect();
         let bf: Vec<f32> = (0..n * k).map(|_| (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect();
@@ -194,6 +223,7 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
         native_s,
         native_f32_gmacs: native_s.map(gmacs),
         ratio: native_s.map(|ns| ns / emulated_s),
+        verified,
     })
 }
 
@@ -249,6 +279,9 @@ pub struct GemmArgs {
     /// Skip the native fp32 GEMM.
     #[arg(long)]
     pub no_native: bool,
+    /// Check the result bit for bit against the CPU backend (the model when measuring the CPU backend).
+    #[arg(long)]
+    pub verify: bool,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -273,6 +306,7 @@ pub fn run(cmd: BenchCommand) -> u8 {
             backend: a.backend,
             reps: a.reps,
             no_native: a.no_native,
+            verify: a.verify,
         },
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("mmaemu bench gemm: {e}");
@@ -311,6 +345,7 @@ pub fn json(r: &GemmResult) -> Value {
         "ratio": r.ratio,
         "emulated_s": r.emulated_s,
         "native_s": r.native_s,
+        "verified_against": r.verified,
     })
 }
 
@@ -331,6 +366,9 @@ pub fn text(r: &GemmResult) -> String {
     if let (Some(g), Some(t), Some(ratio)) = (r.native_f32_gmacs, r.native_s, r.ratio) {
         s.push_str(&format!("  native fp32: {g:8.2} GMAC/s  ({t:.4} s, matrixmultiply sgemm)\n"));
         s.push_str(&format!("  ratio:       {ratio:8.3}  (1/{:.1} of native fp32)\n", 1.0 / ratio));
+    }
+    if let Some(v) = &r.verified {
+        s.push_str(&format!("  bits:        identical to {v}\n"));
     }
     s
 }
@@ -355,10 +393,12 @@ mod tests {
             backend: "cpu".into(),
             reps: 1,
             no_native: false,
+            verify: true,
         };
         let r = gemm(&b).unwrap();
         assert_eq!(r.split, "3,contiguous");
         assert_eq!(r.threads, 1);
+        assert_eq!(r.verified.as_deref(), Some("reference"));
         assert!(r.emulated_gmacs > 0.0 && r.ratio.unwrap() > 0.0);
         let j = json(&r);
         for key in [

@@ -6,7 +6,7 @@
 
 use mmaemu::backend::{registry, Placement};
 use mmaemu::kernels::{CpuEngine, SimdLevel};
-use mmaemu_model::{ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
+use mmaemu_model::{ChainEngine, Format, Preset, ReferenceEngine};
 
 /// Every chain engine available in this build, the model's own reference engine first, then the CPU
 /// backend at every SIMD level this machine supports (best first, portable last), then the CUDA backend
@@ -15,7 +15,7 @@ pub fn backends() -> Vec<Box<dyn ChainEngine>> {
     let mut v: Vec<Box<dyn ChainEngine>> = vec![Box::new(ReferenceEngine)];
     v.extend(SimdLevel::available().into_iter().map(|l| Box::new(CpuEngine::with_level(l)) as Box<dyn ChainEngine>));
     if let Ok(selected) = registry().resolve_for("cuda", Some(Placement::Gpu(0)), None) {
-        v.push(Box::new(Registered(selected.engine)));
+        v.push(Box::new(selected.engine));
     }
     v
 }
@@ -33,31 +33,4 @@ pub fn gpu_fallbacks() -> Vec<String> {
         return Vec::new();
     }
     registry().gpu(0).warnings()
-}
-
-/// An engine owned by the process-wide backend registry.
-struct Registered(&'static dyn ChainEngine);
-
-impl ChainEngine for Registered {
-    fn name(&self) -> String {
-        self.0.name()
-    }
-
-    fn chains(
-        &self,
-        preset: &Preset,
-        fa: Format,
-        fb: Format,
-        a: &[u8],
-        b: &[u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Vec<f32> {
-        self.0.chains(preset, fa, fb, a, b, m, n, l)
-    }
-
-    fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
-        self.0.run_plan(preset, plan, ops)
-    }
 }

@@ -79,6 +79,30 @@ pub trait ChainEngine: Sync {
     }
 }
 
+/// A reference to an engine is an engine: registries hand out `&'static dyn ChainEngine`, and lists of
+/// engines can hold them next to owned ones.
+impl<E: ChainEngine + ?Sized> ChainEngine for &E {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn chains(
+        &self,
+        preset: &Preset,
+        fa: Format,
+        fb: Format,
+        a: &[u8],
+        b: &[u8],
+        m: usize,
+        n: usize,
+        l: usize,
+    ) -> Vec<f32> {
+        (**self).chains(preset, fa, fb, a, b, m, n, l)
+    }
+    fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
+        (**self).run_plan(preset, plan, ops)
+    }
+}
+
 /// The model itself as an engine: one [`Chain::run`] per output.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReferenceEngine;
