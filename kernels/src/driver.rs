@@ -13,7 +13,7 @@
 use crate::kernel::{narrow_piece, wide_piece, Params, Path};
 use crate::tables::{Lut, ZERO_EXP};
 use mmaemu_model::plan::{combine, Plan, Scheme};
-use mmaemu_model::{Format, Operands, Preset};
+use mmaemu_model::{Operands, Preset};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -101,27 +101,18 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// The job of `m * n` plain chains of length `l` from +0 (one split, one chunk over 0..l).
-    #[allow(clippy::too_many_arguments)]
-    pub fn chains(
-        preset: &Preset,
-        fa: Format,
-        fb: Format,
-        a: &'a [u8],
-        b: &'a [u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Job<'a> {
+    /// The job of `m * n` plain chains of length `k` from +0 (one split, one chunk over 0..k).
+    pub fn chains(preset: &Preset, ops: &Operands<'a>) -> Job<'a> {
         let p = Params::new(preset);
+        let l = ops.k;
         Job {
-            a,
-            b,
-            m,
-            n,
+            a: ops.a,
+            b: ops.b,
+            m: ops.m,
+            n: ops.n,
             k: l,
-            la: Lut::new(fa),
-            lb: Lut::new(fb),
+            la: Lut::new(ops.fa),
+            lb: Lut::new(ops.fb),
             p,
             splits: vec![vec![ChunkPlan::new(std::slice::from_ref(&(0..l)), l, p.nfma, p.zero_block_is_identity)]],
             fast: true,

@@ -27,7 +27,7 @@ pub mod tables;
 use driver::Job;
 use kernel::Path;
 use mmaemu_model::accumulate::{each_output, run_plan_by_chunks};
-use mmaemu_model::{Chain, ChainEngine, Format, Operands, Plan, Preset};
+use mmaemu_model::{Chain, ChainEngine, Operands, Plan, Preset};
 use rayon::prelude::*;
 use std::fmt;
 use std::ops::Range;
@@ -185,22 +185,13 @@ impl CpuEngine {
 
     /// The model's chains, one output at a time, rows in parallel: for presets beyond the kernels' bounds
     /// and operands with non-finite codes (which the GEMM paths never pass, see [`ChainEngine::chains`]).
-    #[allow(clippy::too_many_arguments)]
-    fn scalar_chains(
-        preset: &Preset,
-        fa: Format,
-        fb: Format,
-        a: &[u8],
-        b: &[u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Vec<f32> {
-        let chain = Chain::new(preset, fa, fb);
-        let mut out = vec![0f32; m * n];
+    fn scalar_chains(preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
+        let chain = Chain::new(preset, ops.fa, ops.fb);
+        let (n, l) = (ops.n, ops.k);
+        let mut out = vec![0f32; ops.m * n];
         out.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
-            let ra = &a[i * l..(i + 1) * l];
-            row.copy_from_slice(&each_output(ra, b, 1, n, l, |x, y| chain.run(x, y, 0.0)));
+            let one_row = Operands { a: &ops.a[i * l..(i + 1) * l], m: 1, ..*ops };
+            row.copy_from_slice(&each_output(&one_row, |x, y| chain.run(x, y, 0.0)));
         });
         out
     }
@@ -211,26 +202,16 @@ impl ChainEngine for CpuEngine {
         format!("cpu:{}", self.level.name())
     }
 
-    fn chains(
-        &self,
-        preset: &Preset,
-        fa: Format,
-        fb: Format,
-        a: &[u8],
-        b: &[u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Vec<f32> {
-        if m == 0 || n == 0 {
+    fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
+        if ops.m == 0 || ops.n == 0 {
             return Vec::new();
         }
-        if l == 0 {
-            return vec![0.0; m * n];
+        if ops.k == 0 {
+            return vec![0.0; ops.m * ops.n];
         }
-        let job = Job::chains(preset, fa, fb, a, b, m, n, l);
-        if job.path() == Path::Scalar || tables::has_nonfinite(a, fa) || tables::has_nonfinite(b, fb) {
-            return CpuEngine::scalar_chains(preset, fa, fb, a, b, m, n, l);
+        let job = Job::chains(preset, ops);
+        if job.path() == Path::Scalar || tables::has_nonfinite(ops.a, ops.fa) || tables::has_nonfinite(ops.b, ops.fb) {
+            return CpuEngine::scalar_chains(preset, ops);
         }
         job.run(self.level.width(), |job, rows, panel| self.level.tile(job, rows, panel))
     }
@@ -249,7 +230,7 @@ impl ChainEngine for CpuEngine {
 mod tests {
     use super::*;
     use mmaemu_model::plan::{Scheme, SplitK};
-    use mmaemu_model::ReferenceEngine;
+    use mmaemu_model::{Format, ReferenceEngine};
 
     /// The 64-wide panels of the AVX-512 level, compiled portably, against the model: the same source as
     /// `tile_avx512` without its instructions, so that machines without AVX-512 test its tiling too.

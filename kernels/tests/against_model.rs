@@ -190,7 +190,7 @@ fn case(family: usize, index: u64, seed: u64, engines: &[&dyn ChainEngine]) -> R
     if !nonfinite && m * n * k < 1 << 14 {
         let chain = Chain::new(&preset, fa, fb);
         for engine in &engines {
-            let got = engine.chains(&preset, fa, fb, &a, &b, m, n, k);
+            let got = engine.chains(&preset, &ops);
             for i in 0..m {
                 for j in 0..n {
                     let w = chain.run(&a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k], 0.0);

@@ -41,19 +41,9 @@ impl ChainEngine for Emulated {
     fn name(&self) -> String {
         "cuda-emulated".into()
     }
-    fn chains(
-        &self,
-        preset: &Preset,
-        fa: Format,
-        fb: Format,
-        a: &[u8],
-        b: &[u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Vec<f32> {
-        let p = ChainParams::new(preset, fa, fb).expect("kernel parameters");
-        emulate::chains(&p, &self.0, a, b, m, n, l)
+    fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
+        let p = ChainParams::new(preset, ops.fa, ops.fb).expect("kernel parameters");
+        emulate::chains(&p, &self.0, ops)
     }
 }
 
@@ -86,9 +76,9 @@ fn emulated_kernels_equal_the_model_on_random_chains() {
         let (m, n, l) = (1 + rng.below(5) as usize, 1 + rng.below(5) as usize, rng.below(300) as usize);
         let (a, b) = (codes(&mut rng, fa, m * l), codes(&mut rng, fb, n * l));
         let p = ChainParams::new(&preset, fa, fb).expect("params");
-        let got: Vec<u32> = emulate::chains(&p, &t, &a, &b, m, n, l).iter().map(|x| x.to_bits()).collect();
-        let want: Vec<u32> =
-            ReferenceEngine.chains(&preset, fa, fb, &a, &b, m, n, l).iter().map(|x| x.to_bits()).collect();
+        let ops = Operands { fa, fb, a: &a, b: &b, m, n, k: l };
+        let got: Vec<u32> = emulate::chains(&p, &t, &ops).iter().map(|x| x.to_bits()).collect();
+        let want: Vec<u32> = ReferenceEngine.chains(&preset, &ops).iter().map(|x| x.to_bits()).collect();
         assert_eq!(got, want, "{preset:?} {fa:?}x{fb:?} m={m} n={n} l={l}");
     }
 }

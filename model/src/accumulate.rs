@@ -56,19 +56,9 @@ impl Operands<'_> {
 pub trait ChainEngine: Sync {
     /// A short name for reports (`reference`, `cpu-avx2`, ...).
     fn name(&self) -> String;
-    /// Run `m * n` chains of length `l` from +0. `a` is [m, l], `b` is [n, l], row-major.
-    #[allow(clippy::too_many_arguments)]
-    fn chains(
-        &self,
-        preset: &Preset,
-        fa: Format,
-        fb: Format,
-        a: &[u8],
-        b: &[u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Vec<f32>;
+    /// Run `ops.m * ops.n` chains of length `ops.k` from +0: `out[i * n + j]` over `a[i, ..]` and `b[j, ..]`
+    /// (`a` is [m, k], `b` is [n, k], row-major, finite codes).
+    fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32>;
 
     /// Run every split and chunk of `plan` over finite codes (behaviour.md §3.5 steps 4–5): the combined
     /// partials [m, n], before the non-finite patch. `ops.k` equals `plan.k()` and m, n, k are nonzero.
@@ -85,18 +75,8 @@ impl<E: ChainEngine + ?Sized> ChainEngine for &E {
     fn name(&self) -> String {
         (**self).name()
     }
-    fn chains(
-        &self,
-        preset: &Preset,
-        fa: Format,
-        fb: Format,
-        a: &[u8],
-        b: &[u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Vec<f32> {
-        (**self).chains(preset, fa, fb, a, b, m, n, l)
+    fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
+        (**self).chains(preset, ops)
     }
     fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
         (**self).run_plan(preset, plan, ops)
@@ -111,25 +91,16 @@ impl ChainEngine for ReferenceEngine {
     fn name(&self) -> String {
         "reference".into()
     }
-    fn chains(
-        &self,
-        preset: &Preset,
-        fa: Format,
-        fb: Format,
-        a: &[u8],
-        b: &[u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Vec<f32> {
-        let chain = Chain::new(preset, fa, fb);
-        each_output(a, b, m, n, l, |ra, rb| chain.run(ra, rb, 0.0))
+    fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
+        let chain = Chain::new(preset, ops.fa, ops.fb);
+        each_output(ops, |ra, rb| chain.run(ra, rb, 0.0))
     }
 }
 
-/// `out[i * n + j] = f(a[i, ..], b[j, ..])` for row-major a [m, l] and b [n, l]: the output order of
+/// `out[i * n + j] = f(a[i, ..], b[j, ..])` for row-major a [m, k] and b [n, k]: the output order of
 /// [`ChainEngine::chains`], shared by the engines that compute one output at a time.
-pub fn each_output(a: &[u8], b: &[u8], m: usize, n: usize, l: usize, f: impl Fn(&[u8], &[u8]) -> f32) -> Vec<f32> {
+pub fn each_output(ops: &Operands<'_>, f: impl Fn(&[u8], &[u8]) -> f32) -> Vec<f32> {
+    let Operands { a, b, m, n, k: l, .. } = *ops;
     let mut out = Vec::with_capacity(m * n);
     for i in 0..m {
         let ra = &a[i * l..(i + 1) * l];
@@ -226,7 +197,7 @@ pub fn run_plan_by_chunks<E: ChainEngine + ?Sized>(
         for chunk in &split.chunks {
             let ga = gather(ops.a, m, k, chunk);
             let gb = gather(ops.b, n, k, chunk);
-            let chains = engine.chains(preset, ops.fa, ops.fb, &ga, &gb, m, n, chunk.len);
+            let chains = engine.chains(preset, &Operands { a: &ga, b: &gb, k: chunk.len, ..*ops });
             if plan.fast() && split.chunks.len() == 1 {
                 // Fast: the split's partial is its single chain.
                 partial = chains;

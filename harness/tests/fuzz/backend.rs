@@ -70,7 +70,7 @@ pub fn families() -> Vec<Family> {
 
                     // Raw chains from +0 over the whole K, where the engine only sees finite codes.
                     if !g.has_nonfinite() {
-                        let raw = engine.chains(preset, g.fa, g.fb, &g.a, &g.b, g.m, g.n, g.k);
+                        let raw = engine.chains(preset, &g.operands());
                         let chain = Chain::new(preset, g.fa, g.fb);
                         for i in 0..g.m {
                             for j in 0..g.n {

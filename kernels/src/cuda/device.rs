@@ -8,8 +8,7 @@
 
 use super::{fallback_warning, gate_cases, nvrtc, ChainParams, KernelReport, KERNELS};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
-use mmaemu_model::accumulate::ChainEngine;
-use mmaemu_model::format::Format;
+use mmaemu_model::accumulate::{ChainEngine, Operands};
 use mmaemu_model::preset::Preset;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
@@ -67,18 +66,9 @@ impl CudaDevice {
         })
     }
 
-    /// Run kernel `kernel` (an index into [`KERNELS`]): `m * n` chains of length `l` from +0.
-    #[allow(clippy::too_many_arguments)]
-    pub fn run(
-        &self,
-        kernel: usize,
-        p: &ChainParams,
-        a: &[u8],
-        b: &[u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Result<Vec<f32>, String> {
+    /// Run kernel `kernel` (an index into [`KERNELS`]): `m * n` chains of length `k` from +0.
+    pub fn run(&self, kernel: usize, p: &ChainParams, ops: &Operands<'_>) -> Result<Vec<f32>, String> {
+        let Operands { a, b, m, n, k: l, .. } = *ops;
         let (kname, _, max_nfma) = KERNELS[kernel];
         if p.nfma as u32 > max_nfma {
             return Err(format!("kernel {kname} serves nfma <= {max_nfma}, not {}", p.nfma));
@@ -130,7 +120,7 @@ impl CudaDevice {
                     _ => continue,
                 };
                 report.cases += 1;
-                let got = self.run(ki, &p, &case.a, &case.b, case.m, case.n, case.l);
+                let got = self.run(ki, &p, &case.operands());
                 let mismatch = match got {
                     Err(e) => Some(e),
                     Ok(got) => got.iter().zip(expected).position(|(g, e)| g.to_bits() != *e).map(|o| {
@@ -170,24 +160,14 @@ impl ChainEngine for CudaEngine {
         self.name.clone()
     }
 
-    fn chains(
-        &self,
-        preset: &Preset,
-        fa: Format,
-        fb: Format,
-        a: &[u8],
-        b: &[u8],
-        m: usize,
-        n: usize,
-        l: usize,
-    ) -> Vec<f32> {
-        let why = match ChainParams::new(preset, fa, fb) {
+    fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
+        let why = match ChainParams::new(preset, ops.fa, ops.fb) {
             Err(e) => e,
             Ok(p) => match self.kernels.iter().copied().find(|&k| p.nfma as u32 <= KERNELS[k].2) {
                 None => format!("no kernel that passed the gate serves nfma = {}", p.nfma),
                 Some(k) => {
                     let got = match self.device.lock() {
-                        Ok(d) => d.run(k, &p, a, b, m, n, l),
+                        Ok(d) => d.run(k, &p, ops),
                         Err(_) => Err("the device lock is poisoned".into()),
                     };
                     match got {
@@ -200,6 +180,6 @@ impl ChainEngine for CudaEngine {
         if let Ok(mut w) = self.warnings.lock() {
             w.push(fallback_warning(&why));
         }
-        self.fallback.chains(preset, fa, fb, a, b, m, n, l)
+        self.fallback.chains(preset, ops)
     }
 }

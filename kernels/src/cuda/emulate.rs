@@ -3,7 +3,7 @@
 //! algorithm with the model (model/src/chain.rs) on random chains without a GPU.
 
 use super::{ChainParams, DecodeTables};
-use mmaemu_model::accumulate::each_output;
+use mmaemu_model::accumulate::{each_output, Operands};
 
 #[inline]
 fn sig(d: i32) -> i32 {
@@ -168,7 +168,7 @@ pub fn chain(p: &ChainParams, t: &DecodeTables, a: &[u8], b: &[u8]) -> f32 {
     }
 }
 
-/// `m * n` chains as the kernels compute them: `out[i * n + j]` over `a[i, 0..l]` and `b[j, 0..l]`.
-pub fn chains(p: &ChainParams, t: &DecodeTables, a: &[u8], b: &[u8], m: usize, n: usize, l: usize) -> Vec<f32> {
-    each_output(a, b, m, n, l, |ra, rb| chain(p, t, ra, rb))
+/// `m * n` chains as the kernels compute them: `out[i * n + j]` over `a[i, ..]` and `b[j, ..]`.
+pub fn chains(p: &ChainParams, t: &DecodeTables, ops: &Operands<'_>) -> Vec<f32> {
+    each_output(ops, |ra, rb| chain(p, t, ra, rb))
 }

@@ -18,7 +18,7 @@ pub mod device;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
 
-use mmaemu_model::accumulate::{ChainEngine, ReferenceEngine};
+use mmaemu_model::accumulate::{ChainEngine, Operands, ReferenceEngine};
 use mmaemu_model::format::{Class, Decoded, Format};
 use mmaemu_model::preset::{CEntry, Preset, PresetSpec};
 use mmaemu_model::Maturity;
@@ -309,13 +309,14 @@ pub struct GateCase {
 }
 
 impl GateCase {
+    /// The case's operands (the chain length as k).
+    pub fn operands(&self) -> Operands<'_> {
+        Operands { fa: self.fa, fb: self.fb, a: &self.a, b: &self.b, m: self.m, n: self.n, k: self.l }
+    }
+
     /// The expected bits, from the model (computed at gate time).
     pub fn expected(&self) -> Vec<u32> {
-        ReferenceEngine
-            .chains(&self.preset, self.fa, self.fb, &self.a, &self.b, self.m, self.n, self.l)
-            .iter()
-            .map(|x| x.to_bits())
-            .collect()
+        ReferenceEngine.chains(&self.preset, &self.operands()).iter().map(|x| x.to_bits()).collect()
     }
 }
 
@@ -473,8 +474,7 @@ mod tests {
         assert_eq!(cases.len(), 5 * 4 * 7);
         for case in cases {
             let p = ChainParams::new(&case.preset, case.fa, case.fb).unwrap();
-            let got: Vec<u32> =
-                emulate::chains(&p, &t, &case.a, &case.b, case.m, case.n, case.l).iter().map(|x| x.to_bits()).collect();
+            let got: Vec<u32> = emulate::chains(&p, &t, &case.operands()).iter().map(|x| x.to_bits()).collect();
             assert_eq!(got, case.expected(), "{}", case.name);
         }
     }
