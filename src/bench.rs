@@ -9,6 +9,7 @@
 
 use crate::backend::registry;
 use mmaemu_kernels::native;
+use mmaemu_kernels::rng::Rng;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::scaled_mm::resolve_profile;
 use mmaemu_model::{execute, Format, Operands, Plan, Preset};
@@ -82,23 +83,11 @@ pub struct GemmResult {
     pub verified: Option<String>,
 }
 
-/// xorshift64*: reproducible operands.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 /// Random finite codes of a format.
 fn codes(n: usize, f: Format, rng: &mut Rng) -> Vec<u8> {
     let mut v = Vec::with_capacity(n);
     while v.len() < n {
-        let x = rng.next();
+        let x = rng.word();
         for c in x.to_le_bytes() {
             if v.len() < n && !f.is_nonfinite(c) {
                 v.push(c);
@@ -202,8 +191,8 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
     };
     drop((a, bb, result));
     let native_s = (!b.no_native).then(|| {
-        let af: Vec<f32> = (0..m * k).map(|_| (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect();
-        let bf: Vec<f32> = (0..n * k).map(|_| (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect();
+        let af: Vec<f32> = (0..m * k).map(|_| (rng.word() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect();
+        let bf: Vec<f32> = (0..n * k).map(|_| (rng.word() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect();
         let mut c = vec![0f32; m * n];
         pool.install(|| best_time(b.reps, || native::sgemm(m, n, k, &af, &bf, &mut c)))
     });

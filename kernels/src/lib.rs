@@ -12,7 +12,8 @@
 //!   of 64 outputs), AVX2 (32) or portable code (32); every level is the same source compiled for it;
 //! - [`selfcheck`]: the battery of adversarial chains a backend registry runs against the model before
 //!   it first uses the engine;
-//! - [`native`]: the native fp32 GEMM (matrixmultiply) the benchmarks compare with.
+//! - [`native`]: the native fp32 GEMM (matrixmultiply) the benchmarks compare with;
+//! - [`rng`]: the deterministic generator of the batteries, tests and benchmarks.
 //!
 //! Presets beyond the kernels' exactness bounds (an nfma so large that a block sum could exceed 2^53) run
 //! on the model's own chain, in parallel.
@@ -21,6 +22,7 @@ pub mod cuda;
 pub mod driver;
 pub mod kernel;
 pub mod native;
+pub mod rng;
 pub mod selfcheck;
 pub mod tables;
 

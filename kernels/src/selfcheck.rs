@@ -8,25 +8,11 @@
 //! smallest magnitudes in one block (truncation), exact cancellation (the +0 rule), subnormals, -0 codes,
 //! blocks where the accumulator dominates, exponent ties with carries, and a row with NaN and Inf codes.
 
+use crate::rng::Rng;
 use crate::CpuEngine;
 use mmaemu_model::plan::SplitK;
 use mmaemu_model::preset::{CEntry, Maturity, PresetSpec};
 use mmaemu_model::{execute, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
-
-/// A tiny deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// The presets of the battery: the built-ins and two custom ones (odd block, other frac_out; 40-bit wide).
 pub fn presets() -> Vec<Preset> {

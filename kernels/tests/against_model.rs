@@ -11,35 +11,13 @@
 //! `MMAEMU_KERNEL_CASES` sets the number of cases per family; `MMAEMU_KERNEL_SEED` the seed.
 
 use mmaemu_kernels::cuda::{ChainParams, Gpu, GpuEngine, KERNELS};
+use mmaemu_kernels::rng::Rng;
 use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::preset::{CEntry, Maturity, PresetSpec};
 use mmaemu_model::{execute, Chain, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
 use rayon::prelude::*;
 use std::sync::Arc;
-
-/// xorshift64* — deterministic and dependency-free.
-#[derive(Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in lo..=hi.
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + (self.next() % (hi - lo + 1) as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -81,7 +59,7 @@ fn code(rng: &mut Rng, f: Format, g: usize, nonfinite: bool) -> u8 {
     let sign = if rng.chance(50) { 0x80 } else { 0 };
     let c = match g {
         // Uniform over all codes.
-        0 => rng.next() as u8,
+        0 => rng.word() as u8,
         // One exponent band (ties, carries, cancellation).
         1 => (0x38 + rng.range(0, 15) as u8) | sign,
         // Subnormals and zeros.
@@ -91,7 +69,7 @@ fn code(rng: &mut Rng, f: Format, g: usize, nonfinite: bool) -> u8 {
             if rng.chance(80) {
                 sign
             } else {
-                rng.next() as u8
+                rng.word() as u8
             }
         }
         // Extremes: the largest and smallest magnitudes.
@@ -139,7 +117,7 @@ fn bits(x: f32) -> u32 {
 
 /// One random GEMM through every engine and the model; Err describes the first difference.
 fn case(family: usize, index: u64, seed: u64, engines: &[&dyn ChainEngine]) -> Result<(), String> {
-    let mut rng = Rng::new(seed ^ ((family as u64) << 56) ^ index);
+    let mut rng = Rng::seeded(seed ^ ((family as u64) << 56) ^ index);
     let preset = match family {
         0 => Preset::ada(),
         1 => Preset::hopper(),

@@ -1,23 +1,13 @@
 //! The CUDA backend's host side without a GPU: the Rust emulation of the kernels' per-block integer
 //! algorithm (same structure as chain.cu) against the model on random chains of random presets, every
-//! format pair, and whole plans (fast, slow, every split scheme) driven by the model's `execute`.
+//! format pair, and whole plans (fast, slow, every split scheme) driven by the model's `execute`, against
+//! the model and the CPU backend (the engine a GPU engine falls back to).
 
 use mmaemu_kernels::cuda::{emulate, ChainParams, DecodeTables};
+use mmaemu_kernels::rng::Rng;
+use mmaemu_kernels::CpuEngine;
 use mmaemu_model::accumulate::{execute, ChainEngine, Operands, ReferenceEngine};
 use mmaemu_model::{CEntry, Format, Maturity, Plan, Preset, PresetSpec, SplitK};
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn codes(rng: &mut Rng, f: Format, len: usize) -> Vec<u8> {
     (0..len)
@@ -100,8 +90,11 @@ fn emulated_kernels_run_every_plan_like_the_model() {
                         let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
                         let got = execute(&preset, &plan, &ops, &engine).expect("execute");
                         let want = execute(&preset, &plan, &ops, &ReferenceEngine).expect("execute");
+                        // The CPU backend, which the GPU engine falls back to, on the same plan.
+                        let cpu = execute(&preset, &plan, &ops, &CpuEngine::new()).expect("execute");
                         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                         assert_eq!(bits(&got), bits(&want), "{} s={s} {scheme:?} fast={fast}", preset.name());
+                        assert_eq!(bits(&got), bits(&cpu), "{} s={s} {scheme:?} fast={fast} (cpu)", preset.name());
                     }
                 }
             }

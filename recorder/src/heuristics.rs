@@ -11,7 +11,8 @@
 use crate::backend::{Backend, Heuristic, Platform};
 use crate::descriptor::{CallConfig, Caller, DESCRIPTOR_SUMMARY};
 use crate::error::RecordError;
-use crate::parts::{write_json, Parts, RunKey};
+pub use crate::options::RunOptions;
+use crate::parts::{write_json, ChunkDone, Parts, RunKey};
 use crate::progress::Progress;
 use crate::spec::{auto_scheme, Sweep};
 use crate::table::{write_table, TableRecord};
@@ -20,26 +21,8 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
-/// Options of a heuristics run.
-#[derive(Debug, Clone, Default)]
-pub struct HeuristicsOptions {
-    /// The output table (`.parquet`; the sidecar is the same path with `.json`).
-    pub out: PathBuf,
-    /// Clear the parts of an interrupted run.
-    pub restart: bool,
-    /// Keep the parts directory.
-    pub keep_parts: bool,
-    /// No progress output.
-    pub quiet: bool,
-    /// Query only the first N keys.
-    pub limit: Option<u64>,
-    /// Stop after this many chunks (exit code 5).
-    pub stop_after_chunks: Option<u64>,
-    /// Caller override.
-    pub caller: Option<Caller>,
-    /// Extra keys merged into the platform.
-    pub platform_extra: Option<Value>,
-}
+/// Options of a heuristics run (`profile` is not used: the table records what cuBLASLt answers).
+pub type HeuristicsOptions = RunOptions;
 
 /// What a heuristics run did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -103,57 +86,45 @@ pub fn run_heuristics(
     let mut parts = Parts::open(&opts.out, run, opts.restart)?;
     let mut progress = Progress::new(keys, "heuristic queries", opts.quiet);
     let mut report = HeuristicsReport { keys, ..HeuristicsReport::default() };
-    let mut written = 0u64;
-    for c in 0..chunks {
-        let range = c * chunk..((c + 1) * chunk).min(keys);
-        if parts.done(c)?.is_some() {
-            progress.skip(range.end - range.start);
-            report.resumed_chunks += 1;
-            continue;
-        }
-        let mut lines = Vec::new();
-        let mut stats: BTreeMap<String, u64> = BTreeMap::new();
-        for i in range {
-            progress.inc(1);
-            let (key, skip) = sweep.grid_key(i);
-            if skip.is_some() {
-                *stats.entry("skipped".into()).or_default() += 1;
-                continue;
+    report.resumed_chunks =
+        parts.run_chunks(keys, chunk, "jsonl", &mut progress, opts.stop_after_chunks, |range, path, progress| {
+            let mut lines = Vec::new();
+            let mut stats: BTreeMap<String, u64> = BTreeMap::new();
+            for i in range {
+                progress.inc(1);
+                let (key, skip) = sweep.grid_key(i);
+                if skip.is_some() {
+                    *stats.entry("skipped".into()).or_default() += 1;
+                    continue;
+                }
+                let ws = key.workspace.bytes(caller, platform.capability);
+                let cfg = CallConfig {
+                    m: key.m,
+                    n: key.n,
+                    k: key.k,
+                    fmt_a: key.fmt_a,
+                    fmt_b: key.fmt_b,
+                    out: key.out,
+                    fast_accum: key.fast,
+                    scale_result: false,
+                    workspace_bytes: ws,
+                    align: caller.alignment(),
+                };
+                match backend.heuristic(&cfg)? {
+                    Heuristic::Rejected(_) => *stats.entry("dropped_status_nonzero".into()).or_default() += 1,
+                    Heuristic::Algo(a) => match TableRecord::new(&cfg, &a) {
+                        Some(r) => {
+                            lines.push(serde_json::to_string(&r).map_err(|e| RecordError::Model(e.to_string()))?)
+                        }
+                        None => *stats.entry("dropped_out_of_range".into()).or_default() += 1,
+                    },
+                }
             }
-            let ws = key.workspace.bytes(caller, platform.capability);
-            let cfg = CallConfig {
-                m: key.m,
-                n: key.n,
-                k: key.k,
-                fmt_a: key.fmt_a,
-                fmt_b: key.fmt_b,
-                out: key.out,
-                fast_accum: key.fast,
-                scale_result: false,
-                workspace_bytes: ws,
-                align: caller.alignment(),
-            };
-            match backend.heuristic(&cfg)? {
-                Heuristic::Rejected(_) => *stats.entry("dropped_status_nonzero".into()).or_default() += 1,
-                Heuristic::Algo(a) => match TableRecord::new(&cfg, &a) {
-                    Some(r) => lines.push(serde_json::to_string(&r).map_err(|e| RecordError::Model(e.to_string()))?),
-                    None => *stats.entry("dropped_out_of_range".into()).or_default() += 1,
-                },
-            }
-        }
-        let path = parts.chunk_path(c, "jsonl");
-        let mut body = lines.join("\n");
-        body.push('\n');
-        write_atomic(&path, body.as_bytes())?;
-        parts.complete(c, &path, lines.len() as u64, stats, Vec::new())?;
-        progress.chunk_done(c, chunks);
-        written += 1;
-        if opts.stop_after_chunks.is_some_and(|s| written >= s) && c + 1 < chunks {
-            progress.finish();
-            return Err(RecordError::Stopped { chunks: written as usize });
-        }
-    }
-    progress.finish();
+            let mut body = lines.join("\n");
+            body.push('\n');
+            write_atomic(path, body.as_bytes())?;
+            Ok(ChunkDone { rows: lines.len() as u64, stats, flagged: Vec::new() })
+        })?;
 
     // Collect the chunks, in order, dropping repeated keys.
     let mut rows: Vec<TableRecord> = Vec::new();

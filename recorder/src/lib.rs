@@ -6,7 +6,8 @@
 //! - [`spec`]: sweep specs (TOML) and their cases;
 //! - [`backend`]: what the pipeline needs from a device; [`gpu`] (cudarc, dynamic loading) and [`sim`]
 //!   (the simulated device: the mmaemu model);
-//! - [`sweep`] and [`heuristics`]: the two pipelines, chunked, atomic and resumable ([`parts`]);
+//! - [`sweep`] and [`heuristics`]: the two pipelines, chunked, atomic and resumable ([`parts`]), told what
+//!   to do by the same [`options::RunOptions`];
 //! - [`table`]: the split-K table writer; [`dump`]: a raw dump for tools without Parquet.
 //!
 //! The input generator lives in `mmaemu_datasets::inputs`, so any reader can regenerate operands that a
@@ -18,6 +19,7 @@ pub mod dump;
 pub mod error;
 pub mod gpu;
 pub mod heuristics;
+pub mod options;
 pub mod parts;
 pub mod progress;
 pub mod sim;

@@ -12,8 +12,9 @@
 use clap::{Args, Parser, Subcommand};
 use mmaemu_model::{Format, OutDtype};
 use mmaemu_recorder::descriptor::{CallConfig, Caller, Descriptor};
-use mmaemu_recorder::heuristics::{run_heuristics, HeuristicsOptions};
-use mmaemu_recorder::sweep::{run_sweep, SweepOptions};
+use mmaemu_recorder::heuristics::run_heuristics;
+use mmaemu_recorder::options::RunOptions;
+use mmaemu_recorder::sweep::run_sweep;
 use mmaemu_recorder::{gpu, load_spec, open_backend, Device, RecordError, DEFAULT_SIM_PROFILE};
 use serde_json::json;
 use std::path::PathBuf;
@@ -138,6 +139,21 @@ enum Command {
     },
 }
 
+/// The options of a sweep or heuristics run from the command line's.
+fn run_options(run: &RunArgs) -> Result<RunOptions, RecordError> {
+    Ok(RunOptions {
+        out: run.out.clone(),
+        restart: run.restart,
+        keep_parts: run.keep_parts,
+        quiet: run.quiet,
+        limit: run.limit,
+        stop_after_chunks: run.stop_after_chunks,
+        profile: run.profile.clone(),
+        caller: caller_arg(&run.caller)?,
+        platform_extra: platform_arg(&run.platform_json)?,
+    })
+}
+
 fn caller_arg(s: &Option<String>) -> Result<Option<Caller>, RecordError> {
     s.as_deref()
         .map(|c| {
@@ -179,17 +195,7 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
                 Device::Simulated(p) => Some(p.as_str()),
                 Device::Gpu(_) => None,
             };
-            let opts = SweepOptions {
-                out: run.out.clone(),
-                restart: run.restart,
-                keep_parts: run.keep_parts,
-                quiet: run.quiet,
-                limit: run.limit,
-                stop_after_chunks: run.stop_after_chunks,
-                profile: run.profile.clone(),
-                caller: caller_arg(&run.caller)?,
-                platform_extra: platform_arg(&run.platform_json)?,
-            };
+            let opts = run_options(&run)?;
             let r = run_sweep(&sweep, &text, backend.as_mut(), sim_profile, &opts)?;
             eprintln!(
                 "mmaemu-record: wrote {}: {} rows from {} cases ({} skipped by torch's checks, {} rejected, {} by \
@@ -218,16 +224,7 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
             let (sweep, _) = load_spec(&grid)?;
             let dev = device(&run, sweep.spec.profile.as_deref());
             let mut backend = open_backend(&dev, None)?;
-            let opts = HeuristicsOptions {
-                out: run.out.clone(),
-                restart: run.restart,
-                keep_parts: run.keep_parts,
-                quiet: run.quiet,
-                limit: run.limit,
-                stop_after_chunks: run.stop_after_chunks,
-                caller: caller_arg(&run.caller)?,
-                platform_extra: platform_arg(&run.platform_json)?,
-            };
+            let opts = run_options(&run)?;
             let r = run_heuristics(&sweep, backend.as_mut(), &opts)?;
             eprintln!(
                 "mmaemu-record: wrote {}: {} rows ({} split) from {} keys ({} skipped by torch's checks, {} dropped \

@@ -8,10 +8,23 @@
 //! cuBLASLt, another limit) is refused unless `--restart` clears the directory.
 
 use crate::error::RecordError;
+use crate::progress::Progress;
 use crate::util::{sha256_file, write_atomic};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+
+/// What one chunk of work produced (its file is already written): rows, counters, flagged ids.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkDone {
+    /// Rows in the chunk file.
+    pub rows: u64,
+    /// Named counters (skipped, rejected, ...), summed over the chunks when the run is merged.
+    pub stats: BTreeMap<String, u64>,
+    /// Ids to report (nondeterministic calls).
+    pub flagged: Vec<String>,
+}
 
 /// The manifest's format tag.
 pub const PARTS_FORMAT: &str = "mmaemu-record-parts/1";
@@ -150,6 +163,43 @@ impl Parts {
     /// Every completed chunk, by index.
     pub fn chunks(&self) -> &BTreeMap<u64, ChunkEntry> {
         &self.manifest.chunks
+    }
+
+    /// Runs every chunk of a run of `units` units in chunks of `chunk`, in order, skipping the chunks an
+    /// interrupted run completed: `work(range, path, progress)` computes the units of `range` and writes
+    /// the chunk file at `path` (extension `ext`) atomically; the chunk is then recorded. Returns how many
+    /// chunks were taken from the interrupted run. With `stop_after`, stops with [`RecordError::Stopped`]
+    /// once that many chunks were written in this process and more remain.
+    pub fn run_chunks(
+        &mut self,
+        units: u64,
+        chunk: u64,
+        ext: &str,
+        progress: &mut Progress,
+        stop_after: Option<u64>,
+        mut work: impl FnMut(Range<u64>, &Path, &mut Progress) -> Result<ChunkDone, RecordError>,
+    ) -> Result<u64, RecordError> {
+        let chunks = units.div_ceil(chunk);
+        let (mut resumed, mut written) = (0u64, 0u64);
+        for c in 0..chunks {
+            let range = c * chunk..((c + 1) * chunk).min(units);
+            if self.done(c)?.is_some() {
+                progress.skip(range.end - range.start);
+                resumed += 1;
+                continue;
+            }
+            let path = self.chunk_path(c, ext);
+            let done = work(range, &path, progress)?;
+            self.complete(c, &path, done.rows, done.stats, done.flagged)?;
+            progress.chunk_done(c, chunks);
+            written += 1;
+            if stop_after.is_some_and(|s| written >= s) && c + 1 < chunks {
+                progress.finish();
+                return Err(RecordError::Stopped { chunks: written as usize });
+            }
+        }
+        progress.finish();
+        Ok(resumed)
     }
 
     /// Removes the directory.

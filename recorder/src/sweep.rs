@@ -14,7 +14,8 @@
 use crate::backend::{Backend, Inputs, Platform, RunOutcome};
 use crate::descriptor::CallConfig;
 use crate::error::RecordError;
-use crate::parts::{write_json, Parts, RunKey};
+pub use crate::options::RunOptions;
+use crate::parts::{write_json, ChunkDone, Parts, RunKey};
 use crate::progress::Progress;
 use crate::spec::{Case, OpKind, Sweep};
 use crate::util::{now_rfc3339, sha256_file, sha256_hex};
@@ -29,28 +30,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Options of a sweep run (the command line's).
-#[derive(Debug, Clone, Default)]
-pub struct SweepOptions {
-    /// The output recording.
-    pub out: PathBuf,
-    /// Clear the parts of an interrupted run instead of resuming it.
-    pub restart: bool,
-    /// Keep the parts directory after the merge.
-    pub keep_parts: bool,
-    /// No progress output.
-    pub quiet: bool,
-    /// Record only the first N cases.
-    pub limit: Option<u64>,
-    /// Stop (exit code 5) after writing this many chunks in this process (to test resuming).
-    pub stop_after_chunks: Option<u64>,
-    /// Profile override (else the spec's, else by GPU).
-    pub profile: Option<String>,
-    /// Caller override (else the spec's).
-    pub caller: Option<crate::descriptor::Caller>,
-    /// Extra keys merged into `mmaemu:platform` (e.g. the torch version of the device).
-    pub platform_extra: Option<serde_json::Value>,
-}
+/// Options of a sweep run.
+pub type SweepOptions = RunOptions;
 
 /// What a sweep did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -390,55 +371,41 @@ pub fn run_sweep(
     let meta = file_meta(sweep, &ctx, spec_text, opts.platform_extra.as_ref());
     let mut progress = Progress::new(cases, "cases", opts.quiet);
     let mut report = SweepReport { cases, ..SweepReport::default() };
-    let mut written = 0u64;
     let mut cache = OperandCache::default();
-    for c in 0..chunks {
-        let range = c * chunk..((c + 1) * chunk).min(cases);
-        if parts.done(c)?.is_some() {
-            progress.skip(range.end - range.start);
-            report.resumed_chunks += 1;
-            continue;
-        }
-        let mut rows = Vec::new();
-        let mut stats: BTreeMap<String, u64> = BTreeMap::new();
-        let mut flagged = Vec::new();
-        for i in range.clone() {
-            let case = sweep.case(i);
-            if case.skip.is_some() {
-                *stats.entry("skipped".into()).or_default() += 1;
+    report.resumed_chunks =
+        parts.run_chunks(cases, chunk, "parquet", &mut progress, opts.stop_after_chunks, |range, path, progress| {
+            let mut rows = Vec::new();
+            let mut stats: BTreeMap<String, u64> = BTreeMap::new();
+            let mut flagged = Vec::new();
+            for i in range.clone() {
+                let case = sweep.case(i);
+                if case.skip.is_some() {
+                    *stats.entry("skipped".into()).or_default() += 1;
+                    progress.inc(1);
+                    continue;
+                }
+                let r = record_case(&case, backend, &ctx, &mut cache)?;
+                if r.rejected {
+                    *stats.entry("rejected".into()).or_default() += 1;
+                }
+                if r.by_reference {
+                    *stats.entry("by_reference".into()).or_default() += 1;
+                }
+                if r.nondeterministic {
+                    progress.println(&format!(
+                        "mmaemu-record: {}: {}",
+                        r.row.id,
+                        r.row.ext.note.as_deref().unwrap_or("nondeterministic")
+                    ));
+                    flagged.push(r.row.id.clone());
+                }
+                rows.push(r.row);
                 progress.inc(1);
-                continue;
             }
-            let r = record_case(&case, backend, &ctx, &mut cache)?;
-            if r.rejected {
-                *stats.entry("rejected".into()).or_default() += 1;
-            }
-            if r.by_reference {
-                *stats.entry("by_reference".into()).or_default() += 1;
-            }
-            if r.nondeterministic {
-                progress.println(&format!(
-                    "mmaemu-record: {}: {}",
-                    r.row.id,
-                    r.row.ext.note.as_deref().unwrap_or("nondeterministic")
-                ));
-                flagged.push(r.row.id.clone());
-            }
-            rows.push(r.row);
-            progress.inc(1);
-        }
-        let path = parts.chunk_path(c, "parquet");
-        let n = rows.len() as u64;
-        write_recording(&path, &Recording { path: path.clone(), meta: meta.clone(), rows })?;
-        parts.complete(c, &path, n, stats, flagged)?;
-        progress.chunk_done(c, chunks);
-        written += 1;
-        if opts.stop_after_chunks.is_some_and(|s| written >= s) && c + 1 < chunks {
-            progress.finish();
-            return Err(RecordError::Stopped { chunks: written as usize });
-        }
-    }
-    progress.finish();
+            let n = rows.len() as u64;
+            write_recording(path, &Recording { path: path.to_path_buf(), meta: meta.clone(), rows })?;
+            Ok(ChunkDone { rows: n, stats, flagged })
+        })?;
 
     // Merge the chunks into the output, in chunk order, without regenerating by-reference operands.
     let mut writer = RecordingWriter::create(&opts.out, &meta, true)?;

@@ -18,6 +18,7 @@ pub mod device;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
 
+use crate::rng::Rng;
 use mmaemu_model::accumulate::{ChainEngine, Operands, ReferenceEngine};
 use mmaemu_model::format::{Class, Decoded, Format};
 use mmaemu_model::preset::{CEntry, Preset, PresetSpec};
@@ -317,21 +318,6 @@ impl GateCase {
     /// The expected bits, from the model (computed at gate time).
     pub fn expected(&self) -> Vec<u32> {
         ReferenceEngine.chains(&self.preset, &self.operands()).iter().map(|x| x.to_bits()).collect()
-    }
-}
-
-/// A small deterministic generator (xorshift64*), so the battery is fixed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 
