@@ -20,6 +20,8 @@ pub enum CodeMode {
     RandomBits,
     /// Any finite code.
     Finite,
+    /// Every exponent field with a boundary significand (0, 1, the largest - 1, the largest).
+    Boundary,
     /// Exponent field 0 or 1: subnormals, zeros and the smallest normals.
     Subnormal,
     /// Exponent fields within +-width of a centre: equal or close exponents, carries, heavy truncation.
@@ -97,6 +99,10 @@ pub fn code(mode: CodeMode, f: Format, r: u32) -> u8 {
         }
         CodeMode::RandomBits => r as u8,
         CodeMode::Finite => finite(f, r as u8),
+        CodeMode::Boundary => {
+            let mant = [0, 1, mmax - 1, mmax][((r >> 3) & 3) as usize];
+            compose(f, r, (r >> 8) % (mf + 1), mant)
+        }
         CodeMode::Subnormal => compose(f, r >> 8, (r >> 9) & 1, r),
         CodeMode::Window { centre, width } => {
             let w = width as i64;
@@ -120,6 +126,7 @@ pub fn mode() -> impl Strategy<Value = CodeMode> {
         5 => Just(CodeMode::Curated),
         2 => Just(CodeMode::RandomBits),
         5 => Just(CodeMode::Finite),
+        3 => Just(CodeMode::Boundary),
         3 => Just(CodeMode::Subnormal),
         5 => (0u8..31, 0u8..4).prop_map(|(centre, width)| CodeMode::Window { centre, width }),
         2 => Just(CodeMode::Sparse),
@@ -149,20 +156,26 @@ pub fn k(max_huge: usize) -> impl Strategy<Value = usize> {
     ]
 }
 
-/// fp32 accumulator bits: zeros, subnormals, tiny and huge values, the largest finite values, infinities,
-/// NaNs (several payloads), values in the products' range with more or fewer than 14 significant bits,
-/// and any bit pattern.
+/// fp32 accumulator bits: zeros, subnormals (powers of two among them), tiny and huge values, the largest
+/// finite values, infinities, NaNs (several payloads), values in the products' range with more or fewer
+/// than 14 significant bits, and any bit pattern.
 pub fn f32_bits() -> impl Strategy<Value = u32> {
     let sign = || any::<bool>().prop_map(|s| if s { 0x8000_0000u32 } else { 0 });
     prop_oneof![
         12 => Just(0u32),
         3 => Just(0x8000_0000u32),
         4 => (sign(), 1u32..0x80_0000).prop_map(|(s, f)| s | f),
+        2 => (sign(), 0u32..24).prop_map(|(s, e)| s | (1u32 << e)),
         3 => (sign(), 1u32..=24, 0u32..0x80_0000).prop_map(|(s, e, f)| s | (e << 23) | f),
         3 => (sign(), 248u32..=254, 0u32..0x80_0000).prop_map(|(s, e, f)| s | (e << 23) | f),
         1 => prop_oneof![Just(0x7F7F_FFFFu32), Just(0xFF7F_FFFFu32)],
         1 => prop_oneof![Just(0x7F80_0000u32), Just(0xFF80_0000u32)],
-        1 => prop_oneof![Just(0x7FC0_0000u32), Just(0xFFC0_0000u32), Just(0x7F80_0001u32)],
+        1 => prop_oneof![
+            Just(0x7FC0_0000u32),
+            Just(0xFFC0_0000u32),
+            Just(0x7F80_0001u32),
+            (1u32..0x80_0000).prop_map(|f| 0xFF80_0000 | f)
+        ],
         8 => (sign(), 100u32..=175, 0u32..0x80_0000).prop_map(|(s, e, f)| s | (e << 23) | f),
         6 => (sign(), 100u32..=175, 0u32..0x4000).prop_map(|(s, e, f)| s | (e << 23) | (f << 10)),
         4 => any::<u32>(),
@@ -413,7 +426,14 @@ mod tests {
         for f in [Format::E4m3, Format::E5m2] {
             for r in 0..4096u32 {
                 let r = r.wrapping_mul(0x9E37_79B9);
-                for m in [CodeMode::Curated, CodeMode::Finite, CodeMode::Subnormal, CodeMode::Large, CodeMode::Sparse] {
+                for m in [
+                    CodeMode::Curated,
+                    CodeMode::Finite,
+                    CodeMode::Boundary,
+                    CodeMode::Subnormal,
+                    CodeMode::Large,
+                    CodeMode::Sparse,
+                ] {
                     assert!(!is_nonfinite(f, code(m, f, r)), "{m:?} {f:?} {r:#x}");
                 }
                 let c = code(CodeMode::Subnormal, f, r);

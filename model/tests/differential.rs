@@ -11,6 +11,13 @@
 
 mod oracle;
 
+// The operand and accumulator generators the harness's fuzz trials use (TestFloat-style codes, windows,
+// subnormals, specials), shared so that both draw from one definition.
+#[path = "../../harness/src/gen.rs"]
+#[allow(dead_code)]
+mod gen;
+
+use gen::CodeMode;
 use mmaemu_model::{accumulate, dot, CEntry, Chain, Format, Maturity, Operands, Preset, PresetSpec, SplitK};
 use oracle::{Fp8, Params};
 use proptest::prelude::*;
@@ -229,25 +236,6 @@ fn check(t: &Target, case: &Case, with_accumulate: bool) -> Result<(), TestCaseE
 // ---------------------------------------------------------------------------------------------------------
 // Generators
 
-/// How one operand's codes are drawn from raw random words.
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    /// Any byte, non-finite codes included.
-    AnyByte,
-    /// Any finite code.
-    Finite,
-    /// Exponent field 0 or 1: subnormals, the smallest normals, zeros.
-    Subnormal,
-    /// Every exponent field with a boundary mantissa (0, 1, max-1, max).
-    Boundary,
-    /// Exponent fields within +-width of a centre (many carries, heavy truncation).
-    Window { centre: u8, width: u8 },
-    /// Mostly +-0 with a few finite codes.
-    ZeroHeavy,
-    /// The top three exponent fields.
-    Large,
-}
-
 /// Cross-element patterns applied after drawing.
 #[derive(Clone, Copy, Debug)]
 enum Pattern {
@@ -262,81 +250,6 @@ enum Pattern {
     CCancel,
 }
 
-fn mbits(f: Format) -> u32 {
-    match f {
-        Format::E4m3 => 3,
-        Format::E5m2 => 2,
-    }
-}
-
-/// Largest exponent field with finite codes.
-fn max_field(f: Format) -> u32 {
-    match f {
-        Format::E4m3 => 15,
-        Format::E5m2 => 30,
-    }
-}
-
-fn nonfinite(f: Format, c: u8) -> bool {
-    match f {
-        Format::E4m3 => c & 0x7F == 0x7F,
-        Format::E5m2 => c & 0x7C == 0x7C,
-    }
-}
-
-/// Turn a non-finite code into a finite one by clearing the lowest exponent bit.
-fn finite(f: Format, c: u8) -> u8 {
-    if nonfinite(f, c) {
-        c & !(1u8 << mbits(f))
-    } else {
-        c
-    }
-}
-
-fn compose(f: Format, sign: u32, field: u32, mant: u32) -> u8 {
-    let m = mbits(f);
-    finite(f, (((sign & 1) << 7) | (field << m) | (mant & ((1 << m) - 1))) as u8)
-}
-
-fn code_from(mode: Mode, f: Format, r: u32) -> u8 {
-    let mmax = (1u32 << mbits(f)) - 1;
-    let mf = max_field(f);
-    match mode {
-        Mode::AnyByte => r as u8,
-        Mode::Finite => finite(f, r as u8),
-        Mode::Subnormal => compose(f, r >> 8, (r >> 9) & 1, r),
-        Mode::Boundary => {
-            let mant = [0, 1, mmax - 1, mmax][((r >> 3) & 3) as usize];
-            compose(f, r, (r >> 8) % (mf + 1), mant)
-        }
-        Mode::Window { centre, width } => {
-            let w = width as i64;
-            let field = (centre as i64 + ((r >> 8) as i64 % (2 * w + 1)) - w).clamp(0, mf as i64);
-            compose(f, r >> 20, field as u32, r)
-        }
-        Mode::ZeroHeavy => {
-            if r & 3 != 0 {
-                (((r >> 16) & 1) << 7) as u8
-            } else {
-                finite(f, (r >> 8) as u8)
-            }
-        }
-        Mode::Large => compose(f, r >> 16, mf - (r >> 8) % 3, r),
-    }
-}
-
-fn mode_strategy() -> impl Strategy<Value = Mode> {
-    prop_oneof![
-        2 => Just(Mode::AnyByte),
-        6 => Just(Mode::Finite),
-        3 => Just(Mode::Subnormal),
-        3 => Just(Mode::Boundary),
-        5 => (0u8..31, 0u8..4).prop_map(|(centre, width)| Mode::Window { centre, width }),
-        2 => Just(Mode::ZeroHeavy),
-        2 => Just(Mode::Large),
-    ]
-}
-
 fn pattern_strategy() -> impl Strategy<Value = Pattern> {
     prop_oneof![
         10 => Just(Pattern::None),
@@ -344,31 +257,6 @@ fn pattern_strategy() -> impl Strategy<Value = Pattern> {
         2 => Just(Pattern::HalfMirror),
         2 => Just(Pattern::BigFirst),
         2 => Just(Pattern::CCancel),
-    ]
-}
-
-/// fp32 accumulators: zeros, subnormals, tiny and huge values, infinities, NaNs (several payloads), values
-/// with more than 14 significant bits, short values in the products' range, and any bit pattern.
-fn c_strategy() -> impl Strategy<Value = u32> {
-    let sign = || any::<bool>().prop_map(|s| if s { 0x8000_0000u32 } else { 0 });
-    prop_oneof![
-        12 => Just(0u32),
-        3 => Just(0x8000_0000u32),
-        4 => (sign(), 1u32..0x80_0000).prop_map(|(s, f)| s | f),
-        2 => (sign(), 0u32..24).prop_map(|(s, e)| s | (1u32 << e)), // 2^-149 .. 2^-126 powers
-        3 => (sign(), 1u32..=24, 0u32..0x80_0000).prop_map(|(s, e, f)| s | (e << 23) | f), // tiny normals
-        3 => (sign(), 248u32..=254, 0u32..0x80_0000).prop_map(|(s, e, f)| s | (e << 23) | f), // huge
-        1 => prop_oneof![Just(0x7F7F_FFFFu32), Just(0xFF7F_FFFFu32)],
-        1 => prop_oneof![Just(0x7F80_0000u32), Just(0xFF80_0000u32)],
-        1 => prop_oneof![
-            Just(0x7FC0_0000u32),
-            Just(0xFFC0_0000u32),
-            Just(0x7F80_0001u32),
-            (1u32..0x80_0000).prop_map(|f| 0xFF80_0000 | f)
-        ],
-        8 => (sign(), 100u32..=175, 0u32..0x80_0000).prop_map(|(s, e, f)| s | (e << 23) | f), // > 14 bits
-        6 => (sign(), 100u32..=175, 0u32..0x4000).prop_map(|(s, e, f)| s | (e << 23) | (f << 10)), // <= 14 bits
-        4 => any::<u32>(),
     ]
 }
 
@@ -383,13 +271,10 @@ fn k_strategy(nfma: usize) -> impl Strategy<Value = usize> {
     ]
 }
 
-const NONFINITE_E4M3: [u8; 2] = [0x7F, 0xFF];
-const NONFINITE_E5M2: [u8; 7] = [0x7C, 0xFC, 0x7D, 0x7E, 0x7F, 0xFD, 0xFF];
-
 #[allow(clippy::too_many_arguments)]
 fn build(
     pair: u8,
-    (ma, mb): (Mode, Mode),
+    (ma, mb): (CodeMode, CodeMode),
     pattern: Pattern,
     c: u32,
     inject: u8,
@@ -399,8 +284,8 @@ fn build(
 ) -> Case {
     let fa = if pair & 1 == 0 { Format::E4m3 } else { Format::E5m2 };
     let fb = if pair & 2 == 0 { Format::E4m3 } else { Format::E5m2 };
-    let mut a: Vec<u8> = ra.iter().map(|&r| code_from(ma, fa, r)).collect();
-    let mut b: Vec<u8> = rb.iter().map(|&r| code_from(mb, fb, r)).collect();
+    let mut a: Vec<u8> = ra.iter().map(|&r| gen::code(ma, fa, r)).collect();
+    let mut b: Vec<u8> = rb.iter().map(|&r| gen::code(mb, fb, r)).collect();
     let k = a.len();
     let mut c = c;
     match pattern {
@@ -420,8 +305,8 @@ fn build(
         }
         Pattern::BigFirst => {
             if k > 0 {
-                a[0] = code_from(Mode::Large, fa, extra as u32);
-                b[0] = code_from(Mode::Large, fb, (extra >> 32) as u32);
+                a[0] = gen::code(CodeMode::Large, fa, extra as u32);
+                b[0] = gen::code(CodeMode::Large, fb, (extra >> 32) as u32);
             }
         }
         Pattern::CCancel => {
@@ -440,7 +325,7 @@ fn build(
             let pos = (e % k as u64) as usize;
             let on_a = (e >> 20) & 1 == 0;
             let (f, v) = if on_a { (fa, &mut a) } else { (fb, &mut b) };
-            let list: &[u8] = if f == Format::E4m3 { &NONFINITE_E4M3 } else { &NONFINITE_E5M2 };
+            let list = gen::nonfinite_codes(f);
             v[pos] = list[((e >> 24) % list.len() as u64) as usize];
             e = e.rotate_right(29).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
@@ -449,7 +334,7 @@ fn build(
 }
 
 fn case_strategy(nfma: usize) -> impl Strategy<Value = Case> {
-    (0u8..4, (mode_strategy(), mode_strategy()), pattern_strategy(), c_strategy(), 0u8..100, k_strategy(nfma))
+    (0u8..4, (gen::mode(), gen::mode()), pattern_strategy(), gen::f32_bits(), 0u8..100, k_strategy(nfma))
         .prop_flat_map(|(pair, modes, pattern, c, inject, k)| {
             (
                 Just((pair, modes, pattern, c, inject)),
