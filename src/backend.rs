@@ -7,7 +7,7 @@
 //! - `cpu`: the fast CPU backend ([`mmaemu_kernels::CpuEngine`]) at the best SIMD level of this CPU that
 //!   passes its self-check; `cpu:avx512`, `cpu:avx2`, `cpu:portable`: one level;
 //! - `cuda`: the CUDA backend ([`mmaemu_kernels::cuda`]) with every kernel that passed its self-test gate
-//!   on the device, fastest first; `cuda:<kernel>` (`cuda:tiled`, `cuda:generic`): one kernel;
+//!   on the device, fastest first; `cuda:<kernel>` (`cuda:narrow`, `cuda:tiled`, `cuda:generic`): one kernel;
 //! - `auto`: the value of MMAEMU_BACKEND if it is set and not empty (used as is: surrounding spaces make
 //!   it invalid), else the fastest backend that is available and has passed its self-check — cuda, then
 //!   cpu (best level first), then reference. Why each faster backend was skipped is reported in
@@ -112,7 +112,7 @@ impl GpuSlot {
             let fallback = fallback();
             engines.push(g.engine("cuda", passed.clone(), fallback.clone()));
             for &k in &passed {
-                engines.push(g.engine(&format!("cuda:{}", KERNELS[k].0), vec![k], fallback.clone()));
+                engines.push(g.engine(&format!("cuda:{}", KERNELS[k].name), vec![k], fallback.clone()));
             }
         }
         GpuSlot { gpu, reports, engines }
@@ -300,7 +300,7 @@ impl Registry {
             Some(k) => match cuda::kernel_index(k) {
                 Some(i) => Some(i),
                 None => {
-                    let names: Vec<_> = KERNELS.iter().map(|k| format!("'cuda:{}'", k.0)).collect();
+                    let names: Vec<_> = KERNELS.iter().map(|k| format!("'cuda:{}'", k.name)).collect();
                     return Err(by_design(&format!("unknown kernel '{k}'; the kernels are {}", names.join(", "))));
                 }
             },
@@ -314,10 +314,21 @@ impl Registry {
         }
         if let Some((preset, fa, fb)) = call {
             let params = cuda::ChainParams::new(preset, fa, fb).map_err(|e| by_design(&e))?;
-            if let Some(k) = kernel {
-                if params.nfma as u32 > KERNELS[k].2 {
-                    return Err(by_design(&format!("kernel {} serves nfma <= {}", KERNELS[k].0, KERNELS[k].2)));
-                }
+            // The kernels of this name that could serve the call, and those of them that passed the gate.
+            let candidates: Vec<usize> = match kernel {
+                Some(k) => vec![k],
+                None => (0..KERNELS.len()).collect(),
+            };
+            let serving: Vec<usize> = candidates.into_iter().filter(|&k| KERNELS[k].serves(&params).is_ok()).collect();
+            if serving.is_empty() {
+                let why = match kernel {
+                    Some(k) => KERNELS[k].serves(&params).err().unwrap_or_default(),
+                    None => format!("no kernel serves preset '{}'", preset.name()),
+                };
+                return Err(by_design(&why));
+            }
+            if !serving.iter().any(|&k| slot.reports.get(k).is_some_and(|r| r.result.is_ok())) {
+                return Err(GpuSkip::Failed(format!("{name}: self-test failed: {}", slot.gate_failure(name))));
             }
         }
         match slot.engine(name) {

@@ -21,7 +21,7 @@ pub struct SelftestArgs {
     /// The device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// `all`, or a comma-separated list of kernel names (tiled, generic).
+    /// `all`, or a comma-separated list of kernel names (narrow, tiled, generic).
     #[arg(long, default_value = "all")]
     pub kernels: String,
     /// Run even when MMAEMU_DISABLE_CUDA is set.
@@ -70,7 +70,7 @@ pub fn parse_kernels(s: &str) -> Result<Vec<usize>, String> {
     }
     let mut out = Vec::new();
     for name in s.split(',').map(str::trim) {
-        let names: Vec<&str> = KERNELS.iter().map(|k| k.0).collect();
+        let names: Vec<&str> = KERNELS.iter().map(|k| k.name).collect();
         let k = kernel_index(name).ok_or_else(|| {
             format!("unknown kernel '{name}' in --kernels; expected all or a list of {}", names.join(", "))
         })?;
@@ -179,9 +179,9 @@ mod tests {
 
     #[test]
     fn kernel_lists() {
-        assert_eq!(parse_kernels("all").unwrap(), vec![0, 1]);
-        assert_eq!(parse_kernels(" generic , tiled").unwrap(), vec![1, 0]);
-        assert_eq!(parse_kernels("tiled,tiled").unwrap(), vec![0]);
+        assert_eq!(parse_kernels("all").unwrap(), vec![0, 1, 2]);
+        assert_eq!(parse_kernels(" generic , tiled").unwrap(), vec![2, 1]);
+        assert_eq!(parse_kernels("tiled,tiled").unwrap(), vec![1]);
         assert!(parse_kernels("tiled, wmma").unwrap_err().contains("unknown kernel 'wmma'"));
         assert!(parse_kernels("").is_err());
     }

@@ -3,7 +3,7 @@
 //! format pair, and whole plans (fast, slow, every split scheme) driven by the model's `execute`, against
 //! the model and the CPU backend (the engine a GPU engine falls back to).
 
-use mmaemu_kernels::cuda::{emulate, ChainParams, DecodeTables};
+use mmaemu_kernels::cuda::{emulate, ChainParams, DecodeTables, KERNELS};
 use mmaemu_kernels::rng::Rng;
 use mmaemu_kernels::CpuEngine;
 use mmaemu_model::accumulate::{execute, ChainEngine, Operands, ReferenceEngine};
@@ -33,7 +33,12 @@ impl ChainEngine for Emulated {
     }
     fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
         let p = ChainParams::new(preset, ops.fa, ops.fb).expect("kernel parameters");
-        emulate::chains(&p, &self.0, ops)
+        // The device's choice: the fastest kernel that serves the parameters.
+        if KERNELS[0].serves(&p).is_ok() {
+            emulate::chains_narrow(&p, &self.0, ops)
+        } else {
+            emulate::chains(&p, &self.0, ops)
+        }
     }
 }
 
@@ -71,6 +76,46 @@ fn emulated_kernels_equal_the_model_on_random_chains() {
         let want: Vec<u32> = ReferenceEngine.chains(&preset, &ops).iter().map(|x| x.to_bits()).collect();
         assert_eq!(got, want, "{preset:?} {fa:?}x{fb:?} m={m} n={n} l={l}");
     }
+}
+
+/// `mmaemu_chain_narrow`'s algorithm (32-bit terms, staged exponents) against the model, on random early-c
+/// presets it serves (the built-ins and random ones near its bounds) and long chains.
+#[test]
+fn emulated_narrow_kernel_equals_the_model() {
+    let t = DecodeTables::from_model();
+    let mut rng = Rng(4242);
+    let mut served = 0;
+    for i in 0..3000 {
+        let preset = match i % 3 {
+            0 => Preset::ada(),
+            1 => Preset::hopper(),
+            _ => Preset::custom(PresetSpec {
+                name: "narrow".into(),
+                nfma: 1 + rng.below(32) as u32,
+                frac: 6 + rng.below(21) as u32,
+                frac_out: 1 + rng.below(23) as u32,
+                min_exp: -400 + rng.below(300) as i32,
+                c_entry: CEntry::Early,
+                slow_chunk: None,
+                maturity: Maturity::Custom,
+            })
+            .expect("valid preset"),
+        };
+        let (fa, fb) = (Format::ALL[rng.below(2) as usize], Format::ALL[rng.below(2) as usize]);
+        let p = ChainParams::new(&preset, fa, fb).expect("params");
+        if KERNELS[0].serves(&p).is_err() {
+            continue;
+        }
+        served += 1;
+        let l = if i % 50 == 0 { 2048 + rng.below(2048) as usize } else { rng.below(200) as usize };
+        let (m, n) = (1 + rng.below(3) as usize, 1 + rng.below(3) as usize);
+        let (a, b) = (codes(&mut rng, fa, m * l), codes(&mut rng, fb, n * l));
+        let ops = Operands { fa, fb, a: &a, b: &b, m, n, k: l };
+        let got: Vec<u32> = emulate::chains_narrow(&p, &t, &ops).iter().map(|x| x.to_bits()).collect();
+        let want: Vec<u32> = ReferenceEngine.chains(&preset, &ops).iter().map(|x| x.to_bits()).collect();
+        assert_eq!(got, want, "{preset:?} {fa:?}x{fb:?} m={m} n={n} l={l}");
+    }
+    assert!(served > 2000, "only {served} cases were in the narrow kernel's domain");
 }
 
 #[test]

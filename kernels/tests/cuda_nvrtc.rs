@@ -17,8 +17,8 @@ fn kernels_compile_with_nvrtc_for_sm89_and_sm90() {
         let text = ptx.to_src();
         let target = arch.replace("compute_", "sm_");
         assert!(text.contains(&format!(".target {target}")), "PTX for {arch} lacks `.target {target}`");
-        for (_, f, _) in KERNELS {
-            assert!(text.contains(&format!(".entry {f}")), "PTX for {arch} lacks the kernel {f}");
+        for k in KERNELS {
+            assert!(text.contains(&format!(".entry {}", k.function)), "PTX for {arch} lacks the kernel {}", k.function);
         }
         // IEEE-exact: no fused or approximate floating-point instructions, no flush to zero.
         for bad in ["fma.rn.f32", ".ftz.f32", "approx"] {

@@ -224,3 +224,121 @@ mmaemu_chain_tiled(ChainParams p, const unsigned char* __restrict__ a, const uns
         }
     }
 }
+
+// Narrow kernel: early-c presets whose block sums fit 32 bits ((nfma + 1) * 2^(frac + 2) < 2^31), with
+// frac >= ma + mb, nfma <= 32 and -400 <= min_exp <= 400 (ada, hopper). The 64 x 64 tile and 4 x 4 micro-tile of
+// the tiled kernel, but each block's codes are decoded once when staged: signed significands (A's scaled by
+// 2^(frac - mab)) and exponents (zeros at MM_NZEXP, so that a product with a zero operand never wins the
+// maximum: its exponent is <= -497 < -400 <= min_exp); the k loops run outside the 16 outputs (8 shared
+// loads per 16 products); a term is one multiply, one shift and a sign fix in 32 bits:
+//   trunc(sa * sb * 2^(frac - mab) / 2^d), d = E - ea - eb >= 0 (E: the block exponent, g = E - frac),
+// which is mm_term's align(|sa * sb|, ea + eb - mab - g) with its sign; d is clamped to 31, where both give
+// 0 (|sa * sb| * 2^(frac - mab) < 2^(frac + 2) < 2^31).
+#define MM_NZEXP (-512)
+
+extern "C" __global__ void __launch_bounds__(MM_T * MM_T)
+mmaemu_chain_narrow(ChainParams p, const unsigned char* __restrict__ a, const unsigned char* __restrict__ b,
+                    float* __restrict__ out, int m, int n, int l) {
+    __shared__ int qa[MM_TILE][MM_MAXNF + 1];  // A: signed significand * 2^(frac - mab)
+    __shared__ int xa[MM_TILE][MM_MAXNF + 1];  // A: operand exponent (MM_NZEXP for zeros)
+    __shared__ int qb[MM_TILE][MM_MAXNF + 1];  // B: signed significand
+    __shared__ int xb[MM_TILE][MM_MAXNF + 1];  // B: operand exponent (MM_NZEXP for zeros)
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * MM_T + tx;
+    const int i0 = blockIdx.y * MM_TILE, j0 = blockIdx.x * MM_TILE;
+    const int nf = p.nfma;
+    const int scale = 1 << (p.frac - p.mab);
+    const int* ta = MMAEMU_DECODE[p.ta];
+    const int* tb = MMAEMU_DECODE[p.tb];
+    float acc[MM_R][MM_R];
+#pragma unroll
+    for (int r = 0; r < MM_R; ++r)
+#pragma unroll
+        for (int c = 0; c < MM_R; ++c) acc[r][c] = 0.0f;
+
+    for (int k0 = 0; k0 < l; k0 += nf) {
+        __syncthreads();
+        // Stage and decode the block; codes beyond l or beyond the matrix are zeros.
+        for (int x = tid; x < MM_TILE * nf; x += MM_T * MM_T) {
+            int row = x / nf, k = x - row * nf;
+            int gk = k0 + k;
+            int gi = i0 + row, gj = j0 + row;
+            int da = (gi < m && gk < l) ? ta[a[(size_t)gi * (size_t)l + gk]] : 0;
+            int db = (gj < n && gk < l) ? tb[b[(size_t)gj * (size_t)l + gk]] : 0;
+            int sa = mm_sig(da), sb = mm_sig(db);
+            qa[row][k] = (mm_neg(da) ? -sa : sa) * scale;
+            xa[row][k] = sa != 0 ? mm_exp(da) : MM_NZEXP;
+            qb[row][k] = mm_neg(db) ? -sb : sb;
+            xb[row][k] = sb != 0 ? mm_exp(db) : MM_NZEXP;
+        }
+        __syncthreads();
+        // Pass 1: the block maximum of the product exponents, per output.
+        int e[MM_R][MM_R];
+#pragma unroll
+        for (int r = 0; r < MM_R; ++r)
+#pragma unroll
+            for (int c = 0; c < MM_R; ++c) e[r][c] = 2 * MM_NZEXP;
+        for (int k = 0; k < nf; ++k) {
+            int ea[MM_R], eb[MM_R];
+#pragma unroll
+            for (int r = 0; r < MM_R; ++r) ea[r] = xa[ty + MM_T * r][k];
+#pragma unroll
+            for (int c = 0; c < MM_R; ++c) eb[c] = xb[tx + MM_T * c][k];
+#pragma unroll
+            for (int r = 0; r < MM_R; ++r)
+#pragma unroll
+                for (int c = 0; c < MM_R; ++c) e[r][c] = max(e[r][c], ea[r] + eb[c]);
+        }
+        // The grid (with c, the floor) and c's aligned term; e becomes the block exponent E = g + frac. A
+        // non-finite accumulator is left as it is (finite operands cannot change it).
+        int g[MM_R][MM_R], sum[MM_R][MM_R];
+#pragma unroll
+        for (int r = 0; r < MM_R; ++r)
+#pragma unroll
+            for (int c = 0; c < MM_R; ++c) {
+                float cur = acc[r][c];
+                i64 cs;
+                g[r][c] = mm_block_grid(p, isfinite(cur) ? cur : 0.0f, e[r][c], &cs);
+                sum[r][c] = (int)cs;
+                e[r][c] = g[r][c] + p.frac;
+            }
+        // Pass 2: the aligned, truncated terms.
+        for (int k = 0; k < nf; ++k) {
+            int sa[MM_R], ea[MM_R], sb[MM_R], eb[MM_R];
+#pragma unroll
+            for (int r = 0; r < MM_R; ++r) {
+                sa[r] = qa[ty + MM_T * r][k];
+                ea[r] = xa[ty + MM_T * r][k];
+            }
+#pragma unroll
+            for (int c = 0; c < MM_R; ++c) {
+                sb[c] = qb[tx + MM_T * c][k];
+                eb[c] = xb[tx + MM_T * c][k];
+            }
+#pragma unroll
+            for (int r = 0; r < MM_R; ++r)
+#pragma unroll
+                for (int c = 0; c < MM_R; ++c) {
+                    int prod = sa[r] * sb[c];
+                    int d = min(e[r][c] - ea[r] - eb[c], 31);
+                    int mag = abs(prod) >> d;
+                    sum[r][c] += prod < 0 ? -mag : mag;
+                }
+        }
+#pragma unroll
+        for (int r = 0; r < MM_R; ++r)
+#pragma unroll
+            for (int c = 0; c < MM_R; ++c)
+                if (isfinite(acc[r][c])) acc[r][c] = mm_normalise((i64)sum[r][c], g[r][c], p.frac_out);
+    }
+#pragma unroll
+    for (int r = 0; r < MM_R; ++r) {
+        int i = i0 + ty + MM_T * r;
+        if (i >= m) continue;
+#pragma unroll
+        for (int c = 0; c < MM_R; ++c) {
+            int j = j0 + tx + MM_T * c;
+            if (j < n) out[(size_t)i * (size_t)n + (size_t)j] = mm_canonical(acc[r][c]);
+        }
+    }
+}

@@ -58,8 +58,8 @@ impl CudaDevice {
             let ptx = nvrtc::compile(arch)?;
             let module = ctx.load_module(ptx).map_err(|e| format!("loading the kernels' PTX for {arch}: {e:?}"))?;
             let mut funcs = Vec::new();
-            for (kname, fname, _) in KERNELS {
-                funcs.push(module.load_function(fname).map_err(|e| format!("kernel {kname}: {e:?}"))?);
+            for k in KERNELS {
+                funcs.push(module.load_function(k.function).map_err(|e| format!("kernel {}: {e:?}", k.name))?);
             }
             let stream = ctx.default_stream();
             Ok(CudaDevice { _ctx: ctx, stream, funcs, name, cc, arch })
@@ -69,10 +69,8 @@ impl CudaDevice {
     /// Run kernel `kernel` (an index into [`KERNELS`]): `m * n` chains of length `k` from +0.
     pub fn run(&self, kernel: usize, p: &ChainParams, ops: &Operands<'_>) -> Result<Vec<f32>, String> {
         let Operands { a, b, m, n, k: l, .. } = *ops;
-        let (kname, _, max_nfma) = KERNELS[kernel];
-        if p.nfma as u32 > max_nfma {
-            return Err(format!("kernel {kname} serves nfma <= {max_nfma}, not {}", p.nfma));
-        }
+        let kname = KERNELS[kernel].name;
+        KERNELS[kernel].serves(p)?;
         if a.len() != m * l || b.len() != n * l {
             return Err("operand sizes do not match the shape".into());
         }
@@ -82,7 +80,7 @@ impl CudaDevice {
         if l == 0 {
             return Ok(vec![0.0; m * n]);
         }
-        let tile = if kernel == 0 { 64 } else { 16 };
+        let tile = KERNELS[kernel].tile;
         let (gx, gy) = (n.div_ceil(tile), m.div_ceil(tile));
         let fits = |x: usize| i32::try_from(x).is_ok();
         if !fits(m) || !fits(n) || !fits(l) || gx > i32::MAX as usize || gy > 65535 {
@@ -112,11 +110,10 @@ impl CudaDevice {
         let cases: Vec<_> = gate_cases().into_iter().map(|c| (c.expected(), c)).collect();
         let mut reports = Vec::new();
         for &ki in kernels {
-            let (kname, _, max_nfma) = &KERNELS[ki];
-            let mut report = KernelReport { kernel: kname, cases: 0, result: Ok(()) };
+            let mut report = KernelReport { kernel: KERNELS[ki].name, cases: 0, result: Ok(()) };
             for (expected, case) in &cases {
                 let p = match ChainParams::new(&case.preset, case.fa, case.fb) {
-                    Ok(p) if p.nfma as u32 <= *max_nfma => p,
+                    Ok(p) if KERNELS[ki].serves(&p).is_ok() => p,
                     _ => continue,
                 };
                 report.cases += 1;
@@ -163,8 +160,8 @@ impl ChainEngine for CudaEngine {
     fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
         let why = match ChainParams::new(preset, ops.fa, ops.fb) {
             Err(e) => e,
-            Ok(p) => match self.kernels.iter().copied().find(|&k| p.nfma as u32 <= KERNELS[k].2) {
-                None => format!("no kernel that passed the gate serves nfma = {}", p.nfma),
+            Ok(p) => match self.kernels.iter().copied().find(|&k| KERNELS[k].serves(&p).is_ok()) {
+                None => format!("no kernel that passed the gate serves preset '{}'", preset.name()),
                 Some(k) => {
                     let got = match self.device.lock() {
                         Ok(d) => d.run(k, &p, ops),

@@ -172,3 +172,49 @@ pub fn chain(p: &ChainParams, t: &DecodeTables, a: &[u8], b: &[u8]) -> f32 {
 pub fn chains(p: &ChainParams, t: &DecodeTables, ops: &Operands<'_>) -> Vec<f32> {
     each_output(ops, |ra, rb| chain(p, t, ra, rb))
 }
+
+/// `MM_NZEXP`: the staged exponent of a zero code in `mmaemu_chain_narrow`.
+const NZEXP: i32 = -512;
+
+/// One output of `mmaemu_chain_narrow` (parameters it serves, see `KERNELS`): codes staged as a signed
+/// significand (A's times 2^(frac - mab)) and an exponent (zeros at `NZEXP`); per block the maximum of
+/// the staged exponent sums, the grid and c's term (`mm_block_grid`), and 32-bit terms
+/// `trunc(sa * sb / 2^min(E - ea - eb, 31))`; a non-finite accumulator is kept.
+pub fn chain_narrow(p: &ChainParams, t: &DecodeTables, a: &[u8], b: &[u8]) -> f32 {
+    let (ta, tb) = (&t.0[p.ta as usize], &t.0[p.tb as usize]);
+    let scale = 1i32 << (p.frac - p.mab);
+    let stage = |d: i32, factor: i32| {
+        let s = sig(d);
+        let q = if neg(d) == 1 { -s } else { s };
+        (q * factor, if s != 0 { exp(d) } else { NZEXP })
+    };
+    let nf = p.nfma as usize;
+    let mut acc = 0.0f32;
+    for (ba, bb) in a.chunks(nf).zip(b.chunks(nf)) {
+        let staged: Vec<((i32, i32), (i32, i32))> =
+            ba.iter().zip(bb).map(|(&x, &y)| (stage(ta[x as usize], scale), stage(tb[y as usize], 1))).collect();
+        let e = staged.iter().fold(2 * NZEXP, |e, ((_, xa), (_, xb))| e.max(xa + xb));
+        let (g, cs) = block_grid(p, if acc.is_finite() { acc } else { 0.0 }, e);
+        let big_e = g + p.frac;
+        let mut sum = cs as i32;
+        for ((qa, xa), (qb, xb)) in staged {
+            let prod = qa * qb;
+            let d = (big_e - xa - xb).min(31);
+            let mag = prod.abs() >> d;
+            sum += if prod < 0 { -mag } else { mag };
+        }
+        if acc.is_finite() {
+            acc = normalise(sum as i64, g, p.frac_out);
+        }
+    }
+    if acc.is_nan() {
+        f32::from_bits(0x7FFF_FFFF)
+    } else {
+        acc
+    }
+}
+
+/// `m * n` chains as `mmaemu_chain_narrow` computes them.
+pub fn chains_narrow(p: &ChainParams, t: &DecodeTables, ops: &Operands<'_>) -> Vec<f32> {
+    each_output(ops, |ra, rb| chain_narrow(p, t, ra, rb))
+}

@@ -27,9 +27,66 @@ use mmaemu_model::Maturity;
 /// The CUDA C source of the kernels, without the decode tables.
 pub const CHAIN_CU: &str = include_str!("chain.cu");
 
-/// The kernels, fastest first: (name, CUDA function, largest nfma it serves).
-pub const KERNELS: [(&str, &str, u32); 2] =
-    [("tiled", "mmaemu_chain_tiled", 32), ("generic", "mmaemu_chain_generic", u32::MAX)];
+/// One CUDA kernel of chain.cu.
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel {
+    /// Its name (`cuda:<name>` selects it alone).
+    pub name: &'static str,
+    /// The CUDA function.
+    pub function: &'static str,
+    /// Outputs per block edge: the launch grid is ceil(n / tile) x ceil(m / tile) blocks of 16 x 16 threads.
+    pub tile: usize,
+    serves: fn(&ChainParams) -> Result<(), String>,
+}
+
+impl Kernel {
+    /// Whether the kernel computes these parameters exactly, or why not.
+    pub fn serves(&self, p: &ChainParams) -> Result<(), String> {
+        (self.serves)(p)
+    }
+}
+
+/// `mmaemu_chain_narrow`: early c, nfma <= 32, frac >= ma + mb, -400 <= min_exp <= 400 (so that a product
+/// with a zero operand, exponent <= -497, never wins the maximum, and shift counts stay small), and 32-bit
+/// block sums:
+/// (nfma + 1) * 2^(frac + 2) < 2^31.
+fn serves_narrow(p: &ChainParams) -> Result<(), String> {
+    let sum_bound = (p.nfma as i64 + 1) << (p.frac + 2).clamp(0, 40);
+    if p.late != 0 {
+        Err("kernel narrow serves early-c presets only".into())
+    } else if p.nfma > 32 {
+        Err(format!("kernel narrow serves nfma <= 32, not {}", p.nfma))
+    } else if p.frac < p.mab {
+        Err(format!("kernel narrow needs frac >= ma + mb ({} < {})", p.frac, p.mab))
+    } else if !(-400..=400).contains(&p.min_exp) {
+        Err(format!("kernel narrow needs -400 <= min_exp <= 400, not {}", p.min_exp))
+    } else if p.frac + 2 > 40 || sum_bound >= 1 << 31 {
+        Err(format!("kernel narrow needs 32-bit block sums; nfma = {}, frac = {}", p.nfma, p.frac))
+    } else {
+        Ok(())
+    }
+}
+
+/// `mmaemu_chain_tiled`: one block of nfma <= 32 codes in shared memory.
+fn serves_tiled(p: &ChainParams) -> Result<(), String> {
+    if p.nfma > 32 {
+        Err(format!("kernel tiled serves nfma <= 32, not {}", p.nfma))
+    } else {
+        Ok(())
+    }
+}
+
+/// `mmaemu_chain_generic`: every parameter set [`ChainParams::new`] accepts.
+fn serves_all(_: &ChainParams) -> Result<(), String> {
+    Ok(())
+}
+
+/// The kernels, fastest first.
+pub const KERNELS: [Kernel; 3] = [
+    Kernel { name: "narrow", function: "mmaemu_chain_narrow", tile: 64, serves: serves_narrow },
+    Kernel { name: "tiled", function: "mmaemu_chain_tiled", tile: 64, serves: serves_tiled },
+    Kernel { name: "generic", function: "mmaemu_chain_generic", tile: 16, serves: serves_all },
+];
 
 /// The virtual architectures the kernels are compiled for in CI (sm_89: ada, sm_90: hopper).
 pub const CI_ARCHS: [&str; 2] = ["compute_89", "compute_90"];
@@ -89,8 +146,8 @@ impl ChainParams {
     }
 
     /// The kernels able to run these parameters, fastest first.
-    pub fn kernels(&self) -> impl Iterator<Item = &'static (&'static str, &'static str, u32)> + '_ {
-        KERNELS.iter().filter(|k| self.nfma as u32 <= k.2)
+    pub fn kernels(&self) -> impl Iterator<Item = &'static Kernel> + '_ {
+        KERNELS.iter().filter(|k| k.serves(self).is_ok())
     }
 }
 
@@ -150,7 +207,7 @@ pub const fn built() -> bool {
 
 /// The index in [`KERNELS`] of the kernel called `name`.
 pub fn kernel_index(name: &str) -> Option<usize> {
-    KERNELS.iter().position(|k| k.0 == name)
+    KERNELS.iter().position(|k| k.name == name)
 }
 
 /// The result of one kernel's self-test.
@@ -224,7 +281,7 @@ impl Gpu {
                 Err(_) => kernels
                     .iter()
                     .map(|&k| KernelReport {
-                        kernel: KERNELS[k].0,
+                        kernel: KERNELS[k].name,
                         cases: 0,
                         result: Err("device lock poisoned".into()),
                     })
@@ -421,8 +478,8 @@ mod tests {
     fn source_has_tables_and_kernels() {
         let s = source();
         assert!(s.contains("__constant__ int MMAEMU_DECODE[2][256]"));
-        for (_, f, _) in KERNELS {
-            assert!(s.contains(f));
+        for k in KERNELS {
+            assert!(s.contains(k.function));
         }
     }
 
@@ -433,7 +490,14 @@ mod tests {
         let p = ChainParams::new(&Preset::b200_mma_sync(), Format::E5m2, Format::E5m2).unwrap();
         assert_eq!((p.late, p.mab, p.ta, p.tb, p.frac, p.frac_out, p.min_exp), (1, 4, 1, 1, 25, 23, -133));
         assert_eq!(std::mem::size_of::<ChainParams>(), 32);
-        assert_eq!(p.kernels().count(), 2);
+        // Late c: not the narrow kernel.
+        assert_eq!(p.kernels().map(|k| k.name).collect::<Vec<_>>(), ["tiled", "generic"]);
+        for preset in [Preset::ada(), Preset::hopper()] {
+            for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3), (Format::E5m2, Format::E5m2)] {
+                let p = ChainParams::new(&preset, fa, fb).unwrap();
+                assert_eq!(p.kernels().count(), 3, "{} {fa} x {fb}", preset.name());
+            }
+        }
     }
 
     #[test]
@@ -458,10 +522,20 @@ mod tests {
         let t = DecodeTables::from_model();
         let cases = gate_cases();
         assert_eq!(cases.len(), 5 * 4 * 7);
+        let mut narrow = 0;
         for case in cases {
             let p = ChainParams::new(&case.preset, case.fa, case.fb).unwrap();
+            let want = case.expected();
             let got: Vec<u32> = emulate::chains(&p, &t, &case.operands()).iter().map(|x| x.to_bits()).collect();
-            assert_eq!(got, case.expected(), "{}", case.name);
+            assert_eq!(got, want, "{}", case.name);
+            if KERNELS[0].serves(&p).is_ok() {
+                narrow += 1;
+                let got: Vec<u32> =
+                    emulate::chains_narrow(&p, &t, &case.operands()).iter().map(|x| x.to_bits()).collect();
+                assert_eq!(got, want, "{} (narrow)", case.name);
+            }
         }
+        // ada, hopper and the early custom preset, four format pairs, seven cases each.
+        assert_eq!(narrow, 3 * 4 * 7);
     }
 }
