@@ -3,12 +3,15 @@
 #   .device/mmaemu           the CLI with the CUDA backend (--features cuda), release
 #   .device/tests/against_model   the CPU and CUDA engines against the model (kernels/tests/against_model.rs)
 #   .device/tests/fuzz            the harness's fuzz trials, fuzz/backend/cuda included
+#   .device/mmaemu-record         the recorder, for recorder/device/h200-check.sh (which takes .device/ too)
 # Then: run(command="bash kernels/device/h200-cuda.sh", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p .device/tests
 cargo build --release --features cuda --bin mmaemu
 cp target/release/mmaemu .device/mmaemu
+cargo build --release -p mmaemu-recorder --bin mmaemu-record
+cp target/release/mmaemu-record .device/mmaemu-record
 # The test executables: the last "executable" of cargo's JSON messages for each target.
 exe() { python3 -c 'import json,sys
 for l in sys.stdin:
