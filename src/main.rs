@@ -318,6 +318,16 @@ fn replay_with(json: bool, paths: &[PathBuf], status_only: bool, backend: &str) 
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
+    // A GPU engine computes a call on the CPU (same bits) when a launch fails: say so, with the first reason.
+    if engine.name().starts_with("cuda") {
+        let fell_back = mmaemu::backend::registry().gpu(0).warnings();
+        if let Some(first) = fell_back.first() {
+            eprintln!(
+                "mmaemu replay: BackendFallbackWarning: {} call(s) ran on the CPU; first: {first}",
+                fell_back.len()
+            );
+        }
+    }
     let (passed, failed, skipped) = totals(&reports);
     let status = mmaemu::status::compute(&facts);
     if json {
