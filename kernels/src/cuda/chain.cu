@@ -167,6 +167,27 @@ extern "C" __global__ void mmaemu_chain_generic(ChainParams p, const unsigned ch
 #define MM_TILE (MM_T * MM_R)
 #define MM_MAXNF 32
 
+// The decoded code at (row, k) of a [rows, l] matrix, or 0 (a zero) outside it: the padding of a tile.
+__device__ __forceinline__ int mm_code(const int* t, const unsigned char* __restrict__ x, int row, int rows, int k,
+                                       int l) {
+    return (row < rows && k < l) ? t[x[(size_t)row * (size_t)l + k]] : 0;
+}
+
+// Write a thread's 4 x 4 micro-tile (rows i + 16 r, columns j + 16 c) of the [m, n] output, canonical NaN.
+__device__ __forceinline__ void mm_store_tile(float* __restrict__ out, const float (&acc)[MM_R][MM_R], int i, int j,
+                                              int m, int n) {
+#pragma unroll
+    for (int r = 0; r < MM_R; ++r) {
+        int ii = i + MM_T * r;
+        if (ii >= m) continue;
+#pragma unroll
+        for (int c = 0; c < MM_R; ++c) {
+            int jj = j + MM_T * c;
+            if (jj < n) out[(size_t)ii * (size_t)n + (size_t)jj] = mm_canonical(acc[r][c]);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(MM_T * MM_T)
 mmaemu_chain_tiled(ChainParams p, const unsigned char* __restrict__ a, const unsigned char* __restrict__ b,
                    float* __restrict__ out, int m, int n, int l) {
@@ -178,11 +199,7 @@ mmaemu_chain_tiled(ChainParams p, const unsigned char* __restrict__ a, const uns
     const int nf = p.nfma;
     const int* ta = MMAEMU_DECODE[p.ta];
     const int* tb = MMAEMU_DECODE[p.tb];
-    float acc[MM_R][MM_R];
-#pragma unroll
-    for (int r = 0; r < MM_R; ++r)
-#pragma unroll
-        for (int c = 0; c < MM_R; ++c) acc[r][c] = 0.0f;
+    float acc[MM_R][MM_R] = {};
 
     for (int k0 = 0; k0 < l; k0 += nf) {
         __syncthreads();
@@ -192,8 +209,8 @@ mmaemu_chain_tiled(ChainParams p, const unsigned char* __restrict__ a, const uns
             int row = x / nf, k = x - row * nf;
             int gk = k0 + k;
             int gi = i0 + row, gj = j0 + row;
-            sa[row][k] = (gi < m && gk < l) ? ta[a[(size_t)gi * (size_t)l + gk]] : 0;
-            sb[row][k] = (gj < n && gk < l) ? tb[b[(size_t)gj * (size_t)l + gk]] : 0;
+            sa[row][k] = mm_code(ta, a, gi, m, gk, l);
+            sb[row][k] = mm_code(tb, b, gj, n, gk, l);
         }
         __syncthreads();
 #pragma unroll
@@ -213,16 +230,7 @@ mmaemu_chain_tiled(ChainParams p, const unsigned char* __restrict__ a, const uns
             }
         }
     }
-#pragma unroll
-    for (int r = 0; r < MM_R; ++r) {
-        int i = i0 + ty + MM_T * r;
-        if (i >= m) continue;
-#pragma unroll
-        for (int c = 0; c < MM_R; ++c) {
-            int j = j0 + tx + MM_T * c;
-            if (j < n) out[(size_t)i * (size_t)n + (size_t)j] = mm_canonical(acc[r][c]);
-        }
-    }
+    mm_store_tile(out, acc, i0 + ty, j0 + tx, m, n);
 }
 
 // Narrow kernel: early-c presets whose block sums fit 32 bits ((nfma + 1) * 2^(frac + 2) < 2^31), with
@@ -250,11 +258,7 @@ mmaemu_chain_narrow(ChainParams p, const unsigned char* __restrict__ a, const un
     const int scale = 1 << (p.frac - p.mab);
     const int* ta = MMAEMU_DECODE[p.ta];
     const int* tb = MMAEMU_DECODE[p.tb];
-    float acc[MM_R][MM_R];
-#pragma unroll
-    for (int r = 0; r < MM_R; ++r)
-#pragma unroll
-        for (int c = 0; c < MM_R; ++c) acc[r][c] = 0.0f;
+    float acc[MM_R][MM_R] = {};
 
     for (int k0 = 0; k0 < l; k0 += nf) {
         __syncthreads();
@@ -263,8 +267,8 @@ mmaemu_chain_narrow(ChainParams p, const unsigned char* __restrict__ a, const un
             int row = x / nf, k = x - row * nf;
             int gk = k0 + k;
             int gi = i0 + row, gj = j0 + row;
-            int da = (gi < m && gk < l) ? ta[a[(size_t)gi * (size_t)l + gk]] : 0;
-            int db = (gj < n && gk < l) ? tb[b[(size_t)gj * (size_t)l + gk]] : 0;
+            int da = mm_code(ta, a, gi, m, gk, l);
+            int db = mm_code(tb, b, gj, n, gk, l);
             int sa = mm_sig(da), sb = mm_sig(db);
             qa[row][k] = (mm_neg(da) ? -sa : sa) * scale;
             xa[row][k] = sa != 0 ? mm_exp(da) : MM_NZEXP;
@@ -331,14 +335,5 @@ mmaemu_chain_narrow(ChainParams p, const unsigned char* __restrict__ a, const un
             for (int c = 0; c < MM_R; ++c)
                 if (isfinite(acc[r][c])) acc[r][c] = mm_normalise((i64)sum[r][c], g[r][c], p.frac_out);
     }
-#pragma unroll
-    for (int r = 0; r < MM_R; ++r) {
-        int i = i0 + ty + MM_T * r;
-        if (i >= m) continue;
-#pragma unroll
-        for (int c = 0; c < MM_R; ++c) {
-            int j = j0 + tx + MM_T * c;
-            if (j < n) out[(size_t)i * (size_t)n + (size_t)j] = mm_canonical(acc[r][c]);
-        }
-    }
+    mm_store_tile(out, acc, i0 + ty, j0 + tx, m, n);
 }

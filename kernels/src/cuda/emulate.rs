@@ -161,10 +161,15 @@ pub fn chain(p: &ChainParams, t: &DecodeTables, a: &[u8], b: &[u8]) -> f32 {
         acc = block_finish(p, acc, sum, g);
         k0 += nf;
     }
-    if acc.is_nan() {
+    canonical(acc)
+}
+
+/// `mm_canonical`: NaN as 0x7FFFFFFF.
+fn canonical(x: f32) -> f32 {
+    if x.is_nan() {
         f32::from_bits(0x7FFF_FFFF)
     } else {
-        acc
+        x
     }
 }
 
@@ -207,11 +212,7 @@ pub fn chain_narrow(p: &ChainParams, t: &DecodeTables, a: &[u8], b: &[u8]) -> f3
             acc = normalise(sum as i64, g, p.frac_out);
         }
     }
-    if acc.is_nan() {
-        f32::from_bits(0x7FFF_FFFF)
-    } else {
-        acc
-    }
+    canonical(acc)
 }
 
 /// `m * n` chains as `mmaemu_chain_narrow` computes them.
