@@ -10,7 +10,7 @@
 //! model's own [`combine`]. Tiles run in parallel (rayon), in waves of consecutive row blocks so that the
 //! scratch stays bounded by a few rows of the result.
 
-use crate::kernel::{narrow_piece, wide_piece, Params, Path};
+use crate::kernel::{block_steps, Lane, Params, Path};
 use crate::tables::{Lut, ZERO_EXP};
 use mmaemu_model::plan::{combine, Plan, Scheme};
 use mmaemu_model::{Operands, Preset};
@@ -159,59 +159,24 @@ impl<'a> Job<'a> {
     }
 }
 
-/// A block kernel for panels of W rows of B: the panel value type and the per-piece step.
-pub trait PieceKernel<const W: usize> {
-    /// The decoded panel value (f32 on the narrow path, f64 on the wide one).
-    type V: Copy + Default;
-    /// A code's value.
-    fn value(l: &Lut, code: u8) -> Self::V;
-    /// The chains of one row over one piece of `nblk` blocks (see [`narrow_piece`]).
-    fn piece(a: &[u8], nblk: usize, la: &Lut, pv: &[Self::V], pe: &[i8], c: &mut [f32; W], p: &Params);
-}
-
-/// The narrow path; `HT`: hardware truncation.
-pub struct Narrow<const HT: bool>;
-/// The wide path, early or late c; `HT`: hardware truncation.
-pub struct Wide<const LATE: bool, const HT: bool>;
-
-impl<const W: usize, const HT: bool> PieceKernel<W> for Narrow<HT> {
-    type V = f32;
-    #[inline(always)]
-    fn value(l: &Lut, code: u8) -> f32 {
-        l.v32[code as usize]
-    }
-    #[inline(always)]
-    fn piece(a: &[u8], nblk: usize, la: &Lut, pv: &[f32], pe: &[i8], c: &mut [f32; W], p: &Params) {
-        narrow_piece::<W, HT>(a, nblk, la, pv, pe, c, p)
-    }
-}
-
-impl<const W: usize, const LATE: bool, const HT: bool> PieceKernel<W> for Wide<LATE, HT> {
-    type V = f64;
-    #[inline(always)]
-    fn value(l: &Lut, code: u8) -> f64 {
-        l.v64[code as usize]
-    }
-    #[inline(always)]
-    fn piece(a: &[u8], nblk: usize, la: &Lut, pv: &[f64], pe: &[i8], c: &mut [f32; W], p: &Params) {
-        wide_piece::<W, LATE, HT>(a, nblk, la, pv, pe, c, p)
-    }
-}
-
 /// One tile with the kernel its job's path needs. `HT`: the level truncates in hardware (SSE4.1 and up).
 #[inline(always)]
 pub fn tile<const W: usize, const HT: bool>(job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
     match (job.p.path, job.p.late) {
-        (Path::Narrow, _) => tile_with::<W, Narrow<HT>>(job, rows, panel),
-        (_, true) => tile_with::<W, Wide<true, HT>>(job, rows, panel),
-        (_, false) => tile_with::<W, Wide<false, HT>>(job, rows, panel),
+        (Path::Narrow, _) => tile_with::<W, f32, false, HT>(job, rows, panel),
+        (_, true) => tile_with::<W, f64, true, HT>(job, rows, panel),
+        (_, false) => tile_with::<W, f64, false, HT>(job, rows, panel),
     }
 }
 
 /// One tile: rows `rows` of A against rows `panel * W ..` of B, every split and chunk; returns the combined
 /// accumulators, `rows.len()` rows of W (columns past n are padding).
 #[inline(always)]
-fn tile_with<const W: usize, K: PieceKernel<W>>(job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
+fn tile_with<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
+    job: &Job,
+    rows: Range<usize>,
+    panel: usize,
+) -> Vec<f32> {
     let (k, nfma) = (job.k, job.p.nfma);
     let nr = rows.len();
     let j0 = panel * W;
@@ -219,7 +184,7 @@ fn tile_with<const W: usize, K: PieceKernel<W>>(job: &Job, rows: Range<usize>, p
     let piece_len = nfma * (PIECE / nfma).max(1);
     let nsplit = job.splits.len();
 
-    let mut pv = vec![K::V::default(); piece_len * W];
+    let mut pv = vec![L::default(); piece_len * W];
     let mut pe = vec![ZERO_EXP; piece_len * W];
     let mut ga = vec![0u8; nr * piece_len];
     let mut cst = vec![[0f32; W]; nr];
@@ -236,14 +201,14 @@ fn tile_with<const W: usize, K: PieceKernel<W>>(job: &Job, rows: Range<usize>, p
                 // columns past n.
                 let real: usize = chunk.segments(q0, q1).map(|(_, kr)| kr.len()).sum();
                 if real < len || cols < W {
-                    pv[..len * W].fill(K::V::default());
+                    pv[..len * W].fill(L::default());
                     pe[..len * W].fill(ZERO_EXP);
                 }
                 for (off, kr) in chunk.segments(q0, q1) {
                     for jj in 0..cols {
                         let brow = &job.b[(j0 + jj) * k..(j0 + jj + 1) * k];
                         for (t, &code) in brow[kr.clone()].iter().enumerate() {
-                            pv[(off + t) * W + jj] = K::value(&job.lb, code);
+                            pv[(off + t) * W + jj] = L::value(&job.lb, code);
                             pe[(off + t) * W + jj] = job.lb.e[code as usize];
                         }
                     }
@@ -254,7 +219,8 @@ fn tile_with<const W: usize, K: PieceKernel<W>>(job: &Job, rows: Range<usize>, p
                 let single = chunk.segments(q0, q1).next().filter(|(off, kr)| *off == 0 && kr.len() == len);
                 if let Some((_, kr)) = single {
                     for (c, i) in cst.iter_mut().zip(rows.clone()) {
-                        K::piece(&job.a[i * k + kr.start..i * k + kr.end], nblk, &job.la, pv, pe, c, &job.p);
+                        let row = &job.a[i * k + kr.start..i * k + kr.end];
+                        block_steps::<W, L, LATE, HT>(row, nblk, &job.la, pv, pe, c, &job.p);
                     }
                 } else {
                     ga[..nr * len].fill(0);
@@ -265,7 +231,7 @@ fn tile_with<const W: usize, K: PieceKernel<W>>(job: &Job, rows: Range<usize>, p
                         }
                     }
                     for (r, c) in cst.iter_mut().enumerate() {
-                        K::piece(&ga[r * len..(r + 1) * len], nblk, &job.la, pv, pe, c, &job.p);
+                        block_steps::<W, L, LATE, HT>(&ga[r * len..(r + 1) * len], nblk, &job.la, pv, pe, c, &job.p);
                     }
                 }
             }

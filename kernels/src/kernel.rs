@@ -42,6 +42,7 @@
 
 use crate::tables::Lut;
 use mmaemu_model::preset::{CEntry, Preset};
+use std::ops::{Add, AddAssign, Mul};
 
 /// How the chains of a preset are computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,120 +144,143 @@ fn block_max<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8]) -> [i8; W] {
     e
 }
 
-/// trunc(x) for |x| < 2^31: the hardware rounding instruction (`HT`, SSE4.1 and up) or an exact integer
-/// round trip (baseline x86-64 has no vector truncation; a -0 result is +0 there, which no sum can tell).
-#[inline(always)]
-fn tr32<const HT: bool>(x: f32) -> f32 {
-    if HT {
-        x.trunc()
-    } else {
-        x as i32 as f32
-    }
-}
-
-/// trunc(x) for |x| < 2^63, like [`tr32`].
-#[inline(always)]
-fn tr64<const HT: bool>(x: f64) -> f64 {
-    if HT {
-        x.trunc()
-    } else {
-        x as i64 as f64
-    }
-}
-
 /// The fp32 exponent floor(log2|c|) of a normal or zero accumulator (+0 gives -127).
 #[inline(always)]
 fn exp_f32(c: f32) -> i32 {
     ((c.to_bits() >> 23) & 0xFF) as i32 - 127
 }
 
-/// The chains of one row against a W-wide panel over one piece of `nblk` blocks, narrow path: `a` holds
-/// the row's codes, `pv`/`pe` the panel's values and exponents (one row of W per position), and `c` the W
-/// running accumulators. `HT`: truncate with the hardware instruction (see [`tr32`]).
+/// The lane type of a path: f32 on the narrow path, f64 on the wide one. Every operation the block step
+/// needs is exact in it (see the module documentation).
+pub trait Lane: Copy + Default + Add<Output = Self> + Mul<Output = Self> + AddAssign {
+    /// A code's exact value.
+    fn value(l: &Lut, code: u8) -> Self;
+    /// 2^e, built from its bits (the callers keep it normal).
+    fn pow2(e: i32) -> Self;
+    /// trunc(self) for an integer part below 2^(mantissa bits + 8): the hardware rounding instruction
+    /// (`HT`, SSE4.1 and up) or an exact integer round trip (baseline x86-64 has no vector truncation; a -0
+    /// result is +0 there, which no sum can tell).
+    fn trunc<const HT: bool>(self) -> Self;
+    /// The value with the mantissa bits below frac_out cleared: truncation toward zero to frac_out
+    /// fraction bits relative to its own exponent.
+    fn keep_frac_out(self, p: &Params) -> Self;
+    /// An fp32 accumulator as a lane value (exact).
+    fn widen(c: f32) -> Self;
+    /// The value as fp32 (exact for the values the block step produces: at most 24 significant bits).
+    fn to_f32(self) -> f32;
+}
+
+impl Lane for f32 {
+    #[inline(always)]
+    fn value(l: &Lut, code: u8) -> f32 {
+        l.v32[code as usize]
+    }
+    #[inline(always)]
+    fn pow2(e: i32) -> f32 {
+        f32::from_bits(((127 + e) as u32) << 23)
+    }
+    #[inline(always)]
+    fn trunc<const HT: bool>(self) -> f32 {
+        if HT {
+            f32::trunc(self)
+        } else {
+            self as i32 as f32
+        }
+    }
+    #[inline(always)]
+    fn keep_frac_out(self, p: &Params) -> f32 {
+        f32::from_bits(self.to_bits() & p.mask32)
+    }
+    #[inline(always)]
+    fn widen(c: f32) -> f32 {
+        c
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl Lane for f64 {
+    #[inline(always)]
+    fn value(l: &Lut, code: u8) -> f64 {
+        l.v64[code as usize]
+    }
+    #[inline(always)]
+    fn pow2(e: i32) -> f64 {
+        f64::from_bits(((1023 + e) as u64) << 52)
+    }
+    #[inline(always)]
+    fn trunc<const HT: bool>(self) -> f64 {
+        if HT {
+            f64::trunc(self)
+        } else {
+            self as i64 as f64
+        }
+    }
+    #[inline(always)]
+    fn keep_frac_out(self, p: &Params) -> f64 {
+        f64::from_bits(self.to_bits() & p.mask64)
+    }
+    #[inline(always)]
+    fn widen(c: f32) -> f64 {
+        c as f64
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+}
+
+/// The chains of one row against a W-wide panel over one piece of `nblk` blocks: `a` holds the row's
+/// codes, `pv`/`pe` the panel's values and exponents (one row of W per position), and `c` the W running
+/// accumulators. Lanes `L` (f32: narrow path, f64: wide path); `LATE`: c out of the maximum, added after
+/// the block with one fp32 RNE addition (b200_mma_sync); `HT`: truncate with the hardware instruction.
 #[inline(always)]
-pub fn narrow_piece<const W: usize, const HT: bool>(
+pub fn block_steps<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
     a: &[u8],
     nblk: usize,
     la: &Lut,
-    pv: &[f32],
+    pv: &[L],
     pe: &[i8],
     c: &mut [f32; W],
     p: &Params,
 ) {
     let nfma = p.nfma;
+    let zero = [L::default(); W];
     for blk in 0..nblk {
         // (Offsets by multiplication: chunk iterators would divide on every call.)
         let ab = &a[blk * nfma..(blk + 1) * nfma];
         let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
         let e = block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]);
-        // Block exponent E = max(products, c, floor); s = 2^(frac - E) and 2^(E - frac) as fp32 bits.
-        let mut s = [0f32; W];
-        let mut inv = [0f32; W];
-        for j in 0..W {
-            let ee = (e[j] as i32).max(exp_f32(c[j])).max(p.efloor);
-            s[j] = f32::from_bits(((127 + p.frac - ee) as u32) << 23);
-            inv[j] = f32::from_bits(((127 - p.frac + ee) as u32) << 23);
-        }
-        // Aligned, truncated terms, summed exactly (integers below 2^24).
-        let mut acc = [0f32; W];
-        for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
-            let va = la.v32[code as usize];
-            let row: &[f32; W] = row.try_into().unwrap_or(&[0.0; W]);
-            for j in 0..W {
-                acc[j] += tr32::<HT>(va * row[j] * s[j]);
-            }
-        }
-        // c enters like a term; the sum is truncated to frac_out bits and scaled back.
-        for j in 0..W {
-            let sum = acc[j] + tr32::<HT>(c[j] * s[j]);
-            c[j] = f32::from_bits(sum.to_bits() & p.mask32) * inv[j];
-        }
-    }
-}
-
-/// [`narrow_piece`] for the wide path: the same block step with f64 sums; `LATE` selects the late-c
-/// preset's order (c out of the maximum, added after the block with one fp32 RNE addition).
-#[inline(always)]
-pub fn wide_piece<const W: usize, const LATE: bool, const HT: bool>(
-    a: &[u8],
-    nblk: usize,
-    la: &Lut,
-    pv: &[f64],
-    pe: &[i8],
-    c: &mut [f32; W],
-    p: &Params,
-) {
-    let nfma = p.nfma;
-    for blk in 0..nblk {
-        let ab = &a[blk * nfma..(blk + 1) * nfma];
-        let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
-        let e = block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]);
-        let mut s = [0f64; W];
-        let mut inv = [0f64; W];
+        // Block exponent E = max(products, c (early), floor); s = 2^(frac - E) and 2^(E - frac).
+        let mut s = [L::default(); W];
+        let mut inv = [L::default(); W];
         for j in 0..W {
             let mut ee = (e[j] as i32).max(p.efloor);
             if !LATE {
                 ee = ee.max(exp_f32(c[j]));
             }
-            s[j] = f64::from_bits(((1023 + p.frac - ee) as u64) << 52);
-            inv[j] = f64::from_bits(((1023 - p.frac + ee) as u64) << 52);
+            s[j] = L::pow2(p.frac - ee);
+            inv[j] = L::pow2(ee - p.frac);
         }
-        let mut acc = [0f64; W];
+        // Aligned, truncated terms, summed exactly (integers below 2^24 in f32, 2^53 in f64).
+        let mut acc = [L::default(); W];
         for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
-            let va = la.v64[code as usize];
-            let row: &[f64; W] = row.try_into().unwrap_or(&[0.0; W]);
+            let va = L::value(la, code);
+            let row: &[L; W] = row.try_into().unwrap_or(&zero);
             for j in 0..W {
-                acc[j] += tr64::<HT>(va * row[j] * s[j]);
+                acc[j] += (va * row[j] * s[j]).trunc::<HT>();
             }
         }
         for j in 0..W {
             if LATE {
-                let d = f64::from_bits(acc[j].to_bits() & p.mask64) * inv[j];
                 // d has at most 24 significant bits: the conversion is exact; then one fp32 RNE addition.
-                c[j] += d as f32;
+                c[j] += (acc[j].keep_frac_out(p) * inv[j]).to_f32();
             } else {
-                let sum = acc[j] + tr64::<HT>(c[j] as f64 * s[j]);
-                c[j] = (f64::from_bits(sum.to_bits() & p.mask64) * inv[j]) as f32;
+                // c enters like a term; the sum is truncated to frac_out bits and scaled back.
+                let sum = acc[j] + (L::widen(c[j]) * s[j]).trunc::<HT>();
+                c[j] = (sum.keep_frac_out(p) * inv[j]).to_f32();
             }
         }
     }
