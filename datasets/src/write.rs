@@ -67,10 +67,7 @@ impl RecordingWriter {
     pub fn create(path: &Path, meta: &FileMeta, ext: bool) -> Result<RecordingWriter, DatasetError> {
         check_meta(path, meta)?;
         let file_name = path.file_name().ok_or_else(|| DatasetError::invalid(path, None, "the path names no file"))?;
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let dir = parent_dir(path);
         let (tmp_path, file) = create_temp(&dir, &file_name.to_string_lossy())?;
         let guard = TempGuard(Some(tmp_path.clone()));
         let sync = file.try_clone().map_err(|e| DatasetError::io(&tmp_path, e))?;
@@ -176,32 +173,41 @@ impl RecordingWriter {
         writer.close().map_err(|e| DatasetError::Write { path: path.clone(), detail: e.to_string() })?;
         sync.sync_all().map_err(|e| DatasetError::io(&tmp_path, e))?;
         drop(sync);
-        std::fs::rename(&tmp_path, &path).map_err(|e| DatasetError::io(&path, e))?;
-        guard.disarm();
-        // Make the rename itself durable where the platform allows syncing a directory.
-        if let Ok(d) = File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
+        publish(guard, &tmp_path, &path, &dir)
     }
 }
 
-/// Writes `bytes` to `path` atomically (a temporary file in the same directory, fsync, rename): readers see
-/// the old file or the new one, never a partial one. For reports and logs next to the recordings.
+/// Writes `bytes` to `path` atomically (a temporary file in the same directory, fsync, rename, directory
+/// fsync): readers see the old file or the whole new one, never a part. For any file next to the
+/// recordings: reports, manifests, tables, the recorder's chunks.
 pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), DatasetError> {
     use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = parent_dir(path);
     let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     let (tmp_path, mut file) = create_temp(&dir, &name)?;
     let guard = TempGuard(Some(tmp_path.clone()));
     file.write_all(bytes).map_err(|e| DatasetError::io(&tmp_path, e))?;
     file.sync_all().map_err(|e| DatasetError::io(&tmp_path, e))?;
     drop(file);
-    std::fs::rename(&tmp_path, path).map_err(|e| DatasetError::io(path, e))?;
+    publish(guard, &tmp_path, path, &dir)
+}
+
+/// The directory a file at `path` is written in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Publishes a synced temporary file under its final name (the guard removes it if the rename fails), then
+/// makes the rename itself durable where the platform allows syncing a directory.
+fn publish(guard: TempGuard, tmp_path: &Path, path: &Path, dir: &Path) -> Result<(), DatasetError> {
+    std::fs::rename(tmp_path, path).map_err(|e| DatasetError::io(path, e))?;
     guard.disarm();
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
     Ok(())
 }
 

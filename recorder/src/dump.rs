@@ -9,7 +9,7 @@
 //! mat2 is `B.t()`), `expected` (`[offset, length]` or null), `expected_sha256`, `expected_error`, `note`.
 
 use crate::error::RecordError;
-use crate::util::write_atomic;
+use mmaemu_datasets::write_file_atomic;
 use mmaemu_datasets::{read_recording, torch_dtype_name, Expectation};
 use serde_json::json;
 use std::path::Path;
@@ -58,7 +58,7 @@ pub fn dump(file: &Path, dir: &Path) -> Result<usize, RecordError> {
         index.push_str(&line.to_string());
         index.push('\n');
     }
-    write_atomic(&dir.join("data.bin"), &data)?;
-    write_atomic(&dir.join("index.jsonl"), index.as_bytes())?;
+    write_file_atomic(&dir.join("data.bin"), &data)?;
+    write_file_atomic(&dir.join("index.jsonl"), index.as_bytes())?;
     Ok(rec.rows.len())
 }

@@ -16,7 +16,8 @@ use crate::parts::{write_json, ChunkDone, Parts, RunKey};
 use crate::progress::Progress;
 use crate::spec::{auto_scheme, Sweep};
 use crate::table::{write_table, TableRecord};
-use crate::util::{now_rfc3339, sha256_file, write_atomic};
+use crate::util::{now_rfc3339, sha256_file};
+use mmaemu_datasets::write_file_atomic;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -122,7 +123,7 @@ pub fn run_heuristics(
             }
             let mut body = lines.join("\n");
             body.push('\n');
-            write_atomic(path, body.as_bytes())?;
+            write_file_atomic(path, body.as_bytes())?;
             Ok(ChunkDone { rows: lines.len() as u64, stats, flagged: Vec::new() })
         })?;
 

@@ -9,7 +9,8 @@
 
 use crate::error::RecordError;
 use crate::progress::Progress;
-use crate::util::{sha256_file, write_atomic};
+use crate::util::sha256_file;
+use mmaemu_datasets::write_file_atomic;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -226,7 +227,7 @@ fn describe(r: &RunKey) -> String {
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RecordError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| RecordError::Model(e.to_string()))?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    Ok(write_file_atomic(path, &bytes)?)
 }
 
 #[cfg(test)]
@@ -253,10 +254,10 @@ mod tests {
         assert_eq!(parts_dir(&out), dir.path().join("o.parquet.parts"));
         let mut p = Parts::open(&out, key(10), false).unwrap();
         let c0 = p.chunk_path(0, "bin");
-        write_atomic(&c0, b"zero").unwrap();
+        write_file_atomic(&c0, b"zero").unwrap();
         p.complete(0, &c0, 4, BTreeMap::new(), vec![]).unwrap();
         let c1 = p.chunk_path(1, "bin");
-        write_atomic(&c1, b"one").unwrap(); // written, but not recorded: an interruption
+        write_file_atomic(&c1, b"one").unwrap(); // written, but not recorded: an interruption
         drop(p);
 
         let p = Parts::open(&out, key(10), false).unwrap();

@@ -6,12 +6,12 @@
 use crate::backend::AlgoInfo;
 use crate::descriptor::CallConfig;
 use crate::error::RecordError;
-use crate::util::write_atomic;
 use arrow_array::types::Int32Type;
 use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, Int16Array, Int32Array, Int64Array, RecordBatch, UInt8Array,
 };
 use arrow_schema::{DataType, Field, Schema};
+use mmaemu_datasets::write_file_atomic;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
@@ -164,5 +164,5 @@ pub fn write_table(path: &Path, rows: &[TableRecord], platform: &Value, provenan
     let mut writer = ArrowWriter::try_new(&mut buf, schema, Some(props)).map_err(|e| werr(e.to_string()))?;
     writer.write(&batch).map_err(|e| werr(e.to_string()))?;
     writer.close().map_err(|e| werr(e.to_string()))?;
-    write_atomic(path, &buf)
+    Ok(write_file_atomic(path, &buf)?)
 }

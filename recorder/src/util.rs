@@ -1,49 +1,11 @@
-//! Small helpers: atomic file writes (temporary file in the same directory, fsync, rename, directory
-//! fsync), file hashes, and an RFC 3339 timestamp without a date library.
+//! Small helpers: file hashes and an RFC 3339 timestamp without a date library. (Atomic writes are
+//! `mmaemu_datasets::write_file_atomic`.)
 
 use crate::error::RecordError;
 use sha2::{Digest, Sha256};
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-
-/// The directory of `path` (`.` for a bare file name).
-pub fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// Writes `bytes` to `path` atomically: a reader sees the old file or the whole new one, never a part.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
-    let dir = parent_dir(path);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    let mut attempt = 0u32;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(".{name}.{}.{nanos:x}.{attempt}.tmp", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
-            Err(e) => return Err(RecordError::io(&tmp, e)),
-        }
-    };
-    let result = (|| {
-        file.write_all(bytes).map_err(|e| RecordError::io(&tmp, e))?;
-        file.sync_all().map_err(|e| RecordError::io(&tmp, e))?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(|e| RecordError::io(path, e))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result?;
-    if let Ok(d) = File::open(&dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
 
 /// Lower-case hex sha256 of a byte string.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -103,6 +65,7 @@ pub fn hms(secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mmaemu_datasets::write_file_atomic;
 
     #[test]
     fn timestamps() {
@@ -116,12 +79,12 @@ mod tests {
     fn atomic_write_replaces_and_leaves_no_temp() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
+        write_file_atomic(&p, b"one").unwrap();
+        write_file_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         let (h, n) = sha256_file(&p).unwrap();
         assert_eq!((h, n), (sha256_hex(b"two"), 3));
-        assert!(write_atomic(&dir.path().join("missing/x"), b"").is_err());
+        assert!(write_file_atomic(&dir.path().join("missing/x"), b"").is_err());
     }
 }
