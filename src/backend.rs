@@ -312,29 +312,25 @@ impl Registry {
         if let Err(why) = &slot.gpu {
             return Err(by_design(why));
         }
+        let engine: Option<&dyn ChainEngine> = slot.engine(name).map(|e| e.engine.as_ref() as &dyn ChainEngine);
+        let failed = || GpuSkip::Failed(format!("{name}: self-test failed: {}", slot.gate_failure(name)));
         if let Some((preset, fa, fb)) = call {
+            // Outside the domain of every kernel of this name: a skip by design; inside it but not served by
+            // a kernel that passed its gate: a gate failure.
             let params = cuda::ChainParams::new(preset, fa, fb).map_err(|e| by_design(&e))?;
-            // The kernels of this name that could serve the call, and those of them that passed the gate.
-            let candidates: Vec<usize> = match kernel {
-                Some(k) => vec![k],
-                None => (0..KERNELS.len()).collect(),
-            };
-            let serving: Vec<usize> = candidates.into_iter().filter(|&k| KERNELS[k].serves(&params).is_ok()).collect();
-            if serving.is_empty() {
+            let domain: Vec<usize> = kernel.map_or_else(|| (0..KERNELS.len()).collect(), |k| vec![k]);
+            if !domain.iter().any(|&k| KERNELS[k].serves(&params).is_ok()) {
                 let why = match kernel {
                     Some(k) => KERNELS[k].serves(&params).err().unwrap_or_default(),
                     None => format!("no kernel serves preset '{}'", preset.name()),
                 };
                 return Err(by_design(&why));
             }
-            if !serving.iter().any(|&k| slot.reports.get(k).is_some_and(|r| r.result.is_ok())) {
-                return Err(GpuSkip::Failed(format!("{name}: self-test failed: {}", slot.gate_failure(name))));
+            if !engine.is_some_and(|e| e.serves(preset, fa, fb)) {
+                return Err(failed());
             }
         }
-        match slot.engine(name) {
-            Some(e) => Ok(e.engine.as_ref()),
-            None => Err(GpuSkip::Failed(format!("{name}: self-test failed: {}", slot.gate_failure(name)))),
-        }
+        engine.ok_or_else(failed)
     }
 
     /// `auto` after the GPU: the CPU levels best first, then the model.

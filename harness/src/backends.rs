@@ -6,7 +6,7 @@
 
 use mmaemu::backend::{registry, Placement};
 use mmaemu::kernels::{CpuEngine, SimdLevel};
-use mmaemu_model::{ChainEngine, Format, Preset, ReferenceEngine};
+use mmaemu_model::{ChainEngine, ReferenceEngine};
 
 /// Every chain engine available in this build, the model's own reference engine first, then the CPU
 /// backend at every SIMD level this machine supports (best first, portable last), then the CUDA backend
@@ -18,12 +18,6 @@ pub fn backends() -> Vec<Box<dyn ChainEngine>> {
         v.push(Box::new(selected.engine));
     }
     v
-}
-
-/// Whether `engine` serves the call at all (the CUDA kernels serve presets whose block sum fits 64 bits;
-/// the registry sends the others to the CPU).
-pub fn serves(engine: &dyn ChainEngine, preset: &Preset, fa: Format, fb: Format) -> bool {
-    !engine.name().starts_with("cuda") || mmaemu::kernels::cuda::ChainParams::new(preset, fa, fb).is_ok()
 }
 
 /// The fallback warnings of the GPU engines so far: a call a GPU engine computed on the CPU instead

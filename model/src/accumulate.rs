@@ -67,6 +67,13 @@ pub trait ChainEngine: Sync {
     fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
         run_plan_by_chunks(self, preset, plan, ops)
     }
+
+    /// Whether the engine computes the chains of this preset and format pair itself. An engine that does
+    /// not (a GPU engine outside its kernels' domain) still returns the right bits, from the engine it
+    /// falls back to, so a comparison of engines skips it there.
+    fn serves(&self, _preset: &Preset, _fa: Format, _fb: Format) -> bool {
+        true
+    }
 }
 
 /// A reference to an engine is an engine: registries hand out `&'static dyn ChainEngine`, and lists of
@@ -80,6 +87,9 @@ impl<E: ChainEngine + ?Sized> ChainEngine for &E {
     }
     fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
         (**self).run_plan(preset, plan, ops)
+    }
+    fn serves(&self, preset: &Preset, fa: Format, fb: Format) -> bool {
+        (**self).serves(preset, fa, fb)
     }
 }
 

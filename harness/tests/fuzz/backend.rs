@@ -6,7 +6,7 @@
 use crate::plan::plan_choice;
 use crate::{check, Family};
 use mmaemu_harness::backends;
-use mmaemu_harness::backends::{gpu_fallbacks, serves};
+use mmaemu_harness::backends::gpu_fallbacks;
 use mmaemu_harness::gen::{gemm, Gemm, GemmShape, HexBits};
 use mmaemu_model::{accumulate, execute, Chain, Plan, Preset};
 use proptest::prelude::*;
@@ -45,7 +45,7 @@ pub fn families() -> Vec<Family> {
                 });
                 check(name, seed, cases, strategy, |(p, g, (fast, split))| {
                     let preset = &presets()[p];
-                    if !serves(engine.as_ref(), preset, g.fa, g.fb) {
+                    if !engine.serves(preset, g.fa, g.fb) {
                         return Ok(());
                     }
                     let want = accumulate(preset, &g.operands(), fast, split)

@@ -9,6 +9,7 @@
 use super::{fallback_warning, gate_cases, nvrtc, ChainParams, KernelReport, KERNELS};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use mmaemu_model::accumulate::{ChainEngine, Operands};
+use mmaemu_model::format::Format;
 use mmaemu_model::preset::Preset;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
@@ -178,5 +179,9 @@ impl ChainEngine for CudaEngine {
             w.push(fallback_warning(&why));
         }
         self.fallback.chains(preset, ops)
+    }
+
+    fn serves(&self, preset: &Preset, fa: Format, fb: Format) -> bool {
+        ChainParams::new(preset, fa, fb).is_ok_and(|p| self.kernels.iter().any(|&k| KERNELS[k].serves(&p).is_ok()))
     }
 }
