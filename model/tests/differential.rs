@@ -17,12 +17,11 @@ mod oracle;
 #[allow(dead_code)]
 mod gen;
 
-use gen::CodeMode;
+use gen::{ChainCase as Case, CodeMode};
 use mmaemu_model::{accumulate, dot, CEntry, Chain, Format, Maturity, Operands, Preset, PresetSpec, SplitK};
 use oracle::{Fp8, Params};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
-use std::fmt;
 use std::time::Instant;
 
 // ---------------------------------------------------------------------------------------------------------
@@ -145,36 +144,7 @@ fn target(name: &'static str) -> Target {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Cases
-
-#[derive(Clone)]
-struct Case {
-    fa: Format,
-    fb: Format,
-    a: Vec<u8>,
-    b: Vec<u8>,
-    c: u32,
-}
-
-fn hex(v: &[u8]) -> String {
-    v.iter().map(|x| format!("{x:02X}")).collect::<Vec<_>>().join(" ")
-}
-
-impl fmt::Debug for Case {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Case {{ fa: {}, fb: {}, K: {}, c: 0x{:08X} ({:e}), a: [{}], b: [{}] }}",
-            self.fa.name(),
-            self.fb.name(),
-            self.a.len(),
-            self.c,
-            f32::from_bits(self.c),
-            hex(&self.a),
-            hex(&self.b)
-        )
-    }
-}
+// Cases (`gen::ChainCase`: formats, a and b of length K, c's fp32 bits; its Debug prints them in hex)
 
 fn ofmt(f: Format) -> Fp8 {
     match f {
