@@ -1,28 +1,14 @@
 //! mmaemu: the FP8 GEMM results NVIDIA tensor cores produce through cuBLASLt, bit for bit, on a CPU.
 //!
-//! This facade re-exports the model (`mmaemu_model`: formats, presets, chains, plans, the epilogue) and the
-//! datasets crate (`mmaemu_datasets`: the Parquet recordings), and owns the replay of recordings through
-//! the model ([`replay`]), which the `mmaemu` command line and the harness share, the backend registry
-//! ([`backend`]: the model, the CPU kernels of `mmaemu_kernels`, the CUDA slot) and the GEMM benchmark
-//! ([`bench`]).
+//! This facade re-exports the crates of the workspace for Rust users: the numerics (`model`), the
+//! engines and their registry (`kernels`), the recordings (`datasets`), the differential-testing harness
+//! (`harness`) and the fits and reports (`reports`). The `mmaemu` command line is this package's binary.
 
 pub use mmaemu_datasets as datasets;
+pub use mmaemu_harness as harness;
 pub use mmaemu_kernels as kernels;
 pub use mmaemu_model as model;
 pub use mmaemu_model::{
     accumulate, dot, gemm, Category, Chain, Epilogue, Error, Format, Operands, OutDtype, Plan, Preset, Scheme, SplitK,
 };
-
-pub mod backend;
-pub mod bench;
-pub mod datasets_cmd;
-pub mod env;
-pub mod explain;
-pub mod fit;
-pub mod info;
-pub mod replay;
-pub mod replay_call;
-pub mod replay_files;
-pub mod report;
-pub mod selftest;
-pub mod status;
+pub use mmaemu_reports as reports;

@@ -2,7 +2,7 @@
 //! M·N of every setting in the sidecar exactly (and every other statistic); fitted on a seeded training
 //! part it is tested once on the held-out part, and the held-out violations are reported.
 
-use mmaemu::fit::envelope::{fit_path, held_out, Options, RuleKind};
+use mmaemu_reports::fit::envelope::{fit_path, held_out, Options, RuleKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -3,8 +3,8 @@
 //! and serial where it says serial, slow chains restarting every 2 own tiles, and it says "ambiguous" where
 //! the rows cannot tell the rules apart. Also: the `--json` shape, rows whose scheme is `unknown`, bad input.
 
-use mmaemu::fit::rules::Rule;
-use mmaemu::fit::splitk::{fit_paths, FitReport, Verdict};
+use mmaemu_reports::fit::rules::Rule;
+use mmaemu_reports::fit::splitk::{fit_paths, FitReport, Verdict};
 use mmaemu_datasets::{read_recording, write_recording, Recording};
 use std::path::{Path, PathBuf};
 use std::process::Command;

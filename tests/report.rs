@@ -2,7 +2,7 @@
 //! against a baseline made from the unmodified data, after one expected bit of one row is flipped, lists
 //! exactly that row as newly failing and exits non-zero; bad inputs exit 2.
 
-use mmaemu::report::{make, write, ReportArgs};
+use mmaemu_reports::report::{make, write, ReportOptions};
 use mmaemu_datasets::{read_recording, write_recording, Expectation, Recording};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,8 +24,8 @@ fn copy_recording(dir: &Path, name: &str) -> PathBuf {
     data
 }
 
-fn quick(out: PathBuf, data: &Path) -> ReportArgs {
-    let mut args = ReportArgs::new(out);
+fn quick(out: PathBuf, data: &Path) -> ReportOptions {
+    let mut args = ReportOptions::new(out);
     args.paths = vec![data.to_path_buf()];
     args.fuzz_cases = 40;
     args.no_bench = true;

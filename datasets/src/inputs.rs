@@ -209,15 +209,7 @@ impl Samples {
     }
 }
 
-/// Whether `s` is 64 lower-case hex digits.
-pub fn is_sha256_hex(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// Lower-case hex sha256 of a byte string.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    crate::splitk_table::sha256_hex(bytes)
-}
+pub use crate::digest::{is_sha256_hex, sha256_hex};
 
 /// SplitMix64's finaliser: a bijective 64-bit mixing function.
 pub fn mix(mut z: u64) -> u64 {

@@ -10,13 +10,16 @@
 //! - [`discover`] expands files and directories into the list of recording files.
 
 mod call;
+pub mod digest;
 mod discover;
 mod error;
 pub mod inputs;
 mod read;
 mod row;
 mod schema;
+pub mod select;
 pub mod splitk_table;
+pub mod splitk_write;
 mod validate;
 mod write;
 

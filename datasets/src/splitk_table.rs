@@ -15,9 +15,7 @@ use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, 
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use sha2::{Digest, Sha256};
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The `mmaemu:format` value (and the sidecar's `format`) of split-K decision tables.
@@ -105,34 +103,6 @@ pub struct SplitKTable {
     pub rows: Vec<SplitKTableRow>,
 }
 
-/// Lower-case hex sha256 of a byte string.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-/// Lower-case hex sha256 of a file's contents.
-pub fn sha256_file(path: &Path) -> Result<String, DatasetError> {
-    let mut file = File::open(path).map_err(|e| DatasetError::io(path, e))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut buf).map_err(|e| DatasetError::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
-}
-
 /// The sidecar of a table file: the same path with the extension `.json`.
 pub fn splitk_sidecar_path(path: &Path) -> PathBuf {
     path.with_extension("json")
@@ -148,7 +118,7 @@ pub fn read_splitk_table(path: &Path) -> Result<SplitKTable, DatasetError> {
 /// the number of rows read.
 pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Result<SplitKTable, DatasetError> {
     let sidecar_bytes = std::fs::read(sidecar_path).map_err(|e| DatasetError::io(sidecar_path, e))?;
-    let sidecar_sha256 = sha256_hex(&sidecar_bytes);
+    let sidecar_sha256 = crate::digest::sha256_hex(&sidecar_bytes);
     let sidecar: serde_json::Value = serde_json::from_slice(&sidecar_bytes)
         .map_err(|e| DatasetError::invalid(sidecar_path, None, format!("the sidecar is not valid JSON: {e}")))?;
     match sidecar.get("format").and_then(|v| v.as_str()) {
@@ -164,7 +134,7 @@ pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Resul
     let want_sha = sidecar.get("parquet_sha256").and_then(|v| v.as_str()).ok_or_else(|| {
         DatasetError::invalid(sidecar_path, None, "the sidecar has no string `parquet_sha256`".to_string())
     })?;
-    let sha256 = sha256_file(path)?;
+    let sha256 = crate::digest::sha256_file(path).map_err(|e| DatasetError::io(path, e))?.0;
     if !sha256.eq_ignore_ascii_case(want_sha) {
         return Err(DatasetError::invalid(
             path,

@@ -1,22 +1,23 @@
-//! mmaemu-harness: the test harness of mmaemu.
+//! mmaemu-harness: the differential-testing harness, the one place that turns hardware recordings into
+//! verdicts. The command line, the trials, the report and the Python tests all call it.
 //!
-//! - [`recordings`]: one libtest-mimic trial per recorded row of every Parquet recording (the `recordings`
-//!   test target), each replayed lazily through the model, with a readable diff and a one-line reproduction
-//!   command when it fails;
-//! - [`gen`]: input generators after TestFloat and MMA-Sim (curated exponents x significand patterns,
-//!   random bit-streams, subnormal and NaN/Inf codes, huge and ragged K) for the `fuzz` test target;
-//! - [`seed`]: seeded, deterministic proptest runners (`MMAEMU_FUZZ_SEED`, `MMAEMU_FUZZ_CASES`);
-//! - [`select`]: reading one row of a recording without decoding the others (one trial run alone);
-//! - [`backends`]: the chain engines every fuzz run compares with the model (the hook the kernels plug into).
+//! - [`replay`]: one recording row to one [`Outcome`] (ops `mma`, `accumulator`, `gemm`, `scaled_mm`),
+//!   through any chain engine, compared bit for bit;
+//! - [`call`]: the `scaled_mm` rows: a recorded torch call rebuilt as a model call;
+//! - [`files`]: a file or directory of recordings to per-file reports and totals;
+//! - [`status`]: the computed status (validated / experimental / failing per preset, profile, feature);
+//! - [`inspect`]: `verify`, `stats` and `show` over recording files;
+//! - [`recordings`]: one libtest-mimic trial per recorded row (the `recordings` test target);
+//! - [`engines`]: the chain engines the fuzz trials compare with the model.
 //!
-//! The computed status table (validated / experimental / failing per preset, profile and feature) lives in
-//! the root crate as `mmaemu::status`, so that the `mmaemu` command line can print it without depending on
-//! this crate (this crate depends on `mmaemu`).
+//! The oracle, the input generators and the seeded runners of the fuzz trials are `mmaemu_testkit`'s.
 
-pub mod backends;
-pub mod gen;
+pub mod call;
+pub mod engines;
+pub mod files;
+pub mod inspect;
 pub mod recordings;
-pub mod seed;
-pub mod select;
+pub mod replay;
+pub mod status;
 
-pub use backends::backends;
+pub use replay::{Failure, Outcome};

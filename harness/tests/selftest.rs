@@ -2,7 +2,7 @@
 //! row's trial with a readable diff and a reproduction command; no recordings is an error; trial names are
 //! unique, stable and carry the file stem; the status counts come from the rows.
 
-use mmaemu::status::{self, Status};
+use mmaemu_harness::status::{self, Status};
 use mmaemu_datasets::{read_recording, write_recording, Expectation};
 use mmaemu_harness::recordings::{load, load_exact, shipped_dir, verdict, RowTrial, Verdict};
 use std::collections::HashSet;
@@ -93,7 +93,7 @@ fn shipped_trial_names_are_unique_and_filterable() {
 #[test]
 fn status_counts_come_from_the_rows() {
     let rec = read_recording(&shipped("toolbox-h200.parquet")).expect("reads");
-    let facts: Vec<_> = rec.rows.iter().map(|r| status::facts(r, &mmaemu::replay::replay_row(r))).collect();
+    let facts: Vec<_> = rec.rows.iter().map(|r| status::facts(r, &mmaemu_harness::replay::replay_row(r))).collect();
     let report = status::compute(&facts);
     let hopper =
         report.scopes.iter().find(|s| s.name == "hopper" && s.kind == status::ScopeKind::Preset).expect("hopper");

@@ -18,10 +18,13 @@
 //! Presets beyond the kernels' exactness bounds (an nfma so large that a block sum could exceed 2^53) run
 //! on the model's own chain, in parallel.
 
+pub mod bench;
 pub mod cuda;
 pub mod driver;
+pub mod env;
 pub mod kernel;
 pub mod native;
+pub mod registry;
 pub mod rng;
 pub mod selfcheck;
 pub mod tables;

@@ -1,5 +1,5 @@
 //! Differential tests: the model's chain (`Chain::run`, `dot`, and the fast unsplit `accumulate` of one
-//! output) against the independent exact oracle of `tests/oracle`, on seeded random and curated inputs.
+//! output) against the independent exact oracle of `mmaemu_testkit::oracle`, on seeded random and curated inputs.
 //!
 //! Reproducible: every property runs on proptest's ChaCha RNG from a fixed seed. Environment:
 //! - `MMAEMU_FUZZ_CASES`: total number of random chains over the random properties of this file
@@ -9,15 +9,8 @@
 //! On a failure the minimal failing case is printed with every input in hex (formats, A and B codes,
 //! c's fp32 bits) and the model's and the oracle's bits.
 
-mod oracle;
-
-// The operand and accumulator generators the harness's fuzz trials use (TestFloat-style codes, windows,
-// subnormals, specials), shared so that both draw from one definition.
-#[path = "../../harness/src/gen.rs"]
-#[allow(dead_code)]
-mod gen;
-
-use gen::{ChainCase as Case, CodeMode};
+use mmaemu_testkit::generators::{self, ChainCase as Case, CodeMode};
+use mmaemu_testkit::oracle;
 use mmaemu_model::{accumulate, dot, CEntry, Chain, Format, Maturity, Operands, Preset, PresetSpec, SplitK};
 use oracle::{Fp8, Params};
 use proptest::prelude::*;
@@ -144,7 +137,7 @@ fn target(name: &'static str) -> Target {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Cases (`gen::ChainCase`: formats, a and b of length K, c's fp32 bits; its Debug prints them in hex)
+// Cases (`generators::ChainCase`: formats, a and b of length K, c's fp32 bits; its Debug prints them in hex)
 
 fn ofmt(f: Format) -> Fp8 {
     match f {
@@ -254,8 +247,8 @@ fn build(
 ) -> Case {
     let fa = if pair & 1 == 0 { Format::E4m3 } else { Format::E5m2 };
     let fb = if pair & 2 == 0 { Format::E4m3 } else { Format::E5m2 };
-    let mut a: Vec<u8> = ra.iter().map(|&r| gen::code(ma, fa, r)).collect();
-    let mut b: Vec<u8> = rb.iter().map(|&r| gen::code(mb, fb, r)).collect();
+    let mut a: Vec<u8> = ra.iter().map(|&r| generators::code(ma, fa, r)).collect();
+    let mut b: Vec<u8> = rb.iter().map(|&r| generators::code(mb, fb, r)).collect();
     let k = a.len();
     let mut c = c;
     match pattern {
@@ -275,8 +268,8 @@ fn build(
         }
         Pattern::BigFirst => {
             if k > 0 {
-                a[0] = gen::code(CodeMode::Large, fa, extra as u32);
-                b[0] = gen::code(CodeMode::Large, fb, (extra >> 32) as u32);
+                a[0] = generators::code(CodeMode::Large, fa, extra as u32);
+                b[0] = generators::code(CodeMode::Large, fb, (extra >> 32) as u32);
             }
         }
         Pattern::CCancel => {
@@ -295,7 +288,7 @@ fn build(
             let pos = (e % k as u64) as usize;
             let on_a = (e >> 20) & 1 == 0;
             let (f, v) = if on_a { (fa, &mut a) } else { (fb, &mut b) };
-            let list = gen::nonfinite_codes(f);
+            let list = generators::nonfinite_codes(f);
             v[pos] = list[((e >> 24) % list.len() as u64) as usize];
             e = e.rotate_right(29).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
@@ -304,7 +297,7 @@ fn build(
 }
 
 fn case_strategy(nfma: usize) -> impl Strategy<Value = Case> {
-    (0u8..4, (gen::mode(), gen::mode()), pattern_strategy(), gen::f32_bits(), 0u8..100, k_strategy(nfma))
+    (0u8..4, (generators::mode(), generators::mode()), pattern_strategy(), generators::f32_bits(), 0u8..100, k_strategy(nfma))
         .prop_flat_map(|(pair, modes, pattern, c, inject, k)| {
             (
                 Just((pair, modes, pattern, c, inject)),

@@ -5,7 +5,7 @@
 //! against the independent decoder of `tests/oracle`. The chain-level examples are also checked against
 //! the oracle, so they validate it too.
 
-mod oracle;
+use mmaemu_testkit::oracle;
 
 use mmaemu_model::{accumulate, dot, gemm, Chain, Epilogue, Format, Operands, OutDtype, Preset, Scheme, SplitK};
 use oracle::{Fp8, Params};

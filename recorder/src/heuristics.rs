@@ -8,14 +8,14 @@
 //! are dropped and counted (`dropped_status_nonzero`), like the shipped tables. The run is chunked and
 //! resumable like a sweep ([`crate::parts`]): each chunk is a JSON-lines file written atomically.
 
-use crate::backend::{Backend, Heuristic, Platform};
+use crate::backend::{AlgoInfo, Backend, Heuristic, Platform};
 use crate::descriptor::{CallConfig, Caller, DESCRIPTOR_SUMMARY};
 use crate::error::RecordError;
 pub use crate::options::RunOptions;
 use crate::parts::{write_json, ChunkDone, Parts, RunKey};
 use crate::progress::Progress;
 use crate::spec::{auto_scheme, Sweep};
-use crate::table::{write_table, TableRecord};
+use mmaemu_datasets::splitk_write::{column_docs, write_splitk_table, TableRecord};
 use crate::util::{now_rfc3339, sha256_file};
 use mmaemu_datasets::write_file_atomic;
 use serde_json::{json, Value};
@@ -113,7 +113,7 @@ pub fn run_heuristics(
                 };
                 match backend.heuristic(&cfg)? {
                     Heuristic::Rejected(_) => *stats.entry("dropped_status_nonzero".into()).or_default() += 1,
-                    Heuristic::Algo(a) => match TableRecord::new(&cfg, &a) {
+                    Heuristic::Algo(a) => match table_record(&cfg, &a) {
                         Some(r) => {
                             lines.push(serde_json::to_string(&r).map_err(|e| RecordError::Model(e.to_string()))?)
                         }
@@ -173,7 +173,8 @@ pub fn run_heuristics(
         "tool": tool,
         "spec_sha256": sweep.sha256,
     });
-    write_table(&opts.out, &rows, &platform_json, &provenance)?;
+    let created_by = format!("mmaemu-record {}", env!("CARGO_PKG_VERSION"));
+    write_splitk_table(&opts.out, &rows, &platform_json, &provenance, &created_by)?;
     let (sha256, bytes) = sha256_file(&opts.out)?;
     report.sha256 = sha256.clone();
     let sidecar = sidecar(
@@ -281,7 +282,7 @@ fn sidecar(
         "table_id": table_id,
         "platform": platform_json,
         "key": ["m", "n", "k", "fmt_a", "fmt_b", "out_dtype", "fast_accum", "workspace_bytes"],
-        "columns": crate::table::column_docs(),
+        "columns": column_docs(),
         "descriptor": DESCRIPTOR_SUMMARY,
         "caller": caller.name(),
         "dropped_status_nonzero": report.dropped_status_nonzero,
@@ -298,5 +299,26 @@ fn sidecar(
         "source": {"recorder": tool, "spec": sweep.spec.name, "spec_sha256": sweep.sha256, "simulated": platform.simulated},
         "created": created,
         "tool": tool,
+    })
+}
+
+/// The table row of a heuristic answer; None when a value does not fit the table's column types.
+fn table_record(cfg: &CallConfig, a: &AlgoInfo) -> Option<TableRecord> {
+    Some(TableRecord {
+        m: i32::try_from(cfg.m).ok()?,
+        n: i32::try_from(cfg.n).ok()?,
+        k: i32::try_from(cfg.k).ok()?,
+        fmt_a: cfg.fmt_a.name().into(),
+        fmt_b: cfg.fmt_b.name().into(),
+        out_dtype: cfg.out.name().into(),
+        fast_accum: cfg.fast_accum,
+        workspace_bytes: i64::try_from(cfg.workspace_bytes).ok()?,
+        split_s: u8::try_from(a.split_s).ok()?,
+        custom_option: u8::try_from(a.custom_option).ok()?,
+        algo_id: i16::try_from(a.algo_id).ok()?,
+        tile_id: i16::try_from(a.tile_id).ok()?,
+        stages_id: i16::try_from(a.stages_id).ok()?,
+        reduction_scheme: u8::try_from(a.reduction_scheme).ok()?,
+        cta_swizzling: u8::try_from(a.cta_swizzling).ok()?,
     })
 }

@@ -25,7 +25,6 @@ pub mod progress;
 pub mod sim;
 pub mod spec;
 pub mod sweep;
-pub mod table;
 pub mod util;
 
 pub use error::RecordError;

@@ -28,7 +28,7 @@ fn simulated_sweep_from_the_command_line() {
     let summary: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(summary["rows"], 120);
     assert_eq!(summary["rejected"], 8);
-    let report = mmaemu::replay_files::replay_file(&out, &|| {}).unwrap();
+    let report = mmaemu_harness::files::replay_file(&out, &|| {}).unwrap();
     assert_eq!((report.passed, report.failures.len()), (120, 0));
 
     let dump = dir.path().join("dump");
@@ -60,7 +60,7 @@ fn every_example_spec_runs_from_the_command_line() {
         assert_eq!(code, 0, "{}: {stderr}", spec.display());
         let summary: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
         assert!(summary["cases"].as_u64().unwrap() <= 12, "{}", spec.display());
-        let report = mmaemu::replay_files::replay_file(&out, &|| {}).unwrap();
+        let report = mmaemu_harness::files::replay_file(&out, &|| {}).unwrap();
         assert!(report.failures.is_empty() && report.skips.is_empty(), "{}", spec.display());
     }
 }

@@ -3,7 +3,7 @@
 //! duplicates; damaged or foreign parts are recomputed or refused; nondeterminism is recorded and reported;
 //! rows stored by reference regenerate; heuristic grids become readable split-K tables.
 
-use mmaemu::replay_files::replay_file;
+use mmaemu_harness::files::replay_file;
 use mmaemu_datasets::inputs::{RowInputs, Samples};
 use mmaemu_datasets::{read_recording, read_recording_with, read_splitk_table, Expectation, ReadOptions, Truth};
 use mmaemu_model::splitk::{table_lookup, SplitKey};
@@ -235,7 +235,7 @@ fn rows_by_reference_regenerate_and_replay() {
     // The samples are the replayed result's elements.
     let row = &full.rows[0];
     let samples = Samples::parse(row.ext.expected_samples.as_deref().unwrap()).unwrap();
-    let (bits, _) = mmaemu::replay::compute(row).unwrap().unwrap();
+    let (bits, _) = mmaemu_harness::replay::compute(row).unwrap().unwrap();
     for (i, b) in samples.index.iter().zip(&samples.bits) {
         assert_eq!(bits[*i as usize], *b);
     }

@@ -17,9 +17,8 @@
 //!
 //! `--check` writes nothing: it regenerates in memory and exits with status 1 if a file differs.
 
-use mmaemu_datasets::splitk_table::{
-    read_splitk_table, sha256_hex, SplitKTable, SplitKTableRow, SPLITK_FMTS, SPLITK_OUT_DTYPES,
-};
+use mmaemu_datasets::digest::sha256_hex;
+use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable, SplitKTableRow, SPLITK_FMTS, SPLITK_OUT_DTYPES};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;

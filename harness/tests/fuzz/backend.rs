@@ -1,13 +1,13 @@
-//! `fuzz/backend/<engine>`: every chain engine of `mmaemu_harness::backends()` against the model, bit for
+//! `fuzz/backend/<engine>`: every chain engine of `mmaemu_harness::engines::all()` against the model, bit for
 //! bit: `execute` with the engine against `accumulate` (the model's reference engine) on random GEMMs of
 //! every built-in preset, fast and slow, unsplit and split; and the engine's raw `chains` (chains from +0
 //! of any length, ragged against the block size) against `Chain::run`.
 
 use crate::plan::plan_choice;
 use crate::{check, Family};
-use mmaemu_harness::backends;
-use mmaemu_harness::backends::gpu_fallbacks;
-use mmaemu_harness::gen::{gemm, Gemm, GemmShape, HexBits};
+use mmaemu_harness::engines;
+use mmaemu_harness::engines::gpu_fallbacks;
+use mmaemu_testkit::generators::{gemm, Gemm, GemmShape, HexBits};
 use mmaemu_model::{accumulate, execute, Chain, Plan, Preset};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -30,14 +30,14 @@ fn presets() -> [Preset; 3] {
 }
 
 pub fn families() -> Vec<Family> {
-    backends()
+    engines::all()
         .into_iter()
         .enumerate()
         .map(|(index, engine)| {
             let name = format!("fuzz/backend/{}", engine.name());
             Family::new(name, 6, move |name, seed, cases| {
                 // The engine is rebuilt inside the trial from the same list, so nothing needs to be Send.
-                let engines = backends();
+                let engines = engines::all();
                 let engine = engines.get(index).ok_or("the backend list changed while running")?;
                 let strategy = preset_and_case().prop_flat_map(|(p, g)| {
                     let preset = presets()[p].clone();

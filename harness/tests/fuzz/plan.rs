@@ -10,7 +10,7 @@
 //! - `permute/<preset>`: permuting the rows of A (M) or of B (N) permutes the rows or columns of the result.
 
 use crate::{check, Family};
-use mmaemu_harness::gen::{gemm, Gemm, GemmShape, HexBits};
+use mmaemu_testkit::generators::{gemm, Gemm, GemmShape, HexBits};
 use mmaemu_model::plan::{combine, ADA_TILE, HOPPER_TILE};
 use mmaemu_model::{accumulate, gemm as model_gemm, Chain, Epilogue, OutDtype, Preset, Scheme, SplitK};
 use proptest::prelude::*;
@@ -261,7 +261,7 @@ fn k0() -> Family {
 fn permutation(len: usize, mut seed: u64) -> Vec<usize> {
     let mut p: Vec<usize> = (0..len).collect();
     for i in (1..len).rev() {
-        let j = (mmaemu_harness::seed::splitmix(&mut seed) % (i as u64 + 1)) as usize;
+        let j = (mmaemu_testkit::seed::splitmix(&mut seed) % (i as u64 + 1)) as usize;
         p.swap(i, j);
     }
     p

@@ -5,7 +5,7 @@
 //! dtypes, scales (zeros, negatives, subnormals, huge, Inf, NaN) and scale_result.
 
 use crate::{check, Family};
-use mmaemu_harness::gen::{gemm, Gemm, GemmShape};
+use mmaemu_testkit::generators::{gemm, Gemm, GemmShape};
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::epilogue::from_le_bytes;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};

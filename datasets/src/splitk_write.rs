@@ -1,17 +1,14 @@
 //! Writing `mmaemu-splitk-table/1` Parquet files: the same columns and Arrow types as the shipped tables
 //! (`datasets/tables/*.parquet`: int32 m, n, k; dictionary strings for the formats and the out dtype; bool
 //! fast_accum; int64 workspace_bytes; uint8 / int16 value columns), the `mmaemu:*` key-value metadata, and
-//! an atomic publish (temporary file, fsync, rename). `mmaemu_datasets::read_splitk_table` reads them back.
+//! an atomic publish (temporary file, fsync, rename). [`crate::read_splitk_table`] reads them back.
 
-use crate::backend::AlgoInfo;
-use crate::descriptor::CallConfig;
-use crate::error::RecordError;
+use crate::{write_file_atomic, DatasetError};
 use arrow_array::types::Int32Type;
 use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, Int16Array, Int32Array, Int64Array, RecordBatch, UInt8Array,
 };
 use arrow_schema::{DataType, Field, Schema};
-use mmaemu_datasets::write_file_atomic;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
@@ -21,7 +18,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
 
-/// One table row: the key and the first algorithm's configuration.
+/// One table row: the key and the configuration of the algorithm the heuristic returned first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableRecord {
     pub m: i32,
@@ -42,27 +39,6 @@ pub struct TableRecord {
 }
 
 impl TableRecord {
-    /// The row of a heuristic answer; None when a value does not fit the table's column types.
-    pub fn new(cfg: &CallConfig, a: &AlgoInfo) -> Option<TableRecord> {
-        Some(TableRecord {
-            m: i32::try_from(cfg.m).ok()?,
-            n: i32::try_from(cfg.n).ok()?,
-            k: i32::try_from(cfg.k).ok()?,
-            fmt_a: cfg.fmt_a.name().into(),
-            fmt_b: cfg.fmt_b.name().into(),
-            out_dtype: cfg.out.name().into(),
-            fast_accum: cfg.fast_accum,
-            workspace_bytes: i64::try_from(cfg.workspace_bytes).ok()?,
-            split_s: u8::try_from(a.split_s).ok()?,
-            custom_option: u8::try_from(a.custom_option).ok()?,
-            algo_id: i16::try_from(a.algo_id).ok()?,
-            tile_id: i16::try_from(a.tile_id).ok()?,
-            stages_id: i16::try_from(a.stages_id).ok()?,
-            reduction_scheme: u8::try_from(a.reduction_scheme).ok()?,
-            cta_swizzling: u8::try_from(a.cta_swizzling).ok()?,
-        })
-    }
-
     /// The key (unique within a table).
     pub fn key(&self) -> (i32, i32, i32, String, String, String, bool, i64) {
         (
@@ -124,10 +100,15 @@ pub fn column_docs() -> Value {
     })
 }
 
-/// Writes `rows` as a split-K table to `path`, atomically.
-pub fn write_table(path: &Path, rows: &[TableRecord], platform: &Value, provenance: &Value) -> Result<(), RecordError> {
-    let werr =
-        |e: String| RecordError::Data(mmaemu_datasets::DatasetError::Write { path: path.to_path_buf(), detail: e });
+/// Writes `rows` as a split-K table to `path`, atomically; `created_by` names the writing program.
+pub fn write_splitk_table(
+    path: &Path,
+    rows: &[TableRecord],
+    platform: &Value,
+    provenance: &Value,
+    created_by: &str,
+) -> Result<(), DatasetError> {
+    let werr = |e: String| DatasetError::Write { path: path.to_path_buf(), detail: e };
     let schema = Arc::new(table_schema());
     let strs = |f: &dyn Fn(&TableRecord) -> &str| -> ArrayRef {
         Arc::new(rows.iter().map(f).collect::<DictionaryArray<Int32Type>>())
@@ -151,18 +132,18 @@ pub fn write_table(path: &Path, rows: &[TableRecord], platform: &Value, provenan
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| werr(e.to_string()))?;
     let kv = vec![
-        KeyValue::new("mmaemu:format".to_string(), mmaemu_datasets::SPLITK_TABLE_FORMAT.to_string()),
+        KeyValue::new("mmaemu:format".to_string(), crate::SPLITK_TABLE_FORMAT.to_string()),
         KeyValue::new("mmaemu:platform".to_string(), platform.to_string()),
         KeyValue::new("mmaemu:provenance".to_string(), provenance.to_string()),
     ];
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_key_value_metadata(Some(kv))
-        .set_created_by(format!("mmaemu-record {}", env!("CARGO_PKG_VERSION")))
+        .set_created_by(created_by.to_string())
         .build();
     let mut buf = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut buf, schema, Some(props)).map_err(|e| werr(e.to_string()))?;
     writer.write(&batch).map_err(|e| werr(e.to_string()))?;
     writer.close().map_err(|e| werr(e.to_string()))?;
-    Ok(write_file_atomic(path, &buf)?)
+    write_file_atomic(path, &buf)
 }

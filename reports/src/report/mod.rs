@@ -6,7 +6,7 @@
 //! 1. replays every recording (default `datasets/recordings`) through every available backend
 //!    ([`backends::available`]): per row pass / fail / skip, per file and backend the counts;
 //! 2. computes the validated / experimental / failing status per preset, profile and feature
-//!    ([`crate::status`]) from the reference replay;
+//!    ([`mmaemu_harness::status`]) from the reference replay;
 //! 3. runs the fixed-seed differential fuzz ([`fuzz`]);
 //! 4. runs the benchmarks ([`throughput`]);
 //! 5. with `--baseline PREV.json`, lists every change ([`diff`]): a row newly failing or passing (or
@@ -26,8 +26,8 @@ pub mod fuzz;
 pub mod render;
 pub mod throughput;
 
-use crate::replay::{Failure, Outcome};
-use crate::status::{self, RowFacts, StatusReport};
+use mmaemu_harness::replay::{Failure, Outcome};
+use mmaemu_harness::status::{self, RowFacts, StatusReport};
 use backends::Backend;
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
 use rayon::prelude::*;
@@ -46,38 +46,31 @@ pub const MAX_HISTORY: usize = 90;
 /// The relative throughput change a report lists.
 pub const THROUGHPUT_THRESHOLD: f64 = 0.10;
 
-/// Arguments of `mmaemu report`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct ReportArgs {
+/// What a report covers and where it goes.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
     /// Directory to write report.json, report.md and report.html into (created if needed).
-    #[arg(long, default_value = "report")]
     pub out: PathBuf,
     /// A previous report.json: list every change since, exit 1 on a regression.
-    #[arg(long)]
     pub baseline: Option<PathBuf>,
     /// Seed of the differential fuzz.
-    #[arg(long, default_value_t = fuzz::DEFAULT_SEED)]
     pub fuzz_seed: u64,
     /// Cases per fuzz check (0: skip the fuzz).
-    #[arg(long, default_value_t = fuzz::DEFAULT_CASES)]
     pub fuzz_cases: usize,
     /// Skip the benchmarks.
-    #[arg(long)]
     pub no_bench: bool,
     /// Timed repetitions per benchmark (after one warm-up; the best counts).
-    #[arg(long, default_value_t = 3)]
     pub bench_reps: usize,
     /// Count a throughput drop beyond 10 % as a regression.
-    #[arg(long)]
     pub fail_on_slowdown: bool,
     /// Recording files or directories (default: datasets/recordings).
     pub paths: Vec<PathBuf>,
 }
 
-impl ReportArgs {
+impl ReportOptions {
     /// The options with defaults for everything but the output directory.
-    pub fn new(out: PathBuf) -> ReportArgs {
-        ReportArgs {
+    pub fn new(out: PathBuf) -> ReportOptions {
+        ReportOptions {
             out,
             baseline: None,
             fuzz_seed: fuzz::DEFAULT_SEED,
@@ -480,7 +473,7 @@ pub fn read_baseline(path: &Path) -> Result<Value, ReportError> {
 }
 
 /// Make a report (nothing is written).
-pub fn make(args: &ReportArgs, progress: &dyn Fn(&str)) -> Result<Report, ReportError> {
+pub fn make(args: &ReportOptions, progress: &dyn Fn(&str)) -> Result<Report, ReportError> {
     let baseline = args.baseline.as_deref().map(read_baseline).transpose()?;
     let paths = if args.paths.is_empty() { vec![PathBuf::from("datasets/recordings")] } else { args.paths.clone() };
     let files = discover(&paths).map_err(ReportError::Dataset)?;
@@ -549,22 +542,4 @@ pub fn write(report: &Report, dir: &Path) -> Result<(), ReportError> {
             .map_err(|e| ReportError::Write { path: path.clone(), detail: e.to_string() })?;
     }
     Ok(())
-}
-
-/// `mmaemu report`: make and write the report, print a summary; returns the exit code.
-pub fn run(args: &ReportArgs) -> u8 {
-    let progress = |s: &str| eprintln!("mmaemu report: {s}");
-    let report = match make(args, &progress) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("mmaemu report: {e}");
-            return 2;
-        }
-    };
-    if let Err(e) = write(&report, &args.out) {
-        eprintln!("mmaemu report: {e}");
-        return 2;
-    }
-    print!("{}", render::summary(&report, &args.out));
-    u8::from(report.regressed())
 }

@@ -4,12 +4,12 @@
 //! Two steps: [`row_keys`] reads only the `id`, `op` and `origin` columns (what trial names are made of);
 //! [`read_row`] decodes the one row at an index with a Parquet row selection, writes it as a one-row
 //! recording (same schema, same `mmaemu:*` metadata) to a temporary file and reads that back with
-//! `mmaemu_datasets::read_recording`, so the row is decoded and validated by exactly the code that reads
+//! [`crate::read_recording`], so the row is decoded and validated by exactly the code that reads
 //! whole files.
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
-use mmaemu_datasets::{read_recording, Row};
+use crate::{read_recording, Row};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::metadata::KeyValue;

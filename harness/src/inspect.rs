@@ -1,4 +1,5 @@
-//! `mmaemu datasets ...`: tools over recording files.
+//! Inspecting recording files (`mmaemu datasets ...`): verify, stats and show, each returning its report
+//! text and exit code.
 //!
 //! - `verify PATH...`: every file reads as `mmaemu-recording/1` (schema, sizes, exactly one expectation per
 //!   row, unique ids: the reader's checks), every scaled_mm row's profile runs the row's preset, and with
@@ -22,61 +23,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The `datasets` subcommands.
-#[derive(clap::Subcommand, Debug)]
-pub enum DatasetsCommand {
-    /// Check recordings against the format: schema, sizes, one expectation per row, unique ids, presets of
-    /// profiles; with --sha256 also the consistency of the result hashes.
-    Verify {
-        /// Also check result hashes: equal inputs expect equal results, expected_sha256 matches the replay.
-        #[arg(long)]
-        sha256: bool,
-        /// Recording files or directories.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-    },
-    /// Row counts by op, preset, profile, gpu, truth, formats, out dtype, split and expectation.
-    Stats {
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-        /// Recording files or directories.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-    },
-    /// One row decoded: matrices as values, the expected result against the replayed one.
-    Show {
-        /// The recording file.
-        file: PathBuf,
-        /// The row id.
-        #[arg(long)]
-        id: String,
-        /// Largest number of matrix rows, columns and result elements printed (0: all).
-        #[arg(long, default_value_t = 16)]
-        max: usize,
-    },
-}
-
-/// Run a `datasets` subcommand, printing the report to stdout and a fatal error (a line starting with
-/// `mmaemu datasets`) to stderr; returns the exit code.
-pub fn run(cmd: DatasetsCommand) -> u8 {
-    let (text, code) = match cmd {
-        DatasetsCommand::Verify { sha256, paths } => verify(&paths, sha256),
-        DatasetsCommand::Stats { json, paths } => stats(&paths, json),
-        DatasetsCommand::Show { file, id, max } => show(&file, &id, if max == 0 { usize::MAX } else { max }),
-    };
-    for line in text.lines() {
-        if line.starts_with(FATAL) {
-            eprintln!("{line}");
-        } else {
-            println!("{line}");
-        }
-    }
-    code
-}
-
 /// The prefix of the lines that report why a command could not do its work at all.
-const FATAL: &str = "mmaemu datasets ";
+pub const FATAL: &str = "mmaemu datasets ";
 
 /// Is a dataset error about reading the file at all (exit 2) rather than about its contents (exit 1)?
 pub fn is_unreadable(e: &DatasetError) -> bool {
@@ -519,7 +467,7 @@ mod tests {
     use super::*;
 
     fn shipped(name: &str) -> Recording {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings").join(name);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/recordings").join(name);
         read_recording(&path).expect("a shipped recording reads")
     }
 
@@ -559,7 +507,7 @@ mod tests {
 
     #[test]
     fn show_marks_nothing_on_a_passing_row_and_reports_missing_ids() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings/toolbox-h200.parquet");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/recordings/toolbox-h200.parquet");
         let (text, code) = show(&path, "toolbox/H200-e5m2", 4);
         assert_eq!(code, 0, "{text}");
         assert!(text.contains("0 differ"), "{text}");

@@ -3,17 +3,17 @@
 //! decides on the profile of the logged workspace, and the calls the H100 rejected are
 //! ReferenceRejectsError.
 
-use mmaemu::model::dtype::Dtype;
-use mmaemu::model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm, Validation};
-use mmaemu::model::splitk::{table_lookup, SplitKey, SplitRequest};
-use mmaemu::model::tensor::View;
-use mmaemu::{Format, OutDtype};
+use mmaemu_model::dtype::Dtype;
+use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm, Validation};
+use mmaemu_model::splitk::{table_lookup, SplitKey, SplitRequest};
+use mmaemu_model::tensor::View;
+use mmaemu_model::{Format, OutDtype};
 use mmaemu_model::profile::{Profile, TableId};
 
 #[test]
 fn explain_gives_the_logged_decisions() {
     let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/tables/h100pcie-live-split-decisions.json");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/tables/h100pcie-live-split-decisions.json");
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let (mut in_table, mut rejected) = (0, 0);
     for d in doc["decisions"].as_array().unwrap() {

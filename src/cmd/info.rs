@@ -1,7 +1,8 @@
 //! `mmaemu info` (behaviour.md §8.2): versions, environment, device, profiles, presets, backends and the
 //! embedded split-K tables, as JSON (format `mmaemu-info/1`) or text.
 
-use crate::env;
+use super::{CommandResult, Exit};
+use mmaemu_kernels::env;
 use mmaemu_model::profile::{Profile, TableId};
 use mmaemu_model::splitk::table_info;
 use mmaemu_model::Preset;
@@ -11,7 +12,7 @@ use serde_json::{json, Value};
 pub fn report() -> Value {
     // GPU 0 through the registry (opened and gated once per process; not touched when MMAEMU_DISABLE_CUDA
     // is set).
-    let slot = crate::backend::registry().gpu(0);
+    let slot = mmaemu_kernels::registry::registry().gpu(0);
     let device = match &slot.gpu {
         Ok(g) => format!("0: {}, kernels compiled for {}", g.description(), g.arch),
         Err(why) => format!("none: {why}"),
@@ -89,10 +90,10 @@ pub fn report() -> Value {
         "device": device,
         "profiles": profiles,
         "presets": presets,
-        "backends": crate::backend::registry()
+        "backends": mmaemu_kernels::registry::registry()
             .describe()
             .into_iter()
-            .map(|(name, status)| json!({"name": name, "status": status}))
+            .map(|(name, status)| json!({"name": name, "status": status.to_string()}))
             .collect::<Vec<_>>(),
         "tables": tables,
         "unavailable": match &slot.gpu {
@@ -164,4 +165,15 @@ pub fn text(r: &Value) -> String {
         s.push_str(&format!("  {}\n", u.as_str().unwrap_or("")));
     }
     s
+}
+
+/// `mmaemu info`: the report as text or JSON.
+pub fn run(json: bool) -> CommandResult {
+    let r = report();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+    } else {
+        print!("{}", text(&r));
+    }
+    Ok(Exit::Success)
 }

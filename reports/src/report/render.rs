@@ -2,7 +2,7 @@
 //! script, no external resource) and the summary `mmaemu report` prints.
 
 use super::{Report, RowResult};
-use crate::status::{ScopeStatus, Status};
+use mmaemu_harness::status::{ScopeStatus, Status};
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -4,9 +4,9 @@
 //!
 //! Names:
 //! - `reference`: the model ([`mmaemu_model::ReferenceEngine`]);
-//! - `cpu`: the fast CPU backend ([`mmaemu_kernels::CpuEngine`]) at the best SIMD level of this CPU that
+//! - `cpu`: the fast CPU backend ([`crate::CpuEngine`]) at the best SIMD level of this CPU that
 //!   passes its self-check; `cpu:avx512`, `cpu:avx2`, `cpu:portable`: one level;
-//! - `cuda`: the CUDA backend ([`mmaemu_kernels::cuda`]) with every kernel that passed its self-test gate
+//! - `cuda`: the CUDA backend ([`crate::cuda`]) with every kernel that passed its self-test gate
 //!   on the device, fastest first; `cuda:<kernel>` (`cuda:narrow`, `cuda:tiled`, `cuda:generic`): one kernel;
 //! - `auto`: the value of MMAEMU_BACKEND if it is set and not empty (used as is: surrounding spaces make
 //!   it invalid), else the fastest backend that is available and has passed its self-check — cuda, then
@@ -19,15 +19,15 @@
 //! GPU opens (driver, NVRTC, kernels compiled and loaded), else the host; on the host the GPU backend is
 //! skipped with "cuda: tensors on cpu", as in the specification.
 //!
-//! Each CPU level runs its self-check ([`mmaemu_kernels::selfcheck`]: adversarial GEMMs against the
+//! Each CPU level runs its self-check ([`crate::selfcheck`]: adversarial GEMMs against the
 //! model) once per process, at its first use; a GPU runs its gate (every kernel on
-//! [`mmaemu_kernels::cuda::gate_cases`]) once per process, when it is first opened. An explicit name whose
+//! [`crate::cuda::gate_cases`]) once per process, when it is first opened. An explicit name whose
 //! backend is unavailable or failed its check raises BackendUnavailableError; an unknown name is an
 //! invalid argument.
 
+use crate::cuda::{self, Gpu, GpuEngine, KernelReport, KERNELS};
 use crate::env;
-use mmaemu_kernels::cuda::{self, Gpu, GpuEngine, KernelReport, KERNELS};
-use mmaemu_kernels::{selfcheck, CpuEngine, SimdLevel};
+use crate::{selfcheck, CpuEngine, SimdLevel};
 use mmaemu_model::scaled_mm::{Backends, Selected};
 use mmaemu_model::warning::{Warning, WarningKind};
 use mmaemu_model::{Category, ChainEngine, Error, Format, Preset, ReferenceEngine, Result};
@@ -351,49 +351,74 @@ impl Registry {
         Registry::selected(&ReferenceEngine, fallbacks, warnings)
     }
 
-    /// Every backend with its status, for `mmaemu info` and reports: (name, "available: how" or
-    /// "unavailable - why"). Runs the CPU self-checks that have not run yet and opens GPU 0 (unless
-    /// MMAEMU_DISABLE_CUDA is set).
-    pub fn describe(&self) -> Vec<(String, String)> {
-        let mut v = vec![("reference".to_string(), "available: the model, on the host".to_string())];
+    /// Every backend with its availability, for `mmaemu info`, the report and the trials. Runs the CPU
+    /// self-checks that have not run yet and opens GPU 0 (unless MMAEMU_DISABLE_CUDA is set).
+    pub fn describe(&self) -> Vec<(String, Availability)> {
+        use Availability::{Available, GateFailed, Unavailable};
+        let mut v = vec![("reference".to_string(), Available("the model, on the host".to_string()))];
         for level in &self.cpu {
             let status = match Registry::checked(level) {
-                Ok(()) => format!(
-                    "available: CPU kernels ({}, panels of {} outputs), self-check passed",
+                Ok(()) => Available(format!(
+                    "CPU kernels ({}, panels of {} outputs), self-check passed",
                     level.engine.level(),
                     level.engine.level().width()
-                ),
-                Err(e) => format!("unavailable - self-check failed: {e}"),
+                )),
+                Err(e) => GateFailed(format!("self-check failed: {e}")),
             };
             v.push((level.engine.name(), status));
         }
         let slot = self.gpu(0);
         match &slot.gpu {
-            Err(why) => v.push(("cuda".to_string(), format!("unavailable - {why}"))),
+            Err(why) => v.push(("cuda".to_string(), Unavailable(why.clone()))),
             Ok(g) => {
                 let passed = slot.reports.iter().filter(|r| r.result.is_ok()).count();
                 let status = if passed > 0 {
-                    format!(
-                        "available: {} kernel(s) on GPU 0, {}, validated on this device by the gate",
-                        passed,
+                    Available(format!(
+                        "{passed} kernel(s) on GPU 0, {}, validated on this device by the gate",
                         g.description()
-                    )
+                    ))
                 } else {
-                    format!("unavailable - {}", slot.gate_failure("cuda"))
+                    GateFailed(slot.gate_failure("cuda"))
                 };
                 v.push(("cuda".to_string(), status));
                 for r in &slot.reports {
                     let status = match &r.result {
-                        Ok(()) => {
-                            format!("available: GPU 0, {}, self-test passed ({} cases)", g.description(), r.cases)
-                        }
-                        Err(e) => format!("unavailable - self-test failed: {e}"),
+                        Ok(()) => Available(format!("GPU 0, {}, self-test passed ({} cases)", g.description(), r.cases)),
+                        Err(e) => GateFailed(format!("self-test failed: {e}")),
                     };
                     v.push((format!("cuda:{}", r.kernel), status));
                 }
             }
         }
         v
+    }
+}
+
+/// Whether a backend can be used: the one answer `info`, the report and the trials give.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Availability {
+    /// Usable; says what it is and how it was checked.
+    Available(String),
+    /// Not in this build or on this machine; says why (no driver, no such CPU feature, disabled).
+    Unavailable(String),
+    /// Present but it failed its self-check or gate; carries the evidence (the first failing case).
+    GateFailed(String),
+}
+
+impl Availability {
+    /// Can the backend be selected?
+    pub fn is_available(&self) -> bool {
+        matches!(self, Availability::Available(_))
+    }
+}
+
+impl std::fmt::Display for Availability {
+    /// `available: how`, or `unavailable - why` (the evidence of a failed check says "self-check failed").
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Availability::Available(how) => write!(f, "available: {how}"),
+            Availability::Unavailable(why) | Availability::GateFailed(why) => write!(f, "unavailable - {why}"),
+        }
     }
 }
 

@@ -8,7 +8,6 @@
 //! value. Non-finite operands and accumulators follow the IEEE-class rule (§2.5, §2.7): the block's terms
 //! (the products a_i * b_i and c) are classified as IEEE float64 would classify them, and a block with a
 //! non-finite term returns NaN (any NaN term, an Inf times a zero, or infinities of both signs) or the Inf.
-#![allow(dead_code)]
 
 use num_bigint::BigInt;
 use num_traits::{One, Signed, Zero};

@@ -15,7 +15,7 @@
 //! text table prints those as one line per scope; the JSON lists them with the others.
 
 use crate::replay::Outcome;
-use crate::replay_files::FileReport;
+use crate::files::FileReport;
 use mmaemu_datasets::{DatasetError, Expectation, Op, Row, Truth};
 use mmaemu_model::profile::PROFILE_NAMES;
 use mmaemu_model::{Format, OutDtype, Preset, Profile};
@@ -652,10 +652,10 @@ pub fn json(report: &StatusReport) -> Value {
 }
 
 /// Replay every row of one file (rows in parallel, `progress` once per row) like
-/// [`crate::replay_files::replay_file`], and also return every row's facts for the status.
+/// [`crate::files::replay_file`], and also return every row's facts for the status.
 pub fn replay_file_with_facts(
     path: &Path,
     progress: &(dyn Fn() + Sync),
 ) -> Result<(FileReport, Vec<RowFacts>), DatasetError> {
-    crate::replay_files::replay_file_with(path, progress, facts)
+    crate::files::replay_file_with(path, progress, facts)
 }

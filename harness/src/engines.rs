@@ -1,17 +1,17 @@
 //! The chain engines the fuzz trials compare with the model, bit for bit (`fuzz/backend/<name>` trials).
 //!
-//! This is the hook a new backend plugs into: add its engine to [`backends`] (behind its cargo feature or
+//! This is the hook a new backend plugs into: add its engine to [`all`] (behind its cargo feature or
 //! run-time detection, as it needs) and `cargo test` fuzzes it against `mmaemu_model::ReferenceEngine`
 //! on random GEMMs, fast and slow, unsplit and split.
 
-use mmaemu::backend::{registry, Placement};
-use mmaemu::kernels::{CpuEngine, SimdLevel};
+use mmaemu_kernels::registry::{registry, Placement};
+use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::{ChainEngine, ReferenceEngine};
 
 /// Every chain engine available in this build, the model's own reference engine first, then the CPU
 /// backend at every SIMD level this machine supports (best first, portable last), then the CUDA backend
 /// when GPU 0 opened and at least one kernel passed its gate (builds with the `cuda` feature).
-pub fn backends() -> Vec<Box<dyn ChainEngine>> {
+pub fn all() -> Vec<Box<dyn ChainEngine>> {
     let mut v: Vec<Box<dyn ChainEngine>> = vec![Box::new(ReferenceEngine)];
     v.extend(SimdLevel::available().into_iter().map(|l| Box::new(CpuEngine::with_level(l)) as Box<dyn ChainEngine>));
     if let Ok(selected) = registry().resolve_for("cuda", Some(Placement::Gpu(0)), None) {
@@ -23,7 +23,7 @@ pub fn backends() -> Vec<Box<dyn ChainEngine>> {
 /// The fallback warnings of the GPU engines so far: a call a GPU engine computed on the CPU instead
 /// (a failed launch) did not test the GPU, so a fuzz trial fails on any.
 pub fn gpu_fallbacks() -> Vec<String> {
-    if !mmaemu::kernels::cuda::built() {
+    if !mmaemu_kernels::cuda::built() {
         return Vec::new();
     }
     registry().gpu(0).warnings()

@@ -1,13 +1,16 @@
 //! `explain` for the command line: a call described by sizes, formats and options (no data), turned
 //! into a [`CallPlan`], and the plan's JSON form (behaviour.md §8.1).
 
-use crate::backend::{OnPlacement, Placement};
-use crate::env;
+use super::{CommandError, CommandResult, Exit};
+use mmaemu_kernels::registry::{OnPlacement, Placement};
+use mmaemu_kernels::env;
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{CallPlan, ScaleTensor, ScaledMm, Validation};
 use mmaemu_model::splitk::{SplitDecision, SplitRequest};
 use mmaemu_model::tensor::{Tensor, View};
 use serde_json::{json, Value};
+use std::io::Write;
+use std::path::PathBuf;
 
 /// One call to explain: what the command line's flags (or a `--cases` line) describe.
 #[derive(Clone, Debug, PartialEq)]
@@ -254,3 +257,123 @@ pub fn parse_case_line(line: &str, defaults: &Case) -> Result<(Value, Case), Str
     let id = o.get("id").cloned().unwrap_or(Value::Null);
     Ok((id, c))
 }
+
+/// `mmaemu explain` arguments.
+#[derive(clap::Args)]
+pub struct ExplainArgs {
+    /// M (rows of mat1).
+    #[arg(required_unless_present = "cases")]
+    pub m: Option<usize>,
+    /// N (columns of mat2).
+    #[arg(required_unless_present = "cases")]
+    pub n: Option<usize>,
+    /// K.
+    #[arg(required_unless_present = "cases")]
+    pub k: Option<usize>,
+    /// Format of mat1.
+    #[arg(long, default_value = "e4m3")]
+    pub a: String,
+    /// Format of mat2.
+    #[arg(long, default_value = "e4m3")]
+    pub b: String,
+    /// out_dtype: float32|bfloat16|float16|e4m3|e5m2 (fp32, bf16, fp16 accepted); default: the input dtype.
+    #[arg(long)]
+    pub out: Option<String>,
+    /// use_fast_accum=True.
+    #[arg(long)]
+    pub fast: bool,
+    /// scale_a.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale_a: f32,
+    /// scale_b.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale_b: f32,
+    /// scale_result.
+    #[arg(long)]
+    pub scale_result: Option<f32>,
+    /// Profile (default: MMAEMU_PROFILE, else hopper).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// auto, an integer, or S,scheme.
+    #[arg(long, default_value = "auto")]
+    pub splitk: String,
+    /// std, or out-col (a column-major out= of shape [M, N]).
+    #[arg(long, default_value = "std", value_parser = ["std", "out-col"])]
+    pub layout: String,
+    /// Backend: auto, reference, cpu, cpu:<simd>, cuda, cuda:<kernel>.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// Where the tensors live: auto (CUDA if available and not disabled, else cpu), cpu, cuda, cuda:N.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Explain many calls: one JSON object per line (id, m, n, k, a, b, out, fast, profile, splitk, layout).
+    #[arg(long, conflicts_with_all = ["m", "n", "k"])]
+    pub cases: Option<PathBuf>,
+}
+
+/// `mmaemu explain`: the call would run (success), would raise (failed), a usage error, or an unusable
+/// device.
+pub fn run(args: ExplainArgs) -> CommandResult {
+    let splitk = parse_splitk(&args.splitk).map_err(CommandError::bad_input)?;
+    let device = match Placement::parse(&args.device) {
+        Err(usage) => return Err(CommandError::bad_input(usage)),
+        Ok(Err(why)) => return Err(CommandError::no_device(format!("explain unavailable: device '{}': {why}", args.device))),
+        Ok(Ok(p)) => p,
+    };
+    let case = Case {
+        m: args.m.unwrap_or(0),
+        n: args.n.unwrap_or(0),
+        k: args.k.unwrap_or(0),
+        a: args.a,
+        b: args.b,
+        out: args.out,
+        fast: args.fast,
+        scale_a: args.scale_a,
+        scale_b: args.scale_b,
+        scale_result: args.scale_result,
+        profile: args.profile,
+        splitk,
+        layout: args.layout,
+        backend: args.backend,
+        device: Some(device),
+    };
+    if let Some(path) = args.cases {
+        return explain_cases(&path, &case);
+    }
+    let plan = explain_case(&case);
+    if args.json {
+        println!("{}", plan_json(&plan));
+    } else {
+        print!("{}", plan_text(&case, &plan));
+    }
+    Ok(Exit::failed_if(plan.validation != Validation::Ok))
+}
+
+/// `explain --cases FILE`: one output line per input line; exit 1 if any call would raise, 2 on a bad line.
+fn explain_cases(path: &std::path::Path, defaults: &Case) -> CommandResult {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CommandError::bad_input(format!("cannot read {}: {e}", path.display())))?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut any_error = false;
+    for (no, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (id, case) = parse_case_line(line, defaults)
+            .map_err(|e| CommandError::bad_input(format!("{}:{}: {e}", path.display(), no + 1)))?;
+        let plan = explain_case(&case);
+        any_error |= plan.validation != Validation::Ok;
+        let mut obj = serde_json::Map::new();
+        obj.insert("id".into(), id);
+        if let serde_json::Value::Object(fields) = plan_json(&plan) {
+            obj.extend(fields);
+        }
+        writeln!(out, "{}", serde_json::Value::Object(obj))
+            .map_err(|e| CommandError::bad_input(format!("cannot write the output: {e}")))?;
+    }
+    Ok(Exit::failed_if(any_error))
+}
+

@@ -11,7 +11,7 @@ use mmaemu_model::{
 use std::path::PathBuf;
 
 fn tables_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/tables")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../datasets/tables")
 }
 
 fn read(table: TableId) -> SplitKTable {

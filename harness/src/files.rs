@@ -2,7 +2,7 @@
 //! the report that `mmaemu replay` prints (text or JSON).
 
 use crate::replay::{replay_row_on, Failure, Outcome};
-use crate::replay_call::{auto_split, AutoSplit};
+use crate::call::{auto_split, AutoSplit};
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
 use mmaemu_model::{ChainEngine, ReferenceEngine};
 use rayon::prelude::*;

@@ -1,4 +1,4 @@
-//! `mmaemu selftest` (behaviour.md §8.2): run the CUDA kernels' self-test gate on a device and print
+//! `mmaemu selftest` (docs/reference.md §8.2): run the CUDA kernels' self-test gate on a device and print
 //! PASS/FAIL per kernel and a verdict.
 //!
 //! Every kernel of [`mmaemu_kernels::cuda::KERNELS`] serves every capability the kernels compile for and is
@@ -10,7 +10,8 @@
 //! UNAVAILABLE (4) no CUDA backend in this build, no driver, no NVRTC, no device, CUDA disabled, or no
 //! results. A malformed `--kernels` list is a usage error (2).
 
-use crate::env;
+use super::{CommandError, CommandResult, Exit};
+use mmaemu_kernels::env;
 use mmaemu_kernels::cuda::{gate_cases, kernel_index, Gpu, KERNELS};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -53,12 +54,12 @@ impl Verdict {
         }
     }
 
-    /// The exit code: 0, 1, 4.
-    pub fn code(self) -> u8 {
+    /// How the command ends: success, failed, or no device.
+    pub fn exit(self) -> Exit {
         match self {
-            Verdict::Pass => 0,
-            Verdict::Fail => 1,
-            Verdict::Unavailable => 4,
+            Verdict::Pass => Exit::Success,
+            Verdict::Fail => Exit::Failed,
+            Verdict::Unavailable => Exit::NoDevice,
         }
     }
 }
@@ -147,15 +148,9 @@ pub fn text(r: &Value) -> String {
     s
 }
 
-/// `mmaemu selftest`: the exit code.
-pub fn run(args: &SelftestArgs) -> u8 {
-    let kernels = match parse_kernels(&args.kernels) {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("mmaemu selftest: {e}");
-            return 2;
-        }
-    };
+/// `mmaemu selftest`.
+pub fn run(args: &SelftestArgs) -> CommandResult {
+    let kernels = parse_kernels(&args.kernels).map_err(CommandError::bad_input)?;
     let (verdict, report) = run_gate(args.device, &kernels, args.force);
     let json_only = args.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if json_only {
@@ -164,13 +159,11 @@ pub fn run(args: &SelftestArgs) -> u8 {
         print!("{}", text(&report));
         if let Some(path) = &args.json {
             let body = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
-            if let Err(e) = mmaemu_datasets::write_file_atomic(path, body.as_bytes()) {
-                eprintln!("mmaemu selftest: cannot write {}: {e}", path.display());
-                return 2;
-            }
+            mmaemu_datasets::write_file_atomic(path, body.as_bytes())
+                .map_err(|e| CommandError::bad_input(format!("cannot write {}: {e}", path.display())))?;
         }
     }
-    verdict.code()
+    Ok(verdict.exit())
 }
 
 #[cfg(test)]

@@ -187,12 +187,7 @@ pub fn judge(row: &Row, computed: Computed) -> Outcome {
     }
 }
 
-/// Lower-case hex sha256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    let d = sha2::Sha256::digest(bytes);
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use mmaemu_datasets::digest::sha256_hex;
 
 /// The first differing element of two bit vectors, and how many differ (a length mismatch counts the
 /// missing elements as differing).
@@ -222,7 +217,7 @@ pub fn compute_on(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, Strin
     match row.op {
         Op::Mma => compute_mma(row),
         Op::Accumulator | Op::Gemm => compute_gemm(row, engine),
-        Op::ScaledMm => crate::replay_call::compute_scaled_mm_on(row, engine),
+        Op::ScaledMm => crate::call::compute_scaled_mm_on(row, engine),
     }
 }
 

@@ -23,7 +23,7 @@
 //! `closest`, with the rows they fail.
 
 use super::rules::{candidates, layouts, order_expression, Layout, Order, Rule};
-use crate::replay_call::CallParts;
+use mmaemu_harness::call::CallParts;
 use mmaemu_datasets::{discover, read_recording, DatasetError, Expectation, Op, OutSelect, Row, Truth};
 use mmaemu_model::scaled_mm::{resolve_profile, Validation};
 use mmaemu_model::splitk::SplitRequest;
@@ -410,7 +410,7 @@ fn reproduces(p: &Prepared, partials: &[Vec<f32>], order: Order) -> bool {
     }
     match &p.want {
         Want::Bits(_) => true,
-        Want::Sha256(s) => crate::replay::sha256_hex(&epilogue::to_le_bytes(&bits, p.out)).eq_ignore_ascii_case(s),
+        Want::Sha256(s) => mmaemu_datasets::digest::sha256_hex(&epilogue::to_le_bytes(&bits, p.out)).eq_ignore_ascii_case(s),
     }
 }
 

@@ -1,0 +1,7 @@
+//! mmaemu-reports: what the recordings say beyond pass and fail, over the harness.
+//!
+//! - [`fit`]: split-K reduction rules and split envelopes established from recorded data alone;
+//! - [`report`]: the regression report (JSON, Markdown, HTML), its baseline diff and its rendering.
+
+pub mod fit;
+pub mod report;

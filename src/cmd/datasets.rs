@@ -1,0 +1,63 @@
+//! `mmaemu datasets verify|stats|show`: the arguments, over `mmaemu_harness::inspect`.
+
+use super::{CommandResult, Exit};
+use mmaemu_harness::inspect;
+use std::path::PathBuf;
+
+/// The `datasets` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum DatasetsCommand {
+    /// Check recordings against the format: schema, sizes, one expectation per row, unique ids, presets of
+    /// profiles; with --sha256 also the consistency of the result hashes.
+    Verify {
+        /// Also check result hashes: equal inputs expect equal results, expected_sha256 matches the replay.
+        #[arg(long)]
+        sha256: bool,
+        /// Recording files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Row counts by op, preset, profile, gpu, truth, formats, out dtype, split and expectation.
+    Stats {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Recording files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// One row decoded: matrices as values, the expected result against the replayed one.
+    Show {
+        /// The recording file.
+        file: PathBuf,
+        /// The row id.
+        #[arg(long)]
+        id: String,
+        /// Largest number of matrix rows, columns and result elements printed (0: all).
+        #[arg(long, default_value_t = 16)]
+        max: usize,
+    },
+}
+
+/// Run a `datasets` subcommand, printing the report to stdout and a fatal error (a line starting with
+/// `mmaemu datasets`) to stderr.
+pub fn run(cmd: DatasetsCommand) -> CommandResult {
+    let (text, code) = match cmd {
+        DatasetsCommand::Verify { sha256, paths } => inspect::verify(&paths, sha256),
+        DatasetsCommand::Stats { json, paths } => inspect::stats(&paths, json),
+        DatasetsCommand::Show { file, id, max } => inspect::show(&file, &id, if max == 0 { usize::MAX } else { max }),
+    };
+    for line in text.lines() {
+        if line.starts_with(inspect::FATAL) {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    Ok(match code {
+        0 => Exit::Success,
+        1 => Exit::Failed,
+        _ => Exit::BadInput,
+    })
+}
+

@@ -1,0 +1,81 @@
+//! `mmaemu fit splitk|envelope`: the arguments, over `mmaemu_reports::fit`.
+
+use super::{CommandError, CommandResult, Exit};
+use std::path::PathBuf;
+
+/// The `mmaemu fit` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum FitCommand {
+    /// Find the split-K reduction rule (tile width, ownership, slow restart, combination order) that
+    /// reproduces the recorded rows with S > 1, per GPU, fast/slow, S and customOption or scheme.
+    Splitk {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Recording files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Fit the bound above which cuBLASLt never splits, per setting, from a split-K table; test it on a
+    /// sealed held-out part; compare the full-data statistics with the table's sidecar.
+    Envelope {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Seed of the train/held-out partition of the shapes.
+        #[arg(long, default_value_t = mmaemu_reports::fit::envelope::DEFAULT_SEED)]
+        seed: u64,
+        /// Fraction of the shapes held out, in [0, 1).
+        #[arg(long, default_value_t = mmaemu_reports::fit::envelope::DEFAULT_HOLDOUT)]
+        holdout: f64,
+        /// Margin applied to the largest split M*N (default: the sidecar's, else 2).
+        #[arg(long)]
+        margin: Option<u64>,
+        /// Rule: max_split_MN (mn) or k_grid (k-grid); default: the sidecar's envelope kind.
+        #[arg(long)]
+        rule: Option<String>,
+        /// The split-K table (Parquet, with its JSON sidecar next to it).
+        table: PathBuf,
+    },
+}
+
+/// Run a `fit` subcommand.
+pub fn run(cmd: FitCommand) -> CommandResult {
+    match cmd {
+        FitCommand::Splitk { json, paths } => {
+            let report = mmaemu_reports::fit::splitk::fit_paths(&paths).map_err(CommandError::bad_input)?;
+            {
+                if json {
+                    println!("{}", mmaemu_reports::fit::splitk::json(&report));
+                } else {
+                    print!("{}", mmaemu_reports::fit::splitk::text(&report));
+                }
+                Ok(Exit::failed_if(report.groups.iter().any(|g| g.verdict == mmaemu_reports::fit::splitk::Verdict::None)))
+            }
+        }
+        FitCommand::Envelope { json, seed, holdout, margin, rule, table } => {
+            if !(0.0..1.0).contains(&holdout) {
+                return Err(CommandError::bad_input(format!("--holdout must be in [0, 1), got {holdout}")));
+            }
+            let rule = match rule.as_deref().map(|r| (r, mmaemu_reports::fit::envelope::RuleKind::parse(r))) {
+                None => None,
+                Some((_, Some(k))) => Some(k),
+                Some((r, None)) => {
+                    return Err(CommandError::bad_input(format!("unknown rule '{r}' (max_split_MN or k_grid)")));
+                }
+            };
+            let opts = mmaemu_reports::fit::envelope::Options { seed, holdout, margin, rule };
+            let r = mmaemu_reports::fit::envelope::fit_path(&table, &opts).map_err(CommandError::bad_input)?;
+            {
+                {
+                    if json {
+                        println!("{}", mmaemu_reports::fit::envelope::json(&r));
+                    } else {
+                        print!("{}", mmaemu_reports::fit::envelope::text(&r));
+                    }
+                    Ok(Exit::failed_if(!r.heldout.violations.is_empty() || !r.sidecar_agrees()))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! `mmaemu replay` and `mmaemu status`: recordings through `mmaemu_harness` (one replay path), printed
+//! as per-file lines, failures, the status table and the closing `N passed, M failed` line, or as JSON.
+
+use super::{CommandError, CommandResult, Exit};
+use indicatif::{ProgressBar, ProgressStyle};
+use mmaemu_harness::files::{files, json_report, replay_file_on, summary_line, totals, FileReport};
+use mmaemu_harness::status;
+use mmaemu_kernels::registry::registry;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// What to print: everything (`replay`) or the status table and the closing line (`status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Per-file lines, failures, status table, closing line.
+    Everything,
+    /// Status table and closing line.
+    StatusOnly,
+}
+
+/// Replay `paths` with the backend `backend`; exit 1 if a row failed.
+pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str) -> CommandResult {
+    let engine = registry().resolve(backend).map_err(CommandError::bad_input)?.engine;
+    if backend != "reference" {
+        eprintln!("mmaemu replay: backend {}", engine.name());
+    }
+    let list = files(paths).map_err(CommandError::bad_input)?;
+    let bar = (std::io::stderr().is_terminal() && !json).then(|| {
+        let b = ProgressBar::new(0);
+        b.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} rows ({eta})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let mut reports: Vec<FileReport> = Vec::new();
+    let mut facts = Vec::new();
+    for path in &list {
+        if let Some(b) = &bar {
+            b.set_message(path.display().to_string());
+        }
+        let tick = || {
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+        };
+        match replay_file_on(path, &tick, status::facts, engine) {
+            Ok((r, f)) => {
+                reports.push(r);
+                facts.extend(f);
+            }
+            Err(e) => {
+                if let Some(b) = &bar {
+                    b.finish_and_clear();
+                }
+                return Err(CommandError::bad_input(e));
+            }
+        }
+    }
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    // A GPU engine computes a call on the CPU (same bits) when a launch fails: say so, with the first reason.
+    if engine.name().starts_with("cuda") {
+        let fell_back = registry().gpu(0).warnings();
+        if let Some(first) = fell_back.first() {
+            eprintln!(
+                "mmaemu replay: BackendFallbackWarning: {} call(s) ran on the CPU; first: {first}",
+                fell_back.len()
+            );
+        }
+    }
+    let (passed, failed, skipped) = totals(&reports);
+    let status = status::compute(&facts);
+    if json {
+        let mut report = match scope {
+            Scope::Everything => json_report(&reports),
+            Scope::StatusOnly => serde_json::json!({"passed": passed, "failed": failed, "skipped": skipped}),
+        };
+        report["status"] = status::json(&status);
+        println!("{report}");
+    } else {
+        if scope == Scope::Everything {
+            print!("{}", file_lines(&reports));
+        }
+        // The status table comes before the closing line, which stays the last line.
+        print!("{}", status::text(&status));
+        println!("{}", summary_line(passed, failed, skipped));
+    }
+    Ok(Exit::failed_if(failed > 0))
+}
+
+/// One line per file with its skip reasons and the split-K information, then every failing row.
+fn file_lines(reports: &[FileReport]) -> String {
+    let mut s = String::new();
+    for r in reports {
+        s += &format!(
+            "{}: {} rows, {} passed, {} failed, {} skipped\n",
+            r.path.display(),
+            r.rows,
+            r.passed,
+            r.failures.len(),
+            r.skips.len()
+        );
+        let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+        for skip in &r.skips {
+            *reasons.entry(skip.reason.as_str()).or_default() += 1;
+        }
+        for (reason, n) in reasons {
+            s += &format!("  skipped {n}: {reason}\n");
+        }
+        let (agree, differ, unresolved) = r.auto_split;
+        if agree + differ + unresolved > 0 {
+            s += &format!(
+                "  splitk=auto vs the recorded split (information): {agree} agree, {differ} differ, {unresolved} \
+                 unresolved\n"
+            );
+        }
+    }
+    for r in reports {
+        for f in &r.failures {
+            s += &format!("FAIL {}: {}: {}\n", r.path.display(), f.id, f.failure);
+        }
+    }
+    s
+}
