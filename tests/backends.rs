@@ -1,4 +1,4 @@
-//! Backend selection end to end (behaviour.md §9.5, §9.3, §8.1): `explain` reports the backend `auto`
+//! Backend selection end to end (docs/reference.md §9.5, §9.3, §8.1): `explain` reports the backend `auto`
 //! picks (the CPU kernels, with the CUDA slot's fallback reason), MMAEMU_BACKEND, explicit names and their
 //! errors; `replay --backend cpu` gives the model's verdicts; `bench gemm --json` has its fields.
 
@@ -118,7 +118,7 @@ fn explain_devices() {
     let (code, plan) = explain(&["--device", "cpu", "--backend", "cuda"], None);
     assert_eq!(code, 1);
     assert_eq!(plan["validation"]["message"], "backend 'cuda' unavailable: tensors on cpu");
-    // An unknown kernel is an unavailable backend; an unknown backend an invalid value (behaviour.md §9.5).
+    // An unknown kernel is an unavailable backend; an unknown backend an invalid value (docs/reference.md §9.5).
     let (code, plan) = explain(&["--backend", "cuda:wmma"], None);
     assert_eq!(code, 1);
     assert_eq!(plan["validation"]["error"], "BackendUnavailableError", "{plan}");

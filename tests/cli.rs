@@ -85,7 +85,7 @@ fn explain_json(args: &[&str]) -> (i32, serde_json::Value) {
 
 #[test]
 fn explain_exit_codes_and_fields() {
-    // behaviour.md §8.1's example.
+    // docs/reference.md §8.1's example.
     let (code, v) = explain_json(&["16", "5760", "1920", "--out", "bfloat16", "--fast"]);
     assert_eq!(code, 0);
     assert_eq!(v["validation"], "ok");

@@ -26,7 +26,7 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// The rule behaviour.md gives a recorded scheme.
+/// The rule docs/reference.md gives a recorded scheme.
 fn expected(label: &str, fast: bool) -> String {
     Rule::of_scheme(label, fast).unwrap().name()
 }

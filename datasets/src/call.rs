@@ -1,4 +1,4 @@
-//! The typed "call object" of `scaled_mm` rows (recording-v1, section "The call object"): how the exact
+//! The typed "call object" of `scaled_mm` rows (docs/recording-format.md, section "The call object"): how the exact
 //! `torch._scaled_mm` call of a row differed from the standard call.
 //!
 //! Parsing applies the spec's defaults for missing keys; unknown keys are rejected (a key this reader does

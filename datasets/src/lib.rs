@@ -1,5 +1,5 @@
 //! mmaemu-datasets: reads, validates and writes mmaemu recordings, the Parquet interchange format
-//! `mmaemu-recording/1` (`shared/formats/recording-v1.md`), and finds recording files on disk.
+//! `mmaemu-recording/1` (`docs/recording-format.md`), and finds recording files on disk.
 //!
 //! The crate knows the format only: shapes, dtype widths, the call object, the expected outcome of each
 //! row. It knows nothing about the numerics (no FP8 arithmetic) and nothing about cuBLASLt.

@@ -115,7 +115,7 @@ pub const EXPECTED_ERRORS: &[&str] = &["ReferenceRejectsError", "UnsupportedFeat
 /// The values `split_scheme` may hold.
 pub const SPLIT_SCHEMES: &[&str] = &["none", "serial", "pairwise", "contiguous", "unknown"];
 
-/// One row of a recording: one expected outcome. Field meanings: see recording-v1.md, section "Columns".
+/// One row of a recording: one expected outcome. Field meanings: see docs/recording-format.md, section "Columns".
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub id: String,

@@ -1,5 +1,5 @@
 //! Reading split-K decision tables, the Parquet companion format `mmaemu-splitk-table/1`
-//! (`shared/formats/recording-v1.md`, "Companion format: split-K decision tables"), and their JSON sidecars.
+//! (`docs/recording-format.md`, "Companion format: split-K decision tables"), and their JSON sidecars.
 //!
 //! One row per cuBLASLt heuristic query, keyed by (`m`, `n`, `k`, `fmt_a`, `fmt_b`, `out_dtype`, `fast_accum`,
 //! `workspace_bytes`); the value columns are the first algorithm the heuristic returned. The sidecar (same

@@ -69,7 +69,7 @@ fn h100pcie_table_is_embedded_exactly() {
     check_table(TableId::H100Pcie);
 }
 
-/// behaviour.md §6.3/§9.6: the H100 PCIe live split decisions whose key is in the table resolve (splitk =
+/// docs/reference.md §6.3/§9.6: the H100 PCIe live split decisions whose key is in the table resolve (splitk =
 /// auto, standard layout) to the logged S and scheme on the profile of the logged workspace.
 #[test]
 fn h100_live_decisions_in_the_table_resolve_to_the_logged_split() {

@@ -1,7 +1,7 @@
 //! Replaying whole recording files: discovery, parallel replay of every row (rayon), per-file counts, and
 //! the report that `mmaemu replay` prints (text or JSON).
 
-use crate::replay::{replay_row_on, Failure, Outcome};
+use crate::replay::{replay_row_on, Failure, Verdict};
 use crate::call::{auto_split, AutoSplit};
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
 use mmaemu_model::{ChainEngine, ReferenceEngine};
@@ -53,7 +53,7 @@ pub fn replay_file(path: &Path, progress: &(dyn Fn() + Sync)) -> Result<FileRepo
 pub fn replay_file_with<T: Send>(
     path: &Path,
     progress: &(dyn Fn() + Sync),
-    per_row: impl Fn(&Row, &Outcome) -> T + Sync,
+    per_row: impl Fn(&Row, &Verdict) -> T + Sync,
 ) -> Result<(FileReport, Vec<T>), DatasetError> {
     replay_file_on(path, progress, per_row, &ReferenceEngine)
 }
@@ -62,11 +62,11 @@ pub fn replay_file_with<T: Send>(
 pub fn replay_file_on<T: Send>(
     path: &Path,
     progress: &(dyn Fn() + Sync),
-    per_row: impl Fn(&Row, &Outcome) -> T + Sync,
+    per_row: impl Fn(&Row, &Verdict) -> T + Sync,
     engine: &dyn ChainEngine,
 ) -> Result<(FileReport, Vec<T>), DatasetError> {
     let rec = read_recording(path)?;
-    let outcomes: Vec<(Outcome, AutoSplit, T)> = rec
+    let outcomes: Vec<(Verdict, AutoSplit, T)> = rec
         .rows
         .par_iter()
         .map(|row| {
@@ -94,9 +94,9 @@ pub fn replay_file_on<T: Send>(
             AutoSplit::NotApplicable => {}
         }
         match o {
-            Outcome::Pass => report.passed += 1,
-            Outcome::Fail(failure) => report.failures.push(RowFailure { id: row.id.clone(), failure }),
-            Outcome::Skip(reason) => report.skips.push(RowSkip { id: row.id.clone(), reason }),
+            Verdict::Pass => report.passed += 1,
+            Verdict::Fail(failure) => report.failures.push(RowFailure { id: row.id.clone(), failure }),
+            Verdict::Skip(reason) => report.skips.push(RowSkip { id: row.id.clone(), reason }),
         }
     }
     Ok((report, extras))

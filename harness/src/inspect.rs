@@ -14,7 +14,7 @@
 //!
 //! Every command reports bad input with a message and an exit code, never a panic.
 
-use crate::replay::{compute, hexf, judge, sha256_hex, Outcome};
+use crate::replay::{compute, hexf, judge, sha256_hex, Verdict};
 use mmaemu_datasets::{discover, read_recording, DatasetError, Expectation, Op, OutSelect, Recording, Row};
 use mmaemu_model::epilogue::{from_le_bytes, to_le_bytes};
 use mmaemu_model::{Format, OutDtype, Preset, Profile};
@@ -446,15 +446,15 @@ pub fn show(file: &Path, id: &str, max: usize) -> (String, u8) {
         (_, None) => {}
     }
     let code = match &outcome {
-        Outcome::Pass => {
+        Verdict::Pass => {
             let _ = writeln!(out, "replay: pass");
             0
         }
-        Outcome::Fail(f) => {
+        Verdict::Fail(f) => {
             let _ = writeln!(out, "replay: FAIL: {f}");
             1
         }
-        Outcome::Skip(r) => {
+        Verdict::Skip(r) => {
             let _ = writeln!(out, "replay: cannot replay this row: {r}");
             1
         }

@@ -1,7 +1,7 @@
 //! mmaemu-harness: the differential-testing harness, the one place that turns hardware recordings into
 //! verdicts. The command line, the trials, the report and the Python tests all call it.
 //!
-//! - [`replay`]: one recording row to one [`Outcome`] (ops `mma`, `accumulator`, `gemm`, `scaled_mm`),
+//! - [`replay`]: one recording row to one [`Verdict`] (ops `mma`, `accumulator`, `gemm`, `scaled_mm`),
 //!   through any chain engine, compared bit for bit;
 //! - [`call`]: the `scaled_mm` rows: a recorded torch call rebuilt as a model call;
 //! - [`files`]: a file or directory of recordings to per-file reports and totals;
@@ -20,4 +20,4 @@ pub mod recordings;
 pub mod replay;
 pub mod status;
 
-pub use replay::{Failure, Outcome};
+pub use replay::{Failure, Verdict};

@@ -10,14 +10,14 @@
 //! The trial list is built once from every file (reading all shipped recordings takes about 2 s); each
 //! trial holds its row behind an [`Arc`] and replays it only when it runs, with exactly the semantics of
 //! `mmaemu replay` ([`mmaemu::replay::compute`] then [`mmaemu::replay::judge`]). A row the replay cannot
-//! handle ([`Outcome::Skip`]) becomes an ignored trial with the reason. A trial run alone (`--exact NAME`,
+//! handle ([`Verdict::Skip`]) becomes an ignored trial with the reason. A trial run alone (`--exact NAME`,
 //! which is how nextest runs every trial, in its own process) decodes only its row ([`load_exact`]).
 
 use mmaemu_datasets::select::{read_row, row_keys};
 use libtest_mimic::{Completion, Failed, Trial};
 use mmaemu_model::epilogue::from_le_bytes;
 use mmaemu_model::OutDtype;
-use crate::replay::{compute, hexf, judge, Failure, Outcome};
+use crate::replay::{compute, hexf, judge, Failure, Verdict};
 use mmaemu_datasets::{discover, read_recording, Expectation, OutSelect, Row};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -46,17 +46,6 @@ pub struct RowTrial {
     pub path: PathBuf,
     /// The row, shared.
     pub row: Arc<Row>,
-}
-
-/// What replaying one row gave.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Verdict {
-    /// Every bit matches, or the expected error category was raised.
-    Pass,
-    /// The row cannot be replayed; the reason.
-    Skip(String),
-    /// The replay differs; the full report (see [`failure_report`]).
-    Fail(String),
 }
 
 /// The shipped recordings directory, `datasets/recordings` of this workspace.
@@ -252,26 +241,28 @@ pub fn reproduce_command(t: &RowTrial) -> String {
     format!("{env}cargo test -p mmaemu-harness --test {TEST_TARGET} -- --exact {}", shell_quote(&t.name))
 }
 
-/// Replay one row (exactly as `mmaemu replay` does) and judge it; a failure comes with its full report.
-pub fn verdict(t: &RowTrial) -> Verdict {
+/// Replay one row (exactly as `mmaemu replay` does) and judge it: the verdict and, for a failure, its
+/// full report (see [`failure_report`]).
+pub fn verdict(t: &RowTrial) -> (Verdict, Option<String>) {
     let computed = match compute(&t.row) {
         Ok(c) => c,
-        Err(reason) => return Verdict::Skip(reason),
+        Err(reason) => return (Verdict::Skip(reason), None),
     };
     let result = computed.as_ref().ok().cloned();
-    match judge(&t.row, computed) {
-        Outcome::Pass => Verdict::Pass,
-        Outcome::Skip(reason) => Verdict::Skip(reason),
-        Outcome::Fail(f) => Verdict::Fail(failure_report(t, &f, result.as_ref())),
-    }
+    let verdict = judge(&t.row, computed);
+    let report = match &verdict {
+        Verdict::Fail(f) => Some(failure_report(t, f, result.as_ref())),
+        _ => None,
+    };
+    (verdict, report)
 }
 
 /// The trial function of a row: pass, ignored with the reason, or failed with the report.
 pub fn run(t: &RowTrial) -> Result<Completion, Failed> {
     match verdict(t) {
-        Verdict::Pass => Ok(Completion::Completed),
-        Verdict::Skip(reason) => Ok(Completion::ignored_with(reason)),
-        Verdict::Fail(report) => Err(report.into()),
+        (Verdict::Pass, _) => Ok(Completion::Completed),
+        (Verdict::Skip(reason), _) => Ok(Completion::ignored_with(reason)),
+        (Verdict::Fail(f), report) => Err(report.unwrap_or_else(|| f.to_string()).into()),
     }
 }
 

@@ -82,13 +82,33 @@ pub fn hexf(v: f64) -> String {
 
 /// The outcome of replaying one row.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub enum Verdict {
     /// Every bit matches (or the expected error category was raised).
     Pass,
     /// The replay differs: bits, or the error category.
     Fail(Failure),
     /// The row cannot be replayed here, with the reason.
     Skip(String),
+}
+
+impl Verdict {
+    /// `pass`, `fail` or `skip`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail(_) => "fail",
+            Verdict::Skip(_) => "skip",
+        }
+    }
+
+    /// The failure or the skip reason, in words; None for a pass.
+    pub fn message(&self) -> Option<String> {
+        match self {
+            Verdict::Pass => None,
+            Verdict::Fail(f) => Some(f.to_string()),
+            Verdict::Skip(reason) => Some(reason.clone()),
+        }
+    }
 }
 
 /// Why a row failed.
@@ -140,48 +160,48 @@ fn split_of(row: &Row) -> Result<SplitK, String> {
 pub type Computed = Result<(Vec<u32>, OutDtype), Error>;
 
 /// Replay one row through the model and compare it with the recording.
-pub fn replay_row(row: &Row) -> Outcome {
+pub fn replay_row(row: &Row) -> Verdict {
     replay_row_on(row, &ReferenceEngine)
 }
 
 /// Replay one row with a chain engine computing the chains of its GEMM (ops `accumulator`, `gemm` and
 /// `scaled_mm`; op `mma` rows start from a recorded accumulator, which chain engines do not take, and run
 /// on the model's chain) and compare it with the recording.
-pub fn replay_row_on(row: &Row, engine: &dyn ChainEngine) -> Outcome {
+pub fn replay_row_on(row: &Row, engine: &dyn ChainEngine) -> Verdict {
     let computed = match compute_on(row, engine) {
         Ok(c) => c,
-        Err(skip) => return Outcome::Skip(skip),
+        Err(skip) => return Verdict::Skip(skip),
     };
     judge(row, computed)
 }
 
 /// Compare a computation with the row's expectation.
-pub fn judge(row: &Row, computed: Computed) -> Outcome {
+pub fn judge(row: &Row, computed: Computed) -> Verdict {
     match (&row.expected, computed) {
         (Expectation::Error(want), Err(e)) => {
             if e.category().name() == want {
-                Outcome::Pass
+                Verdict::Pass
             } else {
-                Outcome::Fail(Failure::Error { expected: want.clone(), actual: e.to_string() })
+                Verdict::Fail(Failure::Error { expected: want.clone(), actual: e.to_string() })
             }
         }
         (Expectation::Error(want), Ok(_)) => {
-            Outcome::Fail(Failure::Error { expected: want.clone(), actual: "a result".into() })
+            Verdict::Fail(Failure::Error { expected: want.clone(), actual: "a result".into() })
         }
-        (_, Err(e)) => Outcome::Fail(Failure::Raised(e.to_string())),
+        (_, Err(e)) => Verdict::Fail(Failure::Raised(e.to_string())),
         (Expectation::Bits(bytes), Ok((bits, dtype))) => {
             let expected = epilogue::from_le_bytes(bytes, dtype);
             match first_difference(&expected, &bits, dtype) {
-                None => Outcome::Pass,
-                Some(d) => Outcome::Fail(Failure::Bits(d)),
+                None => Verdict::Pass,
+                Some(d) => Verdict::Fail(Failure::Bits(d)),
             }
         }
         (Expectation::Sha256(want), Ok((bits, dtype))) => {
             let got = sha256_hex(&epilogue::to_le_bytes(&bits, dtype));
             if got.eq_ignore_ascii_case(want) {
-                Outcome::Pass
+                Verdict::Pass
             } else {
-                Outcome::Fail(Failure::Sha256 { expected: want.clone(), actual: got })
+                Verdict::Fail(Failure::Sha256 { expected: want.clone(), actual: got })
             }
         }
     }

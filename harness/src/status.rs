@@ -14,7 +14,7 @@
 //! any row, as experimental with zero counts (e.g. hopper split-K, b200_mma_sync slow accumulation). The
 //! text table prints those as one line per scope; the JSON lists them with the others.
 
-use crate::replay::Outcome;
+use crate::replay::Verdict;
 use crate::files::FileReport;
 use mmaemu_datasets::{DatasetError, Expectation, Op, Row, Truth};
 use mmaemu_model::profile::PROFILE_NAMES;
@@ -23,27 +23,6 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
-
-/// What the replay of one row gave, for counting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RowOutcome {
-    /// The row passed.
-    Pass,
-    /// The row failed.
-    Fail,
-    /// The row could not be replayed.
-    Skip,
-}
-
-impl From<&Outcome> for RowOutcome {
-    fn from(o: &Outcome) -> Self {
-        match o {
-            Outcome::Pass => RowOutcome::Pass,
-            Outcome::Fail(_) => RowOutcome::Fail,
-            Outcome::Skip(_) => RowOutcome::Skip,
-        }
-    }
-}
 
 /// The kinds of feature, in the order the table lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -138,8 +117,8 @@ pub struct RowFacts {
     pub profile: Option<String>,
     /// Hardware or model.
     pub truth: Truth,
-    /// The replay's outcome.
-    pub outcome: RowOutcome,
+    /// The replay's verdict.
+    pub verdict: Verdict,
     /// The features the row exercises.
     pub features: Vec<Feature>,
 }
@@ -226,12 +205,12 @@ pub fn features(row: &Row) -> Vec<Feature> {
 }
 
 /// A row's facts.
-pub fn facts(row: &Row, outcome: &Outcome) -> RowFacts {
+pub fn facts(row: &Row, verdict: &Verdict) -> RowFacts {
     RowFacts {
         preset: row.preset.clone(),
         profile: row.profile.clone(),
         truth: row.truth,
-        outcome: outcome.into(),
+        verdict: verdict.clone(),
         features: features(row),
     }
 }
@@ -280,15 +259,15 @@ impl Counts {
         match r.truth {
             Truth::Hardware => {
                 self.hardware += 1;
-                match r.outcome {
-                    RowOutcome::Pass => self.passed += 1,
-                    RowOutcome::Fail => self.failed += 1,
-                    RowOutcome::Skip => self.skipped += 1,
+                match r.verdict {
+                    Verdict::Pass => self.passed += 1,
+                    Verdict::Fail(_) => self.failed += 1,
+                    Verdict::Skip(_) => self.skipped += 1,
                 }
             }
             Truth::Model => {
                 self.model += 1;
-                if r.outcome == RowOutcome::Fail {
+                if matches!(r.verdict, Verdict::Fail(_)) {
                     self.model_failed += 1;
                 }
             }

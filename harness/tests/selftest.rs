@@ -4,7 +4,8 @@
 
 use mmaemu_harness::status::{self, Status};
 use mmaemu_datasets::{read_recording, write_recording, Expectation};
-use mmaemu_harness::recordings::{load, load_exact, shipped_dir, verdict, RowTrial, Verdict};
+use mmaemu_harness::recordings::{load, load_exact, shipped_dir, verdict, RowTrial};
+use mmaemu_harness::Verdict;
 use std::collections::HashSet;
 
 fn shipped(name: &str) -> std::path::PathBuf {
@@ -30,9 +31,9 @@ fn one_flipped_bit_fails_exactly_that_trial() {
     let mut failing: Vec<(RowTrial, String)> = Vec::new();
     for t in trials {
         match verdict(&t) {
-            Verdict::Pass => {}
-            Verdict::Skip(reason) => panic!("{}: unexpectedly skipped: {reason}", t.name),
-            Verdict::Fail(report) => failing.push((t, report)),
+            (Verdict::Pass, _) => {}
+            (Verdict::Skip(reason), _) => panic!("{}: unexpectedly skipped: {reason}", t.name),
+            (Verdict::Fail(_), report) => failing.push((t, report.expect("a failure comes with its report"))),
         }
     }
     assert_eq!(
@@ -133,13 +134,13 @@ fn a_row_that_cannot_be_replayed_is_an_ignored_trial_with_the_reason() {
     let mut rec = read_recording(&shipped("rtx4060-gemm.parquet")).expect("shipped recording reads");
     rec.rows.retain(|r| r.op == mmaemu_datasets::Op::Gemm && matches!(r.expected, Expectation::Bits(_)));
     rec.rows.truncate(2);
-    // A split whose reduction order is not established cannot be replayed (recording-v1: `unknown`).
+    // A split whose reduction order is not established cannot be replayed (docs/recording-format.md: `unknown`).
     rec.rows[0].split_s = Some(3);
     rec.rows[0].split_scheme = Some("unknown".into());
     let copy = dir.path().join("unknown-split.parquet");
     write_recording(&copy, &rec).expect("write the copy");
     let trials = load(&[copy], None).expect("load the copy");
-    let reason = match verdict(&trials[0]) {
+    let reason = match verdict(&trials[0]).0 {
         Verdict::Skip(reason) => reason,
         other => panic!("expected a skip, got {other:?}"),
     };
@@ -148,5 +149,5 @@ fn a_row_that_cannot_be_replayed_is_an_ignored_trial_with_the_reason() {
         Ok(libtest_mimic::Completion::Ignored { reason: Some(r) }) => assert_eq!(r, reason),
         _ => panic!("a skipped row must be an ignored trial with its reason"),
     }
-    assert_eq!(verdict(&trials[1]), Verdict::Pass);
+    assert_eq!(verdict(&trials[1]).0, Verdict::Pass);
 }

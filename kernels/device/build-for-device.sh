@@ -4,7 +4,7 @@
 #   .device/tests/against_model   the CPU and CUDA engines against the model (kernels/tests/against_model.rs)
 #   .device/tests/fuzz            the harness's fuzz trials, fuzz/backend/cuda included
 #   .device/mmaemu-record         the recorder, for recorder/device/h200-check.sh (which takes .device/ too)
-# Then: run(command="bash kernels/device/h200-cuda.sh", carry=[".device"]).
+# Then copy the repository with .device/ to the GPU machine and run `bash kernels/device/h200-cuda.sh` there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p .device/tests

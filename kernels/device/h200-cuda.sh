@@ -2,12 +2,12 @@
 # mmaemu CUDA backend checks for the H200 device machine (CUDA 13, no Rust toolchain there).
 # Build here first and carry the binaries (see kernels/src/cuda/README.md):
 #   bash kernels/device/build-for-device.sh     (release binary with --features cuda + the GPU test binaries)
-# Then: run(command="bash kernels/device/h200-cuda.sh", carry=[".device"]).
-# Writes everything to $OUT (or ./device-out). Each step is time-boxed; the script never stops at a failure.
+# Then copy the repository with .device/ to the GPU machine and run `bash kernels/device/h200-cuda.sh` there.
+# Writes everything to the directory named by OUT (default ./device-out). Each step is time-boxed; the script never stops at a failure.
 set -u
 out="${OUT:-device-out}"; mkdir -p "$out"
 bin="${MMAEMU_BIN:-.device/mmaemu}"
-# The whole run stays within one device command (600 s): a step that would start after BUDGET seconds, or
+# The whole run stays within a fixed time budget (H200_BUDGET_S, default 540 s): a step that would start after BUDGET seconds, or
 # could run past it, is cut to what is left (and skipped below 10 s).
 start=$(date +%s); budget="${H200_BUDGET_S:-540}"
 step() { local name="$1" limit="$2"; shift 2; local left=$((budget - ($(date +%s) - start)))

@@ -1,4 +1,4 @@
-//! Plan execution on the CPU (behaviour.md §3.5 steps 4–5) in one pass over output tiles.
+//! Plan execution on the CPU (docs/reference.md §3.5 steps 4–5) in one pass over output tiles.
 //!
 //! The output [m, n] is cut into tiles of `rows` rows of A by a panel of W rows of B. A tile runs every
 //! split and chunk of the plan: the chunk's k positions are cut into pieces of whole blocks; for each piece

@@ -1,4 +1,4 @@
-//! The `MMAEMU_*` environment variables (behaviour.md §9.3) read at the library's edge, so the model
+//! The `MMAEMU_*` environment variables (docs/reference.md §9.3) read at the library's edge, so the model
 //! stays pure: MMAEMU_PROFILE (the default profile) and MMAEMU_SPLITK_STRICT (strict split-K mode).
 
 use mmaemu_model::scaled_mm::ProfileArg;
@@ -34,7 +34,7 @@ pub fn report() -> Vec<(&'static str, Option<String>)> {
 
 /// MMAEMU_DISABLE_CUDA: any of 1, true, yes, on (case-insensitive) keeps the library off the GPU — auto
 /// selection and `--device auto` use the host, explicit cuda names are unavailable, and `info` does not
-/// touch CUDA (behaviour.md §9.3).
+/// touch CUDA (docs/reference.md §9.3).
 pub fn cuda_disabled() -> bool {
     std::env::var("MMAEMU_DISABLE_CUDA")
         .is_ok_and(|v| ["1", "true", "yes", "on"].iter().any(|t| v.eq_ignore_ascii_case(t)))

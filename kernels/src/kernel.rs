@@ -1,4 +1,4 @@
-//! The block step of behaviour.md §2.2–§2.3 for W chains at once (one row of A against a panel of W rows
+//! The block step of docs/reference.md §2.2–§2.3 for W chains at once (one row of A against a panel of W rows
 //! of B), in exact arithmetic that vectorises: an i8 block-maximum pass, exact power-of-two scalings,
 //! truncations toward zero and sums of integers.
 //!
@@ -88,7 +88,7 @@ pub struct Params {
     /// padding may be skipped: late c (d = +0, and c + 0 = c as c is never -0), or early c with
     /// frac >= frac_out (c has at most frac_out + 1 significant bits, so aligning it to its own exponent
     /// and normalising is exact) and min_exp <= -28 - frac (the lowest exponent of a nonzero accumulator,
-    /// so E is c's own exponent). True for the built-in presets (behaviour.md §2.4).
+    /// so E is c's own exponent). True for the built-in presets (docs/reference.md §2.4).
     pub zero_block_is_identity: bool,
 }
 

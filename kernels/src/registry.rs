@@ -1,4 +1,4 @@
-//! Backend selection (behaviour.md §9.5, §9.3): the registry of chain engines the facade passes to the
+//! Backend selection (docs/reference.md §9.5, §9.3): the registry of chain engines the facade passes to the
 //! model's `scaled_mm` ([`mmaemu_model::scaled_mm::Backends`]), and that `replay --backend`, `bench` and
 //! `report` use.
 //!

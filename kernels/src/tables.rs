@@ -1,5 +1,5 @@
 //! Per-code tables of the FP8 formats in the form the kernels use: the exact value of every code as f32 and
-//! as f64, and its operand exponent e(x) (behaviour.md §2.2 step 1) as an i8.
+//! as f64, and its operand exponent e(x) (docs/reference.md §2.2 step 1) as an i8.
 //!
 //! Zeros (and the non-finite codes, which never reach a chain: the plan executor replaces them by +0
 //! first) have the value 0 and the exponent [`ZERO_EXP`], far below every real product exponent, so that

@@ -1,4 +1,4 @@
-//! Plan execution (behaviour.md §3.5): the fp32 accumulator of A x B^T — gather each chunk, run its chains
+//! Plan execution (docs/reference.md §3.5): the fp32 accumulator of A x B^T — gather each chunk, run its chains
 //! through a [`ChainEngine`], add slow chunks, combine the splits, and patch non-finite outputs (§3.7).
 //!
 //! The engine is the hook the fast backends plug into: it computes many chains from +0 at once
@@ -60,7 +60,7 @@ pub trait ChainEngine: Sync {
     /// (`a` is [m, k], `b` is [n, k], row-major, finite codes).
     fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32>;
 
-    /// Run every split and chunk of `plan` over finite codes (behaviour.md §3.5 steps 4–5): the combined
+    /// Run every split and chunk of `plan` over finite codes (docs/reference.md §3.5 steps 4–5): the combined
     /// partials [m, n], before the non-finite patch. `ops.k` equals `plan.k()` and m, n, k are nonzero.
     /// The default gathers each chunk and runs [`ChainEngine::chains`] ([`run_plan_by_chunks`]); an engine
     /// may override it to do the same work in one pass, and must return the same bits.
@@ -234,7 +234,7 @@ pub fn run_plan_by_chunks<E: ChainEngine + ?Sized>(
         .collect()
 }
 
-/// Execute a plan (behaviour.md §3.5): the fp32 accumulator [m, n] of A x B^T, before any epilogue.
+/// Execute a plan (docs/reference.md §3.5): the fp32 accumulator [m, n] of A x B^T, before any epilogue.
 pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn ChainEngine) -> Result<Vec<f32>> {
     ops.check()?;
     if ops.k != plan.k() {
@@ -267,7 +267,7 @@ pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn Ch
     Ok(out)
 }
 
-/// The fp32 accumulator of A x B^T for a preset, fast or slow accumulation and a split (behaviour.md §5.6
+/// The fp32 accumulator of A x B^T for a preset, fast or slow accumulation and a split (docs/reference.md §5.6
 /// without the profile: the split is given). Builds the plan (§3.4) and executes it with the model.
 pub fn accumulate(preset: &Preset, ops: &Operands<'_>, fast: bool, split: crate::plan::SplitK) -> Result<Vec<f32>> {
     let plan = Plan::new(preset, ops.k, fast, split)?;

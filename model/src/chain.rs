@@ -1,4 +1,4 @@
-//! The instruction model (behaviour.md §2.2–§2.5, §2.7): one block step of a tensor-core FP8
+//! The instruction model (docs/reference.md §2.2–§2.5, §2.7): one block step of a tensor-core FP8
 //! multiply-accumulate, and the chain of block steps over K that every GEMM plan is built from.
 //!
 //! Everything here is integer arithmetic on exact values, except the late-c preset's final fp32 addition,
@@ -87,7 +87,7 @@ impl Chain {
         canonical_f32(acc)
     }
 
-    /// One block step over up to nfma pairs (behaviour.md §2.2 or §2.3, by the preset's c entry).
+    /// One block step over up to nfma pairs (docs/reference.md §2.2 or §2.3, by the preset's c entry).
     pub fn block(&self, a: &[u8], b: &[u8], c: f32) -> f32 {
         debug_assert!(a.len() == b.len() && a.len() <= self.nfma);
         // Block maximum over the nonzero products, noting any non-finite operand on the way.
@@ -208,7 +208,7 @@ impl Chain {
     }
 }
 
-/// The model-level chain (behaviour.md §2.7): `c + sum a[k] * b[k]` as the preset's tensor core computes
+/// The model-level chain (docs/reference.md §2.7): `c + sum a[k] * b[k]` as the preset's tensor core computes
 /// it, from `c` (None: +0). `a` and `b` are FP8 codes of formats `fa` and `fb` of equal length K
 /// (no broadcasting). K = 0 returns c unchanged. NaN results are canonical (0x7FFFFFFF).
 pub fn dot(preset: &Preset, fa: Format, fb: Format, a: &[u8], b: &[u8], c: Option<f32>) -> Result<f32> {

@@ -1,4 +1,4 @@
-//! torch element dtypes, by torch's names (behaviour.md R.2): the FP8 formats the GEMM computes with, the
+//! torch element dtypes, by torch's names (docs/reference.md R.2): the FP8 formats the GEMM computes with, the
 //! output dtypes, and the dtypes the reference rejects (fnuz and e8m0 FP8 variants, fp64, int32, ...),
 //! which a faithful `scaled_mm` must be able to name in order to reject them at the right point.
 

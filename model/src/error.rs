@@ -1,10 +1,10 @@
-//! The error type of the whole model: one `Error` value carrying the category of behaviour.md §7.1
+//! The error type of the whole model: one `Error` value carrying the category of docs/reference.md §7.1
 //! (and the invalid-argument kinds of R.3), plus a message that says what was wrong and what the reference
 //! platform does.
 
 use std::fmt;
 
-/// What kind of invalid argument (behaviour.md R.3 keeps the distinction the original makes with
+/// What kind of invalid argument (docs/reference.md R.3 keeps the distinction the original makes with
 /// TypeError, ValueError and KeyError).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InvalidKind {
@@ -16,7 +16,7 @@ pub enum InvalidKind {
     UnknownName,
 }
 
-/// The error categories of behaviour.md §7.1, and the invalid-argument and data errors of R.3.
+/// The error categories of docs/reference.md §7.1, and the invalid-argument and data errors of R.3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Category {
     /// The umbrella category, raised directly only by the flush-to-zero check.

@@ -1,4 +1,4 @@
-//! The two FP8 formats (behaviour.md §1): exact decoding of all 256 codes, the integer form the block step
+//! The two FP8 formats (docs/reference.md §1): exact decoding of all 256 codes, the integer form the block step
 //! works on, fp32 -> FP8 conversion with saturation and round-to-nearest-even, and the canonical NaNs.
 
 use crate::round::round_to_narrow;
@@ -27,7 +27,7 @@ pub enum Class {
 }
 
 /// One FP8 code in the integer form of the block step: `|x| = sig * 2^(exp - mbits)`, where `exp` is the
-/// operand exponent e(x) = max(floor(log2|x|), emin) of behaviour.md §2.2 step 1 and `sig` keeps the
+/// operand exponent e(x) = max(floor(log2|x|), emin) of docs/reference.md §2.2 step 1 and `sig` keeps the
 /// denormalised significand of a subnormal (so it is below 2^mbits there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decoded {
@@ -145,7 +145,7 @@ impl Format {
         }
     }
 
-    /// Convert an fp32 value to this format as the epilogue does (behaviour.md §4 step 3): NaN gives the
+    /// Convert an fp32 value to this format as the epilogue does (docs/reference.md §4 step 3): NaN gives the
     /// canonical NaN; otherwise clamp to [-max, +max] (Inf saturates), then round to nearest even with
     /// subnormals. A value that rounds to zero keeps its sign.
     pub fn from_f32_saturating(self, x: f32) -> u8 {
@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn decode_spec_table() {
-        // behaviour.md §1: max finite, max code, non-finite codes.
+        // docs/reference.md §1: max finite, max code, non-finite codes.
         assert_eq!(Format::E4m3.to_f64(0x7E), 448.0);
         assert_eq!(Format::E5m2.to_f64(0x7B), 57344.0);
         assert!(Format::E4m3.to_f64(0x7F).is_nan() && Format::E4m3.to_f64(0xFF).is_nan());
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn saturating_conversion_spot_values() {
-        // behaviour.md §4 step 3, spot values.
+        // docs/reference.md §4 step 3, spot values.
         let e4 = |x: f32| Format::E4m3.from_f32_saturating(x);
         let e5 = |x: f32| Format::E5m2.from_f32_saturating(x);
         for x in [448.0, 464.0, 480.0, 1e30, f32::INFINITY] {

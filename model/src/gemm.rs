@@ -1,5 +1,5 @@
 //! The `gemm` entry: the numerics of one FP8 GEMM without torch's argument checks — the accumulation plan
-//! with a given split, then the epilogue (behaviour.md §3 and §4; op `gemm` of the recording format).
+//! with a given split, then the epilogue (docs/reference.md §3 and §4; op `gemm` of the recording format).
 
 use crate::accumulate::{execute, ChainEngine, Operands, ReferenceEngine};
 use crate::epilogue::{Epilogue, OutDtype};

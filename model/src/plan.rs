@@ -1,4 +1,4 @@
-//! GEMM accumulation plans (behaviour.md §3): how cuBLAS cuts K into chains and in which fp32 order it adds
+//! GEMM accumulation plans (docs/reference.md §3): how cuBLAS cuts K into chains and in which fp32 order it adds
 //! their results — unsplit fast and slow, the RTX 4060's interleaved split-K ("serial", "pairwise") and the
 //! H100's contiguous split-K — plus plan validation (§3.4) and the combination of partials.
 //!
@@ -75,7 +75,7 @@ impl SplitK {
     /// Unsplit.
     pub const NONE: SplitK = SplitK { s: 1, scheme: Scheme::None };
 
-    /// A validated split (behaviour.md §6.3): S >= 1; S = 1 requires scheme none; S > 1 requires serial,
+    /// A validated split (docs/reference.md §6.3): S >= 1; S = 1 requires scheme none; S > 1 requires serial,
     /// pairwise or contiguous.
     pub fn new(s: usize, scheme: Scheme) -> Result<SplitK> {
         if s == 0 {
@@ -185,7 +185,7 @@ fn tile(t: usize, w: usize, k: usize) -> Range<usize> {
 
 impl Plan {
     /// Build and validate the plan of `preset` for K, fast or slow accumulation, and a split
-    /// (behaviour.md §3.4, in its order).
+    /// (docs/reference.md §3.4, in its order).
     pub fn new(preset: &Preset, k: usize, fast: bool, split: SplitK) -> Result<Plan> {
         let s = split.s();
         // (1, 2: S and the scheme are validated by SplitK.)
@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn interleaved_examples() {
-        // behaviour.md §3.2 examples (exact).
+        // docs/reference.md §3.2 examples (exact).
         let ada = Preset::ada();
         let p = Plan::new(&ada, 80, true, SplitK::new(3, Scheme::Serial).unwrap()).unwrap();
         assert_eq!(ranges(&p), vec![vec![(vec![0..64], 64)], vec![(vec![64..80], 64)], vec![]]);
@@ -375,7 +375,7 @@ mod tests {
 
     #[test]
     fn contiguous_examples() {
-        // behaviour.md §3.3 examples (exact).
+        // docs/reference.md §3.3 examples (exact).
         let h = Preset::hopper();
         let lens = |k: usize, s: usize| -> Vec<usize> {
             let p = Plan::new(&h, k, true, SplitK::new(s, Scheme::Contiguous).unwrap()).unwrap();
@@ -401,7 +401,7 @@ mod tests {
 
     #[test]
     fn pairwise_expansions() {
-        // behaviour.md §3.2: the pairwise expansions, written out by the same index rule as `combine`.
+        // docs/reference.md §3.2: the pairwise expansions, written out by the same index rule as `combine`.
         fn order(s: usize) -> String {
             let h = s.div_ceil(2);
             let mut acc = format!("p{}", s - 1);

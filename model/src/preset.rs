@@ -1,4 +1,4 @@
-//! Presets (behaviour.md §2.1): the parameters of one tensor-core arithmetic — block size, fraction bits,
+//! Presets (docs/reference.md §2.1): the parameters of one tensor-core arithmetic — block size, fraction bits,
 //! minimum exponent, how the accumulator enters the block, the slow-accumulation chunk — and their maturity.
 //! The three built-in presets, their alias, the refused names, and validated user-defined presets.
 
@@ -141,7 +141,7 @@ impl Preset {
         Preset::builtin(Builtin::B200MmaSync)
     }
 
-    /// A user-defined preset, validated (behaviour.md §2.1): nfma >= 1, slow_chunk None or >= 1,
+    /// A user-defined preset, validated (docs/reference.md §2.1): nfma >= 1, slow_chunk None or >= 1,
     /// 1 <= frac <= 40, 1 <= frac_out <= 23. Violations are invalid-value errors.
     pub fn custom(spec: PresetSpec) -> Result<Preset> {
         if spec.nfma < 1 {
@@ -174,7 +174,7 @@ impl Preset {
         Ok(Preset { spec, builtin: None })
     }
 
-    /// Look a preset up by name (behaviour.md §2.1): `ada`, `hopper`, `b200_mma_sync`, and the alias
+    /// Look a preset up by name (docs/reference.md §2.1): `ada`, `hopper`, `b200_mma_sync`, and the alias
     /// `blackwell`. The sm_120 names are refused with a pointer to the bring-up runbook.
     pub fn by_name(name: &str) -> Result<Preset> {
         match name {

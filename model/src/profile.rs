@@ -1,4 +1,4 @@
-//! Profiles (behaviour.md §6.1): one reference platform and caller — the preset, the GPU, cuBLASLt, the
+//! Profiles (docs/reference.md §6.1): one reference platform and caller — the preset, the GPU, cuBLASLt, the
 //! workspace, the split-K table, the profile's cuBLAS rejections and its maturity — and their lookup.
 
 use crate::epilogue::OutDtype;
@@ -33,7 +33,7 @@ impl TableId {
     }
 }
 
-/// A rejection rule of a profile's cuBLAS (behaviour.md §5.2 step 6, §9.4): None fields match anything.
+/// A rejection rule of a profile's cuBLAS (docs/reference.md §5.2 step 6, §9.4): None fields match anything.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RejectRule {
     /// Format of A.
@@ -137,7 +137,7 @@ fn e4m3_to_e5m2_rule(gpu: &str) -> RejectRule {
 }
 
 impl Profile {
-    /// A built-in profile by name (behaviour.md §6.1). Unknown names (the pre-release names included)
+    /// A built-in profile by name (docs/reference.md §6.1). Unknown names (the pre-release names included)
     /// are invalid-argument (unknown name) errors naming the known profiles and the ways to add a GPU.
     pub fn by_name(name: &str) -> Result<Profile> {
         let ada = |name: &str, caller, ws, align, splitk_maturity, description: &str| Profile {

@@ -1,5 +1,5 @@
 //! `scaled_mm` with torch 2.7.1 `torch._scaled_mm` semantics on a profile's reference platform
-//! (behaviour.md §5), and `explain` (§8.1), which runs the same checks and decisions without computing.
+//! (docs/reference.md §5), and `explain` (§8.1), which runs the same checks and decisions without computing.
 //!
 //! The checks run in exactly the order of §5.2; the first failing one decides the error. Step 1 (Python
 //! argument types) is empty: the Rust types make those mistakes impossible. Step 5.2's device check and the
@@ -114,7 +114,7 @@ pub enum Validation {
     },
 }
 
-/// What a call would do (behaviour.md §8.1).
+/// What a call would do (docs/reference.md §8.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallPlan {
     /// "ok" or the first error.
@@ -212,7 +212,7 @@ pub fn maturity_warning(profile: &Profile) -> Option<Warning> {
     msg.map(|m| Warning::new(WarningKind::ExperimentalPreset, m))
 }
 
-/// A backend chosen for one call (behaviour.md §9.5): the engine that computes its chains, the name
+/// A backend chosen for one call (docs/reference.md §9.5): the engine that computes its chains, the name
 /// `explain` reports, why each faster backend was skipped, and the warnings the selection raised.
 pub struct Selected<'e> {
     /// The engine.

@@ -1,4 +1,4 @@
-//! Strided views and owned tensors (behaviour.md R.2): shape, strides and storage offset in elements, a
+//! Strided views and owned tensors (docs/reference.md R.2): shape, strides and storage offset in elements, a
 //! dtype, and the storage bytes; torch's contiguity rule and the row-/column-major definitions of §5.2.
 
 use crate::dtype::Dtype;

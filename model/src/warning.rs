@@ -1,9 +1,9 @@
-//! Typed warnings (behaviour.md R.4, §7.2), returned with results and listed by `explain`. mmaemu reports
+//! Typed warnings (docs/reference.md R.4, §7.2), returned with results and listed by `explain`. mmaemu reports
 //! every warning on every call (the "reported on every call" design of R.4): no process-global state.
 
 use std::fmt;
 
-/// The warning kinds of behaviour.md §7.2.
+/// The warning kinds of docs/reference.md §7.2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WarningKind {
     /// An experimental or custom preset, the `blackwell` alias, or an experimental profile.

@@ -1,4 +1,4 @@
-//! `scaled_mm` and `explain` (behaviour.md §5, §8.1): the spec's explain example, the check order on
+//! `scaled_mm` and `explain` (docs/reference.md §5, §8.1): the spec's explain example, the check order on
 //! hand-made calls, zero sizes and out=, and property tests that arbitrary shapes, strides, offsets, dtypes
 //! and scales always give a result or a typed error, never a panic.
 
@@ -26,7 +26,7 @@ fn call<'a>(input: View<'a>, mat2: View<'a>) -> ScaledMm<'a> {
 
 #[test]
 fn explain_example_of_section_8_1() {
-    // hopper, M=16, N=5760, K=1920, bf16 out, fast (behaviour.md §8.1).
+    // hopper, M=16, N=5760, K=1920, bf16 out, fast (docs/reference.md §8.1).
     let (input, mat2) = std_views(16, 5760, 1920, &[], &[], Dtype::Float8E4m3fn, Dtype::Float8E4m3fn);
     let mut c = call(input, mat2);
     c.out_dtype = Some(Dtype::BFloat16);

@@ -1,4 +1,4 @@
-//! Split-K resolution (behaviour.md §6.3–6.7, §5.5, §8.1): every example of the spec, resolved from the
+//! Split-K resolution (docs/reference.md §6.3–6.7, §5.5, §8.1): every example of the spec, resolved from the
 //! tables embedded in the model (no file is read).
 
 use mmaemu_model::{

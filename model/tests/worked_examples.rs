@@ -1,4 +1,4 @@
-//! The worked examples of behaviour.md as unit tests. Expected bits are literal constants taken from the
+//! The worked examples of docs/reference.md as unit tests. Expected bits are literal constants taken from the
 //! spec text (hex floats and byte values written there, converted to fp32 bits by hand); where a test
 //! states a value the spec gives only as a rule, the comment shows the hand derivation. Inputs are built
 //! with `Format::from_f32_saturating`, and every input code that is meant to be an exact value is checked

@@ -1,5 +1,5 @@
 //! `explain` for the command line: a call described by sizes, formats and options (no data), turned
-//! into a [`CallPlan`], and the plan's JSON form (behaviour.md §8.1).
+//! into a [`CallPlan`], and the plan's JSON form (docs/reference.md §8.1).
 
 use super::{CommandError, CommandResult, Exit};
 use mmaemu_kernels::registry::{OnPlacement, Placement};

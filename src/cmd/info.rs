@@ -1,4 +1,4 @@
-//! `mmaemu info` (behaviour.md §8.2): versions, environment, device, profiles, presets, backends and the
+//! `mmaemu info` (docs/reference.md §8.2): versions, environment, device, profiles, presets, backends and the
 //! embedded split-K tables, as JSON (format `mmaemu-info/1`) or text.
 
 use super::{CommandResult, Exit};

@@ -33,9 +33,9 @@ pub struct SelftestArgs {
     pub json: Option<PathBuf>,
 }
 
-/// The verdict of a self-test run.
+/// How the self-test gate ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Gate {
     /// Every required kernel passed.
     Pass,
     /// A required kernel failed.
@@ -44,22 +44,22 @@ pub enum Verdict {
     Unavailable,
 }
 
-impl Verdict {
+impl Gate {
     /// `PASS`, `FAIL`, `UNAVAILABLE`.
     pub fn name(self) -> &'static str {
         match self {
-            Verdict::Pass => "PASS",
-            Verdict::Fail => "FAIL",
-            Verdict::Unavailable => "UNAVAILABLE",
+            Gate::Pass => "PASS",
+            Gate::Fail => "FAIL",
+            Gate::Unavailable => "UNAVAILABLE",
         }
     }
 
     /// How the command ends: success, failed, or no device.
     pub fn exit(self) -> Exit {
         match self {
-            Verdict::Pass => Exit::Success,
-            Verdict::Fail => Exit::Failed,
-            Verdict::Unavailable => Exit::NoDevice,
+            Gate::Pass => Exit::Success,
+            Gate::Fail => Exit::Failed,
+            Gate::Unavailable => Exit::NoDevice,
         }
     }
 }
@@ -83,7 +83,7 @@ pub fn parse_kernels(s: &str) -> Result<Vec<usize>, String> {
 }
 
 /// Run the gate: (verdict, JSON report).
-pub fn run_gate(device: usize, kernels: &[usize], force: bool) -> (Verdict, Value) {
+pub fn run_gate(device: usize, kernels: &[usize], force: bool) -> (Gate, Value) {
     let opened = if env::cuda_disabled() && !force {
         Err("CUDA disabled by MMAEMU_DISABLE_CUDA (use --force to run anyway)".to_string())
     } else {
@@ -99,17 +99,17 @@ pub fn run_gate(device: usize, kernels: &[usize], force: bool) -> (Verdict, Valu
                 "verdict": "UNAVAILABLE",
                 "reason": why,
             });
-            return (Verdict::Unavailable, report);
+            return (Gate::Unavailable, report);
         }
     };
     let reports = gpu.self_test(kernels);
     let failed: Vec<&str> = reports.iter().filter(|r| r.result.is_err()).map(|r| r.kernel).collect();
     let (verdict, reason) = if reports.is_empty() {
-        (Verdict::Unavailable, "no kernel selected".to_string())
+        (Gate::Unavailable, "no kernel selected".to_string())
     } else if failed.is_empty() {
-        (Verdict::Pass, format!("every required kernel reproduced the model's bits on {}", gpu.description()))
+        (Gate::Pass, format!("every required kernel reproduced the model's bits on {}", gpu.description()))
     } else {
-        (Verdict::Fail, format!("required kernel(s) {} failed; the CPU backend is used instead", failed.join(", ")))
+        (Gate::Fail, format!("required kernel(s) {} failed; the CPU backend is used instead", failed.join(", ")))
     };
     let report = json!({
         "format": "mmaemu-selftest/1",

@@ -1,4 +1,4 @@
-//! A second, independent implementation of the block step and the chain (behaviour.md §1, §2.2–§2.5, §2.7),
+//! A second, independent implementation of the block step and the chain (docs/reference.md §1, §2.2–§2.5, §2.7),
 //! written straight from the text with exact arbitrary-precision arithmetic. It shares no code with
 //! `mmaemu_model`: it decodes FP8 codes and fp32 bits itself, computes floor(log2|x|) itself, truncates
 //! toward zero itself and builds fp32 bit patterns itself.

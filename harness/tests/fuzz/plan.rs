@@ -1,4 +1,4 @@
-//! `fuzz/plan/...`: invariants of the accumulation plans (behaviour.md §3) on random GEMMs.
+//! `fuzz/plan/...`: invariants of the accumulation plans (docs/reference.md §3) on random GEMMs.
 //!
 //! - `zero-padding/<preset>`: appending zero columns to A and B never changes the accumulator (any K for
 //!   unsplit plans; within the last k-tile for split plans, where the tile count must not change);

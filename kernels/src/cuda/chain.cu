@@ -1,4 +1,4 @@
-// mmaemu CUDA backend: chains of FP8 block steps (behaviour.md §2.2, §2.3), integer-exact.
+// mmaemu CUDA backend: chains of FP8 block steps (docs/reference.md §2.2, §2.3), integer-exact.
 //
 // Compiled at run time with NVRTC (kernels/src/cuda/mod.rs prepends the decode tables, built from the model's
 // format tables, as `__constant__ int MMAEMU_DECODE[2][256]`). This file mirrors model/src/chain.rs step for

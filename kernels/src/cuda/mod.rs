@@ -1,4 +1,4 @@
-//! The CUDA backend (behaviour.md §9.5): integer-exact chain kernels (chain.cu) compiled at run time with
+//! The CUDA backend (docs/reference.md §9.5): integer-exact chain kernels (chain.cu) compiled at run time with
 //! NVRTC and launched through cudarc, behind a self-test gate.
 //!
 //! This module always builds (no CUDA dependency): the kernel source with the model's decode tables, the

@@ -1,4 +1,4 @@
-//! Split-K resolution (behaviour.md §6.2–6.7): how many partial sums S cuBLASLt splits K into, and how it
+//! Split-K resolution (docs/reference.md §6.2–6.7): how many partial sums S cuBLASLt splits K into, and how it
 //! combines them, for one GEMM on one profile.
 //!
 //! The decisions come from the split-K tables recorded on the reference GPUs (§6.4), embedded in this crate
@@ -77,7 +77,7 @@ impl fmt::Display for SplitSource {
     }
 }
 
-/// A resolved split-K decision (behaviour.md §8.1, "SplitDecision fields").
+/// A resolved split-K decision (docs/reference.md §8.1, "SplitDecision fields").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SplitDecision {
     /// The split count S (>= 1).
@@ -145,7 +145,7 @@ impl From<SplitK> for SplitRequest {
     }
 }
 
-/// The split-K key cuBLASLt's heuristic sees (behaviour.md §6.2): torch's problem (M, N, K), the formats of
+/// The split-K key cuBLASLt's heuristic sees (docs/reference.md §6.2): torch's problem (M, N, K), the formats of
 /// mat1 and mat2, the out dtype and use_fast_accum. For a column-major out, use [`SplitKey::column_major`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SplitKey {
@@ -170,7 +170,7 @@ impl SplitKey {
     pub fn pair(&self) -> String {
         format!("{}x{}", self.fa, self.fb)
     }
-    /// The key of the same call with a column-major [M, N] out (behaviour.md §5.5): cuBLASLt sees the
+    /// The key of the same call with a column-major [M, N] out (docs/reference.md §5.5): cuBLASLt sees the
     /// problem (N, M, K) with the formats swapped.
     pub fn column_major(&self) -> SplitKey {
         SplitKey { m: self.n, n: self.m, fa: self.fb, fb: self.fa, ..*self }
@@ -281,7 +281,7 @@ pub fn embedded_rows(table: TableId) -> Result<u64> {
     embedded(table).map(|e| e.rows)
 }
 
-/// The table row of `key` at `workspace_bytes` (behaviour.md §6.4), or None: a workspace the table has no
+/// The table row of `key` at `workspace_bytes` (docs/reference.md §6.4), or None: a workspace the table has no
 /// rows for, any of M, N, K >= 2^21, or a key without a row. A table whose embedded data fail their integrity
 /// check is a `Category::Data` error.
 pub fn try_table_lookup(table: TableId, key: &SplitKey, workspace_bytes: u64) -> Result<Option<TableRow>> {
@@ -293,7 +293,7 @@ pub fn try_table_lookup(table: TableId, key: &SplitKey, workspace_bytes: u64) ->
     Ok(e.lookup(key, workspace_bytes))
 }
 
-/// The table row of `key` at `workspace_bytes` (behaviour.md §6.4): an exact lookup (two binary searches).
+/// The table row of `key` at `workspace_bytes` (docs/reference.md §6.4): an exact lookup (two binary searches).
 /// None for a workspace the table has no rows for, any of M, N, K >= 2^21, a key without a row — and for a
 /// table whose embedded data fail their integrity check ([`try_table_lookup`] and [`resolve_splitk`] report
 /// that as a `Category::Data` error).
@@ -340,7 +340,7 @@ fn scheme_hint(profile: &Profile) -> String {
     }
 }
 
-/// The caller's explicit split, validated (behaviour.md §6.3 step 1); None for `auto`.
+/// The caller's explicit split, validated (docs/reference.md §6.3 step 1); None for `auto`.
 fn explicit_split(profile: &Profile, request: &SplitRequest) -> Result<Option<SplitK>> {
     let not_positive = |s: i64| Error::invalid_value(format!("split-K S must be a positive integer, got {s}"));
     match *request {
@@ -373,7 +373,7 @@ fn explicit_split(profile: &Profile, request: &SplitRequest) -> Result<Option<Sp
     }
 }
 
-/// The layout caveats of a contiguous split (behaviour.md §6.6), in their order.
+/// The layout caveats of a contiguous split (docs/reference.md §6.6), in their order.
 fn layout_caveat(s: usize, scheme: Scheme, k: usize, ragged_k_verified: bool) -> Option<String> {
     if scheme != Scheme::Contiguous || s <= 1 {
         return None;
@@ -409,7 +409,7 @@ fn with_caveat(note: String, caveat: &Option<String>) -> String {
     }
 }
 
-/// The UnverifiedSplitWarning of a decision, if any (behaviour.md §6.6).
+/// The UnverifiedSplitWarning of a decision, if any (docs/reference.md §6.6).
 fn split_warning(profile: &Profile, key: &SplitKey, d: &SplitDecision, caveat: &Option<String>) -> Option<Warning> {
     let experimental = d.s > 1 && profile.splitk_maturity == Some(Maturity::Experimental);
     if d.verified && !experimental {
@@ -438,7 +438,7 @@ fn warning_text(profile: &Profile, key: &SplitKey, d: &SplitDecision, why: &str)
     )
 }
 
-/// The ways out of a SplitKUnknownError (behaviour.md §6.7).
+/// The ways out of a SplitKUnknownError (docs/reference.md §6.7).
 fn ways_out(profile: &Profile) -> String {
     let third = match (&profile.gpu_name, profile.splitk_table) {
         (Some(gpu), Some(_)) => format!(
@@ -623,7 +623,7 @@ fn envelope_outcome(sc: &Sidecar, key: &SplitKey, ws: u64) -> EnvOutcome {
     }
 }
 
-/// Resolves the split-K decision of one GEMM on `profile` (behaviour.md §6.3, steps 1–8).
+/// Resolves the split-K decision of one GEMM on `profile` (docs/reference.md §6.3, steps 1–8).
 ///
 /// - `key`: the key cuBLASLt's heuristic sees (for a column-major out, [`SplitKey::column_major`]);
 /// - `request`: `auto`, an integer or (S, scheme);

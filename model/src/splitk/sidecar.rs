@@ -1,4 +1,4 @@
-//! The sidecar data of the embedded split-K tables (behaviour.md §6.4–6.6): the per-setting summaries, the
+//! The sidecar data of the embedded split-K tables (docs/reference.md §6.4–6.6): the per-setting summaries, the
 //! envelope, the verified split combinations, the customOption → scheme rule and the notes. The values are
 //! generated Rust source (`data/*.rs`, written by `mmaemu-embed-tables`); these are their types.
 

@@ -2,7 +2,7 @@
 //! which cuBLASLt never splits, per setting (workspace, out dtype, fast/slow, fmt_a, fmt_b), and test it
 //! once on shapes it has not seen.
 //!
-//! Two rules (behaviour.md §6.5):
+//! Two rules (docs/reference.md §6.5):
 //!
 //! - `max_split_MN` (the RTX 4060 table): per setting, the largest M·N of a split row; the envelope infers
 //!   S = 1 for M·N > margin × that (K plays no part). A setting without split rows never splits.

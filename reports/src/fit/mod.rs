@@ -1,4 +1,4 @@
-//! `mmaemu fit`: establish, from recorded data alone, what the model otherwise takes from behaviour.md —
+//! `mmaemu fit`: establish, from recorded data alone, what the model otherwise takes from docs/reference.md —
 //! the split-K reduction rule of a GPU's kernels ([`splitk`], over the candidate rules of [`rules`]) and
 //! the envelope above which cuBLASLt never splits ([`envelope`]) — each with an honest verdict.
 //!

@@ -1,7 +1,7 @@
 //! Candidate split-K reduction rules (the hypotheses `mmaemu fit splitk` tests) and their evaluation.
 //!
 //! A rule says how a split-K GEMM of S splits cuts K into chains and in which fp32 order it adds the
-//! partial sums (behaviour.md §3):
+//! partial sums (docs/reference.md §3):
 //!
 //! - **tile width** w ∈ {32, 64, 128, 256}: K is cut into T = ceil(K / w) k-tiles, the last one ragged;
 //! - **ownership**: `interleaved` (tile t belongs to split t mod S, in increasing t; the RTX 4060, §3.2) or
@@ -19,7 +19,7 @@
 //! Names: `<ownership><width>/<order>` for fast accumulation (`interleaved64/pairwise`,
 //! `contiguous128/serial`) and `<ownership><width>/<order>/restart<n>` for slow accumulation (n = the
 //! restart period in own tiles, or `128e` for the half-tile rule of w = 256), e.g.
-//! `interleaved64/pairwise/restart2` is behaviour.md's RTX 4060 slow pairwise plan and
+//! `interleaved64/pairwise/restart2` is docs/reference.md's RTX 4060 slow pairwise plan and
 //! `contiguous128/serial/restart1` its H100 slow plan.
 //!
 //! Every chain of a rule holds the real k indices of its tiles in order; zero padding (of the ragged last
@@ -64,7 +64,7 @@ impl Ownership {
 pub enum Order {
     /// ((p0 + p1) + p2) + ...
     Serial,
-    /// behaviour.md §3.2 (customOption 1 on the RTX 4060).
+    /// docs/reference.md §3.2 (customOption 1 on the RTX 4060).
     Pairwise,
     /// ((p_(S-1) + p_(S-2)) + ...) + p0.
     Reversed,
@@ -240,7 +240,7 @@ impl Rule {
         Some(Rule { layout: Layout { ownership, width, restart }, order })
     }
 
-    /// The rule behaviour.md §3 gives a recorded scheme, fast or slow: serial / pairwise → interleaved64
+    /// The rule docs/reference.md §3 gives a recorded scheme, fast or slow: serial / pairwise → interleaved64
     /// (slow: restart every 2 own tiles); contiguous → contiguous128 serial (slow: every tile).
     pub fn of_scheme(scheme: &str, fast: bool) -> Option<Rule> {
         let (ownership, width, order, restart) = match scheme {

@@ -9,7 +9,7 @@
 //! the model's chain for every backend.
 
 use mmaemu_datasets::Row;
-use mmaemu_harness::replay::{replay_row, replay_row_on, Outcome};
+use mmaemu_harness::replay::{replay_row, replay_row_on, Verdict};
 use mmaemu_model::{ChainEngine, ReferenceEngine};
 
 /// One backend of the report.
@@ -19,7 +19,7 @@ pub trait Backend: Sync {
     /// One line saying what it is.
     fn describe(&self) -> String;
     /// Replay one recorded row.
-    fn replay(&self, row: &Row) -> Outcome;
+    fn replay(&self, row: &Row) -> Verdict;
     /// Its chain engine (benchmarks and the differential fuzz run through it).
     fn engine(&self) -> &dyn ChainEngine;
     /// Is it the model itself (the fuzz compares the others with it)?
@@ -38,7 +38,7 @@ impl Backend for Reference {
     fn describe(&self) -> String {
         "the model (mmaemu_model::ReferenceEngine: one Chain::run per output); the canonical replay".into()
     }
-    fn replay(&self, row: &Row) -> Outcome {
+    fn replay(&self, row: &Row) -> Verdict {
         replay_row(row)
     }
     fn engine(&self) -> &dyn ChainEngine {
@@ -69,7 +69,7 @@ impl Backend for EngineBackend {
     fn describe(&self) -> String {
         format!("chain engine '{}' ({}; plans, splits and epilogue from the model)", self.engine.name(), self.status)
     }
-    fn replay(&self, row: &Row) -> Outcome {
+    fn replay(&self, row: &Row) -> Verdict {
         replay_row_on(row, self.engine)
     }
     fn engine(&self) -> &dyn ChainEngine {

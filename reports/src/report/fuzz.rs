@@ -4,7 +4,7 @@
 //!
 //! - `plans`: the model's plan executor ([`mmaemu_model::accumulate`]: `Plan` chunks, `execute`) against
 //!   the split-K fit's own chain layouts ([`crate::fit::rules::accumulate_rule`], written separately from
-//!   behaviour.md §3) for the rule of the plan's scheme — finite codes;
+//!   docs/reference.md §3) for the rule of the plan's scheme — finite codes;
 //! - `backend <name>`: every non-reference backend's chain engine against the model's reference engine
 //!   through the whole GEMM (plan, non-finite inputs, epilogue) — any codes, non-finite included.
 //!
@@ -115,7 +115,7 @@ fn case(rng: &mut Rng, finite: bool) -> Case {
     Case { preset, fa, fb, a, b, m, n, k, fast, split }
 }
 
-/// The fit rule of a plan (behaviour.md §3).
+/// The fit rule of a plan (docs/reference.md §3).
 fn rule_of(split: SplitK, fast: bool) -> Option<Rule> {
     match split.scheme() {
         Scheme::None => {

@@ -26,7 +26,7 @@ pub mod fuzz;
 pub mod render;
 pub mod throughput;
 
-use mmaemu_harness::replay::{Failure, Outcome};
+use mmaemu_harness::replay::{Failure, Verdict};
 use mmaemu_harness::status::{self, RowFacts, StatusReport};
 use backends::Backend;
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
@@ -107,28 +107,6 @@ impl fmt::Display for ReportError {
 impl std::error::Error for ReportError {}
 
 /// One row's outcome on one backend.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RowOutcome {
-    /// `pass`, `fail` or `skip`.
-    pub outcome: &'static str,
-    /// The failure or the skip reason.
-    pub message: Option<String>,
-}
-
-impl RowOutcome {
-    fn of(o: &Outcome) -> RowOutcome {
-        match o {
-            Outcome::Pass => RowOutcome { outcome: "pass", message: None },
-            Outcome::Fail(f) => RowOutcome { outcome: "fail", message: Some(failure_text(f)) },
-            Outcome::Skip(s) => RowOutcome { outcome: "skip", message: Some(s.clone()) },
-        }
-    }
-}
-
-fn failure_text(f: &Failure) -> String {
-    f.to_string()
-}
-
 /// One recorded row and its outcome on every backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RowResult {
@@ -144,8 +122,8 @@ pub struct RowResult {
     pub profile: Option<String>,
     /// `hardware` or `model`.
     pub truth: String,
-    /// backend -> outcome.
-    pub outcomes: BTreeMap<String, RowOutcome>,
+    /// backend -> verdict.
+    pub outcomes: BTreeMap<String, Verdict>,
 }
 
 /// One backend's replay totals.
@@ -279,7 +257,7 @@ impl Report {
                         .map(|b| {
                             let letters: String = rows
                                 .iter()
-                                .map(|r| match r.outcomes.get(&b.name).map(|o| o.outcome) {
+                                .map(|r| match r.outcomes.get(&b.name).map(Verdict::name) {
                                     Some("pass") => 'p',
                                     Some("fail") => 'f',
                                     _ => 's',
@@ -325,10 +303,10 @@ impl Report {
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "recordings": self.recordings_json(),
-            "problems": self.rows.iter().flat_map(|r| r.outcomes.iter().filter(|(_, o)| o.outcome != "pass").map(
+            "problems": self.rows.iter().flat_map(|r| r.outcomes.iter().filter(|(_, o)| !matches!(o, Verdict::Pass)).map(
                 move |(b, o)| json!({
                     "backend": b, "file": r.file, "id": r.id, "op": r.op, "preset": r.preset, "profile": r.profile,
-                    "truth": r.truth, "outcome": o.outcome, "message": o.message,
+                    "truth": r.truth, "outcome": o.name(), "message": o.message(),
                 }),
             )).collect::<Vec<_>>(),
             "status": status::json(&self.status),
@@ -406,7 +384,7 @@ fn replay_all(files: &[PathBuf], backends: &[Box<dyn Backend>]) -> Result<Replay
     let mut facts = Vec::new();
     for be in backends {
         let start = Instant::now();
-        let outcomes: Vec<Outcome> =
+        let outcomes: Vec<Verdict> =
             recordings.iter().flat_map(|(_, rows)| rows.par_iter().map(|r| be.replay(r)).collect::<Vec<_>>()).collect();
         let seconds = start.elapsed().as_secs_f64();
         let mut s = BackendSummary {
@@ -425,14 +403,14 @@ fn replay_all(files: &[PathBuf], backends: &[Box<dyn Backend>]) -> Result<Replay
             for r in recs {
                 let o = &outcomes[i];
                 match o {
-                    Outcome::Pass => p += 1,
-                    Outcome::Fail(_) => x += 1,
-                    Outcome::Skip(_) => k += 1,
+                    Verdict::Pass => p += 1,
+                    Verdict::Fail(_) => x += 1,
+                    Verdict::Skip(_) => k += 1,
                 }
                 if be.is_reference() {
                     facts.push(status::facts(r, o));
                 }
-                rows[i].outcomes.insert(s.name.clone(), RowOutcome::of(o));
+                rows[i].outcomes.insert(s.name.clone(), o.clone());
                 i += 1;
             }
             s.files.push((file.clone(), recs.len(), p, x, k));

@@ -3,6 +3,7 @@
 
 use super::{Report, RowResult};
 use mmaemu_harness::status::{ScopeStatus, Status};
+use mmaemu_harness::Verdict;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -40,7 +41,7 @@ fn failures(r: &Report) -> Vec<(&RowResult, &str, &str)> {
     let mut out = Vec::new();
     for row in &r.rows {
         for (backend, o) in &row.outcomes {
-            if o.outcome == "fail" {
+            if matches!(o, Verdict::Fail(_)) {
                 out.push((row, backend.as_str(), o.message.as_deref().unwrap_or("")));
             }
         }
