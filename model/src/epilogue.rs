@@ -1,10 +1,10 @@
-//! The epilogue of `torch._scaled_mm` with tensor-wise scales (behaviour.md §4): alpha = RN32(sa * sb),
-//! y = RN32(acc * alpha + (+0)) rounded once, then the conversion to the out dtype (bf16/fp16 by a second
-//! rounding from fp32; FP8 through scale_result, saturation and round-to-nearest-even), with canonical NaNs.
+//! The epilogue of `torch._scaled_mm` with tensor-wise scales (docs/reference.md §4): alpha = RN32(sa * sb),
+//! y = RN32(acc * alpha + (+0)) rounded once, then the out dtype: bf16/fp16 by a second rounding from fp32
+//! (`half`'s), FP8 through scale_result, saturation and round-to-nearest-even; canonical NaNs, set here.
 
 use crate::chain::CANONICAL_NAN_F32;
 use crate::format::Format;
-use crate::round::round_to_narrow;
+use half::{bf16, f16};
 use std::fmt;
 
 /// The output dtypes cuBLASLt FP8 GEMMs produce.
@@ -83,8 +83,16 @@ impl OutDtype {
     pub fn to_f64(self, bits: u32) -> f64 {
         match self {
             OutDtype::Float32 => f32::from_bits(bits) as f64,
-            OutDtype::BFloat16 => f32::from_bits(bits << 16) as f64,
-            OutDtype::Float16 => f16_to_f64(bits as u16),
+            OutDtype::BFloat16 => bf16::from_bits(bits as u16).to_f64(),
+            OutDtype::Float16 => {
+                // Any f16 NaN code displays as the one f64 NaN (`half` would keep its sign and payload).
+                let h = f16::from_bits(bits as u16);
+                if h.is_nan() {
+                    f64::NAN
+                } else {
+                    h.to_f64()
+                }
+            }
             OutDtype::E4m3 => Format::E4m3.to_f64(bits as u8),
             OutDtype::E5m2 => Format::E5m2.to_f64(bits as u8),
         }
@@ -97,51 +105,23 @@ impl fmt::Display for OutDtype {
     }
 }
 
-/// IEEE binary16 bits to f64 (exact).
-fn f16_to_f64(h: u16) -> f64 {
-    let neg = h & 0x8000 != 0;
-    let field = ((h >> 10) & 0x1F) as i32;
-    let mant = (h & 0x3FF) as f64;
-    let v = match field {
-        0 => mant * 2f64.powi(-24),
-        31 if mant == 0.0 => f64::INFINITY,
-        31 => return f64::NAN,
-        _ => (1024.0 + mant) * 2f64.powi(field - 25),
-    };
-    if neg {
-        -v
-    } else {
-        v
-    }
-}
-
 /// fp32 -> bfloat16 bits, round to nearest even, subnormals kept, overflow to Inf, NaN canonical (0x7FFF).
 pub fn f32_to_bf16(x: f32) -> u16 {
+    // NaN first: `half` keeps a NaN's sign and top payload bits, while the epilogue's NaN is canonical.
     if x.is_nan() {
-        return 0x7FFF;
+        return OutDtype::BFloat16.canonical_nan() as u16;
     }
-    let sign = ((x.to_bits() >> 16) & 0x8000) as u16;
-    if x.is_infinite() {
-        return sign | 0x7F80;
-    }
-    // bf16: 7 mantissa bits, emin -126. A result at or past the Inf code is an overflow to Inf.
-    let mag = round_to_narrow(x.to_bits(), 7, -126).min(0x7F80);
-    sign | mag as u16
+    bf16::from_f32(x).to_bits()
 }
 
 /// fp32 -> IEEE binary16 bits, round to nearest even, subnormals kept, overflow to Inf (no saturation),
 /// NaN canonical (0x7FFF).
 pub fn f32_to_f16(x: f32) -> u16 {
+    // As in `f32_to_bf16`: canonical NaN here, `half` only for non-NaN values.
     if x.is_nan() {
-        return 0x7FFF;
+        return OutDtype::Float16.canonical_nan() as u16;
     }
-    let sign = ((x.to_bits() >> 16) & 0x8000) as u16;
-    if x.is_infinite() {
-        return sign | 0x7C00;
-    }
-    // fp16: 10 mantissa bits, emin -14; beyond the largest exponent field the result is Inf (0x7C00).
-    let mag = round_to_narrow(x.to_bits(), 10, -14).min(0x7C00);
-    sign | mag as u16
+    f16::from_f32(x).to_bits()
 }
 
 /// The epilogue's parameters: tensor-wise scales (fp32 values), optional scale_result, and the out dtype.
@@ -229,7 +209,7 @@ mod tests {
 
     #[test]
     fn sixteen_bit_examples() {
-        // behaviour.md §4 step 3 examples.
+        // docs/reference.md §4 step 3 examples.
         assert_eq!(f32_to_f16(65520.0), 0x7C00);
         assert_eq!(f32_to_f16(65519.0), 0x7BFF);
         assert_eq!(f32_to_f16(70000.0), 0x7C00);
@@ -242,8 +222,26 @@ mod tests {
     }
 
     #[test]
+    fn nan_is_canonical() {
+        // Every NaN, whatever its sign and payload, becomes the dtype's canonical NaN (0x7FFF).
+        for x in [0x7FC0_0000u32, 0xFFC0_0000, 0x7F80_0001, 0xFF80_0001, 0x7FA0_0000, 0xFFFF_FFFF] {
+            assert_eq!(f32_to_bf16(f32::from_bits(x)), 0x7FFF, "{x:#010x}");
+            assert_eq!(f32_to_f16(f32::from_bits(x)), 0x7FFF, "{x:#010x}");
+        }
+        for out in [OutDtype::BFloat16, OutDtype::Float16] {
+            let e = Epilogue { scale_a: f32::INFINITY, scale_b: 1.0, scale_result: None, out };
+            assert_eq!(e.apply(&[0.0, f32::from_bits(0xFF80_0001)]), vec![0x7FFF, 0x7FFF]);
+        }
+        // Display values: every f16 NaN code is the one f64 NaN; bf16 NaNs widen like fp32 ones.
+        for h in [0x7C01u32, 0x7E00, 0xFC01, 0xFFFF] {
+            assert_eq!(OutDtype::Float16.to_f64(h).to_bits(), f64::NAN.to_bits(), "{h:#06x}");
+        }
+        assert_eq!(OutDtype::BFloat16.to_f64(0xFFC1).to_bits(), 0xFFF8_2000_0000_0000);
+    }
+
+    #[test]
     fn saturation_examples() {
-        // behaviour.md §4: acc [8192, -8192, 240, 480, 448, 464, Inf, -Inf, 1e30] with alpha 1.
+        // docs/reference.md §4: acc [8192, -8192, 240, 480, 448, 464, Inf, -Inf, 1e30] with alpha 1.
         let acc = [8192.0, -8192.0, 240.0, 480.0, 448.0, 464.0, f32::INFINITY, f32::NEG_INFINITY, 1e30];
         let e4 = Epilogue { scale_a: 1.0, scale_b: 1.0, scale_result: None, out: OutDtype::E4m3 };
         assert_eq!(e4.apply(&acc), vec![0x7E, 0xFE, 0x77, 0x7E, 0x7E, 0x7E, 0x7E, 0xFE, 0x7E]);

@@ -2,7 +2,8 @@
 //!
 //! Two operations live here and nowhere else:
 //! - [`round_to_narrow`]: round a finite fp32 value to nearest-even in a narrower IEEE-like format with
-//!   subnormals (FP8, fp16, bf16), returning the magnitude code; overflow handling is the caller's.
+//!   subnormals (the FP8 formats; fp16 and bf16 come from `half`), returning the magnitude code; overflow
+//!   handling is the caller's.
 //! - [`f32_from_parts`]: build the fp32 value `(-1)^neg * mag * 2^exp` when it is exactly representable.
 //!
 //! A narrow format here is described by its mantissa width `mbits` and its smallest normal exponent `emin`.
@@ -55,7 +56,7 @@ pub fn round_to_narrow(x: u32, mbits: u32, emin: i32) -> u32 {
 
 /// The fp32 value `(-1)^neg * mag * 2^exp`, which must be exactly representable (a debug assertion checks
 /// that no bit is lost). A zero magnitude gives a zero of the given sign. A value beyond the fp32 range
-/// gives Inf of that sign (the callers' derivations show it cannot happen; see behaviour.md §2.5).
+/// gives Inf of that sign (the callers' derivations show it cannot happen; see docs/reference.md §2.5).
 pub fn f32_from_parts(neg: bool, mag: u128, exp: i32) -> f32 {
     let sign = if neg { 0x8000_0000u32 } else { 0 };
     if mag == 0 {
