@@ -165,8 +165,8 @@ pub fn replay_row(row: &Row) -> Verdict {
 }
 
 /// Replay one row with a chain engine computing the chains of its GEMM (ops `accumulator`, `gemm` and
-/// `scaled_mm`; op `mma` rows start from a recorded accumulator, which chain engines do not take, and run
-/// on the model's chain) and compare it with the recording.
+/// `scaled_mm`; op `mma` rows start from a recorded accumulator, which chain engines do not take: only the
+/// reference replays them, other engines skip them) and compare it with the recording.
 pub fn replay_row_on(row: &Row, engine: &dyn ChainEngine) -> Verdict {
     let computed = match compute_on(row, engine) {
         Ok(c) => c,
@@ -232,9 +232,16 @@ pub fn compute(row: &Row) -> Result<Computed, String> {
     compute_on(row, &ReferenceEngine)
 }
 
+/// Why an engine other than the model skips `mma` rows.
+pub const MMA_ON_ENGINE: &str =
+    "op mma: chain engines start every chain from +0 (mma rows start from a recorded accumulator; the reference replays them)";
+
 /// [`compute`] with a chain engine for the GEMM ops (see [`replay_row_on`]).
 pub fn compute_on(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, String> {
     match row.op {
+        // An engine starts every chain from +0; an mma row starts from its recorded accumulator, so only
+        // the model computes it, and another engine must not be credited with its pass.
+        Op::Mma if engine.name() != ReferenceEngine.name() => Err(MMA_ON_ENGINE.to_string()),
         Op::Mma => compute_mma(row),
         Op::Accumulator | Op::Gemm => compute_gemm(row, engine),
         Op::ScaledMm => crate::call::compute_scaled_mm_on(row, engine),

@@ -109,7 +109,7 @@ impl Feature {
 }
 
 /// What one row contributes to the status.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RowFacts {
     /// The row's preset.
     pub preset: String,

@@ -26,7 +26,7 @@ pub mod fuzz;
 pub mod render;
 pub mod throughput;
 
-use mmaemu_harness::replay::{Failure, Verdict};
+use mmaemu_harness::replay::Verdict;
 use mmaemu_harness::status::{self, RowFacts, StatusReport};
 use backends::Backend;
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
@@ -108,7 +108,7 @@ impl std::error::Error for ReportError {}
 
 /// One row's outcome on one backend.
 /// One recorded row and its outcome on every backend.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RowResult {
     /// The recording's file name.
     pub file: String,

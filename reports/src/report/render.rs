@@ -37,12 +37,12 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-fn failures(r: &Report) -> Vec<(&RowResult, &str, &str)> {
+fn failures(r: &Report) -> Vec<(&RowResult, &str, String)> {
     let mut out = Vec::new();
     for row in &r.rows {
         for (backend, o) in &row.outcomes {
-            if matches!(o, Verdict::Fail(_)) {
-                out.push((row, backend.as_str(), o.message.as_deref().unwrap_or("")));
+            if let Verdict::Fail(f) = o {
+                out.push((row, backend.as_str(), f.to_string()));
             }
         }
     }
