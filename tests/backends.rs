@@ -58,15 +58,22 @@ fn environment_and_explicit_names() {
 
 #[test]
 fn replay_through_the_cpu_backend_matches_the_model() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings/toolbox-h100.parquet");
-    let run = |backend: &str| {
-        let out = mmaemu().args(["replay", "--json", "--backend", backend]).arg(&file).output().unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings");
+    let run = |backend: &str, file: &str| {
+        let out = mmaemu().args(["replay", "--json", "--backend", backend]).arg(dir.join(file)).output().unwrap();
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         (out.status.code(), v["passed"].clone(), v["failed"].clone(), v["skipped"].clone())
     };
-    let reference = run("reference");
+    // scaled_mm rows: the CPU backend computes every chain and passes exactly what the model passes.
+    let reference = run("reference", "rtx4060-api.parquet");
     assert_eq!(reference.0, Some(0));
-    assert_eq!(run("cpu"), reference);
+    assert!(reference.1.as_u64().unwrap() > 0, "{reference:?}");
+    assert_eq!(run("cpu", "rtx4060-api.parquet"), reference);
+    // mma rows start from a recorded accumulator: the model replays them, the CPU backend skips them.
+    let (code, passed, failed, skipped) = run("reference", "toolbox-h100.parquet");
+    assert_eq!((code, failed.as_u64(), skipped.as_u64()), (Some(0), Some(0), Some(0)));
+    assert_eq!(run("cpu", "toolbox-h100.parquet"), (Some(0), 0.into(), 0.into(), passed));
+    let file = dir.join("toolbox-h100.parquet");
     let out = mmaemu().args(["replay", "--backend", "gpu"]).arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
