@@ -54,7 +54,7 @@ pub struct SplitKTableRow {
     pub m: i32,
     /// torch's N.
     pub n: i32,
-    /// K.
+    /// K, the reduction length.
     pub k: i32,
     /// Format of mat1: one of [`SPLITK_FMTS`].
     pub fmt_a: &'static str,
@@ -62,23 +62,23 @@ pub struct SplitKTableRow {
     pub fmt_b: &'static str,
     /// Out dtype: one of [`SPLITK_OUT_DTYPES`].
     pub out_dtype: &'static str,
-    /// use_fast_accum.
+    /// use_fast_accum: fast (true) or slow accumulation.
     pub fast_accum: bool,
     /// cuBLASLt MAX_WORKSPACE_BYTES.
     pub workspace_bytes: i64,
     /// numSplitsK of the returned algorithm.
     pub split_s: u8,
-    /// CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION.
+    /// CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION of that algorithm (on the RTX 4060 it names the split scheme).
     pub custom_option: u8,
     /// Algorithm id.
     pub algo_id: i16,
-    /// CUBLASLT_ALGO_CONFIG_TILE_ID.
+    /// CUBLASLT_ALGO_CONFIG_TILE_ID: the CTA tile of that algorithm (cublasLt.h enum).
     pub tile_id: i16,
-    /// CUBLASLT_ALGO_CONFIG_STAGES_ID.
+    /// CUBLASLT_ALGO_CONFIG_STAGES_ID: its pipeline stages (cublasLt.h enum).
     pub stages_id: i16,
-    /// CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME.
+    /// CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME: how its split partials are reduced (cublasLt.h enum).
     pub reduction_scheme: u8,
-    /// CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING.
+    /// CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING: whether its CTAs are swizzled.
     pub cta_swizzling: u8,
 }
 

@@ -18,11 +18,11 @@ use std::time::Instant;
 /// What to benchmark.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GemmBench {
-    /// M.
+    /// M: rows of A and of the result.
     pub m: usize,
-    /// N.
+    /// N: rows of B (columns of mat2) and columns of the result.
     pub n: usize,
-    /// K.
+    /// K: the reduction length.
     pub k: usize,
     /// Profile whose preset is emulated (default: MMAEMU_PROFILE, else hopper).
     pub profile: Option<String>,
@@ -66,7 +66,7 @@ pub struct GemmResult {
     pub backend: String,
     /// Its SIMD level (`avx512`, `avx2`, `portable`; `none` for the model).
     pub simd: String,
-    /// Threads.
+    /// The rayon threads both GEMMs ran on.
     pub threads: usize,
     /// Best emulated time, seconds.
     pub emulated_s: f64,

@@ -127,9 +127,9 @@ pub fn f32_to_f16(x: f32) -> u16 {
 /// The epilogue's parameters: tensor-wise scales (fp32 values), optional scale_result, and the out dtype.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Epilogue {
-    /// scale_a.
+    /// scale_a: the per-tensor scale of the first operand, applied in the epilogue.
     pub scale_a: f32,
-    /// scale_b.
+    /// scale_b: the per-tensor scale of the second operand.
     pub scale_b: f32,
     /// scale_result (used only by FP8 outputs).
     pub scale_result: Option<f32>,

@@ -82,11 +82,11 @@ impl Error {
     pub fn unknown_name(message: impl Into<String>) -> Error {
         Error::new(Category::InvalidArgument(InvalidKind::UnknownName), message)
     }
-    /// UnsupportedFeatureError.
+    /// An UnsupportedFeatureError: a feature the reference platform lacks or mmaemu does not model.
     pub fn unsupported(message: impl Into<String>) -> Error {
         Error::new(Category::UnsupportedFeature, message)
     }
-    /// ReferenceRejectsError.
+    /// A ReferenceRejectsError: a call the reference platform (torch or cuBLASLt) rejects.
     pub fn rejects(message: impl Into<String>) -> Error {
         Error::new(Category::ReferenceRejects, message)
     }

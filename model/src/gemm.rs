@@ -12,9 +12,9 @@ use crate::preset::Preset;
 pub struct Output {
     /// Element dtype.
     pub dtype: OutDtype,
-    /// Rows.
+    /// Rows of the result (M).
     pub m: usize,
-    /// Columns.
+    /// Columns of the result (N).
     pub n: usize,
     /// Element bits (in the low `dtype.width()` bytes).
     pub bits: Vec<u32>,

@@ -72,7 +72,7 @@ pub struct SplitK {
 }
 
 impl SplitK {
-    /// Unsplit.
+    /// No split: one chain per output over the whole of K.
     pub const NONE: SplitK = SplitK { s: 1, scheme: Scheme::None };
 
     /// A validated split (docs/reference.md §6.3): S >= 1; S = 1 requires scheme none; S > 1 requires serial,

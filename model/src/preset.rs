@@ -198,7 +198,7 @@ impl Preset {
         ["ada", "b200_mma_sync", "hopper"]
     }
 
-    /// Name.
+    /// The preset's name (`ada`, `hopper`, `b200_mma_sync`, or the user's).
     pub fn name(&self) -> &str {
         &self.spec.name
     }
@@ -226,7 +226,7 @@ impl Preset {
     pub fn slow_chunk(&self) -> Option<usize> {
         self.spec.slow_chunk.map(|c| c as usize)
     }
-    /// Maturity.
+    /// How far hardware recordings back the preset (validated, experimental, custom).
     pub fn maturity(&self) -> Maturity {
         self.spec.maturity
     }

@@ -45,7 +45,7 @@ pub fn packed_strides(shape: &[usize]) -> Vec<usize> {
 pub struct View<'a> {
     /// Element dtype.
     pub dtype: Dtype,
-    /// Shape.
+    /// The size of each dimension, outermost first.
     pub shape: Vec<usize>,
     /// Strides, in elements.
     pub strides: Vec<usize>,
@@ -117,7 +117,7 @@ impl<'a> View<'a> {
 pub struct Tensor {
     /// Element dtype.
     pub dtype: Dtype,
-    /// Shape.
+    /// The size of each dimension, outermost first.
     pub shape: Vec<usize>,
     /// Strides, in elements.
     pub strides: Vec<usize>,

@@ -22,7 +22,7 @@ pub struct GemmArgs {
     /// N (rows of B, columns of the result).
     #[arg(long)]
     pub n: usize,
-    /// K.
+    /// K: the reduction length.
     #[arg(long)]
     pub k: usize,
     /// Profile whose preset is emulated (default: MMAEMU_PROFILE, else hopper).

@@ -15,11 +15,11 @@ use std::path::PathBuf;
 /// One call to explain: what the command line's flags (or a `--cases` line) describe.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Case {
-    /// M.
+    /// M: rows of mat1.
     pub m: usize,
-    /// N.
+    /// N: columns of mat2.
     pub n: usize,
-    /// K.
+    /// K: the reduction length.
     pub k: usize,
     /// Format of A (`e4m3`, `e5m2`, or any torch dtype name).
     pub a: String,
@@ -27,13 +27,13 @@ pub struct Case {
     pub b: String,
     /// out_dtype (None: not passed, the input's dtype).
     pub out: Option<String>,
-    /// use_fast_accum.
+    /// use_fast_accum: fast (true) or slow accumulation.
     pub fast: bool,
-    /// scale_a.
+    /// scale_a: the scale of mat1.
     pub scale_a: f32,
-    /// scale_b.
+    /// scale_b: the scale of mat2.
     pub scale_b: f32,
-    /// scale_result.
+    /// scale_result: the output scale, if given.
     pub scale_result: Option<f32>,
     /// Profile name (None: MMAEMU_PROFILE or the default).
     pub profile: Option<String>,
@@ -267,7 +267,7 @@ pub struct ExplainArgs {
     /// N (columns of mat2).
     #[arg(required_unless_present = "cases")]
     pub n: Option<usize>,
-    /// K.
+    /// K: the reduction length.
     #[arg(required_unless_present = "cases")]
     pub k: Option<usize>,
     /// Format of mat1.
@@ -282,13 +282,13 @@ pub struct ExplainArgs {
     /// use_fast_accum=True.
     #[arg(long)]
     pub fast: bool,
-    /// scale_a.
+    /// scale_a: the scale of mat1.
     #[arg(long, default_value_t = 1.0)]
     pub scale_a: f32,
-    /// scale_b.
+    /// scale_b: the scale of mat2.
     #[arg(long, default_value_t = 1.0)]
     pub scale_b: f32,
-    /// scale_result.
+    /// scale_result: the output scale (FP8 out dtypes).
     #[arg(long)]
     pub scale_result: Option<f32>,
     /// Profile (default: MMAEMU_PROFILE, else hopper).

@@ -77,13 +77,13 @@ pub struct ScaledMm<'a> {
     pub input: View<'a>,
     /// mat2 = B, [K, N] (normally the transpose of a row-major [N, K] weight).
     pub mat2: View<'a>,
-    /// scale_a.
+    /// scale_a: the scale of `input` (one value, or one per row).
     pub scale_a: ScaleTensor,
-    /// scale_b.
+    /// scale_b: the scale of `mat2` (one value, or one per column).
     pub scale_b: ScaleTensor,
-    /// bias.
+    /// bias: added in the epilogue, if given.
     pub bias: Option<BiasSpec>,
-    /// scale_result.
+    /// scale_result: the output scale of FP8 out dtypes, if given.
     pub scale_result: Option<ScaleTensor>,
     /// out_dtype (None: the input's dtype).
     pub out_dtype: Option<Dtype>,

@@ -156,7 +156,7 @@ pub struct SplitKey {
     pub m: usize,
     /// N (columns of mat2).
     pub n: usize,
-    /// K.
+    /// K, the reduction length.
     pub k: usize,
     /// Format of mat1.
     pub fa: Format,
@@ -164,7 +164,7 @@ pub struct SplitKey {
     pub fb: Format,
     /// Out dtype.
     pub out: OutDtype,
-    /// use_fast_accum.
+    /// use_fast_accum: fast (true) or slow accumulation.
     pub fast: bool,
 }
 
@@ -183,9 +183,9 @@ impl SplitKey {
 /// The values of one table row: the first algorithm cuBLASLt's heuristic returned for the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TableRow {
-    /// numSplitsK.
+    /// numSplitsK: how many partial sums K is split into (1: unsplit).
     pub split_s: u8,
-    /// customOption.
+    /// customOption: on the RTX 4060 it names the split scheme (§6.4).
     pub custom_option: u8,
     /// Algorithm id.
     pub algo_id: i16,

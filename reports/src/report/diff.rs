@@ -18,7 +18,7 @@ pub struct Change {
     pub subject: String,
     /// Before (the baseline's value, `absent` when it had none).
     pub before: String,
-    /// After.
+    /// The value now (`-` when absent).
     pub after: String,
     /// In words: `newly failing`, `newly passing`, `status change`, `slower by 23 %`, ...
     pub change: String,

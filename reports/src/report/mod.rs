@@ -114,11 +114,11 @@ pub struct RowResult {
     pub file: String,
     /// Row id.
     pub id: String,
-    /// Op.
+    /// The row's op (`mma`, `accumulator`, `gemm`, `scaled_mm`).
     pub op: String,
-    /// Preset.
+    /// The row's preset.
     pub preset: String,
-    /// Profile.
+    /// The row's profile, for rows of a profile.
     pub profile: Option<String>,
     /// `hardware` or `model`.
     pub truth: String,
@@ -129,17 +129,17 @@ pub struct RowResult {
 /// One backend's replay totals.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BackendSummary {
-    /// Name.
+    /// The backend's name (`reference`, `cpu:avx2`, ...).
     pub name: String,
     /// What it is.
     pub description: String,
     /// Rows replayed.
     pub rows: usize,
-    /// Passed.
+    /// Rows that passed.
     pub passed: usize,
-    /// Failed.
+    /// Rows that failed.
     pub failed: usize,
-    /// Skipped.
+    /// Rows that could not be replayed.
     pub skipped: usize,
     /// Wall seconds of the replay.
     pub seconds: f64,
@@ -150,13 +150,13 @@ pub struct BackendSummary {
 /// One point of the history: a past (or this) report's headline numbers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HistoryPoint {
-    /// When.
+    /// When the report was made (RFC 3339 UTC).
     pub generated: String,
     /// Reference rows passed / failed / skipped.
     pub passed: usize,
-    /// Failed.
+    /// Rows that failed on some backend.
     pub failed: usize,
-    /// Skipped.
+    /// Rows that were skipped.
     pub skipped: usize,
     /// Fuzz failures.
     pub fuzz_failures: usize,
@@ -322,28 +322,6 @@ impl Report {
     }
 }
 
-/// UTC `YYYY-MM-DDTHH:MM:SSZ` of a Unix time.
-pub fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-fn now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    rfc3339(secs)
-}
-
 /// The file names of the recordings, for row keys: the base name, or the whole path where two files
 /// share a base name.
 fn file_names(files: &[PathBuf]) -> Vec<String> {
@@ -475,7 +453,7 @@ pub fn make(args: &ReportOptions, progress: &dyn Fn(&str)) -> Result<Report, Rep
         throughput::run(&backends, args.bench_reps)
     };
     let mut report = Report {
-        generated: now(),
+        generated: mmaemu_datasets::digest::now_rfc3339(),
         inputs: paths.iter().map(|p| p.display().to_string()).collect(),
         backends: summaries,
         rows,

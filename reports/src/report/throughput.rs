@@ -16,15 +16,15 @@ pub struct Shape {
     pub name: String,
     /// Preset name.
     pub preset: &'static str,
-    /// M.
+    /// M: rows of A.
     pub m: usize,
-    /// N.
+    /// N: rows of B.
     pub n: usize,
-    /// K.
+    /// K: the reduction length.
     pub k: usize,
     /// Fast accumulation?
     pub fast: bool,
-    /// S.
+    /// S: the split count (1: unsplit).
     pub s: usize,
     /// The scheme.
     pub scheme: Scheme,
