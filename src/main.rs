@@ -26,6 +26,9 @@ enum Command {
         /// The backend computing the GEMMs: reference (the model), cpu, cpu:<simd>, auto.
         #[arg(long, default_value = "reference")]
         backend: String,
+        /// Accept a file whose rows were all skipped (by default nothing verified in a file exits 1).
+        #[arg(long)]
+        allow_skips: bool,
         /// Recording files or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -38,6 +41,9 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// Accept a file whose rows were all skipped.
+        #[arg(long)]
+        allow_skips: bool,
         /// Recording files or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -91,8 +97,12 @@ impl Command {
     fn run(self) -> CommandResult {
         use cmd::replay::Scope;
         match self {
-            Command::Replay { json, backend, paths } => cmd::replay::run(json, &paths, Scope::Everything, &backend),
-            Command::Status { json, paths } => cmd::replay::run(json, &paths, Scope::StatusOnly, "reference"),
+            Command::Replay { json, backend, allow_skips, paths } => {
+                cmd::replay::run(json, &paths, Scope::Everything, &backend, allow_skips)
+            }
+            Command::Status { json, allow_skips, paths } => {
+                cmd::replay::run(json, &paths, Scope::StatusOnly, "reference", allow_skips)
+            }
             Command::Explain(args) => cmd::explain::run(*args),
             Command::Datasets { command } => cmd::datasets::run(command),
             Command::Fit { command } => cmd::fit::run(command),

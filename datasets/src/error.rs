@@ -13,6 +13,10 @@ pub enum DatasetError {
     Io { path: PathBuf, source: std::io::Error },
     /// A path given to [`crate::discover`] does not exist.
     NotFound { path: PathBuf },
+    /// The path is not a regular file (a FIFO, a socket, a device): reading it could block or never end.
+    NotRegular { path: PathBuf },
+    /// Nothing to read: the paths named hold no recording file.
+    NoRecordings { paths: Vec<PathBuf> },
     /// The file is not a Parquet file, or its footer is truncated or corrupt.
     NotParquet { path: PathBuf, detail: String },
     /// The file is Parquet, but its data could not be decoded (corrupt pages, unreadable columns).
@@ -39,6 +43,7 @@ impl DatasetError {
         match self {
             DatasetError::Io { path, .. }
             | DatasetError::NotFound { path }
+            | DatasetError::NotRegular { path }
             | DatasetError::NotParquet { path, .. }
             | DatasetError::Corrupt { path, .. }
             | DatasetError::MissingMetadata { path, .. }
@@ -47,6 +52,7 @@ impl DatasetError {
             | DatasetError::WrongType { path, .. }
             | DatasetError::Invalid { path, .. }
             | DatasetError::Write { path, .. } => path,
+            DatasetError::NoRecordings { paths } => paths.first().map_or(Path::new("."), |p| p.as_path()),
         }
     }
 
@@ -56,6 +62,20 @@ impl DatasetError {
             DatasetError::Invalid { row_id, .. } => row_id.as_deref(),
             _ => None,
         }
+    }
+
+    /// Is this about reading the file at all (it is missing, unreadable or not Parquet) rather than about
+    /// its contents?
+    pub fn is_unreadable(&self) -> bool {
+        matches!(
+            self,
+            DatasetError::Io { .. }
+                | DatasetError::NotFound { .. }
+                | DatasetError::NotRegular { .. }
+                | DatasetError::NoRecordings { .. }
+                | DatasetError::NotParquet { .. }
+                | DatasetError::Corrupt { .. }
+        )
     }
 
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
@@ -72,6 +92,13 @@ impl fmt::Display for DatasetError {
         match self {
             DatasetError::Io { path, source } => write!(f, "{}: I/O error: {source}", path.display()),
             DatasetError::NotFound { path } => write!(f, "{}: no such file or directory", path.display()),
+            DatasetError::NotRegular { path } => {
+                write!(f, "{}: not a regular file (a FIFO, socket or device is never read)", path.display())
+            }
+            DatasetError::NoRecordings { paths } => {
+                let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                write!(f, "no recordings found under {} (no *.parquet file)", names.join(", "))
+            }
             DatasetError::NotParquet { path, detail } => write!(
                 f,
                 "{}: not a readable Parquet file (not Parquet, truncated or corrupt footer): {detail}",

@@ -24,9 +24,9 @@ mod validate;
 mod write;
 
 pub use call::{BiasSpec, Call, FillValue, MatSpec, OutSpec, ScaleSpec, ScaleValue};
-pub use discover::discover;
+pub use discover::{discover, is_recording_name};
 pub use error::DatasetError;
-pub use read::{read_recording, read_recording_with, ReadOptions};
+pub use read::{open_regular, read_recording, read_recording_with, ReadOptions};
 pub use row::{
     dtype_width, torch_dtype_name, Expectation, FileMeta, Op, OutSelect, Recording, Row, RowExt, Truth,
     EXPECTED_ERRORS, FORMAT_V1, SPLIT_SCHEMES,

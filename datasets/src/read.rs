@@ -57,7 +57,7 @@ pub fn read_recording_with(path: &Path, options: &ReadOptions) -> Result<Recordi
 }
 
 fn read_inner(path: &Path, options: &ReadOptions) -> Result<Recording, DatasetError> {
-    let file = File::open(path).map_err(|e| DatasetError::io(path, e))?;
+    let file = open_regular(path)?;
     let plain = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
         .map_err(|e| DatasetError::NotParquet { path: path.to_path_buf(), detail: e.to_string() })?;
 
@@ -508,5 +508,16 @@ mod tests {
                 assert!(runs.iter().all(|r| !r.is_empty()) || sizes.is_empty());
             }
         }
+    }
+}
+
+/// Open `path` for reading if it is a regular file: a FIFO, socket or device is refused before it is
+/// opened, since opening or reading it could block forever.
+pub fn open_regular(path: &Path) -> Result<File, DatasetError> {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DatasetError::NotFound { path: path.to_path_buf() }),
+        Err(e) => Err(DatasetError::io(path, e)),
+        Ok(m) if !m.is_file() => Err(DatasetError::NotRegular { path: path.to_path_buf() }),
+        Ok(_) => File::open(path).map_err(|e| DatasetError::io(path, e)),
     }
 }

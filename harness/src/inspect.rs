@@ -15,7 +15,7 @@
 //! Every command reports bad input with a message and an exit code, never a panic.
 
 use crate::replay::{compute, hexf, judge, sha256_hex, Verdict};
-use mmaemu_datasets::{discover, read_recording, DatasetError, Expectation, Op, OutSelect, Recording, Row};
+use mmaemu_datasets::{discover, read_recording, Expectation, Op, OutSelect, Recording, Row};
 use mmaemu_model::epilogue::{from_le_bytes, to_le_bytes};
 use mmaemu_model::{Format, OutDtype, Preset, Profile};
 use serde_json::json;
@@ -25,17 +25,6 @@ use std::path::{Path, PathBuf};
 
 /// The prefix of the lines that report why a command could not do its work at all.
 pub const FATAL: &str = "mmaemu datasets ";
-
-/// Is a dataset error about reading the file at all (exit 2) rather than about its contents (exit 1)?
-pub fn is_unreadable(e: &DatasetError) -> bool {
-    matches!(
-        e,
-        DatasetError::Io { .. }
-            | DatasetError::NotFound { .. }
-            | DatasetError::NotParquet { .. }
-            | DatasetError::Corrupt { .. }
-    )
-}
 
 /// The problems `verify` finds in a file that read successfully.
 pub fn check_recording(rec: &Recording, sha256: bool) -> Vec<String> {
@@ -144,15 +133,17 @@ pub fn verify(paths: &[PathBuf], sha256: bool) -> (String, u8) {
         Ok(f) => f,
         Err(e) => return (format!("mmaemu datasets verify: {e}\n"), 2),
     };
+    // A file that does not read as a recording is bad input (exit 2), whether it cannot be read at all
+    // or breaks the format; a file that reads but whose rows break a rule checked here fails (exit 1).
     let (mut ok, mut bad, mut unreadable) = (0usize, 0usize, 0usize);
     for path in &files {
         match read_recording(path) {
-            Err(e) if is_unreadable(&e) => {
+            Err(e) if e.is_unreadable() => {
                 unreadable += 1;
                 let _ = writeln!(out, "UNREADABLE {e}");
             }
             Err(e) => {
-                bad += 1;
+                unreadable += 1;
                 let _ = writeln!(out, "INVALID {e}");
             }
             Ok(rec) => {
@@ -171,7 +162,11 @@ pub fn verify(paths: &[PathBuf], sha256: bool) -> (String, u8) {
             }
         }
     }
-    let _ = writeln!(out, "{} files: {ok} valid, {bad} invalid, {unreadable} unreadable", files.len());
+    let _ = writeln!(
+        out,
+        "{} files: {ok} valid, {bad} with violations, {unreadable} unreadable or invalid",
+        files.len()
+    );
     let code = if unreadable > 0 {
         2
     } else if bad > 0 {
@@ -239,7 +234,7 @@ pub fn stats(paths: &[PathBuf], as_json: bool) -> (String, u8) {
     for path in &files {
         match read_recording(path) {
             Ok(r) => recs.push(r),
-            Err(e) => return (format!("mmaemu datasets stats: {e}\n"), if is_unreadable(&e) { 2 } else { 1 }),
+            Err(e) => return (format!("mmaemu datasets stats: {e}\n"), 2),
         }
     }
     let total: usize = recs.iter().map(|r| r.rows.len()).sum();

@@ -19,8 +19,10 @@ pub enum Scope {
     StatusOnly,
 }
 
-/// Replay `paths` with the backend `backend`; exit 1 if a row failed.
-pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str) -> CommandResult {
+/// Replay `paths` with the backend `backend`. A file that cannot be read is reported and the others still
+/// replay (exit 2 at the end); a failing row exits 1, and so does a file whose rows were all skipped
+/// (nothing in it was verified) unless `allow_skips`; no rows at all is bad input (exit 2).
+pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_skips: bool) -> CommandResult {
     let engine = registry().resolve(backend).map_err(CommandError::bad_input)?.engine;
     if backend != "reference" {
         eprintln!("mmaemu replay: backend {}", engine.name());
@@ -36,6 +38,7 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str) -> Comman
     });
     let mut reports: Vec<FileReport> = Vec::new();
     let mut facts = Vec::new();
+    let mut errors = Vec::new();
     for path in &list {
         if let Some(b) = &bar {
             b.set_message(path.display().to_string());
@@ -50,12 +53,7 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str) -> Comman
                 reports.push(r);
                 facts.extend(f);
             }
-            Err(e) => {
-                if let Some(b) = &bar {
-                    b.finish_and_clear();
-                }
-                return Err(CommandError::bad_input(e));
-            }
+            Err(e) => errors.push(e),
         }
     }
     if let Some(b) = &bar {
@@ -71,7 +69,11 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str) -> Comman
             );
         }
     }
+    for e in &errors {
+        eprintln!("mmaemu replay: {e}");
+    }
     let (passed, failed, skipped) = totals(&reports);
+    let unverified: Vec<&FileReport> = reports.iter().filter(|r| r.rows > 0 && r.skips.len() == r.rows).collect();
     let status = status::compute(&facts);
     if json {
         let mut report = match scope {
@@ -79,6 +81,10 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str) -> Comman
             Scope::StatusOnly => serde_json::json!({"passed": passed, "failed": failed, "skipped": skipped}),
         };
         report["status"] = status::json(&status);
+        report["errors"] = errors
+            .iter()
+            .map(|e| serde_json::json!({"path": e.path().display().to_string(), "error": e.to_string()}))
+            .collect();
         println!("{report}");
     } else {
         if scope == Scope::Everything {
@@ -87,6 +93,19 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str) -> Comman
         // The status table comes before the closing line, which stays the last line.
         print!("{}", status::text(&status));
         println!("{}", summary_line(passed, failed, skipped));
+    }
+    if !errors.is_empty() {
+        return Err(CommandError::bad_input(format!("{} of {} files could not be replayed", errors.len(), list.len())));
+    }
+    if passed + failed + skipped == 0 {
+        return Err(CommandError::bad_input("the recordings hold no rows: nothing was verified"));
+    }
+    if !unverified.is_empty() && !allow_skips && failed == 0 {
+        for r in &unverified {
+            eprintln!("mmaemu replay: {}: every row was skipped, nothing in it was verified", r.path.display());
+        }
+        eprintln!("mmaemu replay: --allow-skips accepts files whose rows were all skipped");
+        return Ok(Exit::Failed);
     }
     Ok(Exit::failed_if(failed > 0))
 }
