@@ -1,8 +1,6 @@
-//! mmaemu: the FP8 GEMM results NVIDIA tensor cores produce through cuBLASLt, bit for bit, on a CPU.
-//!
-//! This facade re-exports the crates of the workspace for Rust users: the numerics (`model`), the
-//! engines and their registry (`kernels`), the recordings (`datasets`), the differential-testing harness
-//! (`harness`) and the fits and reports (`reports`). The `mmaemu` command line is this package's binary.
+//! mmaemu: the FP8 GEMM results NVIDIA tensor cores produce through cuBLASLt, bit for bit, on a CPU. This facade
+//! re-exports the crates of the workspace for Rust users (`model`, `kernels`, `datasets`, `harness`, `reports`); the
+//! `mmaemu` command line is this package's binary.
 
 pub use mmaemu_datasets as datasets;
 pub use mmaemu_harness as harness;

@@ -1,7 +1,9 @@
-//! `mmaemu fit splitk` on the shipped recordings: from the RTX 4060 rows alone (their recorded scheme
-//! ignored) it finds interleaved 64-wide tiles with pairwise combination where the recording says pairwise
-//! and serial where it says serial, slow chains restarting every 2 own tiles, and it says "ambiguous" where
-//! the rows cannot tell the rules apart. Also: the `--json` shape, rows whose scheme is `unknown`, bad input.
+//! `mmaemu fit splitk` on the shipped recordings: from the RTX 4060 rows alone (their recorded scheme ignored) it finds
+//! the recorded reduction rules, and says "ambiguous" where the rows cannot tell the rules apart.
+
+// The rules it finds: interleaved 64-wide tiles with pairwise combination where the recording says pairwise and serial
+// where it says serial, slow chains restarting every 2 own tiles. Also: the `--json` shape, rows whose scheme is
+// `unknown`, bad input.
 
 use mmaemu_reports::fit::rules::Rule;
 use mmaemu_reports::fit::splitk::{fit_paths, FitReport, Verdict};

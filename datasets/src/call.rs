@@ -1,9 +1,9 @@
 //! The typed "call object" of `scaled_mm` rows (docs/recording-format.md, section "The call object"): how the exact
 //! `torch._scaled_mm` call of a row differed from the standard call.
-//!
-//! Parsing applies the spec's defaults for missing keys; unknown keys are rejected (a key this reader does
-//! not know would change the call, so ignoring it would replay the wrong call). Serialising writes every key
-//! explicitly, so a written call object parses back to an equal [`Call`].
+
+// Parsing applies the spec's defaults for missing keys; unknown keys are rejected (a key this reader does not know
+// would change the call, so ignoring it would replay the wrong call). Serialising writes every key explicitly, so a
+// written call object parses back to an equal `Call`.
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::ser::Serializer;

@@ -1,7 +1,6 @@
-//! `DatasetError`: every way reading, writing or discovering recordings can fail.
-//!
-//! Each variant carries the path of the file concerned, and its `Display` names that file (and the row id
-//! where the problem is in one row), so a message alone says where to look.
+//! `DatasetError`: every way reading, writing or discovering recordings can fail. Each variant carries the path of the
+//! file concerned, and its `Display` names that file (and the row id where the problem is in one row), so a message
+//! alone says where to look.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,13 +1,10 @@
-//! mmaemu-datasets: reads, validates and writes mmaemu recordings, the Parquet interchange format
-//! `mmaemu-recording/1` (`docs/recording-format.md`), and finds recording files on disk.
-//!
-//! The crate knows the format only: shapes, dtype widths, the call object, the expected outcome of each
-//! row. It knows nothing about the numerics (no FP8 arithmetic) and nothing about cuBLASLt.
-//!
-//! - [`read_recording`] reads one file and validates every row (typed [`DatasetError`]s, never a panic);
-//! - [`write_recording`] validates and writes one file atomically ([`RecordingWriter`]: the same, in parts);
-//! - [`inputs`]: the input generator `mmaemu-inputs/1` of rows that ship their operands by reference;
-//! - [`discover`] expands files and directories into the list of recording files.
+//! mmaemu-datasets: reads, validates and writes mmaemu recordings, the Parquet interchange format `mmaemu-recording/1`
+//! (`docs/recording-format.md`), and finds recording files on disk.
+
+// The crate knows the format only: shapes, dtype widths, the call object, the expected outcome of each row. It knows
+// nothing about the numerics (no FP8 arithmetic) and nothing about cuBLASLt. `read_recording` reads one file and
+// validates every row (typed `DatasetError`s, never a panic); `write_recording` validates and writes one file
+// atomically (`RecordingWriter`: the same, in parts).
 
 mod call;
 pub mod digest;

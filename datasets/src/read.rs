@@ -1,7 +1,8 @@
-//! Reading a recording: open the Parquet file, check the metadata and the column types, decode every row
-//! into a [`Row`] and validate it ([`crate::validate`]). Unknown extra columns are skipped without being
-//! decoded; the optional `algo` column and the extension columns (`inputs`, `expected_samples`, `note`)
-//! read as null when absent. Operands shipped by reference are regenerated ([`crate::inputs`]).
+//! Reading a recording: open the Parquet file, check the metadata and the column types, decode every row into a [`Row`]
+//! and validate it ([`crate::validate`]). Operands shipped by reference are regenerated ([`crate::inputs`]).
+
+// Unknown extra columns are skipped without being decoded; the optional `algo` column and the extension columns
+// (`inputs`, `expected_samples`, `note`) read as null when absent.
 
 use crate::call::Call;
 use crate::error::DatasetError;

@@ -1,11 +1,5 @@
-//! Reading one row of a recording without decoding the others, so that a trial run alone (`--exact NAME`,
-//! as nextest runs every trial in its own process) costs milliseconds instead of a whole file.
-//!
-//! Two steps: [`row_keys`] reads only the `id`, `op` and `origin` columns (what trial names are made of);
-//! [`read_row`] decodes the one row at an index with a Parquet row selection, writes it as a one-row
-//! recording (same schema, same `mmaemu:*` metadata) to a temporary file and reads that back with
-//! [`crate::read_recording`], so the row is decoded and validated by exactly the code that reads
-//! whole files.
+//! Reading one row of a recording without decoding the others, so that a trial run alone (`--exact NAME`, as nextest
+//! runs every trial in its own process) costs milliseconds instead of a whole file.
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
@@ -50,7 +44,8 @@ fn strings(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<String>, 
     (0..a.len()).map(|i| get(i).ok_or_else(|| err(path, format!("column `{name}` is not a string column")))).collect()
 }
 
-/// The id, op and origin of every row, in file order, reading only those three columns.
+/// The id, op and origin of every row (what trial names are made of), in file order, reading only those three
+/// columns.
 pub fn row_keys(path: &Path) -> Result<Vec<RowKey>, String> {
     let file = File::open(path).map_err(|e| err(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(path, e))?;
@@ -77,7 +72,9 @@ pub fn row_keys(path: &Path) -> Result<Vec<RowKey>, String> {
     Ok(keys)
 }
 
-/// Decode and validate the row at `index` of a recording (see the module documentation).
+/// Decode and validate the row at `index` of a recording: decode that one row with a Parquet row selection, write
+/// it as a one-row recording (same schema, same `mmaemu:*` metadata) to a temporary file and read that back with
+/// [`crate::read_recording`], so the row is decoded and validated by exactly the code that reads whole files.
 pub fn read_row(path: &Path, index: usize) -> Result<Row, String> {
     let file = File::open(path).map_err(|e| err(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(path, e))?;

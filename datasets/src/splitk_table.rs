@@ -1,13 +1,9 @@
-//! Reading split-K decision tables, the Parquet companion format `mmaemu-splitk-table/1`
-//! (`docs/recording-format.md`, "Companion format: split-K decision tables"), and their JSON sidecars.
-//!
-//! One row per cuBLASLt heuristic query, keyed by (`m`, `n`, `k`, `fmt_a`, `fmt_b`, `out_dtype`, `fast_accum`,
-//! `workspace_bytes`); the value columns are the first algorithm the heuristic returned. The sidecar (same
-//! stem, `.json`) holds the settings, the envelope, the verified split combinations and the file's sha256.
-//!
-//! [`read_splitk_table`] checks the file's key-value metadata (`mmaemu:format`), the sidecar's `format`, the
-//! file's sha256 against the sidecar's `parquet_sha256` and the row count against the sidecar's `rows`, then
-//! returns every row. Every problem is a [`DatasetError`], never a panic.
+//! Reading split-K decision tables, the Parquet companion format `mmaemu-splitk-table/1` (`docs/recording-format.md`,
+//! "Companion format: split-K decision tables"), and their JSON sidecars.
+
+// One row per cuBLASLt heuristic query, keyed by (`m`, `n`, `k`, `fmt_a`, `fmt_b`, `out_dtype`, `fast_accum`,
+// `workspace_bytes`); the value columns are the first algorithm the heuristic returned. The sidecar (same stem,
+// `.json`) holds the settings, the envelope, the verified split combinations and the file's sha256.
 
 use crate::error::DatasetError;
 use arrow_array::cast::AsArray;
@@ -108,7 +104,10 @@ pub fn splitk_sidecar_path(path: &Path) -> PathBuf {
     path.with_extension("json")
 }
 
-/// Reads a split-K table and checks it against its sidecar (`<stem>.json` next to it).
+/// Reads a split-K table and checks it against its sidecar (`<stem>.json` next to it): the file's key-value
+/// metadata (`mmaemu:format`), the sidecar's `format`, the file's sha256 against the sidecar's `parquet_sha256` and
+/// the row count against the sidecar's `rows`, then returns every row. Every problem is a [`DatasetError`], never a
+/// panic.
 pub fn read_splitk_table(path: &Path) -> Result<SplitKTable, DatasetError> {
     read_splitk_table_with_sidecar(path, &splitk_sidecar_path(path))
 }

@@ -1,7 +1,6 @@
-//! Writing `mmaemu-splitk-table/1` Parquet files: the same columns and Arrow types as the shipped tables
-//! (`datasets/tables/*.parquet`: int32 m, n, k; dictionary strings for the formats and the out dtype; bool
-//! fast_accum; int64 workspace_bytes; uint8 / int16 value columns), the `mmaemu:*` key-value metadata, and
-//! an atomic publish (temporary file, fsync, rename). [`crate::read_splitk_table`] reads them back.
+//! Writing `mmaemu-splitk-table/1` Parquet files: the columns and Arrow types of the shipped tables, the `mmaemu:*`
+//! key-value metadata, and an atomic publish (temporary file, fsync, rename). [`crate::read_splitk_table`] reads them
+//! back.
 
 use crate::{write_file_atomic, DatasetError};
 use arrow_array::types::Int32Type;
@@ -58,7 +57,9 @@ fn dict() -> DataType {
     DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
 }
 
-/// The Arrow schema of a split-K table.
+/// The Arrow schema of a split-K table: the same columns and Arrow types as the shipped tables
+/// (`datasets/tables/*.parquet`): int32 m, n, k; dictionary strings for the formats and the out dtype; bool
+/// fast_accum; int64 workspace_bytes; uint8 / int16 value columns.
 pub fn table_schema() -> Schema {
     Schema::new(vec![
         Field::new("m", DataType::Int32, false),

@@ -1,7 +1,8 @@
-//! Writing a recording: validate the rows, build Arrow batches with exactly the version 1 schema, encode
-//! them as snappy-compressed Parquet with the `mmaemu:*` key-value metadata, and publish the file
-//! atomically (temporary file in the same directory, fsync, rename), so an interrupted write never leaves a
-//! partial file under the final name. [`RecordingWriter`] does the same for rows that arrive in parts.
+//! Writing a recording: validate the rows, build Arrow batches with exactly the version 1 schema, encode them as
+//! snappy-compressed Parquet with the `mmaemu:*` key-value metadata, and publish the file atomically.
+
+// Atomically: a temporary file in the same directory, fsync, rename, so an interrupted write never leaves a partial
+// file under the final name. `RecordingWriter` does the same for rows that arrive in parts.
 
 use crate::error::DatasetError;
 use crate::row::{Expectation, FileMeta, Recording, Row};

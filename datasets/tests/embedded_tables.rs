@@ -1,7 +1,8 @@
-//! The split-K tables embedded in the model crate (`mmaemu_model::splitk`) equal their Parquet sources:
-//! every row of both tables looks up to the identical `TableRow`, the embedded row counts equal the Parquet
-//! row counts (so the embedded form holds no extra keys), and the generated checksums name these files.
-//! Also: the live H100 split decisions that are in the table resolve to the logged split.
+//! The split-K tables embedded in the model crate (`mmaemu_model::splitk`) equal their Parquet sources, and the live
+//! H100 split decisions that are in the table resolve to the logged split.
+
+// Equal: every row of both tables looks up to the identical `TableRow`, the embedded row counts equal the Parquet row
+// counts (so the embedded form holds no extra keys), and the generated checksums name these files.
 
 use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable};
 use mmaemu_model::{

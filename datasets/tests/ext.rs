@@ -1,7 +1,9 @@
-//! The optional extension columns (`inputs`, `expected_samples`, `note`): they round-trip, a file without
-//! them reads as before (version 1 files are untouched), dropping them from a file leaves valid version 1
-//! rows (a version 1 reader skips them), rows that ship operands by reference regenerate on read with their
-//! sha256 checked, and the streaming writer refuses what the one-shot writer refuses.
+//! The optional extension columns (`inputs`, `expected_samples`, `note`): round trips, version 1 compatibility, rows
+//! that ship operands by reference, and what the streaming writer refuses.
+
+// They round-trip; a file without them reads as before (version 1 files are untouched); dropping them from a file
+// leaves valid version 1 rows (a version 1 reader skips them); rows that ship operands by reference regenerate on read
+// with their sha256 checked; and the streaming writer refuses what the one-shot writer refuses.
 
 mod common;
 

@@ -1,7 +1,6 @@
-//! docs/reference.md §6.3 at the level of a whole call: every H100 PCIe live decision (tables/
-//! h100pcie-live-split-decisions.json) whose key is in the H100 table is what `explain` with splitk=auto
-//! decides on the profile of the logged workspace, and the calls the H100 rejected are
-//! ReferenceRejectsError.
+//! docs/reference.md §6.3 at the level of a whole call: every H100 PCIe live decision
+//! (tables/h100pcie-live-split-decisions.json) whose key is in the H100 table is what `explain` with splitk=auto
+//! decides on the profile of the logged workspace; the calls the H100 rejected are ReferenceRejectsError.
 
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm, Validation};

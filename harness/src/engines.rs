@@ -1,8 +1,8 @@
-//! The chain engines the fuzz trials compare with the model, bit for bit (`fuzz/backend/<name>` trials).
-//!
-//! This is the hook a new backend plugs into: add its engine to [`all`] (behind its cargo feature or
-//! run-time detection, as it needs) and `cargo test` fuzzes it against `mmaemu_model::ReferenceEngine`
-//! on random GEMMs, fast and slow, unsplit and split.
+//! The chain engines the fuzz trials compare with the model, bit for bit (`fuzz/backend/<name>` trials): the hook a new
+//! backend plugs into.
+
+// To plug in a new backend, add its engine to `all` (behind its cargo feature or run-time detection, as it needs) and
+// `cargo test` fuzzes it against `mmaemu_model::ReferenceEngine` on random GEMMs, fast and slow, unsplit and split.
 
 use mmaemu_kernels::registry::{registry, Placement};
 use mmaemu_kernels::{CpuEngine, SimdLevel};

@@ -1,18 +1,5 @@
-//! Inspecting recording files (`mmaemu datasets ...`): verify, stats and show, each returning its report
-//! text and exit code.
-//!
-//! - `verify PATH...`: every file reads as `mmaemu-recording/1` (schema, sizes, exactly one expectation per
-//!   row, unique ids: the reader's checks), every scaled_mm row's profile runs the row's preset, and with
-//!   `--sha256` the result hashes are consistent: rows with identical inputs on the same GPU expect the
-//!   same result (bits hashed with sha256, or the `expected_sha256` column), and every `expected_sha256`
-//!   matches the model's replay. Exit 0 all good, 1 a violation, 2 a file that cannot be read at all.
-//! - `stats PATH...`: row counts by op, preset, profile, gpu, truth, formats, out dtype, split and
-//!   expectation (text or `--json`).
-//! - `show FILE --id ID`: one row decoded — its columns, A and B (and c) as values, and the expected result
-//!   against the replayed one with the differences marked. Exit 0 it replays, 1 it differs or cannot be
-//!   replayed, 2 the file or the id cannot be found.
-//!
-//! Every command reports bad input with a message and an exit code, never a panic.
+//! Inspecting recording files (`mmaemu datasets ...`): verify, stats and show, each returning its report text and exit
+//! code. Every command reports bad input with a message and an exit code, never a panic.
 
 use crate::replay::{compute, hexf, judge, sha256_hex, Verdict};
 use mmaemu_datasets::{discover, read_recording, Expectation, Op, OutSelect, Recording, Row};
@@ -126,7 +113,11 @@ fn check_hashes(rows: &[Row]) -> Vec<String> {
     v
 }
 
-/// `datasets verify`: (report, exit code).
+/// `datasets verify PATH...`: (report, exit code). Every file reads as `mmaemu-recording/1` (schema, sizes, exactly one
+/// expectation per row, unique ids: the reader's checks), every scaled_mm row's profile runs the row's preset, and
+/// with `--sha256` the result hashes are consistent: rows with identical inputs on the same GPU expect the same
+/// result (bits hashed with sha256, or the `expected_sha256` column), and every `expected_sha256` matches the
+/// model's replay. Exit 0 all good, 1 a violation, 2 a file that cannot be read at all.
 pub fn verify(paths: &[PathBuf], sha256: bool) -> (String, u8) {
     let mut out = String::new();
     let files = match discover(paths) {
@@ -224,7 +215,8 @@ fn natural_key(s: &str) -> (String, u64) {
     (head.to_string(), tail.parse().unwrap_or(0))
 }
 
-/// `datasets stats`: (report, exit code).
+/// `datasets stats PATH...`: (report, exit code). Row counts by op, preset, profile, gpu, truth, formats, out dtype,
+/// split and expectation (text or `--json`).
 pub fn stats(paths: &[PathBuf], as_json: bool) -> (String, u8) {
     let files = match discover(paths) {
         Ok(f) => f,
@@ -331,7 +323,9 @@ fn show_bits(bits: u32, dtype: OutDtype) -> String {
     }
 }
 
-/// `datasets show`: (report, exit code).
+/// `datasets show FILE --id ID`: (report, exit code). One row decoded — its columns, A and B (and c) as values, and
+/// the expected result against the replayed one with the differences marked. Exit 0 it replays, 1 it differs or
+/// cannot be replayed, 2 the file or the id cannot be found.
 pub fn show(file: &Path, id: &str, max: usize) -> (String, u8) {
     let rec = match read_recording(file) {
         Ok(r) => r,

@@ -1,17 +1,16 @@
-//! One trial per recorded row: discovery of the recordings, stable trial names, the replay of one row and
-//! the report of a failing row.
-//!
-//! A trial is named `<file stem>/<op>/<origin>`, where `<origin>` is the head of the row's `origin` column
-//! (up to its first ` (`, `: ` or `; `, whitespace collapsed, quotes replaced, at most
-//! [`MAX_ORIGIN_CHARS`] characters). Names are unique: rows of one file whose names would coincide all get
-//! ` #<row id>` appended (ids are unique within a file), and files whose stems coincide get `~2`, `~3`, ...
-//! in discovery order. Names depend only on the files, so they are stable from run to run.
-//!
-//! The trial list is built once from every file (reading all shipped recordings takes about 2 s); each
-//! trial holds its row behind an [`Arc`] and replays it only when it runs, with exactly the semantics of
-//! `mmaemu replay` ([`mmaemu::replay::compute`] then [`mmaemu::replay::judge`]). A row the replay cannot
-//! handle ([`Verdict::Skip`]) becomes an ignored trial with the reason. A trial run alone (`--exact NAME`,
-//! which is how nextest runs every trial, in its own process) decodes only its row ([`load_exact`]).
+//! One trial per recorded row: discovery of the recordings, stable trial names, the replay of one row and the report of
+//! a failing row.
+
+// A trial is named `<file stem>/<op>/<origin>`, where `<origin>` is the head of the row's `origin` column
+// (`short_origin`). Names are unique: rows of one file whose names would coincide all get ` #<row id>` appended (ids
+// are unique within a file), and files whose stems coincide get `~2`, `~3`, ... in discovery order. Names depend only
+// on the files, so they are stable from run to run.
+//
+// The trial list is built once from every file (reading all shipped recordings takes about 2 s); each trial holds its
+// row behind an `Arc` and replays it only when it runs, with exactly the semantics of `mmaemu replay`
+// (`replay::compute` then `replay::judge`). A row the replay cannot handle (`Verdict::Skip`) becomes an ignored trial
+// with the reason. A trial run alone (`--exact NAME`, which is how nextest runs every trial, in its own process)
+// decodes only its row (`load_exact`).
 
 use mmaemu_datasets::select::{read_row, row_keys};
 use libtest_mimic::{Completion, Failed, Trial};
@@ -62,8 +61,9 @@ pub fn recording_paths() -> Vec<PathBuf> {
     }
 }
 
-/// The head of an origin for a trial name (see the module documentation). One pass over at most the
-/// characters that can end up in the name.
+/// The head of an origin for a trial name: up to its first ` (`, `: ` or `; `, whitespace collapsed, quotes
+/// replaced, at most [`MAX_ORIGIN_CHARS`] characters. One pass over at most the characters that can end up in the
+/// name.
 pub fn short_origin(origin: &str) -> String {
     let mut out = String::with_capacity(origin.len().min(MAX_ORIGIN_CHARS + 8));
     let (mut chars, mut pending_space, mut prev) = (0usize, false, '\0');

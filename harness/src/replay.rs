@@ -1,9 +1,8 @@
-//! Replaying recordings: one recorded row through the model, compared bit for bit with what the hardware
-//! returned (+0 and -0 differ, NaN payloads are compared), and the per-file and total counts of `replay`.
-//!
-//! This module owns the mapping from a recording row (format `mmaemu-recording/1`) to a model call. Ops
-//! `mma`, `accumulator` and `gemm` replay here; a row that cannot be replayed yet is a skip with its
-//! reason, never a pass.
+//! Replaying recordings: one recorded row through the model, compared bit for bit with what the hardware returned (+0
+//! and -0 differ, NaN payloads are compared), and the per-file and total counts of `replay`.
+
+// This module owns the mapping from a recording row (format `mmaemu-recording/1`) to a model call. Ops `mma`,
+// `accumulator` and `gemm` replay here; a row that cannot be replayed yet is a skip with its reason, never a pass.
 
 use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
 use mmaemu_model::{

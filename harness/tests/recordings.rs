@@ -1,9 +1,9 @@
-//! The `recordings` test target: one libtest-mimic trial per row of every recording under
-//! `datasets/recordings/` (or the paths of `MMAEMU_RECORDINGS`), named `<file stem>/<op>/<origin>`.
-//!
-//! `cargo test -p mmaemu-harness --test recordings -- toolbox-h200` runs the rows of one file;
-//! `-- --exact NAME` runs one row and decodes only that row (so nextest's one process per trial stays
-//! fast). Finding no recording at all is a panic, never a pass.
+//! The `recordings` test target: one libtest-mimic trial per row of every recording under `datasets/recordings/` (or
+//! the paths of `MMAEMU_RECORDINGS`), named `<file stem>/<op>/<origin>`.
+
+// `cargo test -p mmaemu-harness --test recordings -- toolbox-h200` runs the rows of one file; `-- --exact NAME` runs
+// one row and decodes only that row (so nextest's one process per trial stays fast). Finding no recording at all is a
+// panic, never a pass.
 
 use libtest_mimic::Arguments;
 use mmaemu_harness::recordings::{load, load_exact, recording_paths, trial};

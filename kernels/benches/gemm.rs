@@ -1,10 +1,9 @@
 //! Criterion benchmarks of the CPU backend: `cargo bench -p mmaemu-kernels`.
-//!
-//! Group `fast_unsplit`: ada and hopper, e4m3 x e4m3, fast, unsplit, against the native fp32 GEMM
-//! (matrixmultiply) of the same shape; group `plans`: slow, split-K and mixed formats of hopper and ada;
-//! group `b200`: the wide (late-c) path. Throughput is reported in elements = multiply-accumulates, so
-//! criterion's "elem/s" is MAC/s. The shape is 512^3 (MMAEMU_BENCH_SIZE overrides it) to keep a run short;
-//! `mmaemu bench gemm` measures any shape.
+
+// Group `fast_unsplit`: ada and hopper, e4m3 x e4m3, fast, unsplit, against the native fp32 GEMM (matrixmultiply) of
+// the same shape; group `plans`: slow, split-K and mixed formats of hopper and ada; group `b200`: the wide (late-c)
+// path. Throughput is reported in elements = multiply-accumulates, so criterion's "elem/s" is MAC/s. The shape is 512^3
+// (MMAEMU_BENCH_SIZE overrides it) to keep a run short; `mmaemu bench gemm` measures any shape.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mmaemu_kernels::{native, CpuEngine};

@@ -1,14 +1,13 @@
-//! Plan execution on the CPU (docs/reference.md §3.5 steps 4–5) in one pass over output tiles.
-//!
-//! The output [m, n] is cut into tiles of `rows` rows of A by a panel of W rows of B. A tile runs every
-//! split and chunk of the plan: the chunk's k positions are cut into pieces of whole blocks; for each piece
-//! the panel's codes are decoded into value and exponent planes (`piece` positions x W, padding and
-//! missing columns as zeros) and the tile's rows of A are read in place (a piece inside one run of k) or
-//! gathered with zero padding, then every row of the tile runs the block kernel against the panel. Blocks
-//! of trailing padding are skipped where they cannot change the accumulator. The running accumulators, the slow-chunk sums and the split partials of
-//! the tile live in per-tile scratch; at the end the partials are combined by the plan's scheme with the
-//! model's own [`combine`]. Tiles run in parallel (rayon), in waves of consecutive row blocks so that the
-//! scratch stays bounded by a few rows of the result.
+//! Plan execution on the CPU (docs/reference.md §3.5 steps 4–5) in one pass over output tiles, in parallel.
+
+// The output [m, n] is cut into tiles of `rows` rows of A by a panel of W rows of B. A tile runs every split and chunk
+// of the plan: the chunk's k positions are cut into pieces of whole blocks; for each piece the panel's codes are
+// decoded into value and exponent planes (`piece` positions x W, padding and missing columns as zeros) and the tile's
+// rows of A are read in place (a piece inside one run of k) or gathered with zero padding, then every row of the tile
+// runs the block kernel against the panel. Blocks of trailing padding are skipped where they cannot change the
+// accumulator. The running accumulators, the slow-chunk sums and the split partials of the tile live in per-tile
+// scratch; at the end the partials are combined by the plan's scheme with the model's own `combine`. Tiles run in
+// parallel (rayon), in waves of consecutive row blocks so that the scratch stays bounded by a few rows of the result.
 
 use crate::kernel::{block_steps, Lane, Params, Path};
 use crate::tables::{Lut, ZERO_EXP};

@@ -1,44 +1,43 @@
-//! The block step of docs/reference.md §2.2–§2.3 for W chains at once (one row of A against a panel of W rows
-//! of B), in exact arithmetic that vectorises: an i8 block-maximum pass, exact power-of-two scalings,
-//! truncations toward zero and sums of integers.
-//!
-//! ## The arithmetic
-//!
-//! A product is `p = a * b` with `a`, `b` FP8 values. With the block exponent E and `q = 2^(E - frac)`,
-//! the model's aligned term is `trunc(p / q)` (§2.2 step 5). Here it is computed as
-//! `trunc((a * b) * s)` with `s = 2^(frac - E)`, in floating point, and every operation is exact:
-//!
-//! - `a * b` has at most 8 significant bits (4 per FP8 significand) and lies in [2^-32, 2^32): exact in f32;
-//! - multiplying by the power of two `s` only moves the exponent: exact whenever the result is normal, and
-//!   a result below 2^-126 is below 1, so its truncation is 0 however it rounds;
-//! - `trunc` is exact, and the term is an integer of magnitude below 2^(frac + 2) (since ep <= E);
-//! - the block sum of nfma such integers plus the aligned accumulator (below 2^(frac + 1)) is exact in f32
-//!   while `nfma * (2^(frac+2) - 1) + 2^(frac+1) <= 2^24` (the *narrow* path: ada and hopper, frac = 13,
-//!   allow nfma <= 511) and in f64 while that bound is 2^53 (the *wide* path: b200_mma_sync's frac = 25,
-//!   custom presets up to frac = 40). Integers below 2^24 (2^53) add exactly in f32 (f64) in any order.
-//!
-//! Normalisation (§2.2 steps 6–8) of the exact sum S: clearing the low `23 - frac_out` (`52 - frac_out`)
-//! mantissa bits of S truncates it toward zero to `frac_out` fraction bits relative to its own exponent
-//! (sign-magnitude, like the model); multiplying by `2^(E - frac)` is exact. S = 0 gives +0 (the zero rule);
-//! a sum of integer-valued floats that starts at +0 is never -0. The -126 clamp of step 7 never binds: a
-//! nonzero accumulator of a chain from +0 over FP8 products is at least 2^(-28 - frac) >= 2^-68 (a nonzero
-//! product exponent is >= -28, and a block result is a nonzero multiple of its grid 2^(E - frac)).
-//!
-//! Early c (ada, hopper): c takes part in the maximum through its fp32 exponent field (a nonzero
-//! accumulator is normal, see above; +0 reads as -127, below every real exponent) and enters the sum as
-//! `trunc(c * s)`, like a term. Late c (b200_mma_sync): the normalised block sum d is converted to f32
-//! (exactly: at most 24 significant bits) and added to c with one fp32 round-to-nearest-even addition.
-//!
-//! The block maximum runs in i8 lanes with saturating adds: operand exponents are in [-14, 15], so real
-//! product exponents are in [-28, 30]; a zero code carries [`crate::tables::ZERO_EXP`], so a product with
-//! a zero operand has an exponent <= -85, below every real product exponent and every nonzero accumulator
-//! exponent (>= -28 - frac > -85 for frac <= 48). It can win only when the block holds nothing nonzero, and
-//! then every term is 0 whatever E is. The scale exponents are clamped below at `frac - 126` (narrow) or
-//! `frac - 1022` (wide), which again only changes E when everything is zero, and keeps `s` and `2^(E - frac)`
-//! normal.
-//!
-//! Presets outside these bounds (an nfma so large that the f64 sum could be inexact) run on the model's own
-//! chain ([`Path::Scalar`]).
+//! The block step of docs/reference.md §2.2–§2.3 for W chains at once (one row of A against a panel of W rows of B), in
+//! exact arithmetic that vectorises: an i8 block-maximum pass, exact power-of-two scalings, truncations toward zero and
+//! sums of integers.
+
+// The arithmetic.
+//
+// A product is `p = a * b` with `a`, `b` FP8 values. With the block exponent E and `q = 2^(E - frac)`, the model's
+// aligned term is `trunc(p / q)` (§2.2 step 5). Here it is computed as `trunc((a * b) * s)` with `s = 2^(frac - E)`, in
+// floating point, and every operation is exact:
+//
+// - `a * b` has at most 8 significant bits (4 per FP8 significand) and lies in [2^-32, 2^32): exact in f32;
+// - multiplying by the power of two `s` only moves the exponent: exact whenever the result is normal, and a result
+//   below 2^-126 is below 1, so its truncation is 0 however it rounds;
+// - `trunc` is exact, and the term is an integer of magnitude below 2^(frac + 2) (since ep <= E);
+// - the block sum of nfma such integers plus the aligned accumulator (below 2^(frac + 1)) is exact in f32 while
+//   `nfma * (2^(frac+2) - 1) + 2^(frac+1) <= 2^24` (the *narrow* path: ada and hopper, frac = 13, allow nfma <= 511)
+//   and in f64 while that bound is 2^53 (the *wide* path: b200_mma_sync's frac = 25, custom presets up to frac = 40).
+//   Integers below 2^24 (2^53) add exactly in f32 (f64) in any order.
+//
+// Normalisation (§2.2 steps 6–8) of the exact sum S: clearing the low `23 - frac_out` (`52 - frac_out`) mantissa bits
+// of S truncates it toward zero to `frac_out` fraction bits relative to its own exponent (sign-magnitude, like the
+// model); multiplying by `2^(E - frac)` is exact. S = 0 gives +0 (the zero rule); a sum of integer-valued floats that
+// starts at +0 is never -0. The -126 clamp of step 7 never binds: a nonzero accumulator of a chain from +0 over FP8
+// products is at least 2^(-28 - frac) >= 2^-68 (a nonzero product exponent is >= -28, and a block result is a nonzero
+// multiple of its grid 2^(E - frac)).
+//
+// Early c (ada, hopper): c takes part in the maximum through its fp32 exponent field (a nonzero accumulator is normal,
+// see above; +0 reads as -127, below every real exponent) and enters the sum as `trunc(c * s)`, like a term. Late c
+// (b200_mma_sync): the normalised block sum d is converted to f32 (exactly: at most 24 significant bits) and added to c
+// with one fp32 round-to-nearest-even addition.
+//
+// The block maximum runs in i8 lanes with saturating adds: operand exponents are in [-14, 15], so real product
+// exponents are in [-28, 30]; a zero code carries `crate::tables::ZERO_EXP`, so a product with a zero operand has an
+// exponent <= -85, below every real product exponent and every nonzero accumulator exponent (>= -28 - frac > -85 for
+// frac <= 48). It can win only when the block holds nothing nonzero, and then every term is 0 whatever E is. The scale
+// exponents are clamped below at `frac - 126` (narrow) or `frac - 1022` (wide), which again only changes E when
+// everything is zero, and keeps `s` and `2^(E - frac)` normal.
+//
+// Presets outside these bounds (an nfma so large that the f64 sum could be inexact) run on the model's own chain
+// (`Path::Scalar`).
 
 use crate::tables::Lut;
 use mmaemu_model::preset::{CEntry, Preset};
@@ -76,7 +75,7 @@ pub struct Params {
     /// c enters after the block (b200_mma_sync).
     pub late: bool,
     /// Lower bound of the block exponent: the preset's min_exp, and the clamp that keeps the scale factors
-    /// normal (see the module documentation).
+    /// normal (see the comment at the top of this file).
     pub efloor: i32,
     /// Clears the f32 mantissa bits below frac_out.
     pub mask32: u32,
@@ -151,7 +150,7 @@ fn exp_f32(c: f32) -> i32 {
 }
 
 /// The lane type of a path: f32 on the narrow path, f64 on the wide one. Every operation the block step
-/// needs is exact in it (see the module documentation).
+/// needs is exact in it (see the comment at the top of this file).
 pub trait Lane: Copy + Default + Add<Output = Self> + Mul<Output = Self> + AddAssign {
     /// A code's exact value.
     fn value(l: &Lut, code: u8) -> Self;

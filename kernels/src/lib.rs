@@ -1,22 +1,9 @@
-//! mmaemu-kernels: the fast CPU backend of mmaemu.
-//!
-//! [`CpuEngine`] implements the model's [`ChainEngine`] hook for every preset (ada, hopper, b200_mma_sync,
-//! user-defined), all four format pairs, fast and slow accumulation and every split scheme, and returns
-//! exactly the bits of the model's [`mmaemu_model::ReferenceEngine`]:
-//!
-//! - [`kernel`]: the block step for a panel of outputs at once, in exact arithmetic (an i8 block-maximum
-//!   pass, power-of-two scalings, truncation, integer sums) — the exactness argument is written there;
-//! - [`driver`]: the whole plan (splits, chunks, slow sums, combination) in one pass over output tiles,
-//!   in parallel with rayon;
-//! - [`SimdLevel`]: the instruction set, chosen at run time (`is_x86_feature_detected!`): AVX-512 (panels
-//!   of 64 outputs), AVX2 (32) or portable code (32); every level is the same source compiled for it;
-//! - [`selfcheck`]: the battery of adversarial chains a backend registry runs against the model before
-//!   it first uses the engine;
-//! - [`native`]: the native fp32 GEMM (matrixmultiply) the benchmarks compare with;
-//! - [`rng`]: the deterministic generator of the batteries, tests and benchmarks.
-//!
-//! Presets beyond the kernels' exactness bounds (an nfma so large that a block sum could exceed 2^53) run
-//! on the model's own chain, in parallel.
+//! mmaemu-kernels: the fast CPU backend of mmaemu. [`CpuEngine`] implements the model's [`ChainEngine`] hook for every
+//! preset, format pair, accumulation and split scheme, and returns exactly the bits of the model's
+//! [`mmaemu_model::ReferenceEngine`].
+
+// Besides what README.md says of the modules: `driver` runs the plan's output tiles in parallel with rayon, and `rng`
+// is the deterministic generator of the batteries, tests and benchmarks.
 
 pub mod bench;
 pub mod cuda;

@@ -1,29 +1,23 @@
-//! Backend selection (docs/reference.md §9.5, §9.3): the registry of chain engines the facade passes to the
-//! model's `scaled_mm` ([`mmaemu_model::scaled_mm::Backends`]), and that `replay --backend`, `bench` and
-//! `report` use.
-//!
-//! Names:
-//! - `reference`: the model ([`mmaemu_model::ReferenceEngine`]);
-//! - `cpu`: the fast CPU backend ([`crate::CpuEngine`]) at the best SIMD level of this CPU that
-//!   passes its self-check; `cpu:avx512`, `cpu:avx2`, `cpu:portable`: one level;
-//! - `cuda`: the CUDA backend ([`crate::cuda`]) with every kernel that passed its self-test gate
-//!   on the device, fastest first; `cuda:<kernel>` (`cuda:narrow`, `cuda:tiled`, `cuda:generic`): one kernel;
-//! - `auto`: the value of MMAEMU_BACKEND if it is set and not empty (used as is: surrounding spaces make
-//!   it invalid), else the fastest backend that is available and has passed its self-check — cuda, then
-//!   cpu (best level first), then reference. Why each faster backend was skipped is reported in
-//!   `CallPlan.fallbacks`; a self-check or gate failure also raises a BackendFallbackWarning.
-//!
-//! Where a call's tensors live is its [`Placement`]. Every operand of this library is a host array; the
-//! CUDA backend copies it to the device. The default placement ([`Placement::auto`], explain's
-//! `--device auto`) is GPU 0 when this build has the CUDA backend, MMAEMU_DISABLE_CUDA is not set and the
-//! GPU opens (driver, NVRTC, kernels compiled and loaded), else the host; on the host the GPU backend is
-//! skipped with "cuda: tensors on cpu", as in the specification.
-//!
-//! Each CPU level runs its self-check ([`crate::selfcheck`]: adversarial GEMMs against the
-//! model) once per process, at its first use; a GPU runs its gate (every kernel on
-//! [`crate::cuda::gate_cases`]) once per process, when it is first opened. An explicit name whose
-//! backend is unavailable or failed its check raises BackendUnavailableError; an unknown name is an
-//! invalid argument.
+//! Backend selection (docs/reference.md §9.5, §9.3): the registry of chain engines the facade passes to the model's
+//! `scaled_mm` ([`mmaemu_model::scaled_mm::Backends`]), and that `replay --backend`, `bench` and `report` use.
+
+// Names:
+// - `reference`: the model (`mmaemu_model::ReferenceEngine`);
+// - `cpu`: the fast CPU backend (`crate::CpuEngine`) at the best SIMD level of this CPU that passes its self-check;
+//   `cpu:avx512`, `cpu:avx2`, `cpu:portable`: one level;
+// - `cuda`: the CUDA backend (`crate::cuda`) with every kernel that passed its self-test gate on the device, fastest
+//   first; `cuda:<kernel>` (`cuda:narrow`, `cuda:tiled`, `cuda:generic`): one kernel;
+// - `auto`: the value of MMAEMU_BACKEND if it is set and not empty (used as is: surrounding spaces make it invalid),
+//   else the fastest backend that is available and has passed its self-check — cuda, then cpu (best level first), then
+//   reference. Why each faster backend was skipped is reported in `CallPlan.fallbacks`; a self-check or gate failure
+//   also raises a BackendFallbackWarning.
+//
+// Where a call's tensors live is its `Placement` (see there).
+//
+// Each CPU level runs its self-check (`crate::selfcheck`: adversarial GEMMs against the model) once per process, at its
+// first use; a GPU runs its gate (every kernel on `crate::cuda::gate_cases`) once per process, when it is first opened.
+// An explicit name whose backend is unavailable or failed its check raises BackendUnavailableError; an unknown name is
+// an invalid argument.
 
 use crate::cuda::{self, Gpu, GpuEngine, KernelReport, KERNELS};
 use crate::env;
@@ -37,7 +31,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Why the GPU backend is skipped for host tensors.
 pub const CUDA_SKIP: &str = "cuda: tensors on cpu";
 
-/// Where a call's tensors live (explain's `--device`).
+/// Where a call's tensors live (explain's `--device`). Every operand of this library is a host array; the CUDA
+/// backend copies it to the device. The default placement ([`Placement::auto`], explain's `--device auto`) is GPU 0
+/// when this build has the CUDA backend, MMAEMU_DISABLE_CUDA is not set and the GPU opens (driver, NVRTC, kernels
+/// compiled and loaded), else the host; on the host the GPU backend is skipped with "cuda: tensors on cpu", as in
+/// the specification.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Placement {
     /// Host memory: the GPU backend is skipped.
@@ -47,7 +45,7 @@ pub enum Placement {
 }
 
 impl Placement {
-    /// `--device auto`: GPU 0 if it can be used (see the module documentation), else the host.
+    /// `--device auto`: GPU 0 if it can be used (see [`Placement`]), else the host.
     pub fn auto() -> Placement {
         match registry().gpu(0).gpu {
             Ok(_) => Placement::Gpu(0),
@@ -205,7 +203,7 @@ impl Registry {
     /// The backend a name selects for tensors at `placement` (None: [`Placement::auto`] for `auto`, decided
     /// only when the GPU backend is considered; GPU 0 for an explicit `cuda` name) and, when given, a call's preset and formats
     /// (the GPU kernels serve presets whose block sum fits 64 bits), with the selection's fallbacks and
-    /// warnings (see the module documentation).
+    /// warnings (see the comment at the top of this file).
     pub fn resolve_for(
         &self,
         name: &str,

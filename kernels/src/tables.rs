@@ -1,15 +1,13 @@
-//! Per-code tables of the FP8 formats in the form the kernels use: the exact value of every code as f32 and
-//! as f64, and its operand exponent e(x) (docs/reference.md §2.2 step 1) as an i8.
-//!
-//! Zeros (and the non-finite codes, which never reach a chain: the plan executor replaces them by +0
-//! first) have the value 0 and the exponent [`ZERO_EXP`], far below every real product exponent, so that
-//! a zero product never wins the block maximum (see `kernel.rs` for the bound).
+//! Per-code tables of the FP8 formats in the form the kernels use: the exact value of every code as f32 and as f64, and
+//! its operand exponent e(x) (docs/reference.md §2.2 step 1) as an i8.
 
 use mmaemu_model::format::{Class, Format};
 
-/// The exponent a zero code carries: with saturating i8 adds, a product involving a zero has an exponent
-/// of at most `ZERO_EXP + 15 = -85`, below every nonzero product (>= -28) and every nonzero accumulator
-/// the chains can produce (>= -28 - frac >= -68).
+/// The exponent a zero code carries. Zeros (and the non-finite codes, which never reach a chain: the plan executor
+/// replaces them by +0 first) have the value 0 and this exponent, far below every real product exponent, so that a
+/// zero product never wins the block maximum (see `kernel.rs` for the bound): with saturating i8 adds, a product
+/// involving a zero has an exponent of at most `ZERO_EXP + 15 = -85`, below every nonzero product (>= -28) and every
+/// nonzero accumulator the chains can produce (>= -28 - frac >= -68).
 pub const ZERO_EXP: i8 = -100;
 
 /// The kernel form of one format's 256 codes.

@@ -1,14 +1,15 @@
 //! The CPU backend against the model, bit for bit, on random GEMMs: 10,000 per preset family (ada, hopper,
-//! b200_mma_sync, random user-defined presets) by default, on every SIMD level the machine has. Shapes up to
-//! 64 x 64 x 4096 (mostly small ones, so the model keeps up), every plan the preset allows (fast and slow,
-//! unsplit and S = 2..8 with every scheme), all four format pairs, and operands from several generators
-//! (uniform codes, one exponent band, subnormal-heavy, sparse, cancelling pairs, extremes), some with NaN
-//! and Inf codes (handled by `execute`'s patch around the engine).
-//!
-//! With `--features cuda` on a machine with a GPU, the CUDA engine (every kernel, after its gate) runs every
-//! case it serves as well, and the test fails if it ever fell back to the CPU.
-//!
-//! `MMAEMU_KERNEL_CASES` sets the number of cases per family; `MMAEMU_KERNEL_SEED` the seed.
+//! b200_mma_sync, random user-defined presets) by default, on every SIMD level the machine has.
+
+// Shapes up to 64 x 64 x 4096 (mostly small ones, so the model keeps up), every plan the preset allows (fast and slow,
+// unsplit and S = 2..8 with every scheme), all four format pairs, and operands from several generators (uniform codes,
+// one exponent band, subnormal-heavy, sparse, cancelling pairs, extremes), some with NaN and Inf codes (handled by
+// `execute`'s patch around the engine).
+//
+// With `--features cuda` on a machine with a GPU, the CUDA engine (every kernel, after its gate) runs every case it
+// serves as well, and the test fails if it ever fell back to the CPU.
+//
+// `MMAEMU_KERNEL_CASES` sets the number of cases per family; `MMAEMU_KERNEL_SEED` the seed.
 
 use mmaemu_kernels::cuda::{Gpu, GpuEngine, KERNELS};
 use mmaemu_kernels::rng::Rng;

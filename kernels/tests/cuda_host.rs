@@ -1,7 +1,8 @@
-//! The CUDA backend's host side without a GPU: the Rust emulation of the kernels' per-block integer
-//! algorithm (same structure as chain.cu) against the model on random chains of random presets, every
-//! format pair, and whole plans (fast, slow, every split scheme) driven by the model's `execute`, against
-//! the model and the CPU backend (the engine a GPU engine falls back to).
+//! The CUDA backend's host side without a GPU: the Rust emulation of the kernels' per-block integer algorithm (same
+//! structure as chain.cu) against the model and the CPU backend.
+
+// On random chains of random presets, every format pair, and whole plans (fast, slow, every split scheme) driven by the
+// model's `execute`, against the model and the CPU backend (the engine a GPU engine falls back to).
 
 use mmaemu_kernels::cuda::{emulate, ChainParams, DecodeTables, KERNELS};
 use mmaemu_kernels::rng::Rng;

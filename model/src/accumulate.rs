@@ -1,9 +1,5 @@
-//! Plan execution (docs/reference.md §3.5): the fp32 accumulator of A x B^T — gather each chunk, run its chains
-//! through a [`ChainEngine`], add slow chunks, combine the splits, and patch non-finite outputs (§3.7).
-//!
-//! The engine is the hook the fast backends plug into: it computes many chains from +0 at once
-//! ([`ChainEngine::chains`]), and may run a whole plan in one pass ([`ChainEngine::run_plan`]). The model's
-//! own [`ReferenceEngine`] runs [`Chain::run`] for every output.
+//! Plan execution (docs/reference.md §3.5): the fp32 accumulator of A x B^T — gather each chunk, run its chains through
+//! a [`ChainEngine`], add slow chunks, combine the splits, and patch non-finite outputs (§3.7).
 
 use crate::chain::{Chain, CANONICAL_NAN_F32};
 use crate::error::{Error, Result};
@@ -53,6 +49,10 @@ impl Operands<'_> {
 /// Computes chains from +0: `out[i * n + j]` = the chain of the preset over `a[i, 0..l] * b[j, 0..l]`.
 /// Inputs are finite codes (non-finite codes were replaced by zero). Every engine must return exactly the
 /// bits of [`ReferenceEngine`].
+///
+/// The hook the fast backends plug into: an engine computes many chains from +0 at once ([`ChainEngine::chains`]),
+/// and may run a whole plan in one pass ([`ChainEngine::run_plan`]); the model's own [`ReferenceEngine`] runs
+/// [`Chain::run`] for every output.
 pub trait ChainEngine: Sync {
     /// A short name for reports (`reference`, `cpu-avx2`, ...).
     fn name(&self) -> String;

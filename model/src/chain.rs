@@ -1,15 +1,15 @@
-//! The instruction model (docs/reference.md §2.2–§2.5, §2.7): one block step of a tensor-core FP8
-//! multiply-accumulate, and the chain of block steps over K that every GEMM plan is built from.
-//!
-//! Everything here is integer arithmetic on exact values, except the late-c preset's final fp32 addition,
-//! which is one IEEE round-to-nearest-even operation by definition (§2.3 step 6). No step depends on
-//! evaluation order, so the result is the same on every device and thread count.
-//!
-//! Integer form: an FP8 operand is `sig * 2^(e - mbits)` with e its operand exponent (format.rs), so a
-//! product is `P * 2^(ep - ma - mb)` with `P = sig_a * sig_b < 2^8` and `ep = e(a) + e(b)`. With the block
-//! grid `2^g`, `g = E - frac`, the aligned term is `trunc(P * 2^(ep - ma - mb - g))`: a shift of an integer.
-//! Bounds: `ep <= E`, so a term is below `2^(frac + 2)` (< 2^42); c is below `2^(frac + 1)` after alignment;
-//! the sum of a block is kept in i128, which holds any block size.
+//! The instruction model (docs/reference.md §2.2–§2.5, §2.7): one block step of a tensor-core FP8 multiply-accumulate,
+//! and the chain of block steps over K that every GEMM plan is built from.
+
+// Everything here is integer arithmetic on exact values, except the late-c preset's final fp32 addition, which is one
+// IEEE round-to-nearest-even operation by definition (§2.3 step 6). No step depends on evaluation order, so the result
+// is the same on every device and thread count.
+//
+// Integer form: an FP8 operand is `sig * 2^(e - mbits)` with e its operand exponent (format.rs), so a product is
+// `P * 2^(ep - ma - mb)` with `P = sig_a * sig_b < 2^8` and `ep = e(a) + e(b)`. With the block grid `2^g`,
+// `g = E - frac`, the aligned term is `trunc(P * 2^(ep - ma - mb - g))`: a shift of an integer. Bounds: `ep <= E`, so a
+// term is below `2^(frac + 2)` (< 2^42); c is below `2^(frac + 1)` after alignment; the sum of a block is kept in i128,
+// which holds any block size.
 
 use crate::error::{Error, Result};
 use crate::format::{Class, Decoded, Format};

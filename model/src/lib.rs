@@ -1,18 +1,8 @@
-//! mmaemu-model: the numerics of NVIDIA FP8 tensor-core GEMMs as cuBLASLt runs them, bit for bit.
-//!
-//! - [`format`]: the FP8 formats, their codes and conversions;
-//! - [`preset`]: the tensor-core arithmetics (ada, hopper, b200_mma_sync, user-defined);
-//! - [`chain`]: the block step and the chain over K (`dot`);
-//! - [`plan`]: how K is cut into chains and partial sums are combined (unsplit, split-K schemes);
-//! - [`accumulate`]: plan execution, the fp32 accumulator, non-finite inputs;
-//! - [`epilogue`]: scales, out dtypes, double rounding, saturation;
-//! - [`gemm`]: plan + epilogue;
-//! - [`profile`], [`splitk`]: the reference platforms and their split-K decisions;
-//! - [`scaled_mm`]: torch 2.7.1 `torch._scaled_mm` semantics, and `explain`.
-//!
-//! The model is pure: no I/O, no threads, integer and IEEE-exact arithmetic only, so its results do not
-//! depend on the machine, the thread count or the evaluation order. It is written to be obviously right;
-//! the fast kernels live in `mmaemu-kernels` and must equal it bit for bit.
+//! mmaemu-model: the numerics of NVIDIA FP8 tensor-core GEMMs as cuBLASLt runs them, bit for bit. Pure: no I/O, no
+//! threads, integer and IEEE-exact arithmetic only, so its results do not depend on the machine, the thread count or
+//! the evaluation order.
+
+// The model is written to be obviously right; the fast kernels live in `mmaemu-kernels` and must equal it bit for bit.
 
 pub mod accumulate;
 pub mod chain;

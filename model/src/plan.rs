@@ -1,11 +1,6 @@
-//! GEMM accumulation plans (docs/reference.md §3): how cuBLAS cuts K into chains and in which fp32 order it adds
-//! their results — unsplit fast and slow, the RTX 4060's interleaved split-K ("serial", "pairwise") and the
-//! H100's contiguous split-K — plus plan validation (§3.4) and the combination of partials.
-//!
-//! A plan is a list of splits; a split is a list of chunks; a chunk is one chain from +0 over an ordered
-//! list of k indices followed by zero padding. The real indices of every chunk come before its padding (only
-//! the last k-tile of K is ragged, and it is always the last tile of its chain), so a chunk is stored as
-//! contiguous k ranges plus its padded length.
+//! GEMM accumulation plans (docs/reference.md §3): how cuBLAS cuts K into chains and in which fp32 order it adds their
+//! results — unsplit fast and slow, the RTX 4060's interleaved split-K ("serial", "pairwise") and the H100's contiguous
+//! split-K — plus plan validation (§3.4) and the combination of partials.
 
 // Chunks are lists of k ranges; a list holding one range (`vec![0..k]`) is meant, not the indices.
 #![allow(clippy::single_range_in_vec_init)]
@@ -135,7 +130,10 @@ pub struct Split {
     pub chunks: Vec<Chunk>,
 }
 
-/// A validated accumulation plan for one K.
+/// A validated accumulation plan for one K. A plan is a list of splits; a split is a list of chunks; a chunk is one
+/// chain from +0 over an ordered list of k indices followed by zero padding. The real indices of every chunk come
+/// before its padding (only the last k-tile of K is ragged, and it is always the last tile of its chain), so a chunk
+/// is stored as contiguous k ranges plus its padded length.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     k: usize,

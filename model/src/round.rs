@@ -1,16 +1,14 @@
-//! Bit-level rounding and exact construction of binary floating-point values, written as integer code.
-//!
-//! Two operations live here and nowhere else:
-//! - [`round_to_narrow`]: round a finite fp32 value to nearest-even in a narrower IEEE-like format with
-//!   subnormals (the FP8 formats; fp16 and bf16 come from `half`), returning the magnitude code; overflow
-//!   handling is the caller's.
-//! - [`f32_from_parts`]: build the fp32 value `(-1)^neg * mag * 2^exp` when it is exactly representable.
-//!
-//! A narrow format here is described by its mantissa width `mbits` and its smallest normal exponent `emin`.
-//! Its codes (sign bit aside) are ordered like the values they encode, which is what makes the
-//! "quantum" construction below work: a value `r * 2^q` with `q = max(e, emin) - mbits` has the magnitude
-//! code `((q - qmin) << mbits) + r`, where `qmin = emin - mbits`; a carry out of `r` moves into the
-//! exponent field exactly as it should.
+//! Bit-level rounding and exact construction of binary floating-point values, written as integer code:
+//! [`round_to_narrow`] and [`f32_from_parts`] live here and nowhere else.
+
+// `round_to_narrow` rounds a finite fp32 value to nearest-even in a narrower IEEE-like format with subnormals (the FP8
+// formats; fp16 and bf16 come from `half`), returning the magnitude code; overflow handling is the caller's.
+// `f32_from_parts` builds the fp32 value `(-1)^neg * mag * 2^exp` when it is exactly representable.
+//
+// A narrow format here is described by its mantissa width `mbits` and its smallest normal exponent `emin`. Its codes
+// (sign bit aside) are ordered like the values they encode, which is what makes the "quantum" construction below work:
+// a value `r * 2^q` with `q = max(e, emin) - mbits` has the magnitude code `((q - qmin) << mbits) + r`, where
+// `qmin = emin - mbits`; a carry out of `r` moves into the exponent field exactly as it should.
 
 /// Round the finite fp32 value with bits `x` (sign ignored) to nearest, ties to even, in the format with
 /// `mbits` mantissa bits and smallest normal exponent `emin`, and return the magnitude code (exponent

@@ -1,14 +1,14 @@
-//! `mmaemu selftest` (docs/reference.md §8.2): run the CUDA kernels' self-test gate on a device and print
-//! PASS/FAIL per kernel and a verdict.
-//!
-//! Every kernel of [`mmaemu_kernels::cuda::KERNELS`] serves every capability the kernels compile for and is
-//! not gated, so each selected kernel is *required*. The gate is the fixed battery of
-//! [`mmaemu_kernels::cuda::gate_cases`] (every built-in preset and two user-defined ones, four format pairs,
-//! seven adversarial shapes), compared bit for bit with the model computed at gate time.
-//!
-//! Verdicts and exit codes: PASS (0) every required kernel passed; FAIL (1) a required kernel failed;
-//! UNAVAILABLE (4) no CUDA backend in this build, no driver, no NVRTC, no device, CUDA disabled, or no
-//! results. A malformed `--kernels` list is a usage error (2).
+//! `mmaemu selftest` (docs/reference.md §8.2): run the CUDA kernels' self-test gate on a device and print PASS/FAIL per
+//! kernel and a verdict.
+
+// Every kernel of `mmaemu_kernels::cuda::KERNELS` serves every capability the kernels compile for and is not gated, so
+// each selected kernel is *required*. The gate is the fixed battery of `mmaemu_kernels::cuda::gate_cases` (every
+// built-in preset and two user-defined ones, four format pairs, seven adversarial shapes), compared bit for bit with
+// the model computed at gate time.
+//
+// Verdicts and exit codes: PASS (0) every required kernel passed; FAIL (1) a required kernel failed; UNAVAILABLE (4) no
+// CUDA backend in this build, no driver, no NVRTC, no device, CUDA disabled, or no results. A malformed `--kernels`
+// list is a usage error (2).
 
 use super::{CommandError, CommandResult, Exit};
 use mmaemu_kernels::env;

@@ -1,21 +1,21 @@
-//! `mmaemu-embed-tables`: writes the compact embedded form of the split-K tables that the model crate
-//! (`mmaemu-model`, module `splitk`) resolves splits from, without any file at run time.
-//!
-//! ```text
-//! cargo run --release -p mmaemu-datasets --bin mmaemu-embed-tables [-- [--tables DIR] [--out DIR] [--check]]
-//! ```
-//!
-//! Defaults: `--tables datasets/tables`, `--out model/src/splitk/data`. For each table
-//! (`rtx4060-cublaslt-12.8.3.14`, `h100pcie-cublaslt-12.8.3.14`) it reads the Parquet file
-//! (`mmaemu-splitk-table/1`) and checks it against its JSON sidecar (format, sha256, row count), then writes
-//!
-//! - `<stem>.bin`: every row, in the binary form described in `model/src/splitk/README.md`
-//!   (`MMSKEMB1`: shape sets sorted by (n, m, k), a value palette, per-setting run lengths over the shape set,
-//!   table_id, parquet sha256, row count, and a sha256 trailer);
-//! - `<short>.rs` (`rtx4060.rs`, `h100pcie.rs`): the sidecar data as Rust source (settings, envelope,
-//!   verified combinations, customOption rule, notes, checksums), formatted with rustfmt.
-//!
-//! `--check` writes nothing: it regenerates in memory and exits with status 1 if a file differs.
+//! `mmaemu-embed-tables`: writes the compact embedded form of the split-K tables that the model crate (`mmaemu-model`,
+//! module `splitk`) resolves splits from, without any file at run time.
+
+// Usage:
+//
+//     cargo run --release -p mmaemu-datasets --bin mmaemu-embed-tables [-- [--tables DIR] [--out DIR] [--check]]
+//
+// Defaults: `--tables datasets/tables`, `--out model/src/splitk/data`. For each table (`rtx4060-cublaslt-12.8.3.14`,
+// `h100pcie-cublaslt-12.8.3.14`) it reads the Parquet file (`mmaemu-splitk-table/1`) and checks it against its JSON
+// sidecar (format, sha256, row count), then writes
+//
+// - `<stem>.bin`: every row, in the binary form described in `model/src/splitk/README.md` (`MMSKEMB1`: shape sets
+//   sorted by (n, m, k), a value palette, per-setting run lengths over the shape set, table_id, parquet sha256, row
+//   count, and a sha256 trailer);
+// - `<short>.rs` (`rtx4060.rs`, `h100pcie.rs`): the sidecar data as Rust source (settings, envelope, verified
+//   combinations, customOption rule, notes, checksums), formatted with rustfmt.
+//
+// `--check` writes nothing: it regenerates in memory and exits with status 1 if a file differs.
 
 use mmaemu_datasets::digest::sha256_hex;
 use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable, SplitKTableRow, SPLITK_FMTS, SPLITK_OUT_DTYPES};

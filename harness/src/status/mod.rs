@@ -1,18 +1,19 @@
-//! The status of the model, computed from the recordings and their replay outcomes, never written by hand:
-//! for every preset and every profile, and for every feature a row exercises (op, fast or slow
-//! accumulation, split scheme and S, out dtype, format pair, epilogue paths, rejection rules, zero sizes,
-//! out= handling, operand layouts), how many hardware rows (truth = hardware) exercise it, how many of them
-//! pass, fail or cannot be replayed, how many model rows (self-consistency vectors, never evidence) do,
-//! and its status:
-//!
-//! - `validated`: hardware rows exist and every one of them passes;
-//! - `failing`: a hardware row fails;
-//! - `experimental`: no hardware row (nothing recorded, or model rows only), or hardware rows that could
-//!   not all be replayed.
-//!
-//! For the built-in presets and profiles the features they should be validated on are listed even without
-//! any row, as experimental with zero counts (e.g. hopper split-K, b200_mma_sync slow accumulation). The
-//! text table prints those as one line per scope; the JSON lists them with the others ([`render`]).
+//! The status of the model, computed from the recordings and their replay outcomes, never written by hand: per preset,
+//! profile and feature, its row counts and whether it is validated, experimental or failing.
+
+// For every preset and every profile, and for every feature a row exercises (op, fast or slow accumulation, split
+// scheme and S, out dtype, format pair, epilogue paths, rejection rules, zero sizes, out= handling, operand layouts),
+// how many hardware rows (truth = hardware) exercise it, how many of them pass, fail or cannot be replayed, how many
+// model rows (self-consistency vectors, never evidence) do, and its status:
+//
+// - `validated`: hardware rows exist and every one of them passes;
+// - `failing`: a hardware row fails;
+// - `experimental`: no hardware row (nothing recorded, or model rows only), or hardware rows that could not all be
+//   replayed.
+//
+// For the built-in presets and profiles the features they should be validated on are listed even without any row, as
+// experimental with zero counts (e.g. hopper split-K, b200_mma_sync slow accumulation). The text table prints those as
+// one line per scope; the JSON lists them with the others (`render`).
 
 mod render;
 
@@ -134,7 +135,7 @@ fn max_code(od: OutDtype) -> Option<u8> {
     }
 }
 
-/// The features a row exercises (see the module documentation). Accumulation, split, out dtype, formats
+/// The features a row exercises (see the comment at the top of this file). Accumulation, split, out dtype, formats
 /// and epilogue paths count only for rows that expect a result; a row that expects an error exercises its
 /// rejection rule.
 pub fn features(row: &Row) -> Vec<Feature> {

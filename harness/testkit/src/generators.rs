@@ -1,10 +1,10 @@
-//! Input generators for the fuzz trials, after TestFloat (curated exponents x significand patterns, random
-//! bit-streams, special operands) and MMA-Sim (operand windows that stress the alignment, truncation and
-//! cancellation inside a block; very long and ragged reductions).
-//!
-//! Everything is a proptest [`Strategy`], so failures shrink: to fewer elements, smaller K and simpler
-//! codes. Codes are drawn from raw random words through a [`CodeMode`], which keeps shrinking meaningful
-//! (a smaller word is a simpler code of the same mode).
+//! Input generators for the fuzz trials, after TestFloat (curated exponents x significand patterns, random bit-streams,
+//! special operands) and MMA-Sim (operand windows that stress a block's alignment, truncation and cancellation; very
+//! long and ragged reductions).
+
+// Everything is a proptest `Strategy`, so failures shrink: to fewer elements, smaller K and simpler codes. Codes are
+// drawn from raw random words through a `CodeMode`, which keeps shrinking meaningful (a smaller word is a simpler code
+// of the same mode).
 
 use mmaemu_model::Format;
 use proptest::prelude::*;

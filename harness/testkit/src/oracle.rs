@@ -1,13 +1,14 @@
 //! A second, independent implementation of the block step and the chain (docs/reference.md §1, §2.2–§2.5, §2.7),
-//! written straight from the text with exact arbitrary-precision arithmetic. It shares no code with
-//! `mmaemu_model`: it decodes FP8 codes and fp32 bits itself, computes floor(log2|x|) itself, truncates
-//! toward zero itself and builds fp32 bit patterns itself.
-//!
-//! Every finite value is an exact dyadic rational `num * 2^exp` with a big-integer `num`; nothing is ever
-//! rounded except where the spec says RN32 (the late-c addition), which is also done here on the exact
-//! value. Non-finite operands and accumulators follow the IEEE-class rule (§2.5, §2.7): the block's terms
-//! (the products a_i * b_i and c) are classified as IEEE float64 would classify them, and a block with a
-//! non-finite term returns NaN (any NaN term, an Inf times a zero, or infinities of both signs) or the Inf.
+//! written straight from the text with exact arbitrary-precision arithmetic; it shares no code with `mmaemu_model`.
+
+// It decodes FP8 codes and fp32 bits itself, computes floor(log2|x|) itself, truncates toward zero itself and builds
+// fp32 bit patterns itself.
+//
+// Every finite value is an exact dyadic rational `num * 2^exp` with a big-integer `num`; nothing is ever rounded except
+// where the spec says RN32 (the late-c addition), which is also done here on the exact value. Non-finite operands and
+// accumulators follow the IEEE-class rule (§2.5, §2.7): the block's terms (the products a_i * b_i and c) are classified
+// as IEEE float64 would classify them, and a block with a non-finite term returns NaN (any NaN term, an Inf times a
+// zero, or infinities of both signs) or the Inf.
 
 use num_bigint::BigInt;
 use num_traits::{One, Signed, Zero};

@@ -1,7 +1,9 @@
-//! `fuzz/backend/<engine>`: every chain engine of `mmaemu_harness::engines::all()` against the model, bit for
-//! bit: `execute` with the engine against `accumulate` (the model's reference engine) on random GEMMs of
-//! every built-in preset, fast and slow, unsplit and split; and the engine's raw `chains` (chains from +0
-//! of any length, ragged against the block size) against `Chain::run`.
+//! `fuzz/backend/<engine>`: every chain engine of `mmaemu_harness::engines::all()` against the model, bit for bit, on
+//! whole GEMMs through `execute` and on the engine's raw `chains`.
+
+// `execute` with the engine runs against `accumulate` (the model's reference engine) on random GEMMs of every built-in
+// preset, fast and slow, unsplit and split; the engine's raw `chains` (chains from +0 of any length, ragged against the
+// block size) run against `Chain::run`.
 
 use crate::plan::plan_choice;
 use crate::{check, Family};

@@ -1,17 +1,17 @@
-//! The `fuzz` test target: seeded property trials over shapes no GPU recorded, one libtest-mimic trial per
-//! family (filter with `cargo test -p mmaemu-harness --test fuzz -- fuzz/plan`):
-//!
-//! - `fuzz/oracle/<preset>`: the model's chain and 1 x 1 accumulators against the independent exact
-//!   block-step oracle of `mmaemu_testkit::oracle` (a lighter run than `model/tests/differential.rs`);
-//! - `fuzz/plan/...`: plan invariants — zero padding changes nothing, S = 1 equals the unsplit chains, a
-//!   split into single tiles equals the chain-by-chain sum in the scheme's order, K = 0 gives +0, permuting
-//!   the rows of A or B permutes the result;
-//! - `fuzz/scaled_mm/<profile>`: `ScaledMm` with an explicit split against `accumulate` + `Epilogue`;
-//! - `fuzz/backend/<engine>`: every engine of `mmaemu_harness::engines::all()` against the model.
-//!
-//! Deterministic by default; `MMAEMU_FUZZ_SEED` and `MMAEMU_FUZZ_CASES` change the seed and the total
-//! case budget (see `mmaemu_harness::seed`). A failure prints the minimal failing input (proptest shrinks
-//! it), the seed, and the command that reruns the family alone.
+//! The `fuzz` test target: seeded property trials over shapes no GPU recorded, one libtest-mimic trial per family
+//! (filter with `cargo test -p mmaemu-harness --test fuzz -- fuzz/plan`).
+
+// - `fuzz/oracle/<preset>`: the model's chain and 1 x 1 accumulators against the independent exact block-step oracle of
+//   `mmaemu_testkit::oracle` (a lighter run than `model/tests/differential.rs`);
+// - `fuzz/plan/...`: plan invariants — zero padding changes nothing, S = 1 equals the unsplit chains, a split into
+//   single tiles equals the chain-by-chain sum in the scheme's order, K = 0 gives +0, permuting the rows of A or B
+//   permutes the result;
+// - `fuzz/scaled_mm/<profile>`: `ScaledMm` with an explicit split against `accumulate` + `Epilogue`;
+// - `fuzz/backend/<engine>`: every engine of `mmaemu_harness::engines::all()` against the model.
+//
+// Deterministic by default; `MMAEMU_FUZZ_SEED` and `MMAEMU_FUZZ_CASES` change the seed and the total case budget (see
+// `mmaemu_harness::seed`). A failure prints the minimal failing input (proptest shrinks it), the seed, and the command
+// that reruns the family alone.
 
 
 mod backend;

@@ -1,8 +1,9 @@
 //! `fuzz/scaled_mm/<profile>`: `ScaledMm` calls with an explicit split (`SplitRequest::Count(1)` or
-//! `SplitRequest::Pair(S, scheme)`) against the model's `accumulate` followed by `Epilogue::apply`: the
-//! whole call must add nothing to the numerics but torch's checks, the profile's rejections and the
-//! placement of the result. Random shapes (M any, N and K multiples of 16, sometimes M = 0), formats, out
-//! dtypes, scales (zeros, negatives, subnormals, huge, Inf, NaN) and scale_result.
+//! `SplitRequest::Pair(S, scheme)`) against the model's `accumulate` followed by `Epilogue::apply`.
+
+// The whole call must add nothing to the numerics but torch's checks, the profile's rejections and the placement of the
+// result. Random shapes (M any, N and K multiples of 16, sometimes M = 0), formats, out dtypes, scales (zeros,
+// negatives, subnormals, huge, Inf, NaN) and scale_result.
 
 use crate::{check, Family};
 use mmaemu_testkit::generators::{gemm, Gemm, GemmShape};

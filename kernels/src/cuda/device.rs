@@ -1,10 +1,10 @@
-//! The device side of the CUDA backend: open the first GPU, compile the kernels for its architecture with
-//! NVRTC, run the self-test gate, and serve chains as a [`ChainEngine`].
-//!
-//! Nothing here panics when CUDA is missing: the driver and NVRTC are probed first, cudarc calls are wrapped
-//! in `catch_unwind`, and every failure is a reason string. A kernel is used only after it has reproduced
-//! the model's bits on every case of the gate ([`super::gate_cases`]); a launch that fails later makes the
-//! engine compute that call with its fallback engine (the CPU backend) and record a fallback warning.
+//! The device side of the CUDA backend: open the first GPU, compile the kernels for its architecture with NVRTC, run
+//! the self-test gate, and serve chains as a [`ChainEngine`].
+
+// Nothing here panics when CUDA is missing: the driver and NVRTC are probed first, cudarc calls are wrapped in
+// `catch_unwind`, and every failure is a reason string. A kernel is used only after it has reproduced the model's bits
+// on every case of the gate (`super::gate_cases`); a launch that fails later makes the engine compute that call with
+// its fallback engine (the CPU backend) and record a fallback warning.
 
 use super::{fallback_warning, gate_cases, nvrtc, ChainParams, KernelReport, KERNELS};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};

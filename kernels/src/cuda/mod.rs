@@ -1,15 +1,11 @@
-//! The CUDA backend (docs/reference.md §9.5): integer-exact chain kernels (chain.cu) compiled at run time with
-//! NVRTC and launched through cudarc, behind a self-test gate.
-//!
-//! This module always builds (no CUDA dependency): the kernel source with the model's decode tables, the
-//! kernel parameters of a preset and format pair, a Rust emulation of the kernels' integer algorithm
-//! ([`emulate`]) and the gate's battery of adversarial cases. The `cuda` cargo feature adds the NVRTC
-//! compiler and the device side ([`device`]): loading, launching, the self-test, and [`device::CudaEngine`],
-//! a [`ChainEngine`] the model's `execute` drives (the plan, the slow chunks, the split combination and the
-//! non-finite patch stay in the model).
-//!
-//! [`Gpu`] is the entry point the backend registry and `mmaemu selftest` use; it exists in every build, and
-//! without the feature [`Gpu::open`] reports [`NOT_BUILT`], so callers need no `cfg` of their own.
+//! The CUDA backend (docs/reference.md §9.5): integer-exact chain kernels (chain.cu) compiled at run time with NVRTC
+//! and launched through cudarc, behind a self-test gate.
+
+// This module always builds (no CUDA dependency): the kernel source with the model's decode tables, the kernel
+// parameters of a preset and format pair, a Rust emulation of the kernels' integer algorithm (`emulate`) and the gate's
+// battery of adversarial cases. The `cuda` cargo feature adds the NVRTC compiler and the device side (`device`):
+// loading, launching, the self-test, and `device::CudaEngine`, a `ChainEngine` the model's `execute` drives (the plan,
+// the slow chunks, the split combination and the non-finite patch stay in the model).
 
 pub mod emulate;
 
@@ -229,7 +225,9 @@ type GpuInner = std::sync::Arc<std::sync::Mutex<device::CudaDevice>>;
 #[derive(Clone)]
 enum GpuInner {}
 
-/// One GPU with the kernels compiled for its architecture and loaded.
+/// One GPU with the kernels compiled for its architecture and loaded. The entry point the backend registry and
+/// `mmaemu selftest` use; it exists in every build, and without the feature [`Gpu::open`] reports [`NOT_BUILT`], so
+/// callers need no `cfg` of their own.
 #[derive(Clone)]
 pub struct Gpu {
     /// The device ordinal.

@@ -1,15 +1,13 @@
-//! NVRTC through cudarc: probing the library without panicking, and compiling the kernel source to PTX.
-//!
-//! cudarc loads libnvrtc by its usual names (found through `LD_LIBRARY_PATH` and the system paths) and panics
-//! when it is missing, so every entry here probes first and catches panics. `MMAEMU_NVRTC_LIB` may name the
-//! library file itself (for example the one of NVIDIA's `nvidia-cuda-nvrtc-cu12` wheel): it is loaded first,
-//! globally, so that cudarc's lookup by soname finds it.
+//! NVRTC through cudarc: probing the library without panicking, and compiling the kernel source to PTX. cudarc loads
+//! libnvrtc by its usual names (found through `LD_LIBRARY_PATH` and the system paths) and panics when it is missing, so
+//! every entry here probes first and catches panics.
 
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
-/// The environment variable naming the NVRTC library file.
+/// The environment variable naming the NVRTC library file (for example the one of NVIDIA's `nvidia-cuda-nvrtc-cu12`
+/// wheel): it is loaded first, globally, so that cudarc's lookup by soname finds it.
 pub const NVRTC_LIB_ENV: &str = "MMAEMU_NVRTC_LIB";
 
 /// Load `MMAEMU_NVRTC_LIB` (once, kept loaded for the life of the process) if it is set.

@@ -1,9 +1,9 @@
-//! `scaled_mm` with torch 2.7.1 `torch._scaled_mm` semantics on a profile's reference platform
-//! (docs/reference.md §5), and `explain` (§8.1), which runs the same checks and decisions without computing.
-//!
-//! The checks run in exactly the order of §5.2; the first failing one decides the error. Step 1 (Python
-//! argument types) is empty: the Rust types make those mistakes impossible. Step 5.2's device check and the
-//! autograd check (R.5) never fire in a host-only library.
+//! `scaled_mm` with torch 2.7.1 `torch._scaled_mm` semantics on a profile's reference platform (docs/reference.md §5),
+//! and `explain` (§8.1), which runs the same checks and decisions without computing.
+
+// The checks run in exactly the order of §5.2; the first failing one decides the error. Step 1 (Python argument types)
+// is empty: the Rust types make those mistakes impossible. Step 5.2's device check and the autograd check (R.5) never
+// fire in a host-only library.
 
 mod checks;
 

@@ -1,8 +1,4 @@
 //! Decoding and lookup of the embedded table rows (format `MMSKEMB1`, see README.md in this directory).
-//!
-//! The blob is checked completely when it is decoded (sha256 trailer, the generated checksum, the table_id,
-//! the row count and every index), so that a lookup afterwards is two binary searches and cannot fail.
-//! Every problem is a data error (`Category::Data`), never a panic.
 
 use super::sha256::{hex, sha256};
 use super::sidecar::Sidecar;
@@ -99,7 +95,10 @@ fn fmt_of_code(c: u8) -> Option<Format> {
     Format::ALL.get(c as usize).copied()
 }
 
-/// Decodes and checks the blob of table `expected_id` against its generated sidecar data.
+/// Decodes and checks the blob of table `expected_id` against its generated sidecar data. The blob is checked
+/// completely here (sha256 trailer, the generated checksum, the table_id, the row count and every index), so that a
+/// lookup afterwards is two binary searches and cannot fail. Every problem is a data error (`Category::Data`), never
+/// a panic.
 pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Result<Embedded> {
     let err = |what: &str| {
         Error::new(

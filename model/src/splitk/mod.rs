@@ -1,26 +1,25 @@
-//! Split-K resolution (docs/reference.md §6.2–6.7): how many partial sums S cuBLASLt splits K into, and how it
-//! combines them, for one GEMM on one profile.
-//!
-//! The decisions come from the split-K tables recorded on the reference GPUs (§6.4), embedded in this crate
-//! in a compact form (no file is read at run time), from the tables' envelopes (§6.5), or from the caller.
-//! [`resolve_splitk`] follows the resolution order of §6.3:
-//!
-//! 1. an explicit split from the caller ([`SplitRequest::Count`], [`SplitRequest::Pair`]);
-//! 2. a profile without a cuBLASLt workspace never splits;
-//! 3. a profile without a table cannot resolve `splitk = auto` (SplitKUnknownError);
-//! 4. a zero-size GEMM is unsplit;
-//! 5. the table row of the exact key (only for torch's standard layout);
-//! 6. (the live cuBLASLt heuristic query on the profile's own GPU: not part of the model, which has no
-//!    cuBLASLt; a caller that has one runs it between steps 5 and 7);
-//! 7. the table's envelope (S = 1 far enough above every recorded split; not in strict mode);
-//! 8. otherwise SplitKUnknownError, naming the shape, the profile, the reason and the ways out (§6.7).
-//!
-//! Verification and warnings follow §6.6: every call returns its warnings (no once-per-process state).
-//!
-//! The embedded data are generated from `datasets/tables/*.parquet` and their JSON sidecars by
-//! `cargo run --release -p mmaemu-datasets --bin mmaemu-embed-tables` (see `README.md` in this directory);
-//! they carry their table_id and sha256, which are checked when a table is first used
-//! (a mismatch is a `Category::Data` error).
+//! Split-K resolution (docs/reference.md §6.2–6.7): how many partial sums S cuBLASLt splits K into, and how it combines
+//! them, for one GEMM on one profile.
+
+// The decisions come from the split-K tables recorded on the reference GPUs (§6.4), embedded in this crate in a compact
+// form (no file is read at run time), from the tables' envelopes (§6.5), or from the caller. `resolve_splitk` follows
+// the resolution order of §6.3:
+//
+// 1. an explicit split from the caller (`SplitRequest::Count`, `SplitRequest::Pair`);
+// 2. a profile without a cuBLASLt workspace never splits;
+// 3. a profile without a table cannot resolve `splitk = auto` (SplitKUnknownError);
+// 4. a zero-size GEMM is unsplit;
+// 5. the table row of the exact key (only for torch's standard layout);
+// 6. (the live cuBLASLt heuristic query on the profile's own GPU: not part of the model, which has no cuBLASLt; a
+//    caller that has one runs it between steps 5 and 7);
+// 7. the table's envelope (S = 1 far enough above every recorded split; not in strict mode);
+// 8. otherwise SplitKUnknownError, naming the shape, the profile, the reason and the ways out (§6.7).
+//
+// Verification and warnings follow §6.6: every call returns its warnings (no once-per-process state).
+//
+// The embedded data are generated from `datasets/tables/*.parquet` and their JSON sidecars by
+// `cargo run --release -p mmaemu-datasets --bin mmaemu-embed-tables` (see `README.md` in this directory); they carry
+// their table_id and sha256, which are checked when a table is first used (a mismatch is a `Category::Data` error).
 
 mod embedded;
 mod resolve;

@@ -1,13 +1,11 @@
-//! The worked examples of docs/reference.md as unit tests. Expected bits are literal constants taken from the
-//! spec text (hex floats and byte values written there, converted to fp32 bits by hand); where a test
-//! states a value the spec gives only as a rule, the comment shows the hand derivation. Inputs are built
-//! with `Format::from_f32_saturating`, and every input code that is meant to be an exact value is checked
-//! against the independent decoder of `mmaemu_testkit::oracle`. The chain-level examples are also checked against
-//! the oracle, so they validate it too.
+//! The worked examples of docs/reference.md as unit tests: `chain` for §1 and §2 (formats, block steps, chains, `dot`),
+//! `gemm` for §3 and §4 (plans, split-K, non-finite inputs, the epilogue).
 
-//!
-//! `chain`: §1 and §2 (formats, block steps, chains, `dot`); `gemm`: §3 and §4 (plans, split-K,
-//! non-finite inputs, the epilogue).
+// Expected bits are literal constants taken from the spec text (hex floats and byte values written there, converted to
+// fp32 bits by hand); where a test states a value the spec gives only as a rule, the comment shows the hand derivation.
+// Inputs are built with `Format::from_f32_saturating`, and every input code that is meant to be an exact value is
+// checked against the independent decoder of `mmaemu_testkit::oracle`. The chain-level examples are also checked
+// against the oracle, so they validate it too.
 
 mod chain;
 mod gemm;

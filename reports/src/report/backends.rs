@@ -1,12 +1,11 @@
-//! The backends a report replays the datasets through, benchmarks and fuzzes: the model itself
-//! (`reference`, the canonical replay of [`mmaemu_harness::replay::replay_row`]) and every chain engine this build
-//! offers ([`ChainEngine`]: the hook the fast kernels plug into).
-//!
-//! To add a backend, register its engine in [`mmaemu_kernels::registry`] (or push it in [`available`]).
-//! Every backend replays through the harness's one replay path ([`mmaemu_harness::replay::replay_row_on`]):
-//! its engine computes the chains of `gemm`, `accumulator` and `scaled_mm` rows (plan, split and epilogue
-//! from the model); `mma` rows start from a recorded accumulator, which engines do not take: the
-//! reference replays them and every other backend skips them.
+//! The backends a report replays the datasets through, benchmarks and fuzzes: the model itself (`reference`, the
+//! canonical replay of [`mmaemu_harness::replay::replay_row`]) and every chain engine this build offers
+//! ([`ChainEngine`]: the hook the fast kernels plug into).
+
+// To add a backend, register its engine in `mmaemu_kernels::registry` (or push it in `available`). Every backend
+// replays through the harness's one replay path (`mmaemu_harness::replay::replay_row_on`): its engine computes the
+// chains of `gemm`, `accumulator` and `scaled_mm` rows (plan, split and epilogue from the model); `mma` rows start from
+// a recorded accumulator, which engines do not take: the reference replays them and every other backend skips them.
 
 use mmaemu_datasets::Row;
 use mmaemu_harness::replay::{replay_row, replay_row_on, Verdict};

@@ -1,7 +1,6 @@
-//! Comparing a report with a baseline report.json: every row whose outcome changed on a backend, every
-//! status (scope or feature) that changed, every fuzz check whose failure count changed and every
-//! throughput that moved by more than [`super::THROUGHPUT_THRESHOLD`]; each change says whether it is a
-//! regression (see the module documentation of [`super`]).
+//! Comparing a report with a baseline report.json: every row whose outcome changed on a backend, every status (scope or
+//! feature) that changed, every fuzz check whose failure count changed and every throughput that moved by more than
+//! [`super::THROUGHPUT_THRESHOLD`].
 
 use super::Report;
 use serde_json::{json, Value};
@@ -22,7 +21,7 @@ pub struct Change {
     pub after: String,
     /// In words: `newly failing`, `newly passing`, `status change`, `slower by 23 %`, ...
     pub change: String,
-    /// Does it count as a regression?
+    /// Does it count as a regression? (What does is written at the top of `report/mod.rs`.)
     pub regression: bool,
 }
 

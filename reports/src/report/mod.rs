@@ -1,24 +1,23 @@
-//! `mmaemu report`: one run of everything that says how well mmaemu does, written as `report.json` (a
-//! stable schema, docs/report-schema.md), `report.md` and a self-contained `report.html` with inline SVG
-//! plots — and, given the previous run's `report.json`, every change since then.
-//!
-//! A report:
-//! 1. replays every recording (default `datasets/recordings`) through every available backend
-//!    ([`backends::available`]): per row pass / fail / skip, per file and backend the counts;
-//! 2. computes the validated / experimental / failing status per preset, profile and feature
-//!    ([`mmaemu_harness::status`]) from the reference replay;
-//! 3. runs the fixed-seed differential fuzz ([`fuzz`]);
-//! 4. runs the benchmarks ([`throughput`]);
-//! 5. with `--baseline PREV.json`, lists every change ([`diff`]): a row newly failing or passing (or
-//!    skipped, new, removed), a status change, a fuzz check failing more, a throughput change beyond
-//!    10 %; and carries the baseline's history forward (the HTML plots it).
-//!
-//! Exit codes: 0 written, nothing regressed; 1 written, and something regressed against the baseline
-//! (without a baseline: a row fails or a fuzz check fails); 2 unreadable input, baseline or unwritable
-//! output directory. A regression is a row newly failing, a row that passed and is now skipped, a status
-//! that was `validated` and is no longer, or a fuzz check with more failures; a throughput drop beyond
-//! 10 % is listed, and counts as a regression only with `--fail-on-slowdown` (timings on shared machines
-//! are noisy).
+//! `mmaemu report`: one run of everything that says how well mmaemu does, written as `report.json` (a stable schema,
+//! docs/report-schema.md), `report.md` and a self-contained `report.html` with inline SVG plots — and, given the
+//! previous run's `report.json`, every change since then.
+
+// A report:
+// 1. replays every recording (default `datasets/recordings`) through every available backend (`backends::available`):
+//    per row pass / fail / skip, per file and backend the counts;
+// 2. computes the validated / experimental / failing status per preset, profile and feature (`mmaemu_harness::status`)
+//    from the reference replay;
+// 3. runs the fixed-seed differential fuzz (`fuzz`);
+// 4. runs the benchmarks (`throughput`);
+// 5. with `--baseline PREV.json`, lists every change (`diff`): a row newly failing or passing (or skipped, new,
+//    removed), a status change, a fuzz check failing more, a throughput change beyond 10 %; and carries the baseline's
+//    history forward (the HTML plots it).
+//
+// Exit codes: 0 written, nothing regressed; 1 written, and something regressed against the baseline (without a
+// baseline: a row fails or a fuzz check fails); 2 unreadable input, baseline or unwritable output directory. A
+// regression is a row newly failing, a row that passed and is now skipped, a status that was `validated` and is no
+// longer, or a fuzz check with more failures; a throughput drop beyond 10 % is listed, and counts as a regression only
+// with `--fail-on-slowdown` (timings on shared machines are noisy).
 
 pub mod backends;
 pub mod diff;

@@ -1,8 +1,9 @@
-//! The report's benchmarks: a few fixed GEMM shapes (fast and slow, unsplit and split, both presets),
-//! emulated through every backend with the measurement of `mmaemu bench gemm` ([`mmaemu_kernels::bench`]): the
-//! time of the plan execution (non-finite scan, chains, slow sums, split combination) over fixed
-//! pseudo-random finite codes, best of a few repetitions after a warm-up, and its throughput in
-//! multiply-accumulates per second.
+//! The report's benchmarks: a few fixed GEMM shapes (fast and slow, unsplit and split, both presets), emulated through
+//! every backend with the measurement of `mmaemu bench gemm` ([`mmaemu_kernels::bench`]).
+
+// That measurement: the time of the plan execution (non-finite scan, chains, slow sums, split combination) over fixed
+// pseudo-random finite codes, best of a few repetitions after a warm-up, and its throughput in multiply-accumulates per
+// second.
 
 use super::backends::Backend;
 use mmaemu_kernels::bench::{gemm, GemmBench};
