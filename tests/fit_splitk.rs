@@ -5,9 +5,9 @@
 // where it says serial, slow chains restarting every 2 own tiles. Also: the `--json` shape, rows whose scheme is
 // `unknown`, bad input.
 
+use mmaemu_datasets::{read_recording, write_recording, Recording};
 use mmaemu_reports::fit::rules::Rule;
 use mmaemu_reports::fit::splitk::{fit_paths, FitReport, Verdict};
-use mmaemu_datasets::{read_recording, write_recording, Recording};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

@@ -2,8 +2,8 @@
 //! against a baseline made from the unmodified data, after one expected bit of one row is flipped, lists
 //! exactly that row as newly failing and exits non-zero; bad inputs exit 2.
 
-use mmaemu_reports::report::{make, write, ReportOptions};
 use mmaemu_datasets::{read_recording, write_recording, Expectation, Recording};
+use mmaemu_reports::report::{make, write, ReportOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

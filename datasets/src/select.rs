@@ -1,9 +1,9 @@
 //! Reading one row of a recording without decoding the others, so that a trial run alone (`--exact NAME`, as nextest
 //! runs every trial in its own process) costs milliseconds instead of a whole file.
 
+use crate::{read_recording, Row};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
-use crate::{read_recording, Row};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::metadata::KeyValue;

@@ -3,11 +3,11 @@
 //! decides on the profile of the logged workspace; the calls the H100 rejected are ReferenceRejectsError.
 
 use mmaemu_model::dtype::Dtype;
+use mmaemu_model::profile::{Profile, TableId};
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm, Validation};
 use mmaemu_model::splitk::{table_lookup, SplitKey, SplitRequest};
 use mmaemu_model::tensor::View;
 use mmaemu_model::{Format, OutDtype};
-use mmaemu_model::profile::{Profile, TableId};
 
 #[test]
 fn explain_gives_the_logged_decisions() {

@@ -1,8 +1,8 @@
 //! Replaying whole recording files: discovery, parallel replay of every row (rayon), per-file counts, and
 //! the report that `mmaemu replay` prints (text or JSON).
 
-use crate::replay::{replay_row_on, Failure, Verdict};
 use crate::call::{auto_split, AutoSplit};
+use crate::replay::{replay_row_on, Failure, Verdict};
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
 use mmaemu_model::{ChainEngine, ReferenceEngine};
 use rayon::prelude::*;

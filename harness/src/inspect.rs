@@ -153,11 +153,8 @@ pub fn verify(paths: &[PathBuf], sha256: bool) -> (String, u8) {
             }
         }
     }
-    let _ = writeln!(
-        out,
-        "{} files: {ok} valid, {bad} with violations, {unreadable} unreadable or invalid",
-        files.len()
-    );
+    let _ =
+        writeln!(out, "{} files: {ok} valid, {bad} with violations, {unreadable} unreadable or invalid", files.len());
     let code = if unreadable > 0 {
         2
     } else if bad > 0 {

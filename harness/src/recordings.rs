@@ -12,12 +12,12 @@
 // with the reason. A trial run alone (`--exact NAME`, which is how nextest runs every trial, in its own process)
 // decodes only its row (`load_exact`).
 
-use mmaemu_datasets::select::{read_row, row_keys};
+use crate::replay::{compute, hexf, judge, Failure, Verdict};
 use libtest_mimic::{Completion, Failed, Trial};
+use mmaemu_datasets::select::{read_row, row_keys};
+use mmaemu_datasets::{discover, read_recording, Expectation, OutSelect, Row};
 use mmaemu_model::epilogue::from_le_bytes;
 use mmaemu_model::OutDtype;
-use crate::replay::{compute, hexf, judge, Failure, Verdict};
-use mmaemu_datasets::{discover, read_recording, Expectation, OutSelect, Row};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

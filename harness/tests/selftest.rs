@@ -2,9 +2,9 @@
 //! row's trial with a readable diff and a reproduction command; no recordings is an error; trial names are
 //! unique, stable and carry the file stem; the status counts come from the rows.
 
-use mmaemu_harness::status::{self, Status};
 use mmaemu_datasets::{read_recording, write_recording, Expectation};
 use mmaemu_harness::recordings::{load, load_exact, shipped_dir, verdict, RowTrial};
+use mmaemu_harness::status::{self, Status};
 use mmaemu_harness::Verdict;
 use std::collections::HashSet;
 

@@ -381,7 +381,9 @@ impl Registry {
                 v.push(("cuda".to_string(), status));
                 for r in &slot.reports {
                     let status = match &r.result {
-                        Ok(()) => Available(format!("GPU 0, {}, self-test passed ({} cases)", g.description(), r.cases)),
+                        Ok(()) => {
+                            Available(format!("GPU 0, {}, self-test passed ({} cases)", g.description(), r.cases))
+                        }
                         Err(e) => GateFailed(format!("self-test failed: {e}")),
                     };
                     v.push((format!("cuda:{}", r.kernel), status));

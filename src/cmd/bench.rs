@@ -118,7 +118,6 @@ pub fn json(r: &GemmResult) -> Value {
     })
 }
 
-
 /// The text report.
 pub fn text(r: &GemmResult) -> String {
     let mut s = format!(
@@ -142,7 +141,6 @@ pub fn text(r: &GemmResult) -> String {
     }
     s
 }
-
 
 #[cfg(test)]
 mod tests {

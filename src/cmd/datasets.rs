@@ -60,4 +60,3 @@ pub fn run(cmd: DatasetsCommand) -> CommandResult {
         _ => Exit::BadInput,
     })
 }
-

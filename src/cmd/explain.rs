@@ -2,8 +2,8 @@
 //! into a [`CallPlan`], and the plan's JSON form (docs/reference.md §8.1).
 
 use super::{CommandError, CommandResult, Exit};
-use mmaemu_kernels::registry::{OnPlacement, Placement};
 use mmaemu_kernels::env;
+use mmaemu_kernels::registry::{OnPlacement, Placement};
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{CallPlan, ScaleTensor, ScaledMm, Validation};
 use mmaemu_model::splitk::{SplitDecision, SplitRequest};
@@ -320,7 +320,9 @@ pub fn run(args: ExplainArgs) -> CommandResult {
     let splitk = parse_splitk(&args.splitk).map_err(CommandError::bad_input)?;
     let device = match Placement::parse(&args.device) {
         Err(usage) => return Err(CommandError::bad_input(usage)),
-        Ok(Err(why)) => return Err(CommandError::no_device(format!("explain unavailable: device '{}': {why}", args.device))),
+        Ok(Err(why)) => {
+            return Err(CommandError::no_device(format!("explain unavailable: device '{}': {why}", args.device)))
+        }
         Ok(Ok(p)) => p,
     };
     let case = Case {
@@ -376,4 +378,3 @@ fn explain_cases(path: &std::path::Path, defaults: &Case) -> CommandResult {
     }
     Ok(Exit::failed_if(any_error))
 }
-

@@ -50,7 +50,9 @@ pub fn run(cmd: FitCommand) -> CommandResult {
                 } else {
                     print!("{}", mmaemu_reports::fit::splitk::text(&report));
                 }
-                Ok(Exit::failed_if(report.groups.iter().any(|g| g.verdict == mmaemu_reports::fit::splitk::Verdict::None)))
+                Ok(Exit::failed_if(
+                    report.groups.iter().any(|g| g.verdict == mmaemu_reports::fit::splitk::Verdict::None),
+                ))
             }
         }
         FitCommand::Envelope { json, seed, holdout, margin, rule, table } => {

@@ -32,7 +32,6 @@ pub struct ReportArgs {
     pub paths: Vec<PathBuf>,
 }
 
-
 impl From<ReportArgs> for ReportOptions {
     fn from(a: ReportArgs) -> ReportOptions {
         ReportOptions {

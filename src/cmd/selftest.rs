@@ -11,8 +11,8 @@
 // list is a usage error (2).
 
 use super::{CommandError, CommandResult, Exit};
-use mmaemu_kernels::env;
 use mmaemu_kernels::cuda::{gate_cases, kernel_index, Gpu, KERNELS};
+use mmaemu_kernels::env;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 

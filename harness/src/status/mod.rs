@@ -19,8 +19,8 @@ mod render;
 
 pub use render::{json, text};
 
-use crate::replay::Verdict;
 use crate::files::FileReport;
+use crate::replay::Verdict;
 use mmaemu_datasets::{DatasetError, Expectation, Op, Row, Truth};
 use mmaemu_model::profile::PROFILE_NAMES;
 use mmaemu_model::{Format, OutDtype, Preset, Profile};

@@ -140,4 +140,3 @@ pub fn json(report: &StatusReport) -> Value {
         })).collect::<Vec<_>>(),
     })
 }
-

@@ -9,8 +9,8 @@ use crate::plan::plan_choice;
 use crate::{check, Family};
 use mmaemu_harness::engines;
 use mmaemu_harness::engines::gpu_fallbacks;
-use mmaemu_testkit::generators::{gemm, Gemm, GemmShape, HexBits};
 use mmaemu_model::{accumulate, execute, Chain, Plan, Preset};
+use mmaemu_testkit::generators::{gemm, Gemm, GemmShape, HexBits};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 

@@ -2,10 +2,10 @@
 //! on chains from any accumulator, and on 1 x 1 GEMM accumulators (fast: one chain over K padded to 16;
 //! slow: the fp32 sum of the 128-element chunk chains), non-finite codes included.
 
-use mmaemu_testkit::oracle::{self, Fp8, Params};
 use crate::{check, Family};
-use mmaemu_testkit::generators::chain_case;
 use mmaemu_model::{accumulate, Chain, Format, Preset, SplitK};
+use mmaemu_testkit::generators::chain_case;
+use mmaemu_testkit::oracle::{self, Fp8, Params};
 use proptest::prop_assert_eq;
 use proptest::test_runner::TestCaseError;
 

@@ -13,7 +13,6 @@
 // `mmaemu_harness::seed`). A failure prints the minimal failing input (proptest shrinks it), the seed, and the command
 // that reruns the family alone.
 
-
 mod backend;
 mod chains;
 mod plan;

@@ -10,9 +10,9 @@
 //! - `permute/<preset>`: permuting the rows of A (M) or of B (N) permutes the rows or columns of the result.
 
 use crate::{check, Family};
-use mmaemu_testkit::generators::{gemm, Gemm, GemmShape, HexBits};
 use mmaemu_model::plan::{combine, ADA_TILE, HOPPER_TILE};
 use mmaemu_model::{accumulate, gemm as model_gemm, Chain, Epilogue, OutDtype, Preset, Scheme, SplitK};
+use mmaemu_testkit::generators::{gemm, Gemm, GemmShape, HexBits};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 

@@ -6,13 +6,13 @@
 // negatives, subnormals, huge, Inf, NaN) and scale_result.
 
 use crate::{check, Family};
-use mmaemu_testkit::generators::{gemm, Gemm, GemmShape};
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::epilogue::from_le_bytes;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};
 use mmaemu_model::splitk::SplitRequest;
 use mmaemu_model::tensor::View;
 use mmaemu_model::{accumulate, Category, Epilogue, Format, OutDtype, Profile, SplitK};
+use mmaemu_testkit::generators::{gemm, Gemm, GemmShape};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 

@@ -25,10 +25,10 @@ pub mod fuzz;
 pub mod render;
 pub mod throughput;
 
-use mmaemu_harness::replay::Verdict;
-use mmaemu_harness::status::{self, RowFacts, StatusReport};
 use backends::Backend;
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
+use mmaemu_harness::replay::Verdict;
+use mmaemu_harness::status::{self, RowFacts, StatusReport};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
