@@ -12,6 +12,10 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "mmaemu", version, about)]
 struct Cli {
+    /// The most bytes a recording may make mmaemu allocate (operands, call tensors, results); default
+    /// 4 GiB, or MMAEMU_MAX_BYTES.
+    #[arg(long, global = true)]
+    max_bytes: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -115,7 +119,19 @@ impl Command {
 }
 
 fn main() -> ExitCode {
-    let command = Cli::parse().command;
+    // Rust ignores SIGPIPE, so a closed pipe makes printing fail (and println! panic). A command-line
+    // filter should instead end quietly when its reader goes away, with the conventional status.
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = Cli::parse();
+    if let Some(bytes) = cli.max_bytes {
+        // Still one thread: nothing has started that reads the environment.
+        std::env::set_var(mmaemu_datasets::limits::MAX_BYTES_ENV, bytes.to_string());
+    }
+    let command = cli.command;
     let name = command.name();
     let exit = command.run().unwrap_or_else(|e| {
         if e.verbatim {

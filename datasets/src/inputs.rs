@@ -527,6 +527,14 @@ pub(crate) fn materialise_rows(path: &Path, rows: &mut [Row]) -> Result<(), Data
         }
         let dims = |x: i64| usize::try_from(x).map_err(|_| err(format!("negative dimension {x}")));
         let (m, n, k) = (dims(row.m)?, dims(row.n)?, dims(row.k)?);
+        // Operands and the fp32 result, before anything is allocated.
+        let (m64, n64, k64) = (m as u64, n as u64, k as u64);
+        let bytes = crate::limits::sum(&[
+            crate::limits::product(&[m64, k64]),
+            crate::limits::product(&[n64, k64]),
+            crate::limits::product(&[4, m64, n64]),
+        ]);
+        crate::limits::check("regenerating the operands", bytes).map_err(err)?;
         let a = generate(&inputs.spec, Operand::A, &row.fmt_a, m, k).map_err(|e| err(format!("`inputs`: {e}")))?;
         let b = generate(&inputs.spec, Operand::B, &row.fmt_b, n, k).map_err(|e| err(format!("`inputs`: {e}")))?;
         for (name, bytes, want) in [("a", &a, &inputs.a_sha256), ("b", &b, &inputs.b_sha256)] {

@@ -10,6 +10,7 @@ mod call;
 pub mod digest;
 mod discover;
 mod error;
+pub use mmaemu_model::limits;
 pub mod inputs;
 mod read;
 mod row;

@@ -3,7 +3,7 @@
 //! row's profile, with the recorded split passed explicitly.
 
 use crate::replay::Computed;
-use mmaemu_datasets::{Call, MatSpec, Row, ScaleSpec};
+use mmaemu_datasets::{limits, Call, MatSpec, Row, ScaleSpec};
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::epilogue::{f32_to_bf16, f32_to_f16};
 use mmaemu_model::scaled_mm::{BiasSpec, ProfileArg, ScaleTensor, ScaledMm, Validation};
@@ -38,9 +38,26 @@ fn usize_of(x: i64, what: &str) -> Result<usize, String> {
 
 /// Lay out a logical row-major [rows, cols] matrix (`data`, `w` bytes per element) into a buffer whose
 /// element (i, j) sits at `offset + i * s0 + j * s1`.
-fn lay_out(data: &[u8], w: usize, rows: usize, cols: usize, offset: usize, s0: usize, s1: usize) -> Vec<u8> {
-    let extent = if rows == 0 || cols == 0 { 0 } else { (rows - 1) * s0 + (cols - 1) * s1 + 1 };
-    let mut buf = vec![0u8; (offset + extent) * w];
+fn lay_out(
+    data: &[u8],
+    w: usize,
+    rows: usize,
+    cols: usize,
+    offset: usize,
+    s0: usize,
+    s1: usize,
+) -> Result<Vec<u8>, String> {
+    let extent = if rows == 0 || cols == 0 {
+        Some(0)
+    } else {
+        ((rows - 1) as u64).checked_mul(s0 as u64).and_then(|x| x.checked_add((cols - 1) as u64 * s1 as u64 + 1))
+    };
+    let bytes = extent.and_then(|e| e.checked_add(offset as u64)).and_then(|e| e.checked_mul(w as u64));
+    limits::check("an operand's storage", bytes)?;
+    if data.len() < rows * cols * w {
+        return Err(format!("the operand holds {} bytes, its shape needs {}", data.len(), rows * cols * w));
+    }
+    let mut buf = vec![0u8; bytes.unwrap_or(0) as usize];
     for i in 0..rows {
         if s1 == 1 {
             // A contiguous row: one copy.
@@ -59,7 +76,7 @@ fn lay_out(data: &[u8], w: usize, rows: usize, cols: usize, offset: usize, s0: u
             }
         }
     }
-    buf
+    Ok(buf)
 }
 
 /// mat1 from the row's A ([m, k]) and its call spec: `std` row-major with ld k + ld_pad; `col` the
@@ -72,7 +89,7 @@ fn mat1(row: &Row, spec: &MatSpec, m: usize, k: usize) -> Result<Operand, String
         "col" => [1, m + pad],
         other => return Err(format!("mat1 layout '{other}' is not a layout of the format")),
     };
-    let storage = lay_out(&row.a, dtype.size(), m, k, offset, strides[0], strides[1]);
+    let storage = lay_out(&row.a, dtype.size(), m, k, offset, strides[0], strides[1])?;
     Ok(Operand { dtype, storage, shape: [m, k], strides, offset })
 }
 
@@ -86,12 +103,12 @@ fn mat2(row: &Row, spec: &MatSpec, n: usize, k: usize) -> Result<Operand, String
         "std" => {
             let st = [1, k + pad];
             // Lay B out as rows of k + pad: B[j, kk] at offset + j * (k + pad) + kk.
-            (st, lay_out(&row.b, dtype.size(), n, k, offset, k + pad, 1))
+            (st, lay_out(&row.b, dtype.size(), n, k, offset, k + pad, 1)?)
         }
         "row" => {
             let st = [n + pad, 1];
             // B[j, kk] at offset + kk * (n + pad) + j: B's (j, kk) with strides (1, n + pad).
-            (st, lay_out(&row.b, dtype.size(), n, k, offset, 1, n + pad))
+            (st, lay_out(&row.b, dtype.size(), n, k, offset, 1, n + pad)?)
         }
         other => return Err(format!("mat2 layout '{other}' is not a layout of the format")),
     };
@@ -100,7 +117,9 @@ fn mat2(row: &Row, spec: &MatSpec, n: usize, k: usize) -> Result<Operand, String
 
 fn scale_tensor(spec: &ScaleSpec) -> Result<ScaleTensor, String> {
     let shape: Vec<usize> = spec.shape.iter().map(|&x| usize_of(x, "scale shape")).collect::<Result<_, _>>()?;
-    let n: usize = shape.iter().product();
+    let count = limits::product(&shape.iter().map(|&x| x as u64).collect::<Vec<_>>());
+    limits::check("a scale tensor", count.and_then(|c| c.checked_mul(8)))?;
+    let n = count.unwrap_or(0) as usize;
     Ok(ScaleTensor {
         dtype: Dtype::from_name(&spec.dtype),
         values: (0..n).map(|i| spec.value.element(i)).collect(),
@@ -158,6 +177,7 @@ impl CallParts {
         let default_call = Call::default();
         let call = row.call.as_ref().unwrap_or(&default_call);
         let (m, n, k) = (usize_of(row.m, "m")?, usize_of(row.n, "n")?, usize_of(row.k, "k")?);
+        limits::check("the result", limits::product(&[m as u64, n as u64, 4]))?;
         let scale = |spec: &Option<ScaleSpec>, bits: Option<u32>, what: &str| match spec {
             Some(s) => scale_tensor(s),
             None => scale_from_bits(bits, what),
@@ -172,6 +192,9 @@ impl CallParts {
             Some(o) => {
                 let dtype = Dtype::from_name(&o.dtype);
                 let shape: Vec<usize> = o.shape.iter().map(|&x| usize_of(x, "out shape")).collect::<Result<_, _>>()?;
+                let dims: Vec<u64> = shape.iter().map(|&x| x as u64).collect();
+                let bytes = limits::product(&dims).and_then(|c| c.checked_mul(dtype.size() as u64));
+                limits::check("the out= tensor", bytes)?;
                 let element = match &o.fill {
                     Some(f) => element_bytes(&dtype, f.value()),
                     None => vec![0x7F; dtype.size()],

@@ -247,9 +247,13 @@ pub fn compute_on(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, Strin
     }
 }
 
+/// (batch, m, n, k) of a row, once the fp32 result they describe fits the memory ceiling.
 fn dims(row: &Row) -> Result<(usize, usize, usize, usize), String> {
     let conv = |x: i64| usize::try_from(x).map_err(|_| format!("negative dimension {x}"));
-    Ok((conv(row.batch)?, conv(row.m)?, conv(row.n)?, conv(row.k)?))
+    let d = (conv(row.batch)?, conv(row.m)?, conv(row.n)?, conv(row.k)?);
+    let elements = mmaemu_datasets::limits::product(&[d.0 as u64, d.1 as u64, d.2 as u64]);
+    mmaemu_datasets::limits::check("the result", elements.and_then(|e| e.checked_mul(4)))?;
+    Ok(d)
 }
 
 /// op `mma`: out[t, i, j] = the preset's chain over k of a[t, i, k] * b[t, j, k] from c[t, i, j].

@@ -135,8 +135,36 @@ fn best_time(reps: usize, mut f: impl FnMut()) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// The most threads a benchmark may ask for: four per core.
+pub fn max_threads() -> usize {
+    4 * std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Refuse a shape or thread count before anything is allocated: an empty GEMM (its throughput means
+/// nothing), a size that overflows, memory above the ceiling (operands, result, and the native GEMM's
+/// fp32 copies unless skipped), no threads or more than [`max_threads`].
+fn check_size(b: &GemmBench) -> Result<(), String> {
+    use mmaemu_model::limits::{check, product, sum};
+    if b.m == 0 || b.n == 0 || b.k == 0 {
+        return Err(format!("{}x{}x{} is an empty GEMM: M, N and K must be at least 1", b.m, b.n, b.k));
+    }
+    match b.threads {
+        Some(0) => return Err("--threads must be at least 1".into()),
+        Some(t) if t > max_threads() => {
+            return Err(format!("--threads {t} is more than {} (four per core)", max_threads()));
+        }
+        _ => {}
+    }
+    let (m, n, k) = (b.m as u64, b.n as u64, b.k as u64);
+    let (ak, bk, mn) = (product(&[m, k]), product(&[n, k]), product(&[m, n]));
+    let fp8 = sum(&[ak, bk, mn.and_then(|x| x.checked_mul(8))]);
+    let native = if b.no_native { Some(0) } else { sum(&[ak, bk, mn]).and_then(|x| x.checked_mul(4)) };
+    check(&format!("the {}x{}x{} benchmark", b.m, b.n, b.k), sum(&[fp8, native]))
+}
+
 /// Run the benchmark.
 pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
+    check_size(b)?;
     let preset = preset_of(b)?;
     let split = split_of(&b.splitk, &preset)?;
     let plan = Plan::new(&preset, b.k, b.fast, split).map_err(|e| e.to_string())?;

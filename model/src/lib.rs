@@ -10,6 +10,7 @@ pub mod dtype;
 pub mod epilogue;
 pub mod error;
 pub mod format;
+pub mod limits;
 pub mod gemm;
 pub mod plan;
 pub mod preset;

@@ -202,10 +202,23 @@ pub fn plan_text(c: &Case, p: &CallPlan) -> String {
 }
 
 /// Read one `--cases` line: a JSON object with keys id, m, n, k, a, b, out, fast, profile, splitk, layout
+/// The keys of an `explain --cases` line.
+pub const CASE_KEYS: [&str; 11] = ["id", "m", "n", "k", "a", "b", "out", "fast", "profile", "splitk", "layout"];
+
+/// The layouts `--layout` and a case's `layout` take.
+pub const LAYOUTS: [&str; 2] = ["std", "out-col"];
+
 /// (missing keys take `defaults`' values). Returns (id, case).
 pub fn parse_case_line(line: &str, defaults: &Case) -> Result<(Value, Case), String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
     let o = v.as_object().ok_or("not a JSON object")?;
+    // A misspelt key would otherwise be ignored and its default used: refuse it.
+    if let Some(unknown) = o.keys().find(|k| !CASE_KEYS.contains(&k.as_str())) {
+        return Err(format!("unknown key '{unknown}'; the keys are {}", CASE_KEYS.join(", ")));
+    }
+    if let Some(missing) = ["m", "n", "k"].into_iter().find(|k| !o.contains_key(*k)) {
+        return Err(format!("'{missing}' is missing (every case gives m, n and k)"));
+    }
     let mut c = defaults.clone();
     let size = |key: &str, d: usize| -> Result<usize, String> {
         match o.get(key) {
@@ -236,6 +249,9 @@ pub fn parse_case_line(line: &str, defaults: &Case) -> Result<(Value, Case), Str
         c.profile = Some(p);
     }
     if let Some(l) = string("layout")? {
+        if !LAYOUTS.contains(&l.as_str()) {
+            return Err(format!("'layout' must be one of {}, got '{l}'", LAYOUTS.join(", ")));
+        }
         c.layout = l;
     }
     match o.get("fast") {
@@ -298,7 +314,7 @@ pub struct ExplainArgs {
     #[arg(long, default_value = "auto")]
     pub splitk: String,
     /// std, or out-col (a column-major out= of shape [M, N]).
-    #[arg(long, default_value = "std", value_parser = ["std", "out-col"])]
+    #[arg(long, default_value = "std", value_parser = LAYOUTS)]
     pub layout: String,
     /// Backend: auto, reference, cpu, cpu:<simd>, cuda, cuda:<kernel>.
     #[arg(long, default_value = "auto")]
@@ -309,7 +325,8 @@ pub struct ExplainArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Explain many calls: one JSON object per line (id, m, n, k, a, b, out, fast, profile, splitk, layout).
+    /// Explain many calls: one JSON object per line (id, m, n, k, a, b, out, fast, profile, splitk, layout);
+    /// `-` reads standard input.
     #[arg(long, conflicts_with_all = ["m", "n", "k"])]
     pub cases: Option<PathBuf>,
 }
@@ -356,8 +373,7 @@ pub fn run(args: ExplainArgs) -> CommandResult {
 
 /// `explain --cases FILE`: one output line per input line; exit 1 if any call would raise, 2 on a bad line.
 fn explain_cases(path: &std::path::Path, defaults: &Case) -> CommandResult {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CommandError::bad_input(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_lines_input(path, MAX_CASES_BYTES)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut any_error = false;
     for (no, line) in text.lines().enumerate() {
@@ -377,4 +393,28 @@ fn explain_cases(path: &std::path::Path, defaults: &Case) -> CommandResult {
             .map_err(|e| CommandError::bad_input(format!("cannot write the output: {e}")))?;
     }
     Ok(Exit::failed_if(any_error))
+}
+
+/// The most bytes `explain --cases` reads (64 MiB: about a million cases).
+pub const MAX_CASES_BYTES: u64 = 64 << 20;
+
+/// The text of a JSON-lines input: `-` is standard input; a path must be a regular file. At most `limit`
+/// bytes are read; a larger input is refused rather than read without end (`/dev/zero`).
+pub fn read_lines_input(path: &std::path::Path, limit: u64) -> Result<String, CommandError> {
+    use std::io::Read;
+    let shown = path.display();
+    let reader: Box<dyn Read> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(mmaemu_datasets::open_regular(path).map_err(CommandError::bad_input)?)
+    };
+    let mut bytes = Vec::new();
+    reader
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CommandError::bad_input(format!("cannot read {shown}: {e}")))?;
+    if bytes.len() as u64 > limit {
+        return Err(CommandError::bad_input(format!("{shown} is larger than {limit} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|_| CommandError::bad_input(format!("{shown} is not UTF-8 text")))
 }
