@@ -21,6 +21,16 @@ pub(crate) fn check_row(row: &Row) -> Result<(), String> {
     if row.op == Op::ScaledMm && row.profile.is_none() {
         return Err("`profile` is null; it is required for scaled_mm rows".into());
     }
+    // The labels are evidence only if they name what the model replays: a known preset, and the preset
+    // of the row's profile (a row cannot count as hardware evidence for a preset its profile does not run).
+    let preset = mmaemu_model::Preset::by_name(&row.preset)
+        .map_err(|_| format!("`preset` {:?} is not a preset of the model", row.preset))?;
+    if let Some(name) = &row.profile {
+        let profile = mmaemu_model::Profile::by_name(name).map_err(|_| format!("`profile` {name:?} is not a profile"))?;
+        if profile.preset.name() != preset.name() {
+            return Err(format!("profile {name} runs preset {}, the row says preset {}", profile.preset.name(), row.preset));
+        }
+    }
     if let Some(s) = &row.split_scheme {
         if !SPLIT_SCHEMES.contains(&s.as_str()) {
             return Err(format!("`split_scheme` {s:?} is not one of {}", SPLIT_SCHEMES.join(", ")));
@@ -51,7 +61,12 @@ pub(crate) fn check_row(row: &Row) -> Result<(), String> {
         RowInputs::parse(inputs).map_err(|e| format!("`inputs` is not a valid inputs object: {e}"))?;
     }
     if let Some(samples) = &row.ext.expected_samples {
-        Samples::parse(samples).map_err(|e| format!("`expected_samples` is not a valid samples object: {e}"))?;
+        let samples =
+            Samples::parse(samples).map_err(|e| format!("`expected_samples` is not a valid samples object: {e}"))?;
+        let total = mmaemu_model::limits::product(&[row.batch as u64, row.m as u64, row.n as u64]).unwrap_or(u64::MAX);
+        if let Some(i) = samples.index.iter().find(|&&i| i >= total) {
+            return Err(format!("`expected_samples` index {i} is outside the result's {total} elements"));
+        }
     }
 
     // Operands (empty ones are shipped by reference when `inputs` gives their generator).

@@ -460,3 +460,26 @@ fn damaged_bytes_never_panic() {
     }
     assert!(errors > 0);
 }
+
+#[test]
+fn labels_must_name_what_the_model_replays() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tiny = write_tiny(tmp.path());
+    let i = tiny_index("with-call");
+    // An unknown preset, and a known preset that the row's profile does not run.
+    for (preset, needle) in [("volta", "`preset` \"volta\" is not a preset of the model"), ("hopper", "runs preset")] {
+        let p = tmp.path().join(format!("preset-{preset}.parquet"));
+        rewrite(
+            &tiny,
+            &p,
+            |b| {
+                let mut v = strings(&b, "preset");
+                v[i] = Some(preset.to_string());
+                replace_column(b, "preset", string_array(v))
+            },
+            |_| {},
+        );
+        let err = read_err(&p);
+        assert_invalid_row(&err, "with-call", needle);
+    }
+}

@@ -196,6 +196,10 @@ pub fn judge(row: &Row, computed: Computed) -> Verdict {
             }
         }
         (Expectation::Sha256(want), Ok((bits, dtype))) => {
+            // The sampled elements a row keeps beside its hash are evidence too: each must match.
+            if let Some(d) = sample_difference(row, &bits, dtype) {
+                return Verdict::Fail(Failure::Bits(d));
+            }
             let got = sha256_hex(&epilogue::to_le_bytes(&bits, dtype));
             if got.eq_ignore_ascii_case(want) {
                 Verdict::Pass
@@ -207,6 +211,15 @@ pub fn judge(row: &Row, computed: Computed) -> Verdict {
 }
 
 pub use mmaemu_datasets::digest::sha256_hex;
+
+/// The first of a row's `expected_samples` that differs from the computed result (an index outside it
+/// differs too), as a difference over the samples.
+fn sample_difference(row: &Row, bits: &[u32], dtype: OutDtype) -> Option<Difference> {
+    let samples = mmaemu_datasets::inputs::Samples::parse(row.ext.expected_samples.as_deref()?).ok()?;
+    let got: Vec<u32> =
+        samples.index.iter().map(|&i| usize::try_from(i).ok().and_then(|i| bits.get(i)).map_or(!0, |&b| b)).collect();
+    first_difference(&samples.bits, &got, dtype)
+}
 
 /// The first differing element of two bit vectors, and how many differ (a length mismatch counts the
 /// missing elements as differing).
