@@ -416,15 +416,102 @@ fn point_of(v: &Value) -> Option<HistoryPoint> {
     })
 }
 
-/// Read a baseline report.json.
+/// The largest baseline read (a report of the shipped data is well under 10 MiB).
+pub const MAX_BASELINE_BYTES: u64 = 256 << 20;
+
+/// Read a baseline report.json: a regular file of at most [`MAX_BASELINE_BYTES`], checked against the
+/// schema ([`validate_baseline`]) so that a damaged baseline cannot switch the regression gate off.
 pub fn read_baseline(path: &Path) -> Result<Value, ReportError> {
+    use std::io::Read;
     let bad = |detail: String| ReportError::Baseline { path: path.to_path_buf(), detail };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    match v.get("schema").and_then(Value::as_str) {
-        Some(SCHEMA) => Ok(v),
-        other => Err(bad(format!("schema is {other:?}, expected \"{SCHEMA}\""))),
+    let file = mmaemu_datasets::open_regular(path).map_err(|e| bad(e.to_string()))?;
+    let mut text = String::new();
+    file.take(MAX_BASELINE_BYTES + 1).read_to_string(&mut text).map_err(|e| bad(e.to_string()))?;
+    if text.len() as u64 > MAX_BASELINE_BYTES {
+        return Err(bad(format!("larger than {MAX_BASELINE_BYTES} bytes")));
     }
+    let v: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    validate_baseline(&v).map_err(bad)?;
+    Ok(v)
+}
+
+/// Check what the baseline comparison reads against docs/report-schema.md: the schema string, every
+/// top-level key, and the recordings, status, fuzz, bench and history entries with their types (row
+/// outcomes one letter `p`, `f` or `s` per id). Keys the schema does not name are allowed.
+pub fn validate_baseline(v: &Value) -> Result<(), String> {
+    fn field<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a Value, String> {
+        v.get(key).ok_or_else(|| format!("{at}: `{key}` is missing"))
+    }
+    fn array<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a Vec<Value>, String> {
+        field(v, key, at)?.as_array().ok_or_else(|| format!("{at}: `{key}` is not an array"))
+    }
+    fn string<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, String> {
+        field(v, key, at)?.as_str().ok_or_else(|| format!("{at}: `{key}` is not a string"))
+    }
+    fn number(v: &Value, key: &str, at: &str) -> Result<f64, String> {
+        field(v, key, at)?.as_f64().ok_or_else(|| format!("{at}: `{key}` is not a number"))
+    }
+    if !v.is_object() {
+        return Err("not a JSON object".into());
+    }
+    match v.get("schema").and_then(Value::as_str) {
+        Some(SCHEMA) => {}
+        other => return Err(format!("schema is {other:?}, expected \"{SCHEMA}\"")),
+    }
+    for key in ["generated", "mmaemu_version", "host", "inputs", "backends", "problems", "fuzz", "bench", "regressed"] {
+        field(v, key, "report")?;
+    }
+    for (i, b) in array(v, "backends", "report")?.iter().enumerate() {
+        let at = format!("backends[{i}]");
+        string(b, "name", &at)?;
+        for key in ["rows", "passed", "failed", "skipped"] {
+            number(b, key, &at)?;
+        }
+    }
+    for (i, r) in array(v, "recordings", "report")?.iter().enumerate() {
+        let at = format!("recordings[{i}]");
+        string(r, "file", &at)?;
+        let ids = array(r, "ids", &at)?;
+        if ids.iter().any(|id| !id.is_string()) {
+            return Err(format!("{at}: `ids` holds a non-string"));
+        }
+        let outcomes = field(r, "outcomes", &at)?.as_object().ok_or_else(|| format!("{at}: `outcomes` is not an object"))?;
+        for (backend, letters) in outcomes {
+            let letters = letters.as_str().ok_or_else(|| format!("{at}: outcomes of {backend} are not a string"))?;
+            if letters.chars().count() != ids.len() || letters.chars().any(|c| !matches!(c, 'p' | 'f' | 's')) {
+                return Err(format!("{at}: outcomes of {backend} are not one of p, f, s per id ({} ids)", ids.len()));
+            }
+        }
+    }
+    let status = field(v, "status", "report")?;
+    for (i, scope) in array(status, "scopes", "status")?.iter().enumerate() {
+        let at = format!("status.scopes[{i}]");
+        for key in ["kind", "name", "status"] {
+            string(scope, key, &at)?;
+        }
+        for (j, f) in array(scope, "features", &at)?.iter().enumerate() {
+            let at = format!("{at}.features[{j}]");
+            string(f, "label", &at)?;
+            string(f, "status", &at)?;
+        }
+    }
+    if let Some(fuzz) = v.get("fuzz").filter(|f| !f.is_null()) {
+        for (i, c) in array(fuzz, "checks", "fuzz")?.iter().enumerate() {
+            let at = format!("fuzz.checks[{i}]");
+            string(c, "name", &at)?;
+            number(c, "failures", &at)?;
+        }
+    }
+    for (i, m) in array(field(v, "bench", "report")?, "measurements", "bench")?.iter().enumerate() {
+        let at = format!("bench.measurements[{i}]");
+        string(m, "shape", &at)?;
+        string(m, "backend", &at)?;
+        number(m, "macs_per_s", &at)?;
+    }
+    for (i, h) in array(v, "history", "report")?.iter().enumerate() {
+        string(h, "generated", &format!("history[{i}]"))?;
+    }
+    Ok(())
 }
 
 /// Make a report (nothing is written).
