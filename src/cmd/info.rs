@@ -18,7 +18,8 @@ pub fn report() -> Value {
         Err(why) => format!("none: {why}"),
     };
     let device_match = |gpu_name: Option<&str>, cc: (u32, u32)| match &slot.gpu {
-        Err(why) => format!("does not match this device (no CUDA device: {why})"),
+        // Why there is no device is said once, on the `device:` line.
+        Err(_) => "no CUDA device to match".to_string(),
         Ok(g) => {
             let same_name = gpu_name.is_some_and(|n| n.eq_ignore_ascii_case(&g.name));
             if same_name && (g.cc.0 as u32, g.cc.1 as u32) == cc {
@@ -115,7 +116,7 @@ pub fn text(r: &Value) -> String {
     s.push_str(&format!("\ndevice: {}\n\nprofiles:\n", r["device"].as_str().unwrap_or("")));
     for p in r["profiles"].as_array().into_iter().flatten() {
         s.push_str(&format!(
-            "  {:<28} preset {:<14} {} | workspace {} | table {} | {} (split-K {}) | {}\n",
+            "  {:<28} preset {:<14} {} | workspace {} | table {} | declared {} (split-K {}) | {}\n",
             p["name"].as_str().unwrap_or(""),
             p["preset"].as_str().unwrap_or(""),
             p["gpu_name"].as_str().unwrap_or("no reference GPU"),
@@ -126,6 +127,10 @@ pub fn text(r: &Value) -> String {
             p["device_match"].as_str().unwrap_or(""),
         ));
     }
+    s.push_str(
+        "  (declared: the model's own classification; `mmaemu status` computes what the recordings show, \
+         instruction-level and GEMM-level evidence apart)\n",
+    );
     s.push_str("\npresets:\n");
     for p in r["presets"].as_array().into_iter().flatten() {
         let aliases = p["aliases"].as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>());
@@ -134,7 +139,7 @@ pub fn text(r: &Value) -> String {
             Some(a) => format!(" (alias: {})", a.join(", ")),
         };
         s.push_str(&format!(
-            "  {}{alias}: {} - nfma {}, frac {}/{}, c {}, slow chunk {}\n",
+            "  {}{alias}: declared {} - nfma {}, frac {}/{}, c {}, slow chunk {}\n",
             p["name"].as_str().unwrap_or(""),
             p["maturity"].as_str().unwrap_or(""),
             p["nfma"],

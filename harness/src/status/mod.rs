@@ -347,6 +347,13 @@ pub struct ScopeStatus {
     pub counts: Counts,
     /// Its status.
     pub status: Status,
+    /// The maturity the model declares for it (`validated`, `experimental`, `custom`), for a scope the
+    /// model knows; what the recordings show is `instruction` and `gemm`.
+    pub declared: Option<&'static str>,
+    /// Instruction-level evidence: its `mma` rows (single tensor-core instructions from a recorded c).
+    pub instruction: Counts,
+    /// GEMM-level evidence: its `accumulator`, `gemm` and `scaled_mm` rows (whole cuBLASLt GEMMs).
+    pub gemm: Counts,
     /// Every feature, those with rows first (in table order), then those a built-in scope has no row for.
     pub features: Vec<FeatureStatus>,
 }
@@ -414,7 +421,7 @@ const PRESET_ORDER: [&str; 3] = ["ada", "hopper", "b200_mma_sync"];
 /// Compute the status from every row's facts.
 pub fn compute(facts: &[RowFacts]) -> StatusReport {
     // (kind, name) -> (counts, feature -> counts)
-    type Acc = (Counts, BTreeMap<Feature, Counts>);
+    type Acc = (Counts, BTreeMap<Feature, Counts>, Counts, Counts);
     let mut scopes: BTreeMap<(ScopeKind, String), Acc> = BTreeMap::new();
     for r in facts {
         let mut keys = vec![(ScopeKind::Preset, r.preset.clone())];
@@ -422,8 +429,13 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
             keys.push((ScopeKind::Profile, p.clone()));
         }
         for key in keys {
-            let (total, per) = scopes.entry(key).or_default();
+            let (total, per, instruction, gemm) = scopes.entry(key).or_default();
             total.add(r);
+            if r.features.iter().any(|f| f.group == Group::Op && f.name == "mma") {
+                instruction.add(r);
+            } else {
+                gemm.add(r);
+            }
             let unique: BTreeSet<&Feature> = r.features.iter().collect();
             for f in unique {
                 per.entry(f.clone()).or_default().add(r);
@@ -451,7 +463,11 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
     let out = order
         .into_iter()
         .map(|(kind, name, builtin)| {
-            let (counts, per) = scopes.remove(&(kind, name.clone())).unwrap_or_default();
+            let (counts, per, instruction, gemm) = scopes.remove(&(kind, name.clone())).unwrap_or_default();
+            let declared = match kind {
+                ScopeKind::Preset => Preset::by_name(&name).ok().map(|p| p.maturity().name()),
+                ScopeKind::Profile => Profile::by_name(&name).ok().map(|p| p.maturity.name()),
+            };
             let mut features: Vec<FeatureStatus> =
                 per.into_iter().map(|(feature, c)| FeatureStatus { feature, counts: c, status: c.status() }).collect();
             let expected = match kind {
@@ -476,7 +492,7 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
                     &b.feature.name,
                 ))
             });
-            ScopeStatus { kind, name, builtin, counts, status: counts.status(), features }
+            ScopeStatus { kind, name, builtin, counts, status: counts.status(), declared, instruction, gemm, features }
         })
         .collect();
     StatusReport {

@@ -1,9 +1,28 @@
 //! The status in print: the text table `replay` and `status` show before their closing line, and the
 //! JSON object of `--json` and the report.
 
-use super::{Counts, Status, StatusReport};
+use super::{Counts, ScopeStatus, Status, StatusReport};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
+
+/// One kind of evidence in words: `validated (12 hardware rows)`, `failing (...)`, or that there is none.
+fn evidence(c: &Counts, what: &str) -> String {
+    if c.hardware == 0 {
+        return format!("no {what} hardware rows in these recordings");
+    }
+    format!("{} ({} hardware rows, {} passed)", c.status().name(), c.hardware, c.passed)
+}
+
+/// The scope's declared maturity and its two kinds of evidence, kept apart: instruction vectors that
+/// match say nothing about cuBLASLt's GEMMs, and a declared maturity is not a recording.
+fn evidence_line(sc: &ScopeStatus) -> String {
+    format!(
+        "declared {}; instruction-level evidence: {}; GEMM-level evidence: {}",
+        sc.declared.unwrap_or("(not a model scope)"),
+        evidence(&sc.instruction, "mma"),
+        evidence(&sc.gemm, "GEMM")
+    )
+}
 
 /// The text table.
 pub fn text(report: &StatusReport) -> String {
@@ -29,9 +48,10 @@ pub fn text(report: &StatusReport) -> String {
             if sc.builtin {
                 let _ = writeln!(
                     s,
-                    "{} {}: experimental: no rows; nothing about it is validated by a recording",
+                    "{} {}: experimental: no rows; nothing about it is validated by a recording{}",
                     sc.kind.name(),
-                    sc.name
+                    sc.name,
+                    sc.declared.map(|d| format!(" (declared {d})")).unwrap_or_default()
                 );
             }
             continue;
@@ -52,6 +72,7 @@ pub fn text(report: &StatusReport) -> String {
             by(Status::Failing),
             by(Status::Experimental),
         );
+        let _ = writeln!(s, "  {}", evidence_line(sc));
         let _ = writeln!(
             s,
             "  {:<width$} {:>8} {:>7} {:>6} {:>7} {:>6}  status",
@@ -123,6 +144,11 @@ pub fn json(report: &StatusReport) -> Value {
             "builtin": sc.builtin,
             "status": sc.status.name(),
             "counts": counts_json(&sc.counts),
+            "declared": sc.declared,
+            "evidence": {
+                "instruction": {"status": sc.instruction.status().name(), "counts": counts_json(&sc.instruction)},
+                "gemm": {"status": sc.gemm.status().name(), "counts": counts_json(&sc.gemm)},
+            },
             "features_by_status": {
                 "validated": sc.features.iter().filter(|f| f.status == Status::Validated).count(),
                 "failing": sc.features.iter().filter(|f| f.status == Status::Failing).count(),
