@@ -171,27 +171,49 @@ fn corrupt(path: &Path, e: impl std::fmt::Display) -> DatasetError {
 }
 
 fn read_meta(path: &Path, kv: Option<&Vec<parquet::file::metadata::KeyValue>>) -> Result<FileMeta, DatasetError> {
-    let get = |key: &str| -> Option<&str> {
-        kv.and_then(|kv| kv.iter().find(|e| e.key == key)).and_then(|e| e.value.as_deref())
-    };
-    let format = get("mmaemu:format")
-        .ok_or_else(|| DatasetError::MissingMetadata { path: path.to_path_buf(), key: "mmaemu:format".to_string() })?;
+    let meta = KvMeta { path, kv };
+    let format = meta.format()?;
     if format != crate::FORMAT_V1 {
         return Err(DatasetError::WrongFormat { path: path.to_path_buf(), found: format.to_string() });
     }
-    let json = |key: &str| -> Result<Option<serde_json::Value>, DatasetError> {
-        match get(key) {
-            None => Ok(None),
-            Some(text) => serde_json::from_str(text)
-                .map(Some)
-                .map_err(|e| DatasetError::invalid(path, None, format!("metadata `{key}` is not valid JSON: {e}"))),
-        }
-    };
     Ok(FileMeta {
         format: format.to_string(),
-        platform: json("mmaemu:platform")?,
-        provenance: json("mmaemu:provenance")?,
+        platform: meta.json("mmaemu:platform")?,
+        provenance: meta.json("mmaemu:provenance")?,
     })
+}
+
+/// The `mmaemu:*` key-value metadata of a Parquet file (recordings and split-K tables alike).
+pub(crate) struct KvMeta<'a> {
+    /// The file, for errors.
+    pub path: &'a Path,
+    /// Its key-value metadata.
+    pub kv: Option<&'a Vec<parquet::file::metadata::KeyValue>>,
+}
+
+impl KvMeta<'_> {
+    /// The value of `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.kv.and_then(|kv| kv.iter().find(|e| e.key == key)).and_then(|e| e.value.as_deref())
+    }
+
+    /// `mmaemu:format`, which every mmaemu file carries.
+    pub fn format(&self) -> Result<&str, DatasetError> {
+        self.get("mmaemu:format").ok_or_else(|| DatasetError::MissingMetadata {
+            path: self.path.to_path_buf(),
+            key: "mmaemu:format".to_string(),
+        })
+    }
+
+    /// The JSON value of `key`, if present; invalid JSON is an error naming the key.
+    pub fn json(&self, key: &str) -> Result<Option<serde_json::Value>, DatasetError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(text) => serde_json::from_str(text).map(Some).map_err(|e| {
+                DatasetError::invalid(self.path, None, format!("metadata `{key}` is not valid JSON: {e}"))
+            }),
+        }
+    }
 }
 
 /// A string column of any accepted Arrow string type.

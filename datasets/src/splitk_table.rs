@@ -11,7 +11,6 @@ use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, 
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// The `mmaemu:format` value (and the sidecar's `format`) of split-K decision tables.
@@ -145,15 +144,12 @@ pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Resul
         ));
     }
 
-    let file = File::open(path).map_err(|e| DatasetError::io(path, e))?;
+    let file = crate::read::open_regular(path)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| DatasetError::NotParquet { path: path.to_path_buf(), detail: e.to_string() })?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
-    let get = |key: &str| -> Option<&str> {
-        kv.and_then(|kv| kv.iter().find(|e| e.key == key)).and_then(|e| e.value.as_deref())
-    };
-    let format = get("mmaemu:format")
-        .ok_or_else(|| DatasetError::MissingMetadata { path: path.to_path_buf(), key: "mmaemu:format".to_string() })?;
+    let meta = crate::read::KvMeta { path, kv };
+    let format = meta.format()?;
     if format != SPLITK_TABLE_FORMAT {
         return Err(DatasetError::invalid(
             path,
@@ -161,16 +157,8 @@ pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Resul
             format!("metadata `mmaemu:format` is {format:?}, expected \"{SPLITK_TABLE_FORMAT}\""),
         ));
     }
-    let json = |key: &str| -> Result<Option<serde_json::Value>, DatasetError> {
-        match get(key) {
-            None => Ok(None),
-            Some(text) => serde_json::from_str(text)
-                .map(Some)
-                .map_err(|e| DatasetError::invalid(path, None, format!("metadata `{key}` is not valid JSON: {e}"))),
-        }
-    };
-    let platform = json("mmaemu:platform")?;
-    let provenance = json("mmaemu:provenance")?;
+    let platform = meta.json("mmaemu:platform")?;
+    let provenance = meta.json("mmaemu:provenance")?;
 
     let schema = builder.schema().clone();
     for c in SPLITK_COLUMNS {

@@ -7,8 +7,8 @@
 //! `C = A x B^T` over random fp32 values. The backend is selected (and self-checked) first; then each GEMM
 //! is run once to warm up and timed `reps` times, and the best time counts (both sides alike).
 
-use crate::registry::registry;
 use crate::native;
+use crate::registry::registry;
 use crate::rng::Rng;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::scaled_mm::resolve_profile;

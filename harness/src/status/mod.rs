@@ -315,6 +315,29 @@ pub struct FeatureStatus {
     pub status: Status,
 }
 
+impl FeatureStatus {
+    /// The cells of its row in a status table: label, hardware, passed, failed, skipped and model rows,
+    /// and the status with its note; `cell` escapes text for the table's format.
+    pub fn cells(&self, cell: impl Fn(&str) -> String) -> [String; 7] {
+        let c = &self.counts;
+        let note = c.note();
+        let status = if note.is_empty() {
+            self.status.name().to_string()
+        } else {
+            format!("{} ({})", self.status.name(), cell(&note))
+        };
+        [
+            cell(&self.feature.label()),
+            c.hardware.to_string(),
+            c.passed.to_string(),
+            c.failed.to_string(),
+            c.skipped.to_string(),
+            c.model.to_string(),
+            status,
+        ]
+    }
+}
+
 /// Is a scope a preset or a profile?
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ScopeKind {

@@ -79,19 +79,10 @@ pub fn text(report: &StatusReport) -> String {
             "feature", "hardware", "passed", "failed", "skipped", "model"
         );
         for f in sc.features.iter().filter(|f| f.counts.hardware + f.counts.model > 0) {
-            let fc = &f.counts;
-            let note = fc.note();
+            let [label, hardware, passed, failed, skipped, model, status] = f.cells(str::to_string);
             let _ = writeln!(
                 s,
-                "  {:<width$} {:>8} {:>7} {:>6} {:>7} {:>6}  {}{}",
-                f.feature.label(),
-                fc.hardware,
-                fc.passed,
-                fc.failed,
-                fc.skipped,
-                fc.model,
-                f.status.name(),
-                if note.is_empty() { String::new() } else { format!(" ({note})") }
+                "  {label:<width$} {hardware:>8} {passed:>7} {failed:>6} {skipped:>7} {model:>6}  {status}"
             );
         }
         let missing: Vec<String> = sc.without_hardware().map(|f| f.feature.label()).collect();

@@ -228,20 +228,7 @@ pub fn markdown(r: &Report) -> String {
             "| feature | hardware | passed | failed | skipped | model | status |\n|---|---:|---:|---:|---:|---:|---|"
         );
         for f in sc.features.iter().filter(|f| f.counts.hardware + f.counts.model > 0) {
-            let fc = &f.counts;
-            let note = fc.note();
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {}{} |",
-                cell(&f.feature.label()),
-                fc.hardware,
-                fc.passed,
-                fc.failed,
-                fc.skipped,
-                fc.model,
-                f.status.name(),
-                if note.is_empty() { String::new() } else { format!(" ({})", cell(&note)) }
-            );
+            let _ = writeln!(s, "| {} |", f.cells(cell).join(" | "));
         }
         let missing: Vec<String> = sc.without_hardware().map(|f| f.feature.label()).collect();
         if !missing.is_empty() {
