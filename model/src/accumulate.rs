@@ -165,30 +165,9 @@ fn row_specials(row: &[u8], f: Format) -> RowSpecials {
 /// either row holds a NaN code, some k has Inf x 0, or the infinite products have both signs; otherwise
 /// the Inf of the infinite products' sign.
 fn nonfinite_value(ra: &[u8], rb: &[u8], fa: Format, fb: Format) -> f32 {
-    let (mut pos, mut neg) = (false, false);
-    for (&ca, &cb) in ra.iter().zip(rb) {
-        let (da, db) = (fa.decoded(ca), fb.decoded(cb));
-        match (da.class, db.class) {
-            (Class::Nan, _) | (_, Class::Nan) => return f32::from_bits(CANONICAL_NAN_F32),
-            (Class::Inf, Class::Zero) | (Class::Zero, Class::Inf) => return f32::from_bits(CANONICAL_NAN_F32),
-            (Class::Inf, _) | (_, Class::Inf) => {
-                if da.neg != db.neg {
-                    neg = true
-                } else {
-                    pos = true
-                }
-            }
-            _ => {}
-        }
-    }
-    match (pos, neg) {
-        (true, true) => f32::from_bits(CANONICAL_NAN_F32),
-        (true, false) => f32::INFINITY,
-        (false, true) => f32::NEG_INFINITY,
-        // Unreachable when the caller found a non-finite code in ra or rb: a NaN returns early and an Inf
-        // meets either a zero (NaN) or a nonzero (an infinite product).
-        (false, false) => f32::from_bits(CANONICAL_NAN_F32),
-    }
+    // None is unreachable when the caller found a non-finite code in ra or rb: a NaN is a NaN term and
+    // an Inf meets either a zero (NaN) or a nonzero (an infinite product).
+    crate::chain::nonfinite_sum(fa.table(), fb.table(), ra, rb, 0.0).unwrap_or(f32::from_bits(CANONICAL_NAN_F32))
 }
 
 /// §3.5 steps 4–5 with [`ChainEngine::chains`]: for each split, for each chunk, gather the chunk's columns

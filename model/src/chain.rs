@@ -43,9 +43,10 @@ pub struct Chain {
     mab: i32,
 }
 
-/// Shift a magnitude left by `sh` (sh >= 0) or truncate it right by `-sh` (toward zero).
+/// Shift a magnitude left by `sh` (sh >= 0) or truncate it right by `-sh` (toward zero; 64 or more
+/// places leave 0): the alignment of every term to the block's exponent (§2.2).
 #[inline]
-fn align(mag: u64, sh: i32) -> u64 {
+pub fn align(mag: u64, sh: i32) -> u64 {
     if sh >= 0 {
         mag << sh
     } else if sh <= -64 {
@@ -177,34 +178,42 @@ impl Chain {
     }
 
     /// A block with a non-finite c or operand (reachable through `dot` only; the GEMM paths replace
-    /// non-finite codes first, §3.7). The result class is that of the IEEE evaluation: NaN if c or an
-    /// operand is NaN, an Inf meets a zero, or infinities of both signs meet; otherwise the Inf.
+    /// non-finite codes first, §3.7): the class of the IEEE evaluation ([`nonfinite_sum`]).
     fn nonfinite_block(&self, a: &[u8], b: &[u8], c: f32) -> f32 {
-        let mut nan = c.is_nan();
-        let mut pos = c == f32::INFINITY;
-        let mut neg = c == f32::NEG_INFINITY;
-        for (&ca, &cb) in a.iter().zip(b) {
-            let (da, db) = (self.ta[ca as usize], self.tb[cb as usize]);
-            match (da.class, db.class) {
-                (Class::Nan, _) | (_, Class::Nan) => nan = true,
-                (Class::Inf, Class::Zero) | (Class::Zero, Class::Inf) => nan = true,
-                (Class::Inf, _) | (_, Class::Inf) => {
-                    if da.neg != db.neg {
-                        neg = true
-                    } else {
-                        pos = true
-                    }
+        nonfinite_sum(self.ta, self.tb, a, b, c).unwrap_or(f32::NEG_INFINITY)
+    }
+}
+
+/// The IEEE class of `c + sum a[k] * b[k]` when a term is not finite (§2.5, §3.7), as float64 would
+/// classify it: NaN (canonical) if c or an operand is NaN, an Inf meets a zero, or infinities of both
+/// signs meet; else the Inf of their sign. None when every term is finite.
+pub(crate) fn nonfinite_sum(ta: &[Decoded; 256], tb: &[Decoded; 256], a: &[u8], b: &[u8], c: f32) -> Option<f32> {
+    let mut nan = c.is_nan();
+    let mut pos = c == f32::INFINITY;
+    let mut neg = c == f32::NEG_INFINITY;
+    for (&ca, &cb) in a.iter().zip(b) {
+        let (da, db) = (ta[ca as usize], tb[cb as usize]);
+        match (da.class, db.class) {
+            (Class::Nan, _) | (_, Class::Nan) => nan = true,
+            (Class::Inf, Class::Zero) | (Class::Zero, Class::Inf) => nan = true,
+            (Class::Inf, _) | (_, Class::Inf) => {
+                if da.neg != db.neg {
+                    neg = true
+                } else {
+                    pos = true
                 }
-                _ => {}
             }
+            _ => {}
         }
-        if nan || (pos && neg) {
-            f32::from_bits(CANONICAL_NAN_F32)
-        } else if pos {
-            f32::INFINITY
-        } else {
-            f32::NEG_INFINITY
-        }
+    }
+    if nan || (pos && neg) {
+        Some(f32::from_bits(CANONICAL_NAN_F32))
+    } else if pos {
+        Some(f32::INFINITY)
+    } else if neg {
+        Some(f32::NEG_INFINITY)
+    } else {
+        None
     }
 }
 

@@ -18,17 +18,8 @@ fn exp(d: i32) -> i32 {
     d >> 16
 }
 
-/// `mm_align`.
-#[inline]
-fn align(mag: u64, sh: i32) -> u64 {
-    if sh >= 0 {
-        mag << sh
-    } else if sh <= -64 {
-        0
-    } else {
-        mag >> (-sh)
-    }
-}
+// `mm_align` is the model's alignment.
+use mmaemu_model::chain::align;
 
 /// `mm_from_parts`.
 fn from_parts(neg: bool, mag: u64, exp: i32) -> f32 {
