@@ -4,24 +4,25 @@
 //! Reproducible: every property runs on proptest's ChaCha RNG from a fixed seed. Environment:
 //! - `MMAEMU_FUZZ_CASES`: total number of random chains over the random properties of this file
 //!   (default 120,000), shared out among them by weight;
-//! - `MMAEMU_FUZZ_SEED`: a u64 that replaces the default seed (each property derives its own stream).
+//! - `MMAEMU_FUZZ_SEED`: a u64 that replaces the default seed (each property derives its own stream,
+//!   as `mmaemu_testkit::seed` derives it from the base seed and the property's name).
 //!
 //! On a failure the minimal failing case is printed with every input in hex (formats, A and B codes,
 //! c's fp32 bits) and the model's and the oracle's bits.
 
 use mmaemu_testkit::generators::{self, ChainCase as Case, CodeMode};
 use mmaemu_testkit::oracle;
+use mmaemu_testkit::seed;
 use mmaemu_model::{accumulate, dot, CEntry, Chain, Format, Maturity, Operands, Preset, PresetSpec, SplitK};
 use oracle::{Fp8, Params};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRunner};
 use std::time::Instant;
 
 // ---------------------------------------------------------------------------------------------------------
 // Budget and seeds
 
 const DEFAULT_TOTAL_CASES: u64 = 120_000;
-const DEFAULT_SEED: u64 = 0x6D6D_6165_6D75_2026;
 
 /// Weights of the random properties (their shares of `MMAEMU_FUZZ_CASES`).
 const WEIGHTS: &[(&str, u64)] = &[
@@ -36,7 +37,7 @@ const WEIGHTS: &[(&str, u64)] = &[
 
 fn total_cases() -> u64 {
     match std::env::var("MMAEMU_FUZZ_CASES") {
-        Ok(s) => s.trim().parse().unwrap_or_else(|_| panic!("MMAEMU_FUZZ_CASES must be an integer, got {s:?}")),
+        Ok(s) => seed::parse_u64(&s).unwrap_or_else(|| panic!("MMAEMU_FUZZ_CASES must be an integer, got {s:?}")),
         Err(_) => DEFAULT_TOTAL_CASES,
     }
 }
@@ -44,42 +45,16 @@ fn total_cases() -> u64 {
 fn cases_for(name: &str) -> u32 {
     let sum: u64 = WEIGHTS.iter().map(|w| w.1).sum();
     let w = WEIGHTS.iter().find(|w| w.0 == name).map(|w| w.1).unwrap_or_else(|| panic!("no weight for {name}"));
-    (total_cases() * w).div_ceil(sum).max(1) as u32
+    seed::share(total_cases(), w, sum)
 }
 
+/// The base seed: `MMAEMU_FUZZ_SEED` or the testkit's default.
 fn base_seed() -> u64 {
-    match std::env::var("MMAEMU_FUZZ_SEED") {
-        Ok(s) => {
-            let s = s.trim();
-            let r = match s.strip_prefix("0x") {
-                Some(h) => u64::from_str_radix(h, 16),
-                None => s.parse(),
-            };
-            r.unwrap_or_else(|_| panic!("MMAEMU_FUZZ_SEED must be a u64, got {s:?}"))
-        }
-        Err(_) => DEFAULT_SEED,
-    }
+    seed::base_seed().unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// SplitMix64: expands (seed, property name) into a 32-byte ChaCha seed.
-fn splitmix(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
+/// A runner for the property `name`: proptest's ChaCha RNG seeded by the testkit from (base seed, name).
 fn runner(name: &str, cases: u32, shrink: bool) -> TestRunner {
-    let mut state = base_seed();
-    for b in name.bytes() {
-        state = state.rotate_left(8) ^ b as u64;
-        splitmix(&mut state);
-    }
-    let mut seed = [0u8; 32];
-    for chunk in seed.chunks_mut(8) {
-        chunk.copy_from_slice(&splitmix(&mut state).to_le_bytes());
-    }
     let config = Config {
         cases,
         failure_persistence: None,
@@ -87,7 +62,7 @@ fn runner(name: &str, cases: u32, shrink: bool) -> TestRunner {
         max_shrink_iters: if shrink { 4096 } else { 0 },
         ..Config::default()
     };
-    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed))
+    TestRunner::new_with_rng(config, seed::test_rng(base_seed(), name))
 }
 
 // ---------------------------------------------------------------------------------------------------------

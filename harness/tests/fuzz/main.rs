@@ -10,7 +10,7 @@
 // - `fuzz/backend/<engine>`: every engine of `mmaemu_harness::engines::all()` against the model.
 //
 // Deterministic by default; `MMAEMU_FUZZ_SEED` and `MMAEMU_FUZZ_CASES` change the seed and the total case budget (see
-// `mmaemu_harness::seed`). A failure prints the minimal failing input (proptest shrinks it), the seed, and the command
+// `mmaemu_testkit::seed`). A failure prints the minimal failing input (proptest shrinks it), the seed, and the command
 // that reruns the family alone.
 
 mod backend;

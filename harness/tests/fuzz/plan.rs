@@ -13,6 +13,7 @@ use crate::{check, Family};
 use mmaemu_model::plan::{combine, ADA_TILE, HOPPER_TILE};
 use mmaemu_model::{accumulate, gemm as model_gemm, Chain, Epilogue, OutDtype, Preset, Scheme, SplitK};
 use mmaemu_testkit::generators::{gemm, Gemm, GemmShape, HexBits};
+use mmaemu_testkit::seed::permutation;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -255,16 +256,6 @@ fn k0() -> Family {
             Ok(())
         })
     })
-}
-
-/// A permutation of 0..len from a seed (Fisher-Yates on SplitMix64).
-fn permutation(len: usize, mut seed: u64) -> Vec<usize> {
-    let mut p: Vec<usize> = (0..len).collect();
-    for i in (1..len).rev() {
-        let j = (mmaemu_testkit::seed::splitmix(&mut seed) % (i as u64 + 1)) as usize;
-        p.swap(i, j);
-    }
-    p
 }
 
 fn permute_rows(x: &[u8], k: usize, perm: &[usize]) -> Vec<u8> {
