@@ -9,24 +9,22 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use mmaemu_kernels::{native, CpuEngine};
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::{execute, Format, Operands, Plan, Preset};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use std::hint::black_box;
 
 fn size() -> usize {
     std::env::var("MMAEMU_BENCH_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(512)
 }
 
-/// Random finite codes (xorshift64*).
+/// Random finite codes from a seed (`rand`'s ChaCha8).
 fn codes(n: usize, f: Format, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut v = Vec::with_capacity(n);
     while v.len() < n {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        for c in x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes() {
-            if v.len() < n && !f.is_nonfinite(c) {
-                v.push(c);
-            }
+        let c: u8 = rng.random();
+        if !f.is_nonfinite(c) {
+            v.push(c);
         }
     }
     v

@@ -9,10 +9,11 @@
 
 use crate::native;
 use crate::registry::registry;
-use crate::rng::Rng;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::scaled_mm::resolve_profile;
 use mmaemu_model::{execute, Format, Operands, Plan, Preset};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use std::time::Instant;
 
 /// What to benchmark.
@@ -83,14 +84,12 @@ pub struct GemmResult {
 }
 
 /// Random finite codes of a format.
-fn codes(n: usize, f: Format, rng: &mut Rng) -> Vec<u8> {
+fn codes(n: usize, f: Format, rng: &mut ChaCha8Rng) -> Vec<u8> {
     let mut v = Vec::with_capacity(n);
     while v.len() < n {
-        let x = rng.word();
-        for c in x.to_le_bytes() {
-            if v.len() < n && !f.is_nonfinite(c) {
-                v.push(c);
-            }
+        let c: u8 = rng.random();
+        if !f.is_nonfinite(c) {
+            v.push(c);
         }
     }
     v
@@ -177,7 +176,7 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
     .map_err(|e| e.to_string())?;
     let (m, n, k) = (b.m, b.n, b.k);
     let macs = (m * n * k) as f64;
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ (m * 31 + n * 17 + k) as u64);
+    let mut rng = ChaCha8Rng::seed_from_u64(0x2545_F491_4F6C_DD1D ^ (m * 31 + n * 17 + k) as u64);
     let a = codes(m * k, b.fmt_a, &mut rng);
     let bb = codes(n * k, b.fmt_b, &mut rng);
     let ops = Operands { fa: b.fmt_a, fb: b.fmt_b, a: &a, b: &bb, m, n, k };
@@ -218,8 +217,8 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
     };
     drop((a, bb, result));
     let native_s = (!b.no_native).then(|| {
-        let af: Vec<f32> = (0..m * k).map(|_| (rng.word() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect();
-        let bf: Vec<f32> = (0..n * k).map(|_| (rng.word() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect();
+        let af: Vec<f32> = (0..m * k).map(|_| rng.random::<f32>() - 0.5).collect();
+        let bf: Vec<f32> = (0..n * k).map(|_| rng.random::<f32>() - 0.5).collect();
         let mut c = vec![0f32; m * n];
         pool.install(|| best_time(b.reps, || native::sgemm(m, n, k, &af, &bf, &mut c)))
     });

@@ -2,8 +2,8 @@
 //! preset, format pair, accumulation and split scheme, and returns exactly the bits of the model's
 //! [`mmaemu_model::ReferenceEngine`].
 
-// Besides what README.md says of the modules: `driver` runs the plan's output tiles in parallel with rayon, and `rng`
-// is the deterministic generator of the batteries, tests and benchmarks.
+// Besides what README.md says of the modules: `driver` runs the plan's output tiles in parallel with rayon, and the
+// batteries, tests and benchmarks draw their inputs from `rand`'s ChaCha8 (`ChaCha8Rng`) with fixed seeds.
 
 pub mod bench;
 pub mod cuda;
@@ -12,7 +12,6 @@ pub mod env;
 pub mod kernel;
 pub mod native;
 pub mod registry;
-pub mod rng;
 pub mod selfcheck;
 pub mod tables;
 

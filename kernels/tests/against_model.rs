@@ -12,11 +12,12 @@
 // `MMAEMU_KERNEL_CASES` sets the number of cases per family; `MMAEMU_KERNEL_SEED` the seed.
 
 use mmaemu_kernels::cuda::{Gpu, GpuEngine, KERNELS};
-use mmaemu_kernels::rng::Rng;
 use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::preset::{CEntry, Maturity, PresetSpec};
 use mmaemu_model::{execute, Chain, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -26,27 +27,27 @@ fn env_u64(name: &str, default: u64) -> u64 {
 
 /// A random user-defined preset: any block size, frac 1..=40, frac_out 1..=23, min_exp anywhere in its
 /// range (mostly near the products), early or late c, a slow chunk or none.
-fn custom_preset(rng: &mut Rng) -> Preset {
-    let nfma = match rng.range(0, 9) {
-        0 => rng.range(1, 4),
-        1 => rng.range(33, 5000),
+fn custom_preset(rng: &mut ChaCha8Rng) -> Preset {
+    let nfma = match rng.random_range(0..=9) {
+        0 => rng.random_range(1..=4),
+        1 => rng.random_range(33..=5000),
         2 => 16,
         3 => 32,
-        _ => rng.range(1, 64),
+        _ => rng.random_range(1..=64),
     } as u32;
-    let min_exp = match rng.range(0, 5) {
+    let min_exp = match rng.random_range(0..=5) {
         0 => -1000,
         1 => 1000,
-        2 => rng.range(0, 2000) as i32 - 1000,
-        _ => rng.range(0, 80) as i32 - 50,
+        2 => rng.random_range(0..=2000) - 1000,
+        _ => rng.random_range(0..=80) - 50,
     };
-    let late = rng.chance(30);
-    let slow = (!late || rng.chance(50)).then(|| rng.range(1, 300) as u32);
+    let late = rng.random_ratio(30, 100);
+    let slow = (!late || rng.random_ratio(50, 100)).then(|| rng.random_range(1..=300));
     Preset::custom(PresetSpec {
         name: "fuzz".into(),
         nfma,
-        frac: rng.range(1, 40) as u32,
-        frac_out: rng.range(1, 23) as u32,
+        frac: rng.random_range(1..=40),
+        frac_out: rng.random_range(1..=23),
         min_exp,
         c_entry: if late { CEntry::Late } else { CEntry::Early },
         slow_chunk: slow,
@@ -56,31 +57,31 @@ fn custom_preset(rng: &mut Rng) -> Preset {
 }
 
 /// One code of format `f` by generator `g`.
-fn code(rng: &mut Rng, f: Format, g: usize, nonfinite: bool) -> u8 {
-    let sign = if rng.chance(50) { 0x80 } else { 0 };
+fn code(rng: &mut ChaCha8Rng, f: Format, g: usize, nonfinite: bool) -> u8 {
+    let sign = if rng.random_ratio(50, 100) { 0x80 } else { 0 };
     let c = match g {
         // Uniform over all codes.
-        0 => rng.word() as u8,
+        0 => rng.random::<u8>(),
         // One exponent band (ties, carries, cancellation).
-        1 => (0x38 + rng.range(0, 15) as u8) | sign,
+        1 => (0x38 + rng.random_range(0..=15u8)) | sign,
         // Subnormals and zeros.
-        2 => rng.range(0, 7) as u8 | sign,
+        2 => rng.random_range(0..=7u8) | sign,
         // Sparse: mostly zeros.
         3 => {
-            if rng.chance(80) {
+            if rng.random_ratio(80, 100) {
                 sign
             } else {
-                rng.word() as u8
+                rng.random::<u8>()
             }
         }
         // Extremes: the largest and smallest magnitudes.
-        4 => [f.max_code(), 0x01, f.max_code() - 1, 0x02][rng.range(0, 3)] | sign,
+        4 => [f.max_code(), 0x01, f.max_code() - 1, 0x02][rng.random_range(0..=3)] | sign,
         // Two bands far apart (truncation against a large block maximum).
         _ => {
-            if rng.chance(10) {
-                (f.max_code() - rng.range(0, 7) as u8) | sign
+            if rng.random_ratio(10, 100) {
+                (f.max_code() - rng.random_range(0..=7u8)) | sign
             } else {
-                rng.range(1, 24) as u8 | sign
+                rng.random_range(1..=24u8) | sign
             }
         }
     };
@@ -92,15 +93,15 @@ fn code(rng: &mut Rng, f: Format, g: usize, nonfinite: bool) -> u8 {
 }
 
 /// A random plan the preset allows, or None if its plan construction refuses the choice.
-fn plan(rng: &mut Rng, preset: &Preset, k: usize) -> Option<Plan> {
-    let fast = preset.slow_chunk().is_none() || rng.chance(50);
-    let split = if preset.slow_chunk().is_some() && rng.chance(50) {
+fn plan(rng: &mut ChaCha8Rng, preset: &Preset, k: usize) -> Option<Plan> {
+    let fast = preset.slow_chunk().is_none() || rng.random_ratio(50, 100);
+    let split = if preset.slow_chunk().is_some() && rng.random_ratio(50, 100) {
         let schemes: Vec<Scheme> = preset.allowed_schemes().to_vec();
         if schemes.is_empty() {
             SplitK::NONE
         } else {
-            let scheme = schemes[rng.range(0, schemes.len() - 1)];
-            SplitK::new(rng.range(2, 8), scheme).ok()?
+            let scheme = schemes[rng.random_range(0..schemes.len())];
+            SplitK::new(rng.random_range(2..=8), scheme).ok()?
         }
     } else {
         SplitK::NONE
@@ -118,27 +119,27 @@ fn bits(x: f32) -> u32 {
 
 /// One random GEMM through every engine and the model; Err describes the first difference.
 fn case(family: usize, index: u64, seed: u64, engines: &[&dyn ChainEngine]) -> Result<(), String> {
-    let mut rng = Rng::seeded(seed ^ ((family as u64) << 56) ^ index);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((family as u64) << 56) ^ index);
     let preset = match family {
         0 => Preset::ada(),
         1 => Preset::hopper(),
         2 => Preset::b200_mma_sync(),
         _ => custom_preset(&mut rng),
     };
-    let fa = Format::ALL[rng.range(0, 1)];
-    let fb = Format::ALL[rng.range(0, 1)];
+    let fa = Format::ALL[rng.random_range(0..=1)];
+    let fb = Format::ALL[rng.random_range(0..=1)];
     // Mostly small shapes; 1 in 40 medium; 1 in 250 up to 64 x 64 x 4096 (the largest every 2,000).
     let (m, n, k) = match index % 2000 {
         0 => (64, 64, 4096),
-        i if i % 250 == 7 => (rng.range(1, 64), rng.range(1, 64), rng.range(1, 4096)),
-        i if i % 40 == 3 => (rng.range(1, 40), rng.range(1, 40), rng.range(1, 1500)),
-        _ => (rng.range(1, 8), rng.range(1, 8), rng.range(1, 320)),
+        i if i % 250 == 7 => (rng.random_range(1..=64), rng.random_range(1..=64), rng.random_range(1..=4096)),
+        i if i % 40 == 3 => (rng.random_range(1..=40), rng.random_range(1..=40), rng.random_range(1..=1500)),
+        _ => (rng.random_range(1..=8), rng.random_range(1..=8), rng.random_range(1..=320)),
     };
     let Some(plan) = plan(&mut rng, &preset, k) else { return Ok(()) };
-    let nonfinite = m * n * k < 1 << 16 && rng.chance(10);
-    let (ga, gb) = (rng.range(0, 5), rng.range(0, 5));
+    let nonfinite = m * n * k < 1 << 16 && rng.random_ratio(10, 100);
+    let (ga, gb) = (rng.random_range(0..=5), rng.random_range(0..=5));
     let mut draw = |f: Format, g: usize| {
-        let special = nonfinite && rng.chance(2);
+        let special = nonfinite && rng.random_ratio(2, 100);
         code(&mut rng, f, g, special)
     };
     let a: Vec<u8> = (0..m * k).map(|_| draw(fa, ga)).collect();

@@ -5,19 +5,20 @@
 // model's `execute`, against the model and the CPU backend (the engine a GPU engine falls back to).
 
 use mmaemu_kernels::cuda::{emulate, ChainParams, DecodeTables, KERNELS};
-use mmaemu_kernels::rng::Rng;
 use mmaemu_kernels::CpuEngine;
 use mmaemu_model::accumulate::{execute, ChainEngine, Operands, ReferenceEngine};
 use mmaemu_model::{CEntry, Format, Maturity, Plan, Preset, PresetSpec, SplitK};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 
-fn codes(rng: &mut Rng, f: Format, len: usize) -> Vec<u8> {
+fn codes(rng: &mut ChaCha8Rng, f: Format, len: usize) -> Vec<u8> {
     (0..len)
         .map(|_| loop {
-            let c = match rng.below(4) {
-                0 => rng.below(256) as u8,
-                1 => (rng.below(2) as u8) << 7 | rng.below(8) as u8,
+            let c = match rng.random_range(0..4) {
+                0 => rng.random::<u8>(),
+                1 => rng.random_range(0..2u8) << 7 | rng.random_range(0..8u8),
                 2 => 0,
-                _ => (rng.below(2) as u8) << 7 | (0x30 + rng.below(16)) as u8,
+                _ => rng.random_range(0..2u8) << 7 | (0x30 + rng.random_range(0..16u8)),
             };
             if !f.is_nonfinite(c) {
                 break c;
@@ -43,19 +44,19 @@ impl ChainEngine for Emulated {
     }
 }
 
-fn random_preset(rng: &mut Rng) -> Preset {
-    match rng.below(5) {
+fn random_preset(rng: &mut ChaCha8Rng) -> Preset {
+    match rng.random_range(0..5) {
         0 => Preset::ada(),
         1 => Preset::hopper(),
         2 => Preset::b200_mma_sync(),
         _ => Preset::custom(PresetSpec {
             name: "random".into(),
-            nfma: 1 + rng.below(40) as u32,
-            frac: 1 + rng.below(40) as u32,
-            frac_out: 1 + rng.below(23) as u32,
-            min_exp: -150 + rng.below(40) as i32,
-            c_entry: if rng.below(2) == 0 { CEntry::Early } else { CEntry::Late },
-            slow_chunk: Some(16 * (1 + rng.below(8) as u32)),
+            nfma: 1 + rng.random_range(0..40u32),
+            frac: 1 + rng.random_range(0..40u32),
+            frac_out: 1 + rng.random_range(0..23u32),
+            min_exp: -150 + rng.random_range(0..40i32),
+            c_entry: if rng.random_range(0..2) == 0 { CEntry::Early } else { CEntry::Late },
+            slow_chunk: Some(16 * (1 + rng.random_range(0..8u32))),
             maturity: Maturity::Custom,
         })
         .expect("valid preset"),
@@ -65,11 +66,11 @@ fn random_preset(rng: &mut Rng) -> Preset {
 #[test]
 fn emulated_kernels_equal_the_model_on_random_chains() {
     let t = DecodeTables::from_model();
-    let mut rng = Rng(12345);
+    let mut rng = ChaCha8Rng::seed_from_u64(12345);
     for _ in 0..400 {
         let preset = random_preset(&mut rng);
-        let (fa, fb) = (Format::ALL[rng.below(2) as usize], Format::ALL[rng.below(2) as usize]);
-        let (m, n, l) = (1 + rng.below(5) as usize, 1 + rng.below(5) as usize, rng.below(300) as usize);
+        let (fa, fb) = (Format::ALL[rng.random_range(0..2usize)], Format::ALL[rng.random_range(0..2usize)]);
+        let (m, n, l) = (1 + rng.random_range(0..5usize), 1 + rng.random_range(0..5usize), rng.random_range(0..300usize));
         let (a, b) = (codes(&mut rng, fa, m * l), codes(&mut rng, fb, n * l));
         let p = ChainParams::new(&preset, fa, fb).expect("params");
         let ops = Operands { fa, fb, a: &a, b: &b, m, n, k: l };
@@ -84,7 +85,7 @@ fn emulated_kernels_equal_the_model_on_random_chains() {
 #[test]
 fn emulated_narrow_kernel_equals_the_model() {
     let t = DecodeTables::from_model();
-    let mut rng = Rng(4242);
+    let mut rng = ChaCha8Rng::seed_from_u64(4242);
     let mut served = 0;
     for i in 0..3000 {
         let preset = match i % 3 {
@@ -92,24 +93,24 @@ fn emulated_narrow_kernel_equals_the_model() {
             1 => Preset::hopper(),
             _ => Preset::custom(PresetSpec {
                 name: "narrow".into(),
-                nfma: 1 + rng.below(32) as u32,
-                frac: 6 + rng.below(21) as u32,
-                frac_out: 1 + rng.below(23) as u32,
-                min_exp: -400 + rng.below(300) as i32,
+                nfma: 1 + rng.random_range(0..32u32),
+                frac: 6 + rng.random_range(0..21u32),
+                frac_out: 1 + rng.random_range(0..23u32),
+                min_exp: -400 + rng.random_range(0..300i32),
                 c_entry: CEntry::Early,
                 slow_chunk: None,
                 maturity: Maturity::Custom,
             })
             .expect("valid preset"),
         };
-        let (fa, fb) = (Format::ALL[rng.below(2) as usize], Format::ALL[rng.below(2) as usize]);
+        let (fa, fb) = (Format::ALL[rng.random_range(0..2usize)], Format::ALL[rng.random_range(0..2usize)]);
         let p = ChainParams::new(&preset, fa, fb).expect("params");
         if KERNELS[0].serves(&p).is_err() {
             continue;
         }
         served += 1;
-        let l = if i % 50 == 0 { 2048 + rng.below(2048) as usize } else { rng.below(200) as usize };
-        let (m, n) = (1 + rng.below(3) as usize, 1 + rng.below(3) as usize);
+        let l = if i % 50 == 0 { 2048 + rng.random_range(0..2048usize) } else { rng.random_range(0..200usize) };
+        let (m, n) = (1 + rng.random_range(0..3usize), 1 + rng.random_range(0..3usize));
         let (a, b) = (codes(&mut rng, fa, m * l), codes(&mut rng, fb, n * l));
         let ops = Operands { fa, fb, a: &a, b: &b, m, n, k: l };
         let got: Vec<u32> = emulate::chains_narrow(&p, &t, &ops).iter().map(|x| x.to_bits()).collect();
@@ -122,13 +123,13 @@ fn emulated_narrow_kernel_equals_the_model() {
 #[test]
 fn emulated_kernels_run_every_plan_like_the_model() {
     let engine = Emulated(DecodeTables::from_model());
-    let mut rng = Rng(777);
+    let mut rng = ChaCha8Rng::seed_from_u64(777);
     for preset in [Preset::ada(), Preset::hopper(), Preset::b200_mma_sync()] {
         for &scheme in preset.allowed_schemes() {
             for s in [1usize, 2, 3] {
                 for fast in [true, false] {
                     let Ok(split) = SplitK::new(s, scheme) else { continue };
-                    let k = 16 * (1 + rng.below(40) as usize);
+                    let k = 16 * (1 + rng.random_range(0..40usize));
                     let Ok(plan) = Plan::new(&preset, k, fast, split) else { continue };
                     for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3)] {
                         let (m, n) = (3, 4);

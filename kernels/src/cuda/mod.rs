@@ -14,11 +14,12 @@ pub mod device;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
 
-use crate::rng::Rng;
 use mmaemu_model::accumulate::{ChainEngine, Operands, ReferenceEngine};
 use mmaemu_model::format::{Class, Decoded, Format};
 use mmaemu_model::preset::{CEntry, Preset, PresetSpec};
 use mmaemu_model::Maturity;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 
 /// The CUDA C source of the kernels, without the decode tables.
 pub const CHAIN_CU: &str = include_str!("chain.cu");
@@ -377,15 +378,15 @@ impl GateCase {
 }
 
 /// A finite code of `f` drawn by `kind`: 0 any finite, 1 subnormal or zero, 2 near the largest, 3 near one.
-fn code(rng: &mut Rng, f: Format, kind: u32) -> u8 {
+fn code(rng: &mut ChaCha8Rng, f: Format, kind: u32) -> u8 {
     let mbits = f.mbits();
     loop {
-        let sign = (rng.below(2) as u8) << 7;
+        let sign = rng.random_range(0..2u8) << 7;
         let mag = match kind {
-            1 => rng.below(1 << mbits) as u8,
-            2 => f.max_code() - rng.below(4) as u8,
-            3 => (((f.bias() as u64 + rng.below(3)) << mbits) as u8) | rng.below(1 << mbits) as u8,
-            _ => rng.below(128) as u8,
+            1 => rng.random_range(0..1u8 << mbits),
+            2 => f.max_code() - rng.random_range(0..4u8),
+            3 => (((f.bias() as u64 + rng.random_range(0..3u64)) << mbits) as u8) | rng.random_range(0..1u8 << mbits),
+            _ => rng.random_range(0..128u8),
         };
         let c = sign | mag;
         if !f.is_nonfinite(c) {
@@ -418,7 +419,7 @@ pub fn gate_custom_presets() -> Vec<Preset> {
 pub fn gate_cases() -> Vec<GateCase> {
     let mut presets = vec![Preset::ada(), Preset::hopper(), Preset::b200_mma_sync()];
     presets.extend(gate_custom_presets());
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = ChaCha8Rng::seed_from_u64(0x9E37_79B9_7F4A_7C15);
     let mut cases = Vec::new();
     for preset in &presets {
         for fa in Format::ALL {
