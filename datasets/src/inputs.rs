@@ -1,5 +1,7 @@
 //! The input generator `mmaemu-inputs/1`: FP8 operands computed from a small spec, the same bytes on every
 //! machine, so that a recording can ship a spec and two sha256 instead of the operands of a large GEMM.
+//! It keeps its own frozen generator, not `rand` like the tests and batteries: recorded operands must
+//! regenerate bit for bit forever, independent of any crate's version.
 //!
 //! # Determinism
 //!
