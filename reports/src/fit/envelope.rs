@@ -15,9 +15,9 @@
 //!
 //! The rule defaults to the sidecar's `envelope.kind`, the margin to its `envelope.margin` (else 2).
 //!
-//! Procedure: the table's distinct shapes (M, N, K) are split by a seeded hash into a training part and a
-//! held-out part (`--holdout`, default 20 % of the shapes; a shape goes to the same part in every
-//! setting). The envelope is fitted on the training rows only; the held-out rows are sealed
+//! Procedure: the table's distinct shapes (M, N, K) are split by a seeded draw ([`held_out`]) into a
+//! training part and a held-out part (`--holdout`, default 20 % of the shapes; a shape goes to the same
+//! part in every setting). The envelope is fitted on the training rows only; the held-out rows are sealed
 //! ([`Sealed`]) and can be evaluated exactly once, against the finished fit: every held-out row whose M·N
 //! is above its bound is *tested* (the envelope would infer S = 1 there), and a tested row that split is a
 //! *violation*.
@@ -28,7 +28,10 @@
 
 use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable, SplitKTableRow};
 use mmaemu_datasets::DatasetError;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -321,21 +324,17 @@ impl Sealed<'_> {
     }
 }
 
-/// SplitMix64 step.
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-/// Is the shape (m, n, k) in the held-out part for this seed and fraction?
+/// Is the shape (m, n, k) in the held-out part for this seed and fraction? One uniform draw in [0, 1) of
+/// `rand`'s ChaCha8 seeded with SHA-256 of the seed (8 bytes) and m, n, k (4 bytes each), little-endian:
+/// a shape's part depends on nothing else in the table, and is the same on every platform (SHA-256 and
+/// ChaCha8 are fixed algorithms, applied to bytes in the order written out here).
 pub fn held_out(seed: u64, holdout: f64, m: i32, n: i32, k: i32) -> bool {
-    let mut h = splitmix(seed);
+    let mut h = Sha256::new();
+    h.update(seed.to_le_bytes());
     for v in [m, n, k] {
-        h = splitmix(h ^ v as u32 as u64);
+        h.update(v.to_le_bytes());
     }
-    ((h >> 11) as f64 / (1u64 << 53) as f64) < holdout
+    ChaCha8Rng::from_seed(h.finalize().into()).random::<f64>() < holdout
 }
 
 /// The whole result.
@@ -419,9 +418,12 @@ pub fn fit_table(table: &SplitKTable, opts: &Options) -> EnvelopeReport {
     grid.sort_unstable();
     grid.dedup();
     // Partition, fit on the training part, then test once on the sealed held-out part.
+    let shapes: BTreeSet<(i32, i32, i32)> = table.rows.iter().map(|r| (r.m, r.n, r.k)).collect();
+    let test_shapes: BTreeSet<(i32, i32, i32)> =
+        shapes.into_iter().filter(|&(m, n, k)| held_out(opts.seed, opts.holdout, m, n, k)).collect();
     let (mut train, mut test) = (Vec::new(), Vec::new());
     for r in &table.rows {
-        if held_out(opts.seed, opts.holdout, r.m, r.n, r.k) {
+        if test_shapes.contains(&(r.m, r.n, r.k)) {
             test.push(r);
         } else {
             train.push(r);

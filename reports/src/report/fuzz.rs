@@ -8,12 +8,15 @@
 //! - `backend <name>`: every non-reference backend's chain engine against the model's reference engine
 //!   through the whole GEMM (plan, non-finite inputs, epilogue) — any codes, non-finite included.
 //!
-//! The seed and the case count are fixed by the report's options, so two runs of one build give the same
-//! cases; the harness's proptest fuzz suite (`cargo test -p mmaemu-harness --test fuzz`) is the wider one.
+//! The seed and the case count are fixed by the report's options, and the cases are drawn from `rand`'s
+//! ChaCha8 seeded with them, so two runs of one build give the same cases; the harness's proptest fuzz
+//! suite (`cargo test -p mmaemu-harness --test fuzz`) is the wider one.
 
 use super::backends::Backend;
 use crate::fit::rules::{accumulate_rule, Layout, Order, Ownership, Restart, Rule};
 use mmaemu_model::{accumulate, gemm, gemm_with, Epilogue, Format, Operands, OutDtype, Preset, Scheme, SplitK};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use serde_json::{json, Value};
 
 /// The default seed.
@@ -22,50 +25,27 @@ pub const DEFAULT_SEED: u64 = 0x6D6D_6165_6D75_5250;
 /// The default number of cases per check.
 pub const DEFAULT_CASES: usize = 1500;
 
-/// A SplitMix64 generator.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// Seeded.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    /// The next word.
-    pub fn word(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, n) (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.word() % n.max(1) as u64) as usize
-    }
-}
-
 /// One random code of a format: any byte, finite only, or from a narrow exponent window (cancellation,
 /// carries, heavy truncation), or zero.
-fn code(rng: &mut Rng, f: Format, finite: bool, mode: usize, centre: u8) -> u8 {
+fn code(rng: &mut ChaCha8Rng, f: Format, finite: bool, mode: usize, centre: u8) -> u8 {
     loop {
         let c = match mode {
-            0 => rng.word() as u8,
+            0 => rng.random::<u8>(),
             1 => {
                 // Exponent field within +-2 of the centre, any sign and significand.
                 let (eb, mb) = match f {
                     Format::E4m3 => (4u32, 3u32),
                     Format::E5m2 => (5, 2),
                 };
-                let e = (centre as i64 + rng.below(5) as i64 - 2).clamp(0, (1 << eb) - 1) as u8;
-                let sign = (rng.word() & 1) as u8;
-                (sign << 7) | (e << mb) | (rng.word() as u8 & ((1 << mb) - 1))
+                let e = (centre as i64 + rng.random_range(0..5i64) - 2).clamp(0, (1 << eb) - 1) as u8;
+                let sign = rng.random_range(0..2u8);
+                (sign << 7) | (e << mb) | (rng.random::<u8>() & ((1 << mb) - 1))
             }
             _ => {
-                if rng.below(3) == 0 {
+                if rng.random_range(0..3) == 0 {
                     0
                 } else {
-                    rng.word() as u8
+                    rng.random::<u8>()
                 }
             }
         };
@@ -89,27 +69,27 @@ struct Case {
     split: SplitK,
 }
 
-fn case(rng: &mut Rng, finite: bool) -> Case {
-    let preset = if rng.below(2) == 0 { Preset::ada() } else { Preset::hopper() };
-    let fmt = |r: &mut Rng| if r.below(2) == 0 { Format::E4m3 } else { Format::E5m2 };
+fn case(rng: &mut ChaCha8Rng, finite: bool) -> Case {
+    let preset = if rng.random_range(0..2) == 0 { Preset::ada() } else { Preset::hopper() };
+    let fmt = |r: &mut ChaCha8Rng| if r.random_range(0..2) == 0 { Format::E4m3 } else { Format::E5m2 };
     let (fa, fb) = (fmt(rng), fmt(rng));
-    let (m, n) = (1 + rng.below(3), 1 + rng.below(3));
-    let k = match rng.below(8) {
-        0 => 1 + rng.below(16),
-        1 => 64 * (1 + rng.below(8)),
-        2 => 1000 + rng.below(1500),
-        _ => 1 + rng.below(700),
+    let (m, n) = (1 + rng.random_range(0..3), 1 + rng.random_range(0..3));
+    let k = match rng.random_range(0..8) {
+        0 => 1 + rng.random_range(0..16),
+        1 => 64 * (1 + rng.random_range(0..8)),
+        2 => 1000 + rng.random_range(0..1500),
+        _ => 1 + rng.random_range(0..700),
     };
-    let fast = rng.below(2) == 0;
-    let s = [1, 1, 2, 3, 4, 5, 6, 8][rng.below(8)];
+    let fast = rng.random_range(0..2) == 0;
+    let s = [1, 1, 2, 3, 4, 5, 6, 8][rng.random_range(0..8)];
     let scheme = match (s, preset.allowed_schemes()) {
         (1, _) => Scheme::None,
-        (_, allowed) if !allowed.is_empty() => allowed[rng.below(allowed.len())],
+        (_, allowed) if !allowed.is_empty() => allowed[rng.random_range(0..allowed.len())],
         _ => Scheme::None,
     };
     let split = SplitK::new(s, scheme).unwrap_or(SplitK::NONE);
-    let mode = rng.below(3);
-    let (ca, cb) = (rng.below(12) as u8 + 2, rng.below(12) as u8 + 2);
+    let mode = rng.random_range(0..3);
+    let (ca, cb) = (rng.random_range(2..14u8), rng.random_range(2..14u8));
     let a = (0..m * k).map(|_| code(rng, fa, finite, mode, ca)).collect();
     let b = (0..n * k).map(|_| code(rng, fb, finite, mode, cb)).collect();
     Case { preset, fa, fb, a, b, m, n, k, fast, split }
@@ -192,7 +172,7 @@ fn describe(i: usize, c: &Case) -> String {
 pub fn run(seed: u64, cases: usize, backends: &[Box<dyn Backend>]) -> FuzzReport {
     let mut checks = Vec::new();
     // Plans: model executor vs the fit's layouts, finite codes.
-    let mut rng = Rng::new(seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut plans = Check {
         name: "plans".into(),
         what: "model plan executor (accumulate) vs the split-K fit's chain layouts, fp32 accumulator, finite codes"
@@ -222,7 +202,7 @@ pub fn run(seed: u64, cases: usize, backends: &[Box<dyn Backend>]) -> FuzzReport
     checks.push(plans);
     // Backends: each engine vs the reference engine, whole GEMM, any codes.
     for be in backends.iter().filter(|b| !b.is_reference()) {
-        let mut rng = Rng::new(seed ^ 0xBAC4_E2D5);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xBAC4_E2D5);
         let mut check = Check {
             name: format!("backend {}", be.name()),
             what: format!("GEMM through '{}' vs the model's reference engine, any codes", be.name()),
@@ -233,7 +213,7 @@ pub fn run(seed: u64, cases: usize, backends: &[Box<dyn Backend>]) -> FuzzReport
         for i in 0..cases {
             let c = case(&mut rng, false);
             let ops = Operands { fa: c.fa, fb: c.fb, a: &c.a, b: &c.b, m: c.m, n: c.n, k: c.k };
-            let out = [OutDtype::Float32, OutDtype::BFloat16, OutDtype::E4m3][rng.below(3)];
+            let out = [OutDtype::Float32, OutDtype::BFloat16, OutDtype::E4m3][rng.random_range(0..3)];
             let epi = Epilogue { scale_a: 0.5, scale_b: 3.0, scale_result: Some(0.25), out };
             let want = gemm(&c.preset, &ops, c.fast, c.split, &epi).map(|o| o.bits);
             let got = gemm_with(&c.preset, &ops, c.fast, c.split, &epi, be.engine()).map(|o| o.bits);
