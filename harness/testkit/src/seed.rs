@@ -1,11 +1,10 @@
-//! Seeds and case budgets of the fuzz trials: every trial runs proptest's ChaCha RNG from a seed derived
-//! from one base seed and the trial's name, so a run is deterministic and one trial reproduces alone;
-//! the tests' own draws outside proptest (permutations) use `rand`'s ChaCha8 ([`Rng`]).
-//!
-//! Environment:
-//! - `MMAEMU_FUZZ_SEED`: the base seed, a u64 (decimal or `0x` hex); default [`DEFAULT_SEED`];
-//! - `MMAEMU_FUZZ_CASES`: the total number of random cases shared out among the fuzz trials by weight;
-//!   default [`DEFAULT_TOTAL_CASES`] (about 16 s of CPU, 8 s on 2 cores, test profile).
+//! Seeds and case budgets of the fuzz trials: proptest runners and `rand` generators seeded from one base seed and
+//! the trial's name (SHA-256), so a run is deterministic and one trial reproduces alone.
+
+// Environment:
+// - `MMAEMU_FUZZ_SEED`: the base seed, a u64 (decimal or `0x` hex); default `DEFAULT_SEED`;
+// - `MMAEMU_FUZZ_CASES`: the total number of random cases shared out among the fuzz trials by weight; default
+//   `DEFAULT_TOTAL_CASES` (about 16 s of CPU, 8 s on 2 cores, test profile).
 
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use rand::seq::SliceRandom;
