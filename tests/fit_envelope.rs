@@ -56,10 +56,8 @@ fn without_the_margin_a_held_out_largest_split_is_a_violation() {
             e.1.insert((r.m, r.n, r.k));
         }
     }
-    let (setting, shape) = tops
-        .iter()
-        .find_map(|(s, (_, shapes))| (shapes.len() == 1).then(|| (*s, *shapes.first().unwrap())))
-        .unwrap();
+    let (setting, shape) =
+        tops.iter().find_map(|(s, (_, shapes))| (shapes.len() == 1).then(|| (*s, *shapes.first().unwrap()))).unwrap();
     let (m, n, k) = shape;
     let seed = (0..1000).find(|&seed| held_out(seed, 0.2, m, n, k)).unwrap();
     let r = fit_table(&t, &Options { seed, margin: Some(1), ..Options::default() });
@@ -103,8 +101,8 @@ fn partition_follows_its_definition() {
     // (m, 64, 1024), m in 1..200, held out with seed 1 and fraction 0.2. A change of the generator, of its
     // seeding or of rand's f64 conversion moves the partition and fails here.
     let want = [
-        8, 15, 21, 24, 30, 32, 34, 45, 46, 51, 54, 62, 69, 83, 92, 93, 99, 103, 106, 109, 112, 113, 118, 119, 121,
-        126, 127, 128, 129, 136, 158, 160, 167, 172, 178, 180, 181, 185, 192,
+        8, 15, 21, 24, 30, 32, 34, 45, 46, 51, 54, 62, 69, 83, 92, 93, 99, 103, 106, 109, 112, 113, 118, 119, 121, 126,
+        127, 128, 129, 136, 158, 160, 167, 172, 178, 180, 181, 185, 192,
     ];
     assert_eq!((1..200).filter(|&m| held_out(1, 0.2, m, 64, 1024)).collect::<Vec<i32>>(), want);
 }

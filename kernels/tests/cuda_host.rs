@@ -70,7 +70,8 @@ fn emulated_kernels_equal_the_model_on_random_chains() {
     for _ in 0..400 {
         let preset = random_preset(&mut rng);
         let (fa, fb) = (Format::ALL[rng.random_range(0..2usize)], Format::ALL[rng.random_range(0..2usize)]);
-        let (m, n, l) = (1 + rng.random_range(0..5usize), 1 + rng.random_range(0..5usize), rng.random_range(0..300usize));
+        let (m, n, l) =
+            (1 + rng.random_range(0..5usize), 1 + rng.random_range(0..5usize), rng.random_range(0..300usize));
         let (a, b) = (codes(&mut rng, fa, m * l), codes(&mut rng, fb, n * l));
         let p = ChainParams::new(&preset, fa, fb).expect("params");
         let ops = Operands { fa, fb, a: &a, b: &b, m, n, k: l };

@@ -10,10 +10,10 @@
 //! On a failure the minimal failing case is printed with every input in hex (formats, A and B codes,
 //! c's fp32 bits) and the model's and the oracle's bits.
 
+use mmaemu_model::{accumulate, dot, CEntry, Chain, Format, Maturity, Operands, Preset, PresetSpec, SplitK};
 use mmaemu_testkit::generators::{self, ChainCase as Case, CodeMode};
 use mmaemu_testkit::oracle;
 use mmaemu_testkit::seed;
-use mmaemu_model::{accumulate, dot, CEntry, Chain, Format, Maturity, Operands, Preset, PresetSpec, SplitK};
 use oracle::{Fp8, Params};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRunner};
@@ -272,7 +272,14 @@ fn build(
 }
 
 fn case_strategy(nfma: usize) -> impl Strategy<Value = Case> {
-    (0u8..4, (generators::mode(), generators::mode()), pattern_strategy(), generators::f32_bits(), 0u8..100, k_strategy(nfma))
+    (
+        0u8..4,
+        (generators::mode(), generators::mode()),
+        pattern_strategy(),
+        generators::f32_bits(),
+        0u8..100,
+        k_strategy(nfma),
+    )
         .prop_flat_map(|(pair, modes, pattern, c, inject, k)| {
             (
                 Just((pair, modes, pattern, c, inject)),
