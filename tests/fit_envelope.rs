@@ -45,10 +45,12 @@ fn without_the_margin_a_held_out_largest_split_is_a_violation() {
     // M*N comes from one shape alone, find the first seed that holds that shape out, and fit without the
     // margin: the training part's bound is then below that row's M*N, so the row is a violation.
     let t = read_splitk_table(&table(RTX)).unwrap();
-    let mut tops: BTreeMap<(i64, &str, bool, &str, &str), (u64, BTreeSet<(i32, i32, i32)>)> = BTreeMap::new();
+    let mut tops = BTreeMap::new();
     for r in t.rows.iter().filter(|r| r.split_s > 1) {
         let mn = r.m as u64 * r.n as u64;
-        let e = tops.entry((r.workspace_bytes, r.out_dtype, r.fast_accum, r.fmt_a, r.fmt_b)).or_default();
+        let e = tops
+            .entry((r.workspace_bytes, r.out_dtype, r.fast_accum, r.fmt_a, r.fmt_b))
+            .or_insert((0, BTreeSet::new()));
         if mn > e.0 {
             *e = (mn, BTreeSet::new());
         }
