@@ -6,15 +6,15 @@
 //! the first cudarc call, and [`guard`] turns any panic that still escapes (a symbol missing from an old
 //! library, say) into a typed error, so every GPU command fails with a message and exit code 3 or 4.
 //!
-//! [`GpuBackend`] makes each call from a [`Descriptor`] and nothing else: every attribute of the descriptor
+//! [`GpuDevice`] makes each call from a [`Descriptor`] and nothing else: every attribute of the descriptor
 //! is set, in its order, by [`apply`]'s helpers; the algorithm configuration of the heuristic's first result
 //! is read back attribute by attribute.
 
-use crate::backend::{AlgoInfo, Backend, Heuristic, Inputs, Platform, RunOutcome};
 use crate::descriptor::{
     CallConfig, CudaType, DescAttr, DescValue, Descriptor, Layout, PrefAttr, ScalePtr, TorchOperand, Trans,
     DESCRIPTOR_SUMMARY, MAX_WORKSPACE,
 };
+use crate::device::{AlgoInfo, Device, Heuristic, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
 use cudarc::cublaslt::sys as lt;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
@@ -328,7 +328,7 @@ fn algo_info(r: &lt::cublasLtMatmulHeuristicResult_t) -> AlgoInfo {
 }
 
 /// The real GPU.
-pub struct GpuBackend {
+pub struct GpuDevice {
     _ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     handle: lt::cublasLtHandle_t,
@@ -337,7 +337,7 @@ pub struct GpuBackend {
     platform: Platform,
 }
 
-impl Drop for GpuBackend {
+impl Drop for GpuDevice {
     fn drop(&mut self) {
         if !self.handle.is_null() {
             // SAFETY: created in `open`, destroyed once.
@@ -358,15 +358,15 @@ fn kernel_driver_version() -> Option<String> {
         .map(str::to_string)
 }
 
-impl GpuBackend {
+impl GpuDevice {
     /// Opens device `ordinal`: probes the libraries, creates the context, the cuBLASLt handle, the
     /// workspace and the scale buffers, and reads the platform metadata.
-    pub fn open(ordinal: usize) -> Result<GpuBackend, RecordError> {
+    pub fn open(ordinal: usize) -> Result<GpuDevice, RecordError> {
         probe_libraries()?;
         guard("opening the GPU", || Self::open_inner(ordinal))
     }
 
-    fn open_inner(ordinal: usize) -> Result<GpuBackend, RecordError> {
+    fn open_inner(ordinal: usize) -> Result<GpuDevice, RecordError> {
         let ctx = CudaContext::new(ordinal).map_err(|e| RecordError::NoGpu(format!("CUDA device {ordinal}: {e}")))?;
         let stream = ctx.default_stream();
         let mut handle: lt::cublasLtHandle_t = std::ptr::null_mut();
@@ -425,7 +425,7 @@ impl GpuBackend {
             cublaslt: Some(cublaslt),
             simulated: false,
         };
-        Ok(GpuBackend { _ctx: ctx, stream, handle, workspace, scales, platform })
+        Ok(GpuDevice { _ctx: ctx, stream, handle, workspace, scales, platform })
     }
 
     fn scale_addrs(&self) -> ScaleAddrs {
@@ -443,7 +443,7 @@ pub fn cuda_api() -> &'static str {
     }
 }
 
-impl Backend for GpuBackend {
+impl Device for GpuDevice {
     fn platform(&self) -> &Platform {
         &self.platform
     }
@@ -464,7 +464,7 @@ impl Backend for GpuBackend {
     }
 }
 
-impl GpuBackend {
+impl GpuDevice {
     fn run_inner(&mut self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError> {
         let d = Descriptor::scaled_mm(cfg);
         if d.workspace_bytes > MAX_WORKSPACE {

@@ -8,15 +8,15 @@
 //! are dropped and counted (`dropped_status_nonzero`), like the shipped tables. The run is chunked and
 //! resumable like a sweep ([`crate::parts`]): each chunk is a JSON-lines file written atomically.
 
-use crate::backend::{AlgoInfo, Backend, Heuristic, Platform};
 use crate::descriptor::{CallConfig, Caller, DESCRIPTOR_SUMMARY};
+use crate::device::{AlgoInfo, Device, Heuristic, Platform};
 use crate::error::RecordError;
 pub use crate::options::RunOptions;
 use crate::parts::{write_json, ChunkDone, Parts, RunKey};
 use crate::progress::Progress;
 use crate::spec::{auto_scheme, Sweep};
-use mmaemu_datasets::splitk_write::{column_docs, write_splitk_table, TableRecord};
 use crate::util::{now_rfc3339, sha256_file};
+use mmaemu_datasets::splitk_write::{column_docs, write_splitk_table, TableRecord};
 use mmaemu_datasets::write_file_atomic;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -60,7 +60,7 @@ fn slug(gpu_short: &str) -> String {
 /// Runs the grid (see the module documentation).
 pub fn run_heuristics(
     sweep: &Sweep,
-    backend: &mut dyn Backend,
+    device: &mut dyn Device,
     opts: &HeuristicsOptions,
 ) -> Result<HeuristicsReport, RecordError> {
     if opts.out.extension().and_then(|e| e.to_str()) != Some("parquet") {
@@ -69,7 +69,7 @@ pub fn run_heuristics(
             opts.out.display()
         )));
     }
-    let platform = backend.platform().clone();
+    let platform = device.platform().clone();
     let caller = opts.caller.unwrap_or(sweep.caller);
     let keys = opts.limit.map_or(sweep.grid_count(), |l| l.min(sweep.grid_count()));
     let chunk = sweep.spec.grid_chunk_rows as u64;
@@ -111,7 +111,7 @@ pub fn run_heuristics(
                     workspace_bytes: ws,
                     align: caller.alignment(),
                 };
-                match backend.heuristic(&cfg)? {
+                match device.heuristic(&cfg)? {
                     Heuristic::Rejected(_) => *stats.entry("dropped_status_nonzero".into()).or_default() += 1,
                     Heuristic::Algo(a) => match table_record(&cfg, &a) {
                         Some(r) => {

@@ -4,7 +4,7 @@
 //!
 //! - [`descriptor`]: the cuBLASLt call as data (every attribute, why), pure and unit-tested;
 //! - [`spec`]: sweep specs (TOML) and their cases;
-//! - [`backend`]: what the pipeline needs from a device; [`gpu`] (cudarc, dynamic loading) and [`sim`]
+//! - [`device`]: what the pipeline needs from a recording device; [`gpu`] (cudarc, dynamic loading) and [`sim`]
 //!   (the simulated device: the mmaemu model);
 //! - [`sweep`] and [`heuristics`]: the two pipelines, chunked, atomic and resumable ([`parts`]), told what
 //!   to do by the same [`options::RunOptions`];
@@ -13,8 +13,8 @@
 //! The input generator lives in `mmaemu_datasets::inputs`, so any reader can regenerate operands that a
 //! recording ships by reference.
 
-pub mod backend;
 pub mod descriptor;
+pub mod device;
 pub mod dump;
 pub mod error;
 pub mod gpu;
@@ -29,7 +29,7 @@ pub mod util;
 
 pub use error::RecordError;
 
-use backend::Backend;
+use device::Device;
 use spec::Sweep;
 use std::path::Path;
 
@@ -44,9 +44,9 @@ pub fn load_spec(path: &Path) -> Result<(Sweep, String), RecordError> {
     Ok((sweep, text))
 }
 
-/// Which device a command records from.
+/// Which recording device a command opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Device {
+pub enum Target {
     /// The GPU with this ordinal.
     Gpu(usize),
     /// The simulated device of this profile.
@@ -55,11 +55,11 @@ pub enum Device {
 
 /// Opens the device. The GPU is probed first: without a driver or cuBLASLt this is a
 /// [`RecordError::NoGpu`] (exit code 3), never a panic.
-pub fn open_backend(device: &Device, flaky_every: Option<u64>) -> Result<Box<dyn Backend>, RecordError> {
-    match device {
-        Device::Gpu(ordinal) => Ok(Box::new(gpu::GpuBackend::open(*ordinal)?)),
-        Device::Simulated(profile) => {
-            let mut b = sim::SimBackend::new(profile)?;
+pub fn open_device(target: &Target, flaky_every: Option<u64>) -> Result<Box<dyn Device>, RecordError> {
+    match target {
+        Target::Gpu(ordinal) => Ok(Box::new(gpu::GpuDevice::open(*ordinal)?)),
+        Target::Simulated(profile) => {
+            let mut b = sim::SimDevice::new(profile)?;
             if let Some(n) = flaky_every {
                 b = b.with_flaky_every(n);
             }

@@ -15,7 +15,7 @@ use mmaemu_recorder::descriptor::{CallConfig, Caller, Descriptor};
 use mmaemu_recorder::heuristics::run_heuristics;
 use mmaemu_recorder::options::RunOptions;
 use mmaemu_recorder::sweep::run_sweep;
-use mmaemu_recorder::{gpu, load_spec, open_backend, Device, RecordError, DEFAULT_SIM_PROFILE};
+use mmaemu_recorder::{gpu, load_spec, open_device, RecordError, Target, DEFAULT_SIM_PROFILE};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -172,13 +172,13 @@ fn platform_arg(s: &Option<String>) -> Result<Option<serde_json::Value>, RecordE
     }
 }
 
-fn device(run: &RunArgs, spec_profile: Option<&str>) -> Device {
+fn device(run: &RunArgs, spec_profile: Option<&str>) -> Target {
     if run.simulate {
-        Device::Simulated(
+        Target::Simulated(
             run.profile.clone().or(spec_profile.map(str::to_string)).unwrap_or(DEFAULT_SIM_PROFILE.into()),
         )
     } else {
-        Device::Gpu(run.device)
+        Target::Gpu(run.device)
     }
 }
 
@@ -190,13 +190,13 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
             if run.flaky_every.is_some() && !run.simulate {
                 return Err(RecordError::Usage("--flaky-every needs --simulate".into()));
             }
-            let mut backend = open_backend(&dev, run.flaky_every)?;
+            let mut rec_device = open_device(&dev, run.flaky_every)?;
             let sim_profile = match &dev {
-                Device::Simulated(p) => Some(p.as_str()),
-                Device::Gpu(_) => None,
+                Target::Simulated(p) => Some(p.as_str()),
+                Target::Gpu(_) => None,
             };
             let opts = run_options(&run)?;
-            let r = run_sweep(&sweep, &text, backend.as_mut(), sim_profile, &opts)?;
+            let r = run_sweep(&sweep, &text, rec_device.as_mut(), sim_profile, &opts)?;
             eprintln!(
                 "mmaemu-record: wrote {}: {} rows from {} cases ({} skipped by torch's checks, {} rejected, {} by \
                  reference, {} nondeterministic, {} chunks resumed)",
@@ -223,9 +223,9 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
         Command::Heuristics { grid, run } => {
             let (sweep, _) = load_spec(&grid)?;
             let dev = device(&run, sweep.spec.profile.as_deref());
-            let mut backend = open_backend(&dev, None)?;
+            let mut rec_device = open_device(&dev, None)?;
             let opts = run_options(&run)?;
-            let r = run_heuristics(&sweep, backend.as_mut(), &opts)?;
+            let r = run_heuristics(&sweep, rec_device.as_mut(), &opts)?;
             eprintln!(
                 "mmaemu-record: wrote {}: {} rows ({} split) from {} keys ({} skipped by torch's checks, {} dropped \
                  with a nonzero status, {} out of range, {} duplicates, {} chunks resumed)",
@@ -248,9 +248,9 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
             Ok(())
         }
         Command::Probe { device } => {
-            let backend = gpu::GpuBackend::open(device)?;
-            use mmaemu_recorder::backend::Backend;
-            println!("{}", serde_json::to_string_pretty(&backend.platform().json).unwrap_or_default());
+            let rec_device = gpu::GpuDevice::open(device)?;
+            use mmaemu_recorder::device::Device;
+            println!("{}", serde_json::to_string_pretty(&rec_device.platform().json).unwrap_or_default());
             Ok(())
         }
         Command::Check { spec } => {

@@ -10,8 +10,8 @@
 //! - A run is `ScaledMm` on the profile with that split passed explicitly; the model is deterministic, so
 //!   every run returns the same bits (a test hook can make one run differ).
 
-use crate::backend::{AlgoInfo, Backend, Heuristic, Inputs, Platform, RunOutcome};
 use crate::descriptor::CallConfig;
+use crate::device::{AlgoInfo, Device, Heuristic, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
 use crate::spec::auto_scheme;
 use mmaemu_model::dtype::Dtype;
@@ -22,7 +22,7 @@ use mmaemu_model::{Category, Profile, Scheme};
 use serde_json::json;
 
 /// The simulated device of one profile.
-pub struct SimBackend {
+pub struct SimDevice {
     profile: Profile,
     platform: Platform,
     /// Test hook: every `n`-th run call returns a last result that differs in one bit.
@@ -30,9 +30,9 @@ pub struct SimBackend {
     calls: u64,
 }
 
-impl SimBackend {
+impl SimDevice {
     /// The simulated device of profile `name`.
-    pub fn new(name: &str) -> Result<SimBackend, RecordError> {
+    pub fn new(name: &str) -> Result<SimDevice, RecordError> {
         let profile = Profile::by_name(name).map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
         let gpu = profile.gpu_name.clone().unwrap_or_else(|| "no reference GPU".to_string());
         let json = json!({
@@ -56,11 +56,11 @@ impl SimBackend {
             cublaslt: profile.cublaslt_version.clone(),
             simulated: true,
         };
-        Ok(SimBackend { profile, platform, flaky_every: None, calls: 0 })
+        Ok(SimDevice { profile, platform, flaky_every: None, calls: 0 })
     }
 
     /// Test hook: every `n`-th run returns a last result with one flipped bit (a simulated nondeterminism).
-    pub fn with_flaky_every(mut self, n: u64) -> SimBackend {
+    pub fn with_flaky_every(mut self, n: u64) -> SimDevice {
         self.flaky_every = Some(n.max(1));
         self
     }
@@ -92,7 +92,7 @@ fn algo(split_s: i64, source: &'static str) -> AlgoInfo {
     }
 }
 
-impl Backend for SimBackend {
+impl Device for SimDevice {
     fn platform(&self) -> &Platform {
         &self.platform
     }

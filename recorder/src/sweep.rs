@@ -1,4 +1,4 @@
-//! `mmaemu-record sweep`: the recording pipeline. Cases of a [`Sweep`] go through a [`Backend`] (the GPU or
+//! `mmaemu-record sweep`: the recording pipeline. Cases of a [`Sweep`] go through a [`Device`] (the GPU or
 //! the simulated device) in chunks; each chunk becomes one recording file in the parts directory, written
 //! atomically and listed with its sha256 in the parts manifest ([`crate::parts`]); when every chunk is done,
 //! the chunks are merged into the output file (atomically), a manifest with checksums is written next to
@@ -11,8 +11,8 @@
 //! finding: every call runs `runs` (>= 2) times, and when a run differs from the first the row keeps the
 //! first run's bits, says so in `note`, and the run reports it.
 
-use crate::backend::{Backend, Inputs, Platform, RunOutcome};
 use crate::descriptor::CallConfig;
+use crate::device::{Device, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
 pub use crate::options::RunOptions;
 use crate::parts::{write_json, ChunkDone, Parts, RunKey};
@@ -158,7 +158,7 @@ impl OperandCache {
 
 fn record_case(
     case: &Case,
-    backend: &mut dyn Backend,
+    device: &mut dyn Device,
     ctx: &RowContext<'_>,
     cache: &mut OperandCache,
 ) -> Result<Recorded, RecordError> {
@@ -177,7 +177,7 @@ fn record_case(
         case.inputs.seed,
         case.inputs.stream
     );
-    let outcome = backend.run(
+    let outcome = device.run(
         &cfg,
         &Inputs { a, b, scale_a: case.scale_a, scale_b: case.scale_b, scale_result: case.scale_result },
         spec.runs,
@@ -327,11 +327,11 @@ fn file_meta(sweep: &Sweep, ctx: &RowContext<'_>, spec_text: &str, extra: Option
 pub fn run_sweep(
     sweep: &Sweep,
     spec_text: &str,
-    backend: &mut dyn Backend,
+    device: &mut dyn Device,
     simulated_profile: Option<&str>,
     opts: &SweepOptions,
 ) -> Result<SweepReport, RecordError> {
-    let platform = backend.platform().clone();
+    let platform = device.platform().clone();
     let profile = resolve_profile(sweep, opts.profile.as_deref(), &platform, simulated_profile)?;
     let preset = match (&sweep.spec.preset, &profile) {
         (Some(p), _) => Preset::by_name(p).map_err(|e| RecordError::Usage(e.to_string()))?.name().to_string(),
@@ -384,7 +384,7 @@ pub fn run_sweep(
                     progress.inc(1);
                     continue;
                 }
-                let r = record_case(&case, backend, &ctx, &mut cache)?;
+                let r = record_case(&case, device, &ctx, &mut cache)?;
                 if r.rejected {
                     *stats.entry("rejected".into()).or_default() += 1;
                 }

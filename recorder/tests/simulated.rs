@@ -3,14 +3,14 @@
 //! duplicates; damaged or foreign parts are recomputed or refused; nondeterminism is recorded and reported;
 //! rows stored by reference regenerate; heuristic grids become readable split-K tables.
 
-use mmaemu_harness::files::replay_file;
 use mmaemu_datasets::inputs::{RowInputs, Samples};
 use mmaemu_datasets::{read_recording, read_recording_with, read_splitk_table, Expectation, ReadOptions, Truth};
+use mmaemu_harness::files::replay_file;
 use mmaemu_model::splitk::{table_lookup, SplitKey};
 use mmaemu_model::{Format, OutDtype, TableId};
 use mmaemu_recorder::heuristics::{run_heuristics, sidecar_path, HeuristicsOptions};
 use mmaemu_recorder::parts::parts_dir;
-use mmaemu_recorder::sim::SimBackend;
+use mmaemu_recorder::sim::SimDevice;
 use mmaemu_recorder::spec::Sweep;
 use mmaemu_recorder::sweep::{manifest_path, run_sweep, SweepOptions, SweepReport};
 use mmaemu_recorder::{load_spec, RecordError};
@@ -27,7 +27,7 @@ fn opts(out: &Path) -> SweepOptions {
 /// Runs `spec` on the simulated device of its profile (default hopper).
 fn simulate(sweep: &Sweep, text: &str, o: &SweepOptions, flaky: Option<u64>) -> Result<SweepReport, RecordError> {
     let profile = o.profile.clone().or(sweep.spec.profile.clone()).unwrap_or("hopper".into());
-    let mut b = SimBackend::new(&profile)?;
+    let mut b = SimDevice::new(&profile)?;
     if let Some(n) = flaky {
         b = b.with_flaky_every(n);
     }
@@ -260,12 +260,12 @@ k = [4096, 8192]
     );
     let out = dir.path().join("h100sim.parquet");
     let mut o = HeuristicsOptions { out: out.clone(), quiet: true, ..HeuristicsOptions::default() };
-    let mut backend = SimBackend::new("hopper").unwrap();
+    let mut device = SimDevice::new("hopper").unwrap();
     o.stop_after_chunks = Some(2);
-    assert_eq!(run_heuristics(&sweep, &mut backend, &o).unwrap_err().exit_code(), 5);
+    assert_eq!(run_heuristics(&sweep, &mut device, &o).unwrap_err().exit_code(), 5);
     assert!(!out.exists());
     o.stop_after_chunks = None;
-    let r = run_heuristics(&sweep, &mut backend, &o).unwrap();
+    let r = run_heuristics(&sweep, &mut device, &o).unwrap();
     assert_eq!(r.resumed_chunks, 2);
     assert_eq!(r.keys, 8 * 2 * 3 * 2 * 4);
     // "caller" is 1 MiB for torch: the same keys twice; every key is accounted for.

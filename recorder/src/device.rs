@@ -138,8 +138,8 @@ pub enum RunOutcome {
     },
 }
 
-/// A device the pipeline records from.
-pub trait Backend {
+/// A recording device: what the pipeline records from (the GPU or the simulated device).
+pub trait Device {
     /// The platform metadata.
     fn platform(&self) -> &Platform;
 
