@@ -281,12 +281,16 @@ enum HeuristicResult {
     Rejected(String),
 }
 
-/// One attribute of an algorithm's configuration, as a signed integer (None when cuBLASLt refuses it).
+/// One attribute of an algorithm's configuration, as a signed integer. Every way the read can fail (a
+/// status other than success, a size of 0 or above 8 bytes, fewer bytes written than announced) is a
+/// [`RecordError::Cuda`] naming the attribute: a configuration that cannot be read back is never recorded
+/// with a default in its place (exit code 4, nothing recorded).
 fn algo_attr(
     algo: &lt::cublasLtMatmulAlgo_t,
     attr: lt::cublasLtMatmulAlgoConfigAttributes_t,
     signed: bool,
-) -> Option<i64> {
+) -> Result<i64, RecordError> {
+    let fail = |what: String| RecordError::Cuda(format!("reading back {attr:?} of the heuristic's algorithm: {what}"));
     let mut buf = [0u8; 8];
     let mut needed: usize = 0;
     // cuBLASLt wants the exact size of the attribute: ask for it first (sizeInBytes 0), then read.
@@ -294,37 +298,65 @@ fn algo_attr(
     // bytes into an 8-byte buffer.
     let status =
         unsafe { lt::cublasLtMatmulAlgoConfigGetAttribute(algo, attr, buf.as_mut_ptr().cast(), 0, &mut needed) };
-    if status != lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS || needed == 0 || needed > 8 {
-        return None;
+    if status != lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        return Err(fail(format!("the size query returned {}", status_name(status))));
+    }
+    if needed == 0 || needed > 8 {
+        return Err(fail(format!("cuBLASLt announced {needed} bytes (1 to 8 expected)")));
     }
     let mut written: usize = 0;
     let status =
         unsafe { lt::cublasLtMatmulAlgoConfigGetAttribute(algo, attr, buf.as_mut_ptr().cast(), needed, &mut written) };
-    if status != lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS || written == 0 || written > 8 {
-        return None;
+    if status != lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        return Err(fail(format!("the read returned {}", status_name(status))));
     }
-    let raw = u64::from_le_bytes(buf);
-    let bits = written * 8;
-    Some(if signed && bits < 64 && raw >> (bits - 1) & 1 == 1 { (raw | (!0u64 << bits)) as i64 } else { raw as i64 })
+    if written != needed {
+        return Err(fail(format!("{written} bytes written, {needed} announced")));
+    }
+    Ok(sign_extend(u64::from_le_bytes(buf), written, signed))
 }
 
-fn algo_info(r: &lt::cublasLtMatmulHeuristicResult_t) -> AlgoInfo {
+/// The value of a little-endian integer of `bytes` bytes (1 to 8) held in the low bytes of `raw`.
+pub fn sign_extend(raw: u64, bytes: usize, signed: bool) -> i64 {
+    let bits = bytes * 8;
+    if signed && bits < 64 && raw >> (bits - 1) & 1 == 1 {
+        (raw | (!0u64 << bits)) as i64
+    } else {
+        raw as i64
+    }
+}
+
+/// The algorithm of a heuristic result, every configuration attribute read back; any failure is an error.
+fn algo_info(r: &lt::cublasLtMatmulHeuristicResult_t) -> Result<AlgoInfo, RecordError> {
     use lt::cublasLtMatmulAlgoConfigAttributes_t as C;
-    let get = |a, signed| algo_attr(&r.algo, a, signed).unwrap_or(-1);
-    AlgoInfo {
-        algo_id: get(C::CUBLASLT_ALGO_CONFIG_ID, true),
-        tile_id: get(C::CUBLASLT_ALGO_CONFIG_TILE_ID, false),
-        stages_id: get(C::CUBLASLT_ALGO_CONFIG_STAGES_ID, false),
-        split_s: get(C::CUBLASLT_ALGO_CONFIG_SPLITK_NUM, true).max(1),
-        reduction_scheme: get(C::CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, false),
-        custom_option: get(C::CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, false),
-        cta_swizzling: get(C::CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, false),
-        inner_shape_id: algo_attr(&r.algo, C::CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, false),
-        cluster_shape_id: algo_attr(&r.algo, C::CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, false),
+    let get = |a, signed| algo_attr(&r.algo, a, signed);
+    let info = AlgoInfo {
+        algo_id: get(C::CUBLASLT_ALGO_CONFIG_ID, true)?,
+        tile_id: get(C::CUBLASLT_ALGO_CONFIG_TILE_ID, false)?,
+        stages_id: get(C::CUBLASLT_ALGO_CONFIG_STAGES_ID, false)?,
+        split_s: get(C::CUBLASLT_ALGO_CONFIG_SPLITK_NUM, true)?,
+        reduction_scheme: get(C::CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, false)?,
+        custom_option: get(C::CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, false)?,
+        cta_swizzling: get(C::CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, false)?,
+        inner_shape_id: Some(get(C::CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, false)?),
+        cluster_shape_id: Some(get(C::CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, false)?),
         workspace_bytes: r.workspaceSize as u64,
         waves_count: r.wavesCount,
         source: "cublasLt heuristic",
+    };
+    check_split(info.split_s)?;
+    Ok(info)
+}
+
+/// `CUBLASLT_ALGO_CONFIG_SPLITK_NUM` is at least 1 (cublasLt.h: "default: 1"); anything else read back is
+/// an error, not "unsplit".
+pub fn check_split(split_s: i64) -> Result<(), RecordError> {
+    if split_s < 1 {
+        return Err(RecordError::Cuda(format!(
+            "CUBLASLT_ALGO_CONFIG_SPLITK_NUM read back as {split_s}: a split count is at least 1"
+        )));
     }
+    Ok(())
 }
 
 /// The real GPU.
@@ -454,7 +486,7 @@ impl Device for GpuDevice {
             let call = LtCall::new(&d, self.scale_addrs())?;
             Ok(match call.heuristic(self.handle, &d)? {
                 HeuristicResult::Rejected(s) => Heuristic::Rejected(s),
-                HeuristicResult::Algo(r) => Heuristic::Algo(algo_info(&r)),
+                HeuristicResult::Algo(r) => Heuristic::Algo(algo_info(&r)?),
             })
         })
     }
@@ -484,7 +516,7 @@ impl GpuDevice {
             HeuristicResult::Rejected(status) => return Ok(RunOutcome::Rejected { stage: "heuristic", status }),
             HeuristicResult::Algo(r) => r,
         };
-        let algo = algo_info(&result);
+        let algo = algo_info(&result)?;
         let out_bytes = cfg.m * cfg.n * cfg.out.width();
         let mut results = Vec::with_capacity(runs);
         for run in 0..runs.max(1) {
@@ -566,6 +598,23 @@ mod tests {
         assert_eq!(sys_op(Trans::T), 1);
         assert_eq!(lt::cublasComputeType_t::CUBLAS_COMPUTE_32F as u32, crate::descriptor::CUBLAS_COMPUTE_32F);
         assert_eq!(status_name(lt::cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED");
+    }
+
+    #[test]
+    fn read_back_values_and_failures() {
+        // A 4-byte int32 -1 (the algo id of no algorithm) and a 4-byte uint32.
+        assert_eq!(sign_extend(0xFFFF_FFFF, 4, true), -1);
+        assert_eq!(sign_extend(0xFFFF_FFFF, 4, false), 0xFFFF_FFFF);
+        assert_eq!(sign_extend(0x7F, 1, true), 127);
+        assert_eq!(sign_extend(0x80, 1, true), -128);
+        assert_eq!(sign_extend(5, 8, true), 5);
+        // A split count read back below 1 is a CUDA failure (exit 4), never "unsplit".
+        for s in [0, -1] {
+            let e = check_split(s).unwrap_err();
+            assert_eq!(e.exit_code(), 4, "{e}");
+            assert!(e.to_string().contains("SPLITK_NUM read back as"), "{e}");
+        }
+        assert!(check_split(1).is_ok() && check_split(24).is_ok());
     }
 
     #[test]
