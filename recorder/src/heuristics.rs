@@ -8,9 +8,11 @@
 //! are dropped and counted (`dropped_status_nonzero`), like the shipped tables. The run is chunked and
 //! resumable like a sweep ([`crate::parts`]): each chunk is a JSON-lines file written atomically.
 
-use crate::descriptor::{CallConfig, Caller, DESCRIPTOR_SUMMARY};
+use crate::caller::Caller;
+use crate::descriptor::CallConfig;
 use crate::device::{AlgoInfo, Device, Heuristic, Platform};
 use crate::error::RecordError;
+use crate::geometry::Geometry;
 pub use crate::options::RunOptions;
 use crate::parts::{write_json, ChunkDone, Parts, RunKey};
 use crate::progress::Progress;
@@ -109,7 +111,8 @@ pub fn run_heuristics(
                     fast_accum: key.fast,
                     scale_result: false,
                     workspace_bytes: ws,
-                    align: caller.alignment(),
+                    caller,
+                    geometry: Geometry::STANDARD,
                 };
                 match device.heuristic(&cfg)? {
                     Heuristic::Rejected(_) => *stats.entry("dropped_status_nonzero".into()).or_default() += 1,
@@ -158,7 +161,7 @@ pub fn run_heuristics(
     report.split_rows = rows.iter().filter(|r| r.split_s > 1).count() as u64;
 
     let workspaces: BTreeSet<i64> = rows.iter().map(|r| r.workspace_bytes).collect();
-    let mut platform_json = platform.with_run(caller.platform_name(), None);
+    let mut platform_json = platform.with_run(caller, None);
     if let (Value::Object(map), Some(Value::Object(extra))) = (&mut platform_json, &opts.platform_extra) {
         for (k, v) in extra {
             map.insert(k.clone(), v.clone());
@@ -283,7 +286,7 @@ fn sidecar(
         "platform": platform_json,
         "key": ["m", "n", "k", "fmt_a", "fmt_b", "out_dtype", "fast_accum", "workspace_bytes"],
         "columns": column_docs(),
-        "descriptor": DESCRIPTOR_SUMMARY,
+        "descriptor": crate::descriptor::summary(caller),
         "caller": caller.name(),
         "dropped_status_nonzero": report.dropped_status_nonzero,
         "dropped_out_of_range": report.dropped_out_of_range,

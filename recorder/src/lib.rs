@@ -13,10 +13,12 @@
 //! The input generator lives in `mmaemu_datasets::inputs`, so any reader can regenerate operands that a
 //! recording ships by reference.
 
+pub mod caller;
 pub mod descriptor;
 pub mod device;
 pub mod dump;
 pub mod error;
+pub mod geometry;
 pub mod gpu;
 pub mod heuristics;
 pub mod options;
@@ -30,8 +32,24 @@ pub mod util;
 pub use error::RecordError;
 
 use device::Device;
-use spec::Sweep;
+use spec::{SpecKind, Sweep};
 use std::path::Path;
+
+/// Reads a spec for a command: a spec of the other kind is refused (exit code 2) with the command it is for.
+pub fn load_spec_for(path: &Path, kind: SpecKind) -> Result<(Sweep, String), RecordError> {
+    let (sweep, text) = load_spec(path)?;
+    if sweep.kind() != kind {
+        let other = match sweep.kind() {
+            SpecKind::Sweep => "mmaemu-record sweep SPEC",
+            SpecKind::Grid => "mmaemu-record heuristics --grid SPEC",
+        };
+        return Err(RecordError::spec(
+            path,
+            format!("it is a {} spec (kind = \"{}\"), for `{other}`", sweep.kind().name(), sweep.kind().name()),
+        ));
+    }
+    Ok((sweep, text))
+}
 
 /// The profile the simulated device uses when neither the command line nor the spec names one.
 pub const DEFAULT_SIM_PROFILE: &str = "hopper";

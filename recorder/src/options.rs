@@ -1,7 +1,7 @@
 //! What a recording run — a sweep or a heuristics grid — is told by its caller: where to write, whether
 //! to resume an interrupted run, how much to do, and the overrides of the spec.
 
-use crate::descriptor::Caller;
+use crate::caller::Caller;
 use serde_json::Value;
 use std::path::PathBuf;
 

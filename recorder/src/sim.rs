@@ -7,8 +7,11 @@
 //!   requested workspace (its algo id, tile, stages, numSplitsK, customOption, reduction scheme, swizzling),
 //!   else the model's split resolution (workspace 0, envelope inference), else S = 1 as an assumption (noted
 //!   in the `algo` column's `source`).
-//! - A run is `ScaledMm` on the profile with that split passed explicitly; the model is deterministic, so
-//!   every run returns the same bits (a test hook can make one run differ).
+//! - A run is `ScaledMm` on the profile with that split passed explicitly, the operands laid out as the
+//!   case's geometry says, computed by the fastest CPU backend that passed its self-check
+//!   (`mmaemu_kernels::registry().resolve("auto")`, bit-identical to the model by its checks); the model is
+//!   deterministic, so every run returns the same bits (a test hook can make one run differ). The amax of
+//!   a Transformer Engine call is not modelled: simulated rows carry none.
 
 use crate::descriptor::CallConfig;
 use crate::device::{AlgoInfo, Device, Heuristic, Inputs, Platform, RunOutcome};
@@ -18,12 +21,13 @@ use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};
 use mmaemu_model::splitk::{resolve_splitk, try_table_lookup, SplitKey, SplitRequest};
 use mmaemu_model::tensor::View;
-use mmaemu_model::{Category, Profile, Scheme};
+use mmaemu_model::{Category, ChainEngine, Profile, Scheme};
 use serde_json::json;
 
 /// The simulated device of one profile.
 pub struct SimDevice {
     profile: Profile,
+    engine: &'static dyn ChainEngine,
     platform: Platform,
     /// Test hook: every `n`-th run call returns a last result that differs in one bit.
     flaky_every: Option<u64>,
@@ -34,6 +38,10 @@ impl SimDevice {
     /// The simulated device of profile `name`.
     pub fn new(name: &str) -> Result<SimDevice, RecordError> {
         let profile = Profile::by_name(name).map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
+        let engine = mmaemu_kernels::registry::registry()
+            .resolve("auto")
+            .map_err(|e| RecordError::Model(format!("no CPU backend for the simulated device: {e}")))?
+            .engine;
         let gpu = profile.gpu_name.clone().unwrap_or_else(|| "no reference GPU".to_string());
         let json = json!({
             "gpu": format!("simulated: {gpu} (mmaemu model, profile {})", profile.name),
@@ -47,6 +55,7 @@ impl SimDevice {
             "workspace_bytes": null,
             "simulated": true,
             "profile": profile.name,
+            "engine": engine.name(),
             "recorder": format!("mmaemu-record {}", env!("CARGO_PKG_VERSION")),
         });
         let platform = Platform {
@@ -56,7 +65,7 @@ impl SimDevice {
             cublaslt: profile.cublaslt_version.clone(),
             simulated: true,
         };
-        Ok(SimDevice { profile, platform, flaky_every: None, calls: 0 })
+        Ok(SimDevice { profile, engine, platform, flaky_every: None, calls: 0 })
     }
 
     /// Test hook: every `n`-th run returns a last result with one flipped bit (a simulated nondeterminism).
@@ -106,7 +115,10 @@ impl Device for SimDevice {
             )));
         }
         let key = Self::key(cfg);
-        if let Some(table) = p.splitk_table {
+        // The table holds the standard layout's decisions (reference §6.3 step 5); padded or transposed
+        // operands go to the model's split resolution.
+        let layout_std = cfg.geometry.is_contiguous();
+        if let (Some(table), true) = (p.splitk_table, layout_std) {
             let row =
                 try_table_lookup(table, &key, cfg.workspace_bytes).map_err(|e| RecordError::Model(e.to_string()))?;
             if let Some(r) = row {
@@ -128,7 +140,7 @@ impl Device for SimDevice {
         }
         let mut at_ws = p.clone();
         at_ws.workspace_bytes = Some(cfg.workspace_bytes);
-        Ok(Heuristic::Algo(match resolve_splitk(&at_ws, &key, &SplitRequest::Auto, true, false) {
+        Ok(Heuristic::Algo(match resolve_splitk(&at_ws, &key, &SplitRequest::Auto, layout_std, false) {
             Ok((d, _)) => algo(d.s as i64, "simulated: the model's split decision (no table row)"),
             Err(_) => algo(1, "simulated: no table row and no envelope inference; S = 1 assumed"),
         }))
@@ -146,16 +158,30 @@ impl Device for SimDevice {
             let scheme = auto_scheme(self.profile.preset.name(), algo.custom_option).unwrap_or(Scheme::Contiguous);
             SplitRequest::Pair(s, scheme.name().to_string())
         };
-        let a = View::packed(Dtype::of_format(cfg.fmt_a), &[cfg.m, cfg.k], inputs.a);
-        let b = View::packed(Dtype::of_format(cfg.fmt_b), &[cfg.n, cfg.k], inputs.b);
-        let mut call = ScaledMm::new(a, b.t(), inputs.scale_a, inputs.scale_b);
+        let g = &cfg.geometry;
+        let (sa, sb) = (g.mat1_storage(inputs.a, cfg.m, cfg.k), g.mat2_storage(inputs.b, cfg.n, cfg.k));
+        let a = View {
+            dtype: Dtype::of_format(cfg.fmt_a),
+            shape: vec![cfg.m, cfg.k],
+            strides: g.mat1_strides(cfg.m, cfg.k).to_vec(),
+            offset: g.mat1.offset,
+            storage: &sa,
+        };
+        let b = View {
+            dtype: Dtype::of_format(cfg.fmt_b),
+            shape: vec![cfg.k, cfg.n],
+            strides: g.mat2_strides(cfg.n, cfg.k).to_vec(),
+            offset: g.mat2.offset,
+            storage: &sb,
+        };
+        let mut call = ScaledMm::new(a, b, inputs.scale_a, inputs.scale_b);
         call.scale_result = inputs.scale_result.map(ScaleTensor::scalar);
         call.out_dtype = Some(Dtype::of_out(cfg.out));
         call.use_fast_accum = cfg.fast_accum;
         call.profile = ProfileArg::Value(Box::new(self.profile.clone()));
         call.splitk = splitk;
         call.backend = "reference".into();
-        let out = match call.run() {
+        let out = match call.run_with(self.engine) {
             Ok(o) => o,
             Err(e) if e.category() == Category::ReferenceRejects => {
                 return Ok(RunOutcome::Rejected {
@@ -169,12 +195,12 @@ impl Device for SimDevice {
         let mut results = vec![bits; runs.max(1)];
         self.calls += 1;
         if let Some(n) = self.flaky_every {
-            if self.calls % n == 0 {
+            if self.calls.is_multiple_of(n) {
                 if let Some(byte) = results.last_mut().and_then(|r| r.first_mut()) {
                     *byte ^= 1;
                 }
             }
         }
-        Ok(RunOutcome::Ran { algo, results })
+        Ok(RunOutcome::Ran { algo, results, amax: Vec::new() })
     }
 }

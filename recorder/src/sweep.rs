@@ -11,6 +11,7 @@
 //! finding: every call runs `runs` (>= 2) times, and when a run differs from the first the row keeps the
 //! first run's bits, says so in `note`, and the run reports it.
 
+use crate::caller::Caller;
 use crate::descriptor::CallConfig;
 use crate::device::{Device, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
@@ -78,7 +79,7 @@ struct RowContext<'a> {
     platform: &'a Platform,
     profile: Option<&'a Profile>,
     preset: String,
-    caller: crate::descriptor::Caller,
+    caller: Caller,
 }
 
 /// One recorded case: the row, and whether it was rejected / by reference / nondeterministic.
@@ -87,6 +88,15 @@ struct Recorded {
     rejected: bool,
     by_reference: bool,
     nondeterministic: bool,
+}
+
+/// The D scale a case's call passes: the case's `scale_result`; for Transformer Engine with an FP8 output
+/// the output tensor's scale, which is always there (1.0 unless the case gives one).
+fn d_scale(case: &Case, caller: Caller) -> Option<f32> {
+    match (caller, case.out.fp8()) {
+        (Caller::TransformerEngine, Some(_)) => Some(case.scale_result.unwrap_or(1.0)),
+        _ => case.scale_result,
+    }
 }
 
 fn config(case: &Case, ctx: &RowContext<'_>) -> CallConfig {
@@ -98,9 +108,10 @@ fn config(case: &Case, ctx: &RowContext<'_>) -> CallConfig {
         fmt_b: case.fmt_b,
         out: case.out,
         fast_accum: case.fast,
-        scale_result: case.scale_result.is_some(),
+        scale_result: d_scale(case, ctx.caller).is_some(),
         workspace_bytes: case.workspace.bytes(ctx.caller, ctx.platform.capability),
-        align: ctx.caller.alignment(),
+        caller: ctx.caller,
+        geometry: case.geometry,
     }
 }
 
@@ -177,11 +188,9 @@ fn record_case(
         case.inputs.seed,
         case.inputs.stream
     );
-    let outcome = device.run(
-        &cfg,
-        &Inputs { a, b, scale_a: case.scale_a, scale_b: case.scale_b, scale_result: case.scale_result },
-        spec.runs,
-    )?;
+    let scale_result = d_scale(case, ctx.caller);
+    let outcome =
+        device.run(&cfg, &Inputs { a, b, scale_a: case.scale_a, scale_b: case.scale_b, scale_result }, spec.runs)?;
     let result_bytes = (case.m * case.n * case.out.width()) as u64;
     let inline = (a.len() + b.len()) as u64 + result_bytes <= spec.storage.inline_max_bytes;
     let mut row = Row {
@@ -205,18 +214,18 @@ fn record_case(
         c: None,
         scale_a: Some(case.scale_a.to_bits()),
         scale_b: Some(case.scale_b.to_bits()),
-        scale_result: case.scale_result.map(f32::to_bits),
+        scale_result: scale_result.map(f32::to_bits),
         out_dtype: Some(case.out.name().into()),
         fast_accum: Some(case.fast),
         split_s: None,
         split_scheme: None,
         algo: None,
-        call: None,
+        call: case.geometry.call(),
         out_select: OutSelect::Full,
         expected: Expectation::Error("ReferenceRejectsError".into()),
         scope: None,
         origin,
-        ext: RowExt { inputs: Some(inputs_json), expected_samples: None, note: None },
+        ext: RowExt { inputs: Some(inputs_json), ..RowExt::default() },
     };
     let (mut rejected, mut by_reference, mut nondeterministic) = (false, false, false);
     match outcome {
@@ -234,7 +243,7 @@ fn record_case(
             }
             rejected = true;
         }
-        RunOutcome::Ran { algo, results } => {
+        RunOutcome::Ran { algo, results, amax } => {
             let first = results.first().cloned().unwrap_or_default();
             let width = case.out.width();
             let mut notes = Vec::new();
@@ -258,6 +267,14 @@ fn record_case(
                         at.unwrap_or(0)
                     ));
                 }
+            }
+            row.ext.amax_d = amax.first().copied();
+            if let Some((r, x)) = amax.iter().enumerate().skip(1).find(|(_, x)| Some(*x) != amax.first()) {
+                notes.push(format!(
+                    "nondeterministic: run {} wrote amax_d {x:#010x}, run 1 {:#010x}; amax_d holds run 1",
+                    r + 1,
+                    amax[0]
+                ));
             }
             nondeterministic = !notes.is_empty();
             row.split_s = Some(i32::try_from(algo.split_s).unwrap_or(i32::MAX));
@@ -299,8 +316,7 @@ fn file_meta(sweep: &Sweep, ctx: &RowContext<'_>, spec_text: &str, extra: Option
         w.dedup();
         w
     };
-    let mut platform =
-        ctx.platform.with_run(ctx.caller.platform_name(), (workspaces.len() == 1).then(|| workspaces[0]));
+    let mut platform = ctx.platform.with_run(ctx.caller, (workspaces.len() == 1).then(|| workspaces[0]));
     if let (serde_json::Value::Object(map), Some(serde_json::Value::Object(extra))) = (&mut platform, extra) {
         for (k, v) in extra {
             map.insert(k.clone(), v.clone());
@@ -346,7 +362,12 @@ pub fn run_sweep(
     if sweep.spec.op == OpKind::ScaledMm && profile.is_none() {
         return Err(RecordError::Usage("op = \"scaled_mm\" needs a profile: set `profile` in the spec".into()));
     }
-    let caller = opts.caller.unwrap_or(sweep.caller);
+    let mut owned = sweep.clone();
+    if let Some(c) = opts.caller {
+        owned.set_caller(c).map_err(RecordError::Usage)?;
+    }
+    let sweep = &owned;
+    let caller = sweep.caller;
     let ctx = RowContext { sweep, platform: &platform, profile: profile.as_ref(), preset, caller };
 
     let cases = opts.limit.map_or(sweep.case_count(), |l| l.min(sweep.case_count()));
