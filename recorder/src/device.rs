@@ -157,6 +157,21 @@ pub trait Device {
 
     /// Runs the call `runs` times with the same inputs, each into a fresh output buffer.
     fn run(&mut self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError>;
+
+    /// Runs the calls of a chunk, in order (a device may compute them concurrently); the first failure
+    /// stops the batch.
+    fn run_batch(&mut self, calls: &[Call<'_>], runs: usize) -> Result<Vec<RunOutcome>, RecordError> {
+        calls.iter().map(|c| self.run(&c.cfg, &c.inputs, runs)).collect()
+    }
+}
+
+/// One call of a batch: its configuration and inputs.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The call.
+    pub cfg: CallConfig,
+    /// Its operands and scales.
+    pub inputs: Inputs<'a>,
 }
 
 #[cfg(test)]

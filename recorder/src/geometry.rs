@@ -5,6 +5,7 @@
 //! object").
 
 use mmaemu_datasets::{Call, MatSpec};
+use std::borrow::Cow;
 
 /// How an operand's storage is laid out: the call object's `layout` word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -60,8 +61,14 @@ fn lay_out(data: &[u8], rows: usize, cols: usize, offset: usize, s0: usize, s1: 
     let extent = if rows == 0 || cols == 0 { 0 } else { (rows - 1) * s0 + (cols - 1) * s1 + 1 };
     let mut buf = vec![0u8; offset + extent];
     for i in 0..rows {
-        for j in 0..cols {
-            buf[offset + i * s0 + j * s1] = data[i * cols + j];
+        let src = &data[i * cols..(i + 1) * cols];
+        if s1 == 1 {
+            // A contiguous row: one copy.
+            buf[offset + i * s0..offset + i * s0 + cols].copy_from_slice(src);
+        } else {
+            for (j, &x) in src.iter().enumerate() {
+                buf[offset + i * s0 + j * s1] = x;
+            }
         }
     }
     buf
@@ -144,18 +151,25 @@ impl Geometry {
         }
     }
 
-    /// mat1's storage (offset included) from the recording's A ([m, k] row-major, one byte per element).
-    pub fn mat1_storage(&self, a: &[u8], m: usize, k: usize) -> Vec<u8> {
+    /// mat1's storage (offset included) from the recording's A ([m, k] row-major, one byte per element);
+    /// A itself when mat1 is contiguous and starts its storage.
+    pub fn mat1_storage<'a>(&self, a: &'a [u8], m: usize, k: usize) -> Cow<'a, [u8]> {
+        if self.mat1 == OperandLayout::default() {
+            return Cow::Borrowed(a);
+        }
         let [s0, s1] = self.mat1_strides(m, k);
-        lay_out(a, m, k, self.mat1.offset, s0, s1)
+        Cow::Owned(lay_out(a, m, k, self.mat1.offset, s0, s1))
     }
 
     /// mat2's storage (offset included) from the recording's B ([n, k] row-major): element (kk, j) of mat2
     /// is B[j, kk].
-    pub fn mat2_storage(&self, b: &[u8], n: usize, k: usize) -> Vec<u8> {
+    pub fn mat2_storage<'a>(&self, b: &'a [u8], n: usize, k: usize) -> Cow<'a, [u8]> {
+        if self.mat2 == OperandLayout::default() {
+            return Cow::Borrowed(b);
+        }
         let [s0, s1] = self.mat2_strides(n, k);
         // B's (j, kk) goes where mat2's (kk, j) lives: B laid out with strides (s1, s0).
-        lay_out(b, n, k, self.mat2.offset, s1, s0)
+        Cow::Owned(lay_out(b, n, k, self.mat2.offset, s1, s0))
     }
 
     /// The call object of a row recorded with this geometry; None for the standard call.
@@ -231,12 +245,12 @@ mod tests {
         use Storage::*;
         // A [2, 3] = 1..6, padded by 2, offset 1: rows at 1 and 6.
         let x = g(Std, 2, 1, Std, 1, 2);
-        assert_eq!(x.mat1_storage(&[1, 2, 3, 4, 5, 6], 2, 3), vec![0, 1, 2, 3, 0, 0, 4, 5, 6]);
+        assert_eq!(*x.mat1_storage(&[1, 2, 3, 4, 5, 6], 2, 3), [0, 1, 2, 3, 0, 0, 4, 5, 6]);
         // B [2, 3] (n = 2, k = 3) = 1..6: mat2 = Bᵀ column-major with ld 4, offset 2.
-        assert_eq!(x.mat2_storage(&[1, 2, 3, 4, 5, 6], 2, 3), vec![0, 0, 1, 2, 3, 0, 4, 5, 6]);
+        assert_eq!(*x.mat2_storage(&[1, 2, 3, 4, 5, 6], 2, 3), [0, 0, 1, 2, 3, 0, 4, 5, 6]);
         // mat1 `col`: [2, 3] stored as the transpose of a row-major [3, 2 + 1].
         let c = g(Transposed, 1, 0, Std, 0, 0);
-        assert_eq!(c.mat1_storage(&[1, 2, 3, 4, 5, 6], 2, 3), vec![1, 4, 0, 2, 5, 0, 3, 6]);
+        assert_eq!(*c.mat1_storage(&[1, 2, 3, 4, 5, 6], 2, 3), [1, 4, 0, 2, 5, 0, 3, 6]);
     }
 
     #[test]

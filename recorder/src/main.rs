@@ -10,6 +10,7 @@
 //! Exit codes: `mmaemu_recorder::error` (0 ok, 1 data/I/O, 2 usage, 3 no GPU, 4 CUDA failure, 5 stopped).
 
 use clap::{Args, Parser, Subcommand};
+use mmaemu_datasets::shard::Shard;
 use mmaemu_model::{Format, OutDtype};
 use mmaemu_recorder::caller::Caller;
 use mmaemu_recorder::descriptor::{torch_rejects_before_cublas, CallConfig, Descriptor};
@@ -57,6 +58,13 @@ struct RunArgs {
     /// Keep the parts directory after the merge.
     #[arg(long)]
     keep_parts: bool,
+    /// Record only shard I of N (1 <= I <= N): the chunks c with c mod N = I - 1; merge the shards'
+    /// outputs with `mmaemu datasets merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Replace an existing output.
+    #[arg(long)]
+    force: bool,
     /// No progress output.
     #[arg(long, short)]
     quiet: bool,
@@ -175,6 +183,12 @@ fn run_options(run: &RunArgs) -> Result<RunOptions, RecordError> {
         profile: run.profile.clone(),
         caller: caller_arg(&run.caller)?,
         platform_extra: platform_arg(&run.platform_json)?,
+        shard: run
+            .shard
+            .as_deref()
+            .map(|s| Shard::parse(s).map_err(|e| RecordError::Usage(format!("--shard: {e}"))))
+            .transpose()?,
+        force: run.force,
     })
 }
 

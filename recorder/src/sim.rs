@@ -14,7 +14,7 @@
 //!   a Transformer Engine call is not modelled: simulated rows carry none.
 
 use crate::descriptor::CallConfig;
-use crate::device::{AlgoInfo, Device, Heuristic, Inputs, Platform, RunOutcome};
+use crate::device::{AlgoInfo, Call, Device, Heuristic, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
 use crate::spec::auto_scheme;
 use mmaemu_model::dtype::Dtype;
@@ -107,6 +107,28 @@ impl Device for SimDevice {
     }
 
     fn heuristic(&mut self, cfg: &CallConfig) -> Result<Heuristic, RecordError> {
+        self.answer(cfg)
+    }
+
+    fn run(&mut self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError> {
+        let outcome = self.compute(cfg, inputs, runs)?;
+        Ok(self.flake(outcome))
+    }
+
+    /// The calls of a chunk computed in parallel (the model is deterministic and the device holds no
+    /// state but the test hook's counter, applied afterwards in call order).
+    fn run_batch(&mut self, calls: &[Call<'_>], runs: usize) -> Result<Vec<RunOutcome>, RecordError> {
+        use rayon::prelude::*;
+        let this = &*self;
+        let outcomes: Vec<Result<RunOutcome, RecordError>> =
+            calls.par_iter().map(|c| this.compute(&c.cfg, &c.inputs, runs)).collect();
+        outcomes.into_iter().map(|o| o.map(|o| self.flake(o))).collect()
+    }
+}
+
+impl SimDevice {
+    /// The simulated heuristic (see the module documentation).
+    fn answer(&self, cfg: &CallConfig) -> Result<Heuristic, RecordError> {
         let p = &self.profile;
         if let Some(rule) = p.rejection(cfg.fmt_a, cfg.fmt_b, cfg.out) {
             return Ok(Heuristic::Rejected(format!(
@@ -146,8 +168,9 @@ impl Device for SimDevice {
         }))
     }
 
-    fn run(&mut self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError> {
-        let algo = match self.heuristic(cfg)? {
+    /// One call, `runs` times (the model's bits each time).
+    fn compute(&self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError> {
+        let algo = match self.answer(cfg)? {
             Heuristic::Rejected(status) => return Ok(RunOutcome::Rejected { stage: "heuristic", status }),
             Heuristic::Algo(a) => a,
         };
@@ -192,15 +215,19 @@ impl Device for SimDevice {
             Err(e) => return Err(RecordError::Model(e.to_string())),
         };
         let bits = out.out.logical_bytes();
-        let mut results = vec![bits; runs.max(1)];
-        self.calls += 1;
-        if let Some(n) = self.flaky_every {
-            if self.calls.is_multiple_of(n) {
+        Ok(RunOutcome::Ran { algo, results: vec![bits; runs.max(1)], amax: Vec::new() })
+    }
+
+    /// The test hook: every `n`-th call that ran gets a last run with one flipped bit.
+    fn flake(&mut self, mut outcome: RunOutcome) -> RunOutcome {
+        if let RunOutcome::Ran { results, .. } = &mut outcome {
+            self.calls += 1;
+            if self.flaky_every.is_some_and(|n| self.calls.is_multiple_of(n)) {
                 if let Some(byte) = results.last_mut().and_then(|r| r.first_mut()) {
                     *byte ^= 1;
                 }
             }
         }
-        Ok(RunOutcome::Ran { algo, results, amax: Vec::new() })
+        outcome
     }
 }

@@ -13,14 +13,15 @@
 
 use crate::caller::Caller;
 use crate::descriptor::CallConfig;
-use crate::device::{Device, Inputs, Platform, RunOutcome};
+use crate::device::{Call, Device, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
 pub use crate::options::RunOptions;
 use crate::parts::{write_json, ChunkDone, Parts, RunKey};
-use crate::progress::Progress;
+use crate::progress::{ChunkCost, Progress};
 use crate::spec::{Case, OpKind, Sweep};
 use crate::util::{now_rfc3339, sha256_file, sha256_hex};
 use mmaemu_datasets::inputs::{generate, InputSpec, Operand, RowInputs, Samples};
+use mmaemu_datasets::shard::ShardInfo;
 use mmaemu_datasets::{
     read_recording_with, write_recording, Expectation, FileMeta, Op, OutSelect, ReadOptions, Recording,
     RecordingWriter, Row, RowExt, Truth, FORMAT_V1,
@@ -167,16 +168,43 @@ impl OperandCache {
     }
 }
 
-fn record_case(
-    case: &Case,
-    device: &mut dyn Device,
-    ctx: &RowContext<'_>,
-    cache: &mut OperandCache,
-) -> Result<Recorded, RecordError> {
+/// A case ready to run: its call and its generated operands.
+struct Prepared {
+    case: Case,
+    cfg: CallConfig,
+    a: Generated,
+    b: Generated,
+    scale_result: Option<f32>,
+}
+
+impl Prepared {
+    fn new(case: Case, ctx: &RowContext<'_>, cache: &mut OperandCache) -> Result<Prepared, RecordError> {
+        let cfg = config(&case, ctx);
+        let a = cache.get(&case.inputs, Operand::A, case.fmt_a, case.m, case.k)?;
+        let b = cache.get(&case.inputs, Operand::B, case.fmt_b, case.n, case.k)?;
+        let scale_result = d_scale(&case, ctx.caller);
+        Ok(Prepared { case, cfg, a, b, scale_result })
+    }
+
+    fn call(&self) -> Call<'_> {
+        let c = &self.case;
+        Call {
+            cfg: self.cfg,
+            inputs: Inputs {
+                a: &self.a.0,
+                b: &self.b.0,
+                scale_a: c.scale_a,
+                scale_b: c.scale_b,
+                scale_result: self.scale_result,
+            },
+        }
+    }
+}
+
+/// The row of a case that ran (or was rejected) on the device.
+fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recorded {
     let spec = &ctx.sweep.spec;
-    let cfg = config(case, ctx);
-    let ga = cache.get(&case.inputs, Operand::A, case.fmt_a, case.m, case.k)?;
-    let gb = cache.get(&case.inputs, Operand::B, case.fmt_b, case.n, case.k)?;
+    let (case, cfg, ga, gb, scale_result) = (&p.case, &p.cfg, &p.a, &p.b, p.scale_result);
     let (a, b) = (&ga.0, &gb.0);
     let inputs_json = RowInputs { spec: case.inputs.clone(), a_sha256: ga.1.clone(), b_sha256: gb.1.clone() }.to_json();
     let id = format!("{}-{:06}", spec.name, case.index);
@@ -188,9 +216,6 @@ fn record_case(
         case.inputs.seed,
         case.inputs.stream
     );
-    let scale_result = d_scale(case, ctx.caller);
-    let outcome =
-        device.run(&cfg, &Inputs { a, b, scale_a: case.scale_a, scale_b: case.scale_b, scale_result }, spec.runs)?;
     let result_bytes = (case.m * case.n * case.out.width()) as u64;
     let inline = (a.len() + b.len()) as u64 + result_bytes <= spec.storage.inline_max_bytes;
     let mut row = Row {
@@ -304,7 +329,7 @@ fn record_case(
             }
         }
     }
-    Ok(Recorded { row, rejected, by_reference, nondeterministic })
+    Recorded { row, rejected, by_reference, nondeterministic }
 }
 
 /// The file metadata of a sweep's output.
@@ -387,17 +412,26 @@ pub fn run_sweep(
             ctx.profile.map_or("none", |p| p.name.as_str()),
             ctx.preset
         ),
+        shard: opts.shard.map(|s| s.to_string()),
     };
+    check_output(opts)?;
     let mut parts = Parts::open(&opts.out, key, opts.restart)?;
-    let meta = file_meta(sweep, &ctx, spec_text, opts.platform_extra.as_ref());
-    let mut progress = Progress::new(cases, "cases", opts.quiet);
+    let mut meta = file_meta(sweep, &ctx, spec_text, opts.platform_extra.as_ref());
+    let mut progress = Progress::new(cases, "cases", opts.quiet).with_costs(chunk_costs(sweep, cases, chunk));
     let mut report = SweepReport { cases, ..SweepReport::default() };
     let mut cache = OperandCache::default();
-    report.resumed_chunks =
-        parts.run_chunks(cases, chunk, "parquet", &mut progress, opts.stop_after_chunks, |range, path, progress| {
+    report.resumed_chunks = parts.run_chunks(
+        cases,
+        chunk,
+        "parquet",
+        opts.shard,
+        &mut progress,
+        opts.stop_after_chunks,
+        |range, path, progress| {
             let mut rows = Vec::new();
             let mut stats: BTreeMap<String, u64> = BTreeMap::new();
             let mut flagged = Vec::new();
+            let mut prepared = Vec::new();
             for i in range.clone() {
                 let case = sweep.case(i);
                 if case.skip.is_some() {
@@ -405,7 +439,12 @@ pub fn run_sweep(
                     progress.inc(1);
                     continue;
                 }
-                let r = record_case(&case, device, &ctx, &mut cache)?;
+                prepared.push(Prepared::new(case, &ctx, &mut cache)?);
+            }
+            let calls: Vec<Call<'_>> = prepared.iter().map(Prepared::call).collect();
+            let outcomes = device.run_batch(&calls, sweep.spec.runs)?;
+            for (p, outcome) in prepared.iter().zip(outcomes) {
+                let r = record_case(p, outcome, &ctx);
                 if r.rejected {
                     *stats.entry("rejected".into()).or_default() += 1;
                 }
@@ -426,8 +465,15 @@ pub fn run_sweep(
             let n = rows.len() as u64;
             write_recording(path, &Recording { path: path.to_path_buf(), meta: meta.clone(), rows })?;
             Ok(ChunkDone { rows: n, stats, flagged })
-        })?;
+        },
+    )?;
 
+    // A shard's file says which chunks of the run it holds, for `mmaemu datasets merge`.
+    if let (Some(shard), Some(serde_json::Value::Object(p))) = (opts.shard, &mut meta.provenance) {
+        let held = parts.chunks().iter().filter(|(c, _)| **c < chunks).map(|(c, e)| (*c, e.rows)).collect();
+        let info = ShardInfo { shard, units: cases, chunk_units: chunk, chunks: held };
+        p.insert("shard".into(), info.to_json());
+    }
     // Merge the chunks into the output, in chunk order, without regenerating by-reference operands.
     let mut writer = RecordingWriter::create(&opts.out, &meta, true)?;
     let mut chunk_list = Vec::new();
@@ -476,10 +522,37 @@ pub fn run_sweep(
         "tool": format!("mmaemu-record {}", env!("CARGO_PKG_VERSION")),
     });
     write_json(&manifest_path(&opts.out), &manifest)?;
-    if !opts.keep_parts {
+    if opts.keep_parts {
+        parts.release()?;
+    } else {
         parts.remove()?;
     }
     Ok(report)
+}
+
+/// Refuses an output that exists unless `--force` (nothing already written is replaced by accident).
+pub fn check_output(opts: &RunOptions) -> Result<(), RecordError> {
+    if opts.out.exists() && !opts.force {
+        return Err(RecordError::Usage(format!(
+            "{} exists; pass --force to replace it (or resume into another --out)",
+            opts.out.display()
+        )));
+    }
+    Ok(())
+}
+
+/// What each chunk of a sweep costs: its calls (cases that are not skipped) and their m·n·k.
+fn chunk_costs(sweep: &Sweep, cases: u64, chunk: u64) -> Vec<ChunkCost> {
+    let mut costs = vec![ChunkCost::default(); cases.div_ceil(chunk) as usize];
+    for i in 0..cases {
+        let c = sweep.case(i);
+        if c.skip.is_none() {
+            let cost = &mut costs[(i / chunk) as usize];
+            cost.calls += 1.0;
+            cost.work += (c.m * c.n * c.k) as f64;
+        }
+    }
+    costs
 }
 
 /// The manifest written next to an output: `<out>.manifest.json`.

@@ -214,8 +214,10 @@ impl GpuDevice {
             TorchOperand::Mat1 => g.mat1_storage(inputs.a, cfg.m, cfg.k),
             TorchOperand::Mat2 => g.mat2_storage(inputs.b, cfg.n, cfg.k),
         };
-        let a_dev = s.clone_htod(&storage(d.a_operand)).map_err(|e| drv("upload A", e))?;
-        let b_dev = s.clone_htod(&storage(d.b_operand)).map_err(|e| drv("upload B", e))?;
+        // The host copies live until the end of the call, past every synchronize.
+        let (a_host, b_host) = (storage(d.a_operand), storage(d.b_operand));
+        let a_dev = s.clone_htod(&*a_host).map_err(|e| drv("upload A", e))?;
+        let b_dev = s.clone_htod(&*b_host).map_err(|e| drv("upload B", e))?;
         let call = LtCall::new(&d, self.scale_addrs())?;
         let values = [inputs.scale_a, inputs.scale_b, inputs.scale_result.unwrap_or(1.0), 0.0];
         s.memcpy_htod(&values, &mut self.scales).map_err(|e| drv("scales", e))?;
