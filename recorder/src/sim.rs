@@ -12,6 +12,10 @@
 //!   (`mmaemu_kernels::registry().resolve("auto")`, bit-identical to the model by its checks); the model is
 //!   deterministic, so every run returns the same bits (a test hook can make one run differ). The amax of
 //!   a Transformer Engine call is not modelled: simulated rows carry none.
+//! - The calls of a sweep repeat their accumulations: the settings of one shape differ mostly in the
+//!   epilogue (out dtype, scales). [`MemoEngine`] keeps the last accumulations, keyed by the whole input
+//!   of [`ChainEngine::run_plan`] (preset, plan, formats, sizes and the operand bytes, compared in full),
+//!   so each is computed once; the bits are the engine's either way.
 
 use crate::descriptor::CallConfig;
 use crate::device::{AlgoInfo, Call, Device, Heuristic, Inputs, Platform, RunOutcome};
@@ -21,13 +25,14 @@ use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};
 use mmaemu_model::splitk::{resolve_splitk, try_table_lookup, SplitKey, SplitRequest};
 use mmaemu_model::tensor::View;
-use mmaemu_model::{Category, ChainEngine, Profile, Scheme};
+use mmaemu_model::{Category, ChainEngine, Format, Operands, Plan, Preset, Profile, Scheme};
 use serde_json::json;
+use std::sync::Mutex;
 
 /// The simulated device of one profile.
 pub struct SimDevice {
     profile: Profile,
-    engine: &'static dyn ChainEngine,
+    engine: MemoEngine,
     platform: Platform,
     /// Test hook: every `n`-th run call returns a last result that differs in one bit.
     flaky_every: Option<u64>,
@@ -65,7 +70,7 @@ impl SimDevice {
             cublaslt: profile.cublaslt_version.clone(),
             simulated: true,
         };
-        Ok(SimDevice { profile, engine, platform, flaky_every: None, calls: 0 })
+        Ok(SimDevice { profile, engine: MemoEngine::new(engine), platform, flaky_every: None, calls: 0 })
     }
 
     /// Test hook: every `n`-th run returns a last result with one flipped bit (a simulated nondeterminism).
@@ -204,7 +209,7 @@ impl SimDevice {
         call.profile = ProfileArg::Value(Box::new(self.profile.clone()));
         call.splitk = splitk;
         call.backend = "reference".into();
-        let out = match call.run_with(self.engine) {
+        let out = match call.run_with(&self.engine) {
             Ok(o) => o,
             Err(e) if e.category() == Category::ReferenceRejects => {
                 return Ok(RunOutcome::Rejected {
@@ -229,5 +234,71 @@ impl SimDevice {
             }
         }
         outcome
+    }
+}
+
+/// One remembered accumulation: the whole input of `run_plan`, and its result.
+struct Memo {
+    preset: String,
+    plan: Plan,
+    shape: (Format, Format, usize, usize, usize),
+    a: Vec<u8>,
+    b: Vec<u8>,
+    out: Vec<f32>,
+}
+
+/// A chain engine that remembers its last accumulations (see the module documentation).
+pub struct MemoEngine {
+    inner: &'static dyn ChainEngine,
+    memo: Mutex<Vec<Memo>>,
+}
+
+impl MemoEngine {
+    /// Accumulations remembered (the settings of a shape come in runs; two threads each hold a few).
+    const SIZE: usize = 16;
+
+    fn new(inner: &'static dyn ChainEngine) -> MemoEngine {
+        MemoEngine { inner, memo: Mutex::new(Vec::new()) }
+    }
+}
+
+impl ChainEngine for MemoEngine {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
+        self.inner.chains(preset, ops)
+    }
+
+    fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
+        let shape = (ops.fa, ops.fb, ops.m, ops.n, ops.k);
+        let hit =
+            |e: &Memo| e.shape == shape && e.preset == preset.name() && e.plan == *plan && e.a == ops.a && e.b == ops.b;
+        {
+            let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(e) = memo.iter().find(|e| hit(e)) {
+                return e.out.clone();
+            }
+        }
+        let out = self.inner.run_plan(preset, plan, ops);
+        let mut memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+        memo.insert(
+            0,
+            Memo {
+                preset: preset.name().to_string(),
+                plan: plan.clone(),
+                shape,
+                a: ops.a.to_vec(),
+                b: ops.b.to_vec(),
+                out: out.clone(),
+            },
+        );
+        memo.truncate(Self::SIZE);
+        out
+    }
+
+    fn serves(&self, preset: &Preset, fa: Format, fb: Format) -> bool {
+        self.inner.serves(preset, fa, fb)
     }
 }
