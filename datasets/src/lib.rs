@@ -4,7 +4,8 @@
 // The crate knows the format only: shapes, dtype widths, the call object, the expected outcome of each row. It knows
 // nothing about the numerics (no FP8 arithmetic) and nothing about cuBLASLt. `read_recording` reads one file and
 // validates every row (typed `DatasetError`s, never a panic); `write_recording` validates and writes one file
-// atomically (`RecordingWriter`: the same, in parts).
+// atomically (`RecordingWriter`: the same, in parts); `shard` and `merge`: the shards of one recorder run, and
+// their merge into the file one run writes.
 
 mod call;
 pub mod digest;
@@ -12,10 +13,12 @@ mod discover;
 mod error;
 pub use mmaemu_model::limits;
 pub mod inputs;
+mod merge;
 mod read;
 mod row;
 mod schema;
 pub mod select;
+pub mod shard;
 pub mod splitk_table;
 pub mod splitk_write;
 mod validate;
@@ -24,6 +27,7 @@ mod write;
 pub use call::{BiasSpec, Call, FillValue, MatSpec, OutSpec, ScaleSpec, ScaleValue};
 pub use discover::{discover, is_recording_name};
 pub use error::DatasetError;
+pub use merge::{merge, MergeReport};
 pub use read::{open_regular, read_recording, read_recording_with, ReadOptions};
 pub use row::{
     dtype_width, torch_dtype_name, Expectation, FileMeta, Op, OutSelect, Recording, Row, RowExt, Truth,

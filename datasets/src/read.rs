@@ -2,7 +2,7 @@
 //! and validate it ([`crate::validate`]). Operands shipped by reference are regenerated ([`crate::inputs`]).
 
 // Unknown extra columns are skipped without being decoded; the optional `algo` column and the extension columns
-// (`inputs`, `expected_samples`, `note`) read as null when absent.
+// (`inputs`, `expected_samples`, `note`, `amax_d`) read as null when absent.
 
 use crate::call::Call;
 use crate::error::DatasetError;
@@ -325,6 +325,7 @@ struct Cols<'a> {
     inputs: Option<StrCol<'a>>,
     expected_samples: Option<StrCol<'a>>,
     note: Option<StrCol<'a>>,
+    amax_d: Option<&'a PrimitiveArray<UInt32Type>>,
     call: StrCol<'a>,
     out_select: StrCol<'a>,
     expected: BinCol<'a>,
@@ -387,6 +388,10 @@ impl<'a> Cols<'a> {
             inputs: optional("inputs")?,
             expected_samples: optional("expected_samples")?,
             note: optional("note")?,
+            amax_d: match column(path, batch, "amax_d", Kind::UInt32)? {
+                Some(a) => Some(a.as_primitive_opt::<UInt32Type>().ok_or_else(|| bad("amax_d"))?),
+                None => None,
+            },
             call: s("call")?,
             out_select: s("out_select")?,
             expected: bin("expected")?,
@@ -512,6 +517,7 @@ fn decode_row(path: &Path, c: &Cols<'_>, i: usize, index: usize) -> Result<Row, 
             inputs: c.inputs.as_ref().and_then(|a| a.get(i)).map(str::to_string),
             expected_samples: c.expected_samples.as_ref().and_then(|a| a.get(i)).map(str::to_string),
             note: c.note.as_ref().and_then(|a| a.get(i)).map(str::to_string),
+            amax_d: c.amax_d.and_then(|a| prim(a, i)),
         },
     })
 }

@@ -148,7 +148,7 @@ pub struct Row {
     pub expected: Expectation,
     pub scope: Option<String>,
     pub origin: String,
-    /// The values of the optional extension columns (`inputs`, `expected_samples`, `note`); all None for
+    /// The values of the optional extension columns (`inputs`, `expected_samples`, `note`, `amax_d`); all None for
     /// a plain version 1 row.
     pub ext: RowExt,
 }
@@ -163,17 +163,20 @@ pub struct Row {
 ///   that ships only `expected_sha256`, so a mismatch can be located without the whole result.
 /// - `note`: free text about how the row was recorded (the cuBLAS status of a rejection, a determinism
 ///   finding, a simulated split).
+/// - `amax_d`: the fp32 bits of the amax cuBLASLt wrote through `AMAX_D_POINTER` (a Transformer Engine call
+///   with an FP8 output): information, never replayed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RowExt {
     pub inputs: Option<String>,
     pub expected_samples: Option<String>,
     pub note: Option<String>,
+    pub amax_d: Option<u32>,
 }
 
 impl RowExt {
     /// Whether any extension column holds a value.
     pub fn is_empty(&self) -> bool {
-        self.inputs.is_none() && self.expected_samples.is_none() && self.note.is_none()
+        self.inputs.is_none() && self.expected_samples.is_none() && self.note.is_none() && self.amax_d.is_none()
     }
 }
 

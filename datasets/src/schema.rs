@@ -93,6 +93,7 @@ pub(crate) const EXT_COLUMNS: &[Column] = &[
     Column { name: "inputs", kind: Kind::Utf8, nullable: true, optional: true },
     Column { name: "expected_samples", kind: Kind::Utf8, nullable: true, optional: true },
     Column { name: "note", kind: Kind::Utf8, nullable: true, optional: true },
+    Column { name: "amax_d", kind: Kind::UInt32, nullable: true, optional: true },
 ];
 
 /// The Arrow schema of a version 1 file, without metadata; with the extension columns when `ext`.
@@ -106,7 +107,7 @@ pub fn column_names() -> impl Iterator<Item = &'static str> {
     COLUMNS.iter().map(|c| c.name)
 }
 
-/// The names of the optional extension columns (`inputs`, `expected_samples`, `note`).
+/// The names of the optional extension columns (`inputs`, `expected_samples`, `note`, `amax_d`).
 pub fn extension_column_names() -> impl Iterator<Item = &'static str> {
     EXT_COLUMNS.iter().map(|c| c.name)
 }

@@ -14,6 +14,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -78,6 +79,35 @@ pub fn table_schema() -> Schema {
         Field::new("reduction_scheme", DataType::UInt8, false),
         Field::new("cta_swizzling", DataType::UInt8, false),
     ])
+}
+
+/// The sidecar's `settings`: for each (ws, out, fast, fmt_a, fmt_b) of the rows, in that order, the rows,
+/// the split rows, the largest split M·N, the smallest split K and the S values, as in the shipped sidecars.
+pub fn settings_summary(rows: &[TableRecord]) -> Vec<Value> {
+    type Setting = (i64, String, bool, String, String);
+    /// rows, split rows, max split M*N, min split K, S values.
+    type Summary = (u64, u64, Option<u64>, Option<i32>, BTreeSet<u8>);
+    let mut settings: BTreeMap<Setting, Summary> = BTreeMap::new();
+    for r in rows {
+        let e = settings
+            .entry((r.workspace_bytes, r.out_dtype.clone(), r.fast_accum, r.fmt_a.clone(), r.fmt_b.clone()))
+            .or_insert((0, 0, None, None, BTreeSet::new()));
+        e.0 += 1;
+        if r.split_s > 1 {
+            e.1 += 1;
+            let mn = r.m as u64 * r.n as u64;
+            e.2 = Some(e.2.map_or(mn, |x| x.max(mn)));
+            e.3 = Some(e.3.map_or(r.k, |x| x.min(r.k)));
+            e.4.insert(r.split_s);
+        }
+    }
+    settings
+        .into_iter()
+        .map(|((ws, out, fast, fa, fb), (n, split, max_mn, min_k, s_values))| {
+            json!({"ws": ws, "out": out, "fast": fast, "fmt_a": fa, "fmt_b": fb, "rows": n, "split_rows": split,
+                   "max_split_MN": max_mn, "min_split_K": min_k, "S_values": s_values})
+        })
+        .collect()
 }
 
 /// The sidecar's `columns` entry.

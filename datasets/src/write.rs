@@ -64,7 +64,7 @@ pub struct RecordingWriter {
 
 impl RecordingWriter {
     /// Starts writing `path` (the file appears on [`RecordingWriter::finish`]). `ext`: write the extension
-    /// columns (`inputs`, `expected_samples`, `note`); without them, rows that use them are refused.
+    /// columns (`inputs`, `expected_samples`, `note`, `amax_d`); without them, rows that use them are refused.
     pub fn create(path: &Path, meta: &FileMeta, ext: bool) -> Result<RecordingWriter, DatasetError> {
         check_meta(path, meta)?;
         let file_name = path.file_name().ok_or_else(|| DatasetError::invalid(path, None, "the path names no file"))?;
@@ -300,6 +300,7 @@ fn columns(rows: &[Row], ext: bool) -> Vec<ArrayRef> {
         cols.push(s(rows, |r| r.ext.inputs.as_deref()));
         cols.push(s(rows, |r| r.ext.expected_samples.as_deref()));
         cols.push(s(rows, |r| r.ext.note.as_deref()));
+        cols.push(u32s(rows, |r| r.ext.amax_d));
     }
     cols
 }

@@ -1,4 +1,4 @@
-//! The optional extension columns (`inputs`, `expected_samples`, `note`): round trips, version 1 compatibility, rows
+//! The optional extension columns (`inputs`, `expected_samples`, `note`, `amax_d`): round trips, version 1 compatibility, rows
 //! that ship operands by reference, and what the streaming writer refuses.
 
 // They round-trip; a file without them reads as before (version 1 files are untouched); dropping them from a file
@@ -34,6 +34,7 @@ fn generated_row(by_reference: bool) -> Row {
         inputs: Some(RowInputs { spec, a_sha256: sha256_hex(&a), b_sha256: sha256_hex(&b) }.to_json()),
         expected_samples: Some(r#"{"index":[0,5],"bits":[17,17]}"#.into()),
         note: Some("recorded twice, identical".into()),
+        amax_d: Some(0x4300_0000),
     };
     if by_reference {
         r.a = Vec::new();
@@ -64,13 +65,18 @@ fn extension_columns_round_trip_and_are_droppable() {
     let p = tmp.path().join("ext.parquet");
     write_recording(&p, &rec).unwrap();
     let cols = columns(&p);
-    assert_eq!(&cols[cols.len() - 3..], ["inputs", "expected_samples", "note"]);
+    assert_eq!(&cols[cols.len() - 4..], ["inputs", "expected_samples", "note", "amax_d"]);
     let back = read_recording(&p).unwrap();
     assert_eq!(back.rows, rec.rows);
 
     // What a version 1 reader sees: the same rows without the extension.
     let v1 = tmp.path().join("v1.parquet");
-    rewrite(&p, &v1, |b| drop_column(drop_column(drop_column(b, "note"), "expected_samples"), "inputs"), |_| {});
+    rewrite(
+        &p,
+        &v1,
+        |b| drop_column(drop_column(drop_column(drop_column(b, "amax_d"), "note"), "expected_samples"), "inputs"),
+        |_| {},
+    );
     let plain = read_recording(&v1).unwrap();
     for (a, b) in plain.rows.iter().zip(&rec.rows) {
         let mut b = b.clone();

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | 0 | success |
 //! | 1 | I/O, Parquet or data error (a file could not be read or written) |
-//! | 2 | usage error: bad arguments, a bad spec, a resume that does not match the interrupted run |
+//! | 2 | usage error: bad arguments, a bad spec, a resume that does not match the interrupted run, an output that exists (without `--force`) or that another process is recording |
 //! | 3 | no GPU: the CUDA driver or cuBLASLt cannot be loaded, or no device is present |
 //! | 4 | a CUDA or cuBLASLt failure while recording (not a rejection of a call: those are recorded) |
 //! | 5 | stopped on request after some chunks (`--stop-after-chunks`, used to test resuming) |
@@ -30,6 +30,8 @@ pub enum RecordError {
     Io { path: PathBuf, source: std::io::Error },
     /// The parts of an interrupted run do not belong to this run (other spec, other GPU).
     ResumeMismatch(String),
+    /// Another process holds the output's lock.
+    Locked(String),
     /// The run stopped after the requested number of chunks.
     Stopped { chunks: usize },
     /// The model (simulated device) failed unexpectedly.
@@ -41,7 +43,10 @@ impl RecordError {
     pub fn exit_code(&self) -> i32 {
         match self {
             RecordError::Data(_) | RecordError::Io { .. } | RecordError::Model(_) => 1,
-            RecordError::Usage(_) | RecordError::Spec { .. } | RecordError::ResumeMismatch(_) => 2,
+            RecordError::Usage(_)
+            | RecordError::Spec { .. }
+            | RecordError::ResumeMismatch(_)
+            | RecordError::Locked(_) => 2,
             RecordError::NoGpu(_) => 3,
             RecordError::Cuda(_) => 4,
             RecordError::Stopped { .. } => 5,
@@ -71,6 +76,7 @@ impl fmt::Display for RecordError {
             RecordError::Data(e) => write!(f, "{e}"),
             RecordError::Io { path, source } => write!(f, "{}: I/O error: {source}", path.display()),
             RecordError::ResumeMismatch(m) => write!(f, "cannot resume: {m} (pass --restart to start over)"),
+            RecordError::Locked(m) => write!(f, "{m}"),
             RecordError::Stopped { chunks } => {
                 write!(f, "stopped after {chunks} chunk(s) as requested; run the same command again to resume")
             }

@@ -8,15 +8,18 @@
 //! are dropped and counted (`dropped_status_nonzero`), like the shipped tables. The run is chunked and
 //! resumable like a sweep ([`crate::parts`]): each chunk is a JSON-lines file written atomically.
 
-use crate::backend::{AlgoInfo, Backend, Heuristic, Platform};
-use crate::descriptor::{CallConfig, Caller, DESCRIPTOR_SUMMARY};
+use crate::caller::Caller;
+use crate::descriptor::CallConfig;
+use crate::device::{AlgoInfo, Device, Heuristic, Platform};
 use crate::error::RecordError;
+use crate::geometry::Geometry;
 pub use crate::options::RunOptions;
 use crate::parts::{write_json, ChunkDone, Parts, RunKey};
-use crate::progress::Progress;
+use crate::progress::{ChunkCost, Progress};
 use crate::spec::{auto_scheme, Sweep};
-use mmaemu_datasets::splitk_write::{column_docs, write_splitk_table, TableRecord};
 use crate::util::{now_rfc3339, sha256_file};
+use mmaemu_datasets::shard::ShardInfo;
+use mmaemu_datasets::splitk_write::{column_docs, settings_summary, write_splitk_table, TableRecord};
 use mmaemu_datasets::write_file_atomic;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -60,7 +63,7 @@ fn slug(gpu_short: &str) -> String {
 /// Runs the grid (see the module documentation).
 pub fn run_heuristics(
     sweep: &Sweep,
-    backend: &mut dyn Backend,
+    device: &mut dyn Device,
     opts: &HeuristicsOptions,
 ) -> Result<HeuristicsReport, RecordError> {
     if opts.out.extension().and_then(|e| e.to_str()) != Some("parquet") {
@@ -69,7 +72,7 @@ pub fn run_heuristics(
             opts.out.display()
         )));
     }
-    let platform = backend.platform().clone();
+    let platform = device.platform().clone();
     let caller = opts.caller.unwrap_or(sweep.caller);
     let keys = opts.limit.map_or(sweep.grid_count(), |l| l.min(sweep.grid_count()));
     let chunk = sweep.spec.grid_chunk_rows as u64;
@@ -83,12 +86,22 @@ pub fn run_heuristics(
         device: platform.json.get("gpu").and_then(|g| g.as_str()).unwrap_or("?").to_string(),
         cublaslt: platform.cublaslt.clone(),
         settings: format!("caller {}", caller.name()),
+        shard: opts.shard.map(|s| s.to_string()),
     };
+    crate::sweep::check_output(opts)?;
     let mut parts = Parts::open(&opts.out, run, opts.restart)?;
-    let mut progress = Progress::new(keys, "heuristic queries", opts.quiet);
+    // Every key is one query: the ETA prices the chunks by their keys.
+    let costs = (0..chunks).map(|c| ChunkCost { calls: (keys - c * chunk).min(chunk) as f64, work: 0.0 }).collect();
+    let mut progress = Progress::new(keys, "heuristic queries", opts.quiet).with_costs(costs);
     let mut report = HeuristicsReport { keys, ..HeuristicsReport::default() };
-    report.resumed_chunks =
-        parts.run_chunks(keys, chunk, "jsonl", &mut progress, opts.stop_after_chunks, |range, path, progress| {
+    report.resumed_chunks = parts.run_chunks(
+        keys,
+        chunk,
+        "jsonl",
+        opts.shard,
+        &mut progress,
+        opts.stop_after_chunks,
+        |range, path, progress| {
             let mut lines = Vec::new();
             let mut stats: BTreeMap<String, u64> = BTreeMap::new();
             for i in range {
@@ -109,9 +122,10 @@ pub fn run_heuristics(
                     fast_accum: key.fast,
                     scale_result: false,
                     workspace_bytes: ws,
-                    align: caller.alignment(),
+                    caller,
+                    geometry: Geometry::STANDARD,
                 };
-                match backend.heuristic(&cfg)? {
+                match device.heuristic(&cfg)? {
                     Heuristic::Rejected(_) => *stats.entry("dropped_status_nonzero".into()).or_default() += 1,
                     Heuristic::Algo(a) => match table_record(&cfg, &a) {
                         Some(r) => {
@@ -125,17 +139,20 @@ pub fn run_heuristics(
             body.push('\n');
             write_file_atomic(path, body.as_bytes())?;
             Ok(ChunkDone { rows: lines.len() as u64, stats, flagged: Vec::new() })
-        })?;
+        },
+    )?;
 
     // Collect the chunks, in order, dropping repeated keys.
     let mut rows: Vec<TableRecord> = Vec::new();
     let mut seen = HashSet::new();
+    let mut held = Vec::new();
     for (index, entry) in parts.chunks() {
         if *index >= chunks {
             continue;
         }
         let p = parts.dir().join(&entry.file);
         let text = std::fs::read_to_string(&p).map_err(|e| RecordError::io(&p, e))?;
+        let before = rows.len();
         for line in text.lines().filter(|l| !l.is_empty()) {
             let r: TableRecord = serde_json::from_str(line)
                 .map_err(|e| RecordError::ResumeMismatch(format!("{}: bad chunk line: {e}", p.display())))?;
@@ -145,6 +162,7 @@ pub fn run_heuristics(
                 report.duplicates += 1;
             }
         }
+        held.push((*index, (rows.len() - before) as u64));
         for (k, v) in &entry.stats {
             match k.as_str() {
                 "skipped" => report.skipped += v,
@@ -158,7 +176,7 @@ pub fn run_heuristics(
     report.split_rows = rows.iter().filter(|r| r.split_s > 1).count() as u64;
 
     let workspaces: BTreeSet<i64> = rows.iter().map(|r| r.workspace_bytes).collect();
-    let mut platform_json = platform.with_run(caller.platform_name(), None);
+    let mut platform_json = platform.with_run(caller, None);
     if let (Value::Object(map), Some(Value::Object(extra))) = (&mut platform_json, &opts.platform_extra) {
         for (k, v) in extra {
             map.insert(k.clone(), v.clone());
@@ -191,6 +209,11 @@ pub fn run_heuristics(
         &tool,
     );
     let side = sidecar_path(&opts.out);
+    let mut sidecar = sidecar;
+    if let (Some(shard), Value::Object(s)) = (opts.shard, &mut sidecar) {
+        let info = ShardInfo { shard, units: keys, chunk_units: chunk, chunks: held };
+        s.insert("shard".into(), info.to_json());
+    }
     write_json(&side, &sidecar)?;
     let (side_sha, _) = sha256_file(&side)?;
     let manifest = json!({
@@ -214,7 +237,9 @@ pub fn run_heuristics(
         "tool": tool,
     });
     write_json(&crate::sweep::manifest_path(&opts.out), &manifest)?;
-    if !opts.keep_parts {
+    if opts.keep_parts {
+        parts.release()?;
+    } else {
         parts.remove()?;
     }
     Ok(report)
@@ -237,31 +262,7 @@ fn sidecar(
 ) -> Value {
     let cublaslt = platform.cublaslt.clone().unwrap_or_else(|| "unknown".into());
     let table_id = format!("heur_{}_lt{}", slug(&platform.gpu_short), cublaslt);
-    // Per-setting summaries, as in the shipped sidecars.
-    type Setting = (i64, String, bool, String, String);
-    /// rows, split rows, max split M*N, min split K, S values.
-    type Summary = (u64, u64, Option<u64>, Option<i32>, BTreeSet<u8>);
-    let mut settings: BTreeMap<Setting, Summary> = BTreeMap::new();
-    for r in rows {
-        let e = settings
-            .entry((r.workspace_bytes, r.out_dtype.clone(), r.fast_accum, r.fmt_a.clone(), r.fmt_b.clone()))
-            .or_insert((0, 0, None, None, BTreeSet::new()));
-        e.0 += 1;
-        if r.split_s > 1 {
-            e.1 += 1;
-            let mn = r.m as u64 * r.n as u64;
-            e.2 = Some(e.2.map_or(mn, |x| x.max(mn)));
-            e.3 = Some(e.3.map_or(r.k, |x| x.min(r.k)));
-            e.4.insert(r.split_s);
-        }
-    }
-    let settings: Vec<Value> = settings
-        .into_iter()
-        .map(|((ws, out, fast, fa, fb), (n, split, max_mn, min_k, s_values))| {
-            json!({"ws": ws, "out": out, "fast": fast, "fmt_a": fa, "fmt_b": fb, "rows": n, "split_rows": split,
-                   "max_split_MN": max_mn, "min_split_K": min_k, "S_values": s_values})
-        })
-        .collect();
+    let settings = settings_summary(rows);
     let preset = match platform.capability {
         (8, 9) => "ada",
         (9, 0) => "hopper",
@@ -283,7 +284,7 @@ fn sidecar(
         "platform": platform_json,
         "key": ["m", "n", "k", "fmt_a", "fmt_b", "out_dtype", "fast_accum", "workspace_bytes"],
         "columns": column_docs(),
-        "descriptor": DESCRIPTOR_SUMMARY,
+        "descriptor": crate::descriptor::summary(caller),
         "caller": caller.name(),
         "dropped_status_nonzero": report.dropped_status_nonzero,
         "dropped_out_of_range": report.dropped_out_of_range,

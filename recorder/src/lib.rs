@@ -4,7 +4,7 @@
 //!
 //! - [`descriptor`]: the cuBLASLt call as data (every attribute, why), pure and unit-tested;
 //! - [`spec`]: sweep specs (TOML) and their cases;
-//! - [`backend`]: what the pipeline needs from a device; [`gpu`] (cudarc, dynamic loading) and [`sim`]
+//! - [`device`]: what the pipeline needs from a recording device; [`gpu`] (cudarc, dynamic loading) and [`sim`]
 //!   (the simulated device: the mmaemu model);
 //! - [`sweep`] and [`heuristics`]: the two pipelines, chunked, atomic and resumable ([`parts`]), told what
 //!   to do by the same [`options::RunOptions`];
@@ -13,10 +13,12 @@
 //! The input generator lives in `mmaemu_datasets::inputs`, so any reader can regenerate operands that a
 //! recording ships by reference.
 
-pub mod backend;
+pub mod caller;
 pub mod descriptor;
+pub mod device;
 pub mod dump;
 pub mod error;
+pub mod geometry;
 pub mod gpu;
 pub mod heuristics;
 pub mod options;
@@ -29,9 +31,25 @@ pub mod util;
 
 pub use error::RecordError;
 
-use backend::Backend;
-use spec::Sweep;
+use device::Device;
+use spec::{SpecKind, Sweep};
 use std::path::Path;
+
+/// Reads a spec for a command: a spec of the other kind is refused (exit code 2) with the command it is for.
+pub fn load_spec_for(path: &Path, kind: SpecKind) -> Result<(Sweep, String), RecordError> {
+    let (sweep, text) = load_spec(path)?;
+    if sweep.kind() != kind {
+        let other = match sweep.kind() {
+            SpecKind::Sweep => "mmaemu-record sweep SPEC",
+            SpecKind::Grid => "mmaemu-record heuristics --grid SPEC",
+        };
+        return Err(RecordError::spec(
+            path,
+            format!("it is a {} spec (kind = \"{}\"), for `{other}`", sweep.kind().name(), sweep.kind().name()),
+        ));
+    }
+    Ok((sweep, text))
+}
 
 /// The profile the simulated device uses when neither the command line nor the spec names one.
 pub const DEFAULT_SIM_PROFILE: &str = "hopper";
@@ -44,9 +62,9 @@ pub fn load_spec(path: &Path) -> Result<(Sweep, String), RecordError> {
     Ok((sweep, text))
 }
 
-/// Which device a command records from.
+/// Which recording device a command opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Device {
+pub enum Target {
     /// The GPU with this ordinal.
     Gpu(usize),
     /// The simulated device of this profile.
@@ -55,11 +73,11 @@ pub enum Device {
 
 /// Opens the device. The GPU is probed first: without a driver or cuBLASLt this is a
 /// [`RecordError::NoGpu`] (exit code 3), never a panic.
-pub fn open_backend(device: &Device, flaky_every: Option<u64>) -> Result<Box<dyn Backend>, RecordError> {
-    match device {
-        Device::Gpu(ordinal) => Ok(Box::new(gpu::GpuBackend::open(*ordinal)?)),
-        Device::Simulated(profile) => {
-            let mut b = sim::SimBackend::new(profile)?;
+pub fn open_device(target: &Target, flaky_every: Option<u64>) -> Result<Box<dyn Device>, RecordError> {
+    match target {
+        Target::Gpu(ordinal) => Ok(Box::new(gpu::GpuDevice::open(*ordinal)?)),
+        Target::Simulated(profile) => {
+            let mut b = sim::SimDevice::new(profile)?;
             if let Some(n) = flaky_every {
                 b = b.with_flaky_every(n);
             }

@@ -10,12 +10,15 @@
 //! Exit codes: `mmaemu_recorder::error` (0 ok, 1 data/I/O, 2 usage, 3 no GPU, 4 CUDA failure, 5 stopped).
 
 use clap::{Args, Parser, Subcommand};
+use mmaemu_datasets::shard::Shard;
 use mmaemu_model::{Format, OutDtype};
-use mmaemu_recorder::descriptor::{CallConfig, Caller, Descriptor};
+use mmaemu_recorder::caller::Caller;
+use mmaemu_recorder::descriptor::{torch_rejects_before_cublas, CallConfig, Descriptor};
 use mmaemu_recorder::heuristics::run_heuristics;
 use mmaemu_recorder::options::RunOptions;
+use mmaemu_recorder::spec::{LayoutSpec, OperandSpec, SpecKind};
 use mmaemu_recorder::sweep::run_sweep;
-use mmaemu_recorder::{gpu, load_spec, open_backend, Device, RecordError, DEFAULT_SIM_PROFILE};
+use mmaemu_recorder::{gpu, load_spec, load_spec_for, open_device, RecordError, Target, DEFAULT_SIM_PROFILE};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,8 +45,8 @@ struct RunArgs {
     /// Profile: the simulated device's, and the one rows replay under (default: the spec's, else by GPU).
     #[arg(long)]
     profile: Option<String>,
-    /// Caller: `torch` (1 MiB workspace) or `transformer-engine` (32 MiB on sm_90, 4 MiB on sm_89,
-    /// MIN_ALIGNMENT 256); overrides the spec.
+    /// Caller: torch-2.7 (= torch), torch-2.10, torch-2.10-nodscale or transformer-engine; overrides the
+    /// spec's.
     #[arg(long)]
     caller: Option<String>,
     /// CUDA device ordinal.
@@ -55,6 +58,13 @@ struct RunArgs {
     /// Keep the parts directory after the merge.
     #[arg(long)]
     keep_parts: bool,
+    /// Record only shard I of N (1 <= I <= N): the chunks c with c mod N = I - 1; merge the shards'
+    /// outputs with `mmaemu datasets merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Replace an existing output.
+    #[arg(long)]
+    force: bool,
     /// No progress output.
     #[arg(long, short)]
     quiet: bool,
@@ -70,6 +80,55 @@ struct RunArgs {
     /// Simulated device only: every N-th call returns a differing second run. For testing.
     #[arg(long, hide = true)]
     flaky_every: Option<u64>,
+}
+
+#[derive(Args, Clone)]
+struct DescriptorArgs {
+    #[arg(long)]
+    m: usize,
+    #[arg(long)]
+    n: usize,
+    #[arg(long)]
+    k: usize,
+    #[arg(long, default_value = "e4m3")]
+    fmt_a: String,
+    #[arg(long, default_value = "e4m3")]
+    fmt_b: String,
+    #[arg(long, default_value = "float32")]
+    out_dtype: String,
+    /// use_fast_accum.
+    #[arg(long)]
+    fast: bool,
+    /// scale_result is passed (torch callers; an FP8 output through Transformer Engine always has its D scale).
+    #[arg(long)]
+    scale_result: bool,
+    /// Workspace bytes (default: the caller's on `--capability`).
+    #[arg(long)]
+    workspace: Option<u64>,
+    /// torch-2.7 (= torch), torch-2.10, torch-2.10-nodscale or transformer-engine.
+    #[arg(long, default_value = "torch-2.7")]
+    caller: String,
+    /// Compute capability for the caller's default workspace, e.g. 9.0.
+    #[arg(long, default_value = "9.0")]
+    capability: String,
+    /// mat1's layout: std (row-major) or col.
+    #[arg(long, default_value = "std")]
+    mat1_layout: String,
+    /// Extra elements in mat1's leading dimension.
+    #[arg(long, default_value_t = 0)]
+    mat1_ld_pad: u64,
+    /// mat1's storage offset in elements.
+    #[arg(long, default_value_t = 0)]
+    mat1_offset: u64,
+    /// mat2's layout: std (the transpose of a row-major [n, k]) or row.
+    #[arg(long, default_value = "std")]
+    mat2_layout: String,
+    /// Extra elements in mat2's leading dimension.
+    #[arg(long, default_value_t = 0)]
+    mat2_ld_pad: u64,
+    /// mat2's storage offset in elements.
+    #[arg(long, default_value_t = 0)]
+    mat2_offset: u64,
 }
 
 #[derive(Subcommand)]
@@ -100,35 +159,8 @@ enum Command {
         /// The spec (TOML).
         spec: PathBuf,
     },
-    /// Print torch 2.7.1's cuBLASLt call for one torch._scaled_mm as JSON (no device).
-    Descriptor {
-        #[arg(long)]
-        m: usize,
-        #[arg(long)]
-        n: usize,
-        #[arg(long)]
-        k: usize,
-        #[arg(long, default_value = "e4m3")]
-        fmt_a: String,
-        #[arg(long, default_value = "e4m3")]
-        fmt_b: String,
-        #[arg(long, default_value = "float32")]
-        out_dtype: String,
-        /// use_fast_accum.
-        #[arg(long)]
-        fast: bool,
-        /// scale_result is passed.
-        #[arg(long)]
-        scale_result: bool,
-        /// Workspace bytes (default: the caller's on `--capability`).
-        #[arg(long)]
-        workspace: Option<u64>,
-        #[arg(long, default_value = "torch")]
-        caller: String,
-        /// Compute capability for the caller's default workspace, e.g. 9.0.
-        #[arg(long, default_value = "9.0")]
-        capability: String,
-    },
+    /// Print the cuBLASLt call of one FP8 GEMM as its caller builds it, as JSON (no device).
+    Descriptor(Box<DescriptorArgs>),
     /// Write a recording as raw bytes (data.bin) plus a JSON-lines index (for tools without Parquet).
     Dump {
         /// The recording.
@@ -151,14 +183,18 @@ fn run_options(run: &RunArgs) -> Result<RunOptions, RecordError> {
         profile: run.profile.clone(),
         caller: caller_arg(&run.caller)?,
         platform_extra: platform_arg(&run.platform_json)?,
+        shard: run
+            .shard
+            .as_deref()
+            .map(|s| Shard::parse(s).map_err(|e| RecordError::Usage(format!("--shard: {e}"))))
+            .transpose()?,
+        force: run.force,
     })
 }
 
 fn caller_arg(s: &Option<String>) -> Result<Option<Caller>, RecordError> {
     s.as_deref()
-        .map(|c| {
-            Caller::parse(c).ok_or_else(|| RecordError::Usage(format!("--caller {c:?}: torch or transformer-engine")))
-        })
+        .map(|c| Caller::parse(c).ok_or_else(|| RecordError::Usage(format!("--caller {c:?}: {}", Caller::SPELLINGS))))
         .transpose()
 }
 
@@ -172,31 +208,74 @@ fn platform_arg(s: &Option<String>) -> Result<Option<serde_json::Value>, RecordE
     }
 }
 
-fn device(run: &RunArgs, spec_profile: Option<&str>) -> Device {
+fn device(run: &RunArgs, spec_profile: Option<&str>) -> Target {
     if run.simulate {
-        Device::Simulated(
+        Target::Simulated(
             run.profile.clone().or(spec_profile.map(str::to_string)).unwrap_or(DEFAULT_SIM_PROFILE.into()),
         )
     } else {
-        Device::Gpu(run.device)
+        Target::Gpu(run.device)
     }
+}
+
+/// The descriptor of the `descriptor` command's call, or why there is none.
+fn descriptor(a: &DescriptorArgs) -> Result<Descriptor, RecordError> {
+    let fa = Format::from_name(&a.fmt_a).ok_or_else(|| RecordError::Usage(format!("--fmt-a {:?}", a.fmt_a)))?;
+    let fb = Format::from_name(&a.fmt_b).ok_or_else(|| RecordError::Usage(format!("--fmt-b {:?}", a.fmt_b)))?;
+    let out = OutDtype::from_name(&a.out_dtype)
+        .ok_or_else(|| RecordError::Usage(format!("--out-dtype {:?}", a.out_dtype)))?;
+    let caller = caller_arg(&Some(a.caller.clone()))?.unwrap_or(Caller::Torch27);
+    let cap = a
+        .capability
+        .split_once('.')
+        .and_then(|(x, y)| Some((x.parse().ok()?, y.parse().ok()?)))
+        .ok_or_else(|| RecordError::Usage(format!("--capability {:?}: like 9.0", a.capability)))?;
+    let operand = |layout: &str, ld_pad, offset| OperandSpec { layout: Some(layout.to_string()), ld_pad, offset };
+    let geometry = LayoutSpec {
+        mat1: operand(&a.mat1_layout, a.mat1_ld_pad, a.mat1_offset),
+        mat2: operand(&a.mat2_layout, a.mat2_ld_pad, a.mat2_offset),
+    }
+    .geometry()
+    .map_err(RecordError::Usage)?;
+    if let Some(why) = torch_rejects_before_cublas(a.m, a.n, a.k, fa, fb, &geometry) {
+        return Err(RecordError::Usage(format!("no cuBLASLt call: {why}")));
+    }
+    if caller == Caller::TransformerEngine && !geometry.is_contiguous() {
+        return Err(RecordError::Usage(
+            "transformer-engine passes contiguous operands only (no ld_pad, std layouts)".into(),
+        ));
+    }
+    let cfg = CallConfig {
+        m: a.m,
+        n: a.n,
+        k: a.k,
+        fmt_a: fa,
+        fmt_b: fb,
+        out,
+        fast_accum: a.fast,
+        scale_result: a.scale_result,
+        workspace_bytes: a.workspace.unwrap_or(caller.default_workspace(cap)),
+        caller,
+        geometry,
+    };
+    Ok(Descriptor::build(&cfg))
 }
 
 fn main_inner(cli: Cli) -> Result<(), RecordError> {
     match cli.command {
         Command::Sweep { spec, run } => {
-            let (sweep, text) = load_spec(&spec)?;
+            let (sweep, text) = load_spec_for(&spec, SpecKind::Sweep)?;
             let dev = device(&run, sweep.spec.profile.as_deref());
             if run.flaky_every.is_some() && !run.simulate {
                 return Err(RecordError::Usage("--flaky-every needs --simulate".into()));
             }
-            let mut backend = open_backend(&dev, run.flaky_every)?;
+            let mut rec_device = open_device(&dev, run.flaky_every)?;
             let sim_profile = match &dev {
-                Device::Simulated(p) => Some(p.as_str()),
-                Device::Gpu(_) => None,
+                Target::Simulated(p) => Some(p.as_str()),
+                Target::Gpu(_) => None,
             };
             let opts = run_options(&run)?;
-            let r = run_sweep(&sweep, &text, backend.as_mut(), sim_profile, &opts)?;
+            let r = run_sweep(&sweep, &text, rec_device.as_mut(), sim_profile, &opts)?;
             eprintln!(
                 "mmaemu-record: wrote {}: {} rows from {} cases ({} skipped by torch's checks, {} rejected, {} by \
                  reference, {} nondeterministic, {} chunks resumed)",
@@ -221,11 +300,11 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
             Ok(())
         }
         Command::Heuristics { grid, run } => {
-            let (sweep, _) = load_spec(&grid)?;
+            let (sweep, _) = load_spec_for(&grid, SpecKind::Grid)?;
             let dev = device(&run, sweep.spec.profile.as_deref());
-            let mut backend = open_backend(&dev, None)?;
+            let mut rec_device = open_device(&dev, None)?;
             let opts = run_options(&run)?;
-            let r = run_heuristics(&sweep, backend.as_mut(), &opts)?;
+            let r = run_heuristics(&sweep, rec_device.as_mut(), &opts)?;
             eprintln!(
                 "mmaemu-record: wrote {}: {} rows ({} split) from {} keys ({} skipped by torch's checks, {} dropped \
                  with a nonzero status, {} out of range, {} duplicates, {} chunks resumed)",
@@ -248,9 +327,9 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
             Ok(())
         }
         Command::Probe { device } => {
-            let backend = gpu::GpuBackend::open(device)?;
-            use mmaemu_recorder::backend::Backend;
-            println!("{}", serde_json::to_string_pretty(&backend.platform().json).unwrap_or_default());
+            let rec_device = gpu::GpuDevice::open(device)?;
+            use mmaemu_recorder::device::Device;
+            println!("{}", serde_json::to_string_pretty(&rec_device.platform().json).unwrap_or_default());
             Ok(())
         }
         Command::Check { spec } => {
@@ -260,34 +339,15 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
             let skipped = (cases <= 10_000_000).then(|| (0..cases).filter(|&i| sweep.case(i).skip.is_some()).count());
             println!(
                 "{}",
-                json!({"name": sweep.spec.name, "shapes": sweep.shapes.len(), "cases": cases,
+                json!({"name": sweep.spec.name, "kind": sweep.kind().name(), "caller": sweep.caller.name(),
+                       "shapes": sweep.shapes.len(), "cases": cases,
                        "skipped_by_torch_checks": skipped, "grid_keys": sweep.grid_count(), "sha256": sweep.sha256})
             );
             Ok(())
         }
-        Command::Descriptor { m, n, k, fmt_a, fmt_b, out_dtype, fast, scale_result, workspace, caller, capability } => {
-            let fa = Format::from_name(&fmt_a).ok_or_else(|| RecordError::Usage(format!("--fmt-a {fmt_a:?}")))?;
-            let fb = Format::from_name(&fmt_b).ok_or_else(|| RecordError::Usage(format!("--fmt-b {fmt_b:?}")))?;
-            let out = OutDtype::from_name(&out_dtype)
-                .ok_or_else(|| RecordError::Usage(format!("--out-dtype {out_dtype:?}")))?;
-            let caller = caller_arg(&Some(caller))?.unwrap_or(Caller::Torch);
-            let cap = capability
-                .split_once('.')
-                .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
-                .ok_or_else(|| RecordError::Usage(format!("--capability {capability:?}: like 9.0")))?;
-            let cfg = CallConfig {
-                m,
-                n,
-                k,
-                fmt_a: fa,
-                fmt_b: fb,
-                out,
-                fast_accum: fast,
-                scale_result,
-                workspace_bytes: workspace.unwrap_or(caller.default_workspace(cap)),
-                align: caller.alignment(),
-            };
-            println!("{}", serde_json::to_string_pretty(&Descriptor::scaled_mm(&cfg).to_json()).unwrap_or_default());
+        Command::Descriptor(a) => {
+            let d = descriptor(&a)?;
+            println!("{}", serde_json::to_string_pretty(&d.to_json()).unwrap_or_default());
             Ok(())
         }
         Command::Dump { file, out } => {

@@ -1,7 +1,8 @@
 //! What a recording run — a sweep or a heuristics grid — is told by its caller: where to write, whether
 //! to resume an interrupted run, how much to do, and the overrides of the spec.
 
-use crate::descriptor::Caller;
+use crate::caller::Caller;
+use mmaemu_datasets::shard::Shard;
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -26,4 +27,8 @@ pub struct RunOptions {
     pub caller: Option<Caller>,
     /// Extra keys merged into the platform (e.g. the torch version of the device).
     pub platform_extra: Option<Value>,
+    /// Record only this shard's chunks (`--shard I/N`).
+    pub shard: Option<Shard>,
+    /// Replace an existing output.
+    pub force: bool,
 }

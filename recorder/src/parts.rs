@@ -5,11 +5,14 @@
 //! sha256; anything else (a chunk file written just before an interruption, a damaged one) is recomputed.
 //! Chunks cover fixed ranges of case indices, so a resumed run produces exactly the rows of an
 //! uninterrupted one, never a duplicate. A manifest of another run (another spec, another GPU, another
-//! cuBLASLt, another limit) is refused unless `--restart` clears the directory.
+//! cuBLASLt, another limit, another shard) is refused unless `--restart` clears the directory. A shard
+//! computes only its chunks ([`mmaemu_datasets::shard`]). While a run is open, `<out>.lock` next to the
+//! output is locked: a second process on the same output is refused instead of racing the first.
 
 use crate::error::RecordError;
 use crate::progress::Progress;
 use crate::util::sha256_file;
+use mmaemu_datasets::shard::Shard;
 use mmaemu_datasets::write_file_atomic;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -49,6 +52,9 @@ pub struct RunKey {
     pub cublaslt: Option<String>,
     /// Extra settings that change the rows (caller, profile).
     pub settings: String,
+    /// The shard (`I/N`) the run records, if it is one.
+    #[serde(default)]
+    pub shard: Option<String>,
 }
 
 /// One completed chunk.
@@ -78,10 +84,42 @@ pub struct PartsManifest {
     pub chunks: BTreeMap<u64, ChunkEntry>,
 }
 
-/// An open parts directory.
+/// An open parts directory, and the lock that keeps other processes out of it.
 pub struct Parts {
     dir: PathBuf,
     manifest: PartsManifest,
+    lock: Lock,
+}
+
+/// The lock file of an output (`<out>.lock`), held (an OS file lock, released when the process ends,
+/// however it ends) while a run is open; removed when the run finishes.
+struct Lock {
+    path: PathBuf,
+    _file: std::fs::File,
+}
+
+impl Lock {
+    fn take(out: &Path) -> Result<Lock, RecordError> {
+        let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(".lock");
+        let path = out.with_file_name(name);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| RecordError::io(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Lock { path, _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(RecordError::Locked(format!(
+                "{} is locked: another mmaemu-record process is recording {} (wait for it, or give this run \
+                 another --out)",
+                path.display(),
+                out.display()
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => Err(RecordError::io(&path, e)),
+        }
+    }
 }
 
 /// The parts directory of output `out`.
@@ -94,6 +132,7 @@ pub fn parts_dir(out: &Path) -> PathBuf {
 impl Parts {
     /// Opens (or creates) the parts directory of `out` for `run`. With `restart`, an existing one is cleared.
     pub fn open(out: &Path, run: RunKey, restart: bool) -> Result<Parts, RecordError> {
+        let lock = Lock::take(out)?;
         let dir = parts_dir(out);
         if restart && dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(|e| RecordError::io(&dir, e))?;
@@ -122,7 +161,7 @@ impl Parts {
             write_json(&mpath, &m)?;
             m
         };
-        Ok(Parts { dir, manifest })
+        Ok(Parts { dir, manifest, lock })
     }
 
     /// The directory.
@@ -166,35 +205,40 @@ impl Parts {
         &self.manifest.chunks
     }
 
-    /// Runs every chunk of a run of `units` units in chunks of `chunk`, in order, skipping the chunks an
-    /// interrupted run completed: `work(range, path, progress)` computes the units of `range` and writes
-    /// the chunk file at `path` (extension `ext`) atomically; the chunk is then recorded. Returns how many
-    /// chunks were taken from the interrupted run. With `stop_after`, stops with [`RecordError::Stopped`]
-    /// once that many chunks were written in this process and more remain.
+    /// Runs every chunk of a run of `units` units in chunks of `chunk` that `shard` owns (all of them
+    /// without a shard), in order, skipping the chunks an interrupted run completed: `work(range, path,
+    /// progress)` computes the units of `range` and writes the chunk file at `path` (extension `ext`)
+    /// atomically; the chunk is then recorded. Returns how many chunks were taken from the interrupted
+    /// run. With `stop_after`, stops with [`RecordError::Stopped`] once that many chunks were written in
+    /// this process and more remain.
+    #[allow(clippy::too_many_arguments)]
     pub fn run_chunks(
         &mut self,
         units: u64,
         chunk: u64,
         ext: &str,
+        shard: Option<Shard>,
         progress: &mut Progress,
         stop_after: Option<u64>,
         mut work: impl FnMut(Range<u64>, &Path, &mut Progress) -> Result<ChunkDone, RecordError>,
     ) -> Result<u64, RecordError> {
         let chunks = units.div_ceil(chunk);
+        let mine: Vec<u64> = (0..chunks).filter(|&c| shard.is_none_or(|s| s.owns(c))).collect();
         let (mut resumed, mut written) = (0u64, 0u64);
         for c in 0..chunks {
             let range = c * chunk..((c + 1) * chunk).min(units);
-            if self.done(c)?.is_some() {
-                progress.skip(range.end - range.start);
-                resumed += 1;
+            if !mine.contains(&c) || self.done(c)?.is_some() {
+                progress.skip(c, range.end - range.start);
+                resumed += u64::from(mine.contains(&c));
                 continue;
             }
             let path = self.chunk_path(c, ext);
+            progress.chunk_start();
             let done = work(range, &path, progress)?;
             self.complete(c, &path, done.rows, done.stats, done.flagged)?;
             progress.chunk_done(c, chunks);
             written += 1;
-            if stop_after.is_some_and(|s| written >= s) && c + 1 < chunks {
+            if stop_after.is_some_and(|s| written >= s) && mine.last().is_some_and(|&l| l > c) {
                 progress.finish();
                 return Err(RecordError::Stopped { chunks: written as usize });
             }
@@ -203,15 +247,26 @@ impl Parts {
         Ok(resumed)
     }
 
-    /// Removes the directory.
+    /// Removes the directory and the lock file (the run is finished).
     pub fn remove(self) -> Result<(), RecordError> {
-        std::fs::remove_dir_all(&self.dir).map_err(|e| RecordError::io(&self.dir, e))
+        std::fs::remove_dir_all(&self.dir).map_err(|e| RecordError::io(&self.dir, e))?;
+        self.release()
+    }
+
+    /// Keeps the directory (`--keep-parts`) and removes the lock file.
+    pub fn release(self) -> Result<(), RecordError> {
+        let path = self.lock.path.clone();
+        drop(self);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RecordError::io(&path, e)),
+            _ => Ok(()),
+        }
     }
 }
 
 fn describe(r: &RunKey) -> String {
     format!(
-        "{} of spec {} sha256 {}, {} units by {}, device {:?}, cuBLASLt {:?}, {}",
+        "{} of spec {} sha256 {}, {} units by {}, device {:?}, cuBLASLt {:?}, {}, shard {}",
         r.kind,
         r.spec_name,
         &r.spec_sha256.get(..12).unwrap_or(&r.spec_sha256),
@@ -219,7 +274,8 @@ fn describe(r: &RunKey) -> String {
         r.chunk_units,
         r.device,
         r.cublaslt,
-        r.settings
+        r.settings,
+        r.shard.as_deref().unwrap_or("none")
     )
 }
 
@@ -244,6 +300,7 @@ mod tests {
             device: "simulated".into(),
             cublaslt: None,
             settings: String::new(),
+            shard: None,
         }
     }
 

@@ -7,33 +7,46 @@
 //!   requested workspace (its algo id, tile, stages, numSplitsK, customOption, reduction scheme, swizzling),
 //!   else the model's split resolution (workspace 0, envelope inference), else S = 1 as an assumption (noted
 //!   in the `algo` column's `source`).
-//! - A run is `ScaledMm` on the profile with that split passed explicitly; the model is deterministic, so
-//!   every run returns the same bits (a test hook can make one run differ).
+//! - A run is `ScaledMm` on the profile with that split passed explicitly, the operands laid out as the
+//!   case's geometry says, computed by the fastest CPU backend that passed its self-check
+//!   (`mmaemu_kernels::registry().resolve("auto")`, bit-identical to the model by its checks); the model is
+//!   deterministic, so every run returns the same bits (a test hook can make one run differ). The amax of
+//!   a Transformer Engine call is not modelled: simulated rows carry none.
+//! - The calls of a sweep repeat their accumulations: the settings of one shape differ mostly in the
+//!   epilogue (out dtype, scales). [`MemoEngine`] keeps the last accumulations, keyed by the whole input
+//!   of [`ChainEngine::run_plan`] (preset, plan, formats, sizes and the operand bytes, compared in full),
+//!   so each is computed once; the bits are the engine's either way.
 
-use crate::backend::{AlgoInfo, Backend, Heuristic, Inputs, Platform, RunOutcome};
 use crate::descriptor::CallConfig;
+use crate::device::{AlgoInfo, Call, Device, Heuristic, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
 use crate::spec::auto_scheme;
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};
 use mmaemu_model::splitk::{resolve_splitk, try_table_lookup, SplitKey, SplitRequest};
 use mmaemu_model::tensor::View;
-use mmaemu_model::{Category, Profile, Scheme};
+use mmaemu_model::{Category, ChainEngine, Format, Operands, Plan, Preset, Profile, Scheme};
 use serde_json::json;
+use std::sync::Mutex;
 
 /// The simulated device of one profile.
-pub struct SimBackend {
+pub struct SimDevice {
     profile: Profile,
+    engine: MemoEngine,
     platform: Platform,
     /// Test hook: every `n`-th run call returns a last result that differs in one bit.
     flaky_every: Option<u64>,
     calls: u64,
 }
 
-impl SimBackend {
+impl SimDevice {
     /// The simulated device of profile `name`.
-    pub fn new(name: &str) -> Result<SimBackend, RecordError> {
+    pub fn new(name: &str) -> Result<SimDevice, RecordError> {
         let profile = Profile::by_name(name).map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
+        let engine = mmaemu_kernels::registry::registry()
+            .resolve("auto")
+            .map_err(|e| RecordError::Model(format!("no CPU backend for the simulated device: {e}")))?
+            .engine;
         let gpu = profile.gpu_name.clone().unwrap_or_else(|| "no reference GPU".to_string());
         let json = json!({
             "gpu": format!("simulated: {gpu} (mmaemu model, profile {})", profile.name),
@@ -47,6 +60,7 @@ impl SimBackend {
             "workspace_bytes": null,
             "simulated": true,
             "profile": profile.name,
+            "engine": engine.name(),
             "recorder": format!("mmaemu-record {}", env!("CARGO_PKG_VERSION")),
         });
         let platform = Platform {
@@ -56,11 +70,11 @@ impl SimBackend {
             cublaslt: profile.cublaslt_version.clone(),
             simulated: true,
         };
-        Ok(SimBackend { profile, platform, flaky_every: None, calls: 0 })
+        Ok(SimDevice { profile, engine: MemoEngine::new(engine), platform, flaky_every: None, calls: 0 })
     }
 
     /// Test hook: every `n`-th run returns a last result with one flipped bit (a simulated nondeterminism).
-    pub fn with_flaky_every(mut self, n: u64) -> SimBackend {
+    pub fn with_flaky_every(mut self, n: u64) -> SimDevice {
         self.flaky_every = Some(n.max(1));
         self
     }
@@ -92,12 +106,34 @@ fn algo(split_s: i64, source: &'static str) -> AlgoInfo {
     }
 }
 
-impl Backend for SimBackend {
+impl Device for SimDevice {
     fn platform(&self) -> &Platform {
         &self.platform
     }
 
     fn heuristic(&mut self, cfg: &CallConfig) -> Result<Heuristic, RecordError> {
+        self.answer(cfg)
+    }
+
+    fn run(&mut self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError> {
+        let outcome = self.compute(cfg, inputs, runs)?;
+        Ok(self.flake(outcome))
+    }
+
+    /// The calls of a chunk computed in parallel (the model is deterministic and the device holds no
+    /// state but the test hook's counter, applied afterwards in call order).
+    fn run_batch(&mut self, calls: &[Call<'_>], runs: usize) -> Result<Vec<RunOutcome>, RecordError> {
+        use rayon::prelude::*;
+        let this = &*self;
+        let outcomes: Vec<Result<RunOutcome, RecordError>> =
+            calls.par_iter().map(|c| this.compute(&c.cfg, &c.inputs, runs)).collect();
+        outcomes.into_iter().map(|o| o.map(|o| self.flake(o))).collect()
+    }
+}
+
+impl SimDevice {
+    /// The simulated heuristic (see the module documentation).
+    fn answer(&self, cfg: &CallConfig) -> Result<Heuristic, RecordError> {
         let p = &self.profile;
         if let Some(rule) = p.rejection(cfg.fmt_a, cfg.fmt_b, cfg.out) {
             return Ok(Heuristic::Rejected(format!(
@@ -106,7 +142,10 @@ impl Backend for SimBackend {
             )));
         }
         let key = Self::key(cfg);
-        if let Some(table) = p.splitk_table {
+        // The table holds the standard layout's decisions (reference §6.3 step 5); padded or transposed
+        // operands go to the model's split resolution.
+        let layout_std = cfg.geometry.is_contiguous();
+        if let (Some(table), true) = (p.splitk_table, layout_std) {
             let row =
                 try_table_lookup(table, &key, cfg.workspace_bytes).map_err(|e| RecordError::Model(e.to_string()))?;
             if let Some(r) = row {
@@ -128,14 +167,15 @@ impl Backend for SimBackend {
         }
         let mut at_ws = p.clone();
         at_ws.workspace_bytes = Some(cfg.workspace_bytes);
-        Ok(Heuristic::Algo(match resolve_splitk(&at_ws, &key, &SplitRequest::Auto, true, false) {
+        Ok(Heuristic::Algo(match resolve_splitk(&at_ws, &key, &SplitRequest::Auto, layout_std, false) {
             Ok((d, _)) => algo(d.s as i64, "simulated: the model's split decision (no table row)"),
             Err(_) => algo(1, "simulated: no table row and no envelope inference; S = 1 assumed"),
         }))
     }
 
-    fn run(&mut self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError> {
-        let algo = match self.heuristic(cfg)? {
+    /// One call, `runs` times (the model's bits each time).
+    fn compute(&self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError> {
+        let algo = match self.answer(cfg)? {
             Heuristic::Rejected(status) => return Ok(RunOutcome::Rejected { stage: "heuristic", status }),
             Heuristic::Algo(a) => a,
         };
@@ -146,16 +186,30 @@ impl Backend for SimBackend {
             let scheme = auto_scheme(self.profile.preset.name(), algo.custom_option).unwrap_or(Scheme::Contiguous);
             SplitRequest::Pair(s, scheme.name().to_string())
         };
-        let a = View::packed(Dtype::of_format(cfg.fmt_a), &[cfg.m, cfg.k], inputs.a);
-        let b = View::packed(Dtype::of_format(cfg.fmt_b), &[cfg.n, cfg.k], inputs.b);
-        let mut call = ScaledMm::new(a, b.t(), inputs.scale_a, inputs.scale_b);
+        let g = &cfg.geometry;
+        let (sa, sb) = (g.mat1_storage(inputs.a, cfg.m, cfg.k), g.mat2_storage(inputs.b, cfg.n, cfg.k));
+        let a = View {
+            dtype: Dtype::of_format(cfg.fmt_a),
+            shape: vec![cfg.m, cfg.k],
+            strides: g.mat1_strides(cfg.m, cfg.k).to_vec(),
+            offset: g.mat1.offset,
+            storage: &sa,
+        };
+        let b = View {
+            dtype: Dtype::of_format(cfg.fmt_b),
+            shape: vec![cfg.k, cfg.n],
+            strides: g.mat2_strides(cfg.n, cfg.k).to_vec(),
+            offset: g.mat2.offset,
+            storage: &sb,
+        };
+        let mut call = ScaledMm::new(a, b, inputs.scale_a, inputs.scale_b);
         call.scale_result = inputs.scale_result.map(ScaleTensor::scalar);
         call.out_dtype = Some(Dtype::of_out(cfg.out));
         call.use_fast_accum = cfg.fast_accum;
         call.profile = ProfileArg::Value(Box::new(self.profile.clone()));
         call.splitk = splitk;
         call.backend = "reference".into();
-        let out = match call.run() {
+        let out = match call.run_with(&self.engine) {
             Ok(o) => o,
             Err(e) if e.category() == Category::ReferenceRejects => {
                 return Ok(RunOutcome::Rejected {
@@ -166,15 +220,85 @@ impl Backend for SimBackend {
             Err(e) => return Err(RecordError::Model(e.to_string())),
         };
         let bits = out.out.logical_bytes();
-        let mut results = vec![bits; runs.max(1)];
-        self.calls += 1;
-        if let Some(n) = self.flaky_every {
-            if self.calls % n == 0 {
+        Ok(RunOutcome::Ran { algo, results: vec![bits; runs.max(1)], amax: Vec::new() })
+    }
+
+    /// The test hook: every `n`-th call that ran gets a last run with one flipped bit.
+    fn flake(&mut self, mut outcome: RunOutcome) -> RunOutcome {
+        if let RunOutcome::Ran { results, .. } = &mut outcome {
+            self.calls += 1;
+            if self.flaky_every.is_some_and(|n| self.calls.is_multiple_of(n)) {
                 if let Some(byte) = results.last_mut().and_then(|r| r.first_mut()) {
                     *byte ^= 1;
                 }
             }
         }
-        Ok(RunOutcome::Ran { algo, results })
+        outcome
+    }
+}
+
+/// One remembered accumulation: the whole input of `run_plan`, and its result.
+struct Memo {
+    preset: String,
+    plan: Plan,
+    shape: (Format, Format, usize, usize, usize),
+    a: Vec<u8>,
+    b: Vec<u8>,
+    out: Vec<f32>,
+}
+
+/// A chain engine that remembers its last accumulations (see the module documentation).
+pub struct MemoEngine {
+    inner: &'static dyn ChainEngine,
+    memo: Mutex<Vec<Memo>>,
+}
+
+impl MemoEngine {
+    /// Accumulations remembered (the settings of a shape come in runs; two threads each hold a few).
+    const SIZE: usize = 16;
+
+    fn new(inner: &'static dyn ChainEngine) -> MemoEngine {
+        MemoEngine { inner, memo: Mutex::new(Vec::new()) }
+    }
+}
+
+impl ChainEngine for MemoEngine {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
+        self.inner.chains(preset, ops)
+    }
+
+    fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
+        let shape = (ops.fa, ops.fb, ops.m, ops.n, ops.k);
+        let hit =
+            |e: &Memo| e.shape == shape && e.preset == preset.name() && e.plan == *plan && e.a == ops.a && e.b == ops.b;
+        {
+            let memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(e) = memo.iter().find(|e| hit(e)) {
+                return e.out.clone();
+            }
+        }
+        let out = self.inner.run_plan(preset, plan, ops);
+        let mut memo = self.memo.lock().unwrap_or_else(|p| p.into_inner());
+        memo.insert(
+            0,
+            Memo {
+                preset: preset.name().to_string(),
+                plan: plan.clone(),
+                shape,
+                a: ops.a.to_vec(),
+                b: ops.b.to_vec(),
+                out: out.clone(),
+            },
+        );
+        memo.truncate(Self::SIZE);
+        out
+    }
+
+    fn serves(&self, preset: &Preset, fa: Format, fb: Format) -> bool {
+        self.inner.serves(preset, fa, fb)
     }
 }

@@ -1,4 +1,4 @@
-//! `mmaemu-record sweep`: the recording pipeline. Cases of a [`Sweep`] go through a [`Backend`] (the GPU or
+//! `mmaemu-record sweep`: the recording pipeline. Cases of a [`Sweep`] go through a [`Device`] (the GPU or
 //! the simulated device) in chunks; each chunk becomes one recording file in the parts directory, written
 //! atomically and listed with its sha256 in the parts manifest ([`crate::parts`]); when every chunk is done,
 //! the chunks are merged into the output file (atomically), a manifest with checksums is written next to
@@ -11,15 +11,17 @@
 //! finding: every call runs `runs` (>= 2) times, and when a run differs from the first the row keeps the
 //! first run's bits, says so in `note`, and the run reports it.
 
-use crate::backend::{Backend, Inputs, Platform, RunOutcome};
+use crate::caller::Caller;
 use crate::descriptor::CallConfig;
+use crate::device::{Call, Device, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
 pub use crate::options::RunOptions;
 use crate::parts::{write_json, ChunkDone, Parts, RunKey};
-use crate::progress::Progress;
+use crate::progress::{ChunkCost, Progress};
 use crate::spec::{Case, OpKind, Sweep};
 use crate::util::{now_rfc3339, sha256_file, sha256_hex};
 use mmaemu_datasets::inputs::{generate, InputSpec, Operand, RowInputs, Samples};
+use mmaemu_datasets::shard::ShardInfo;
 use mmaemu_datasets::{
     read_recording_with, write_recording, Expectation, FileMeta, Op, OutSelect, ReadOptions, Recording,
     RecordingWriter, Row, RowExt, Truth, FORMAT_V1,
@@ -78,7 +80,7 @@ struct RowContext<'a> {
     platform: &'a Platform,
     profile: Option<&'a Profile>,
     preset: String,
-    caller: crate::descriptor::Caller,
+    caller: Caller,
 }
 
 /// One recorded case: the row, and whether it was rejected / by reference / nondeterministic.
@@ -87,6 +89,15 @@ struct Recorded {
     rejected: bool,
     by_reference: bool,
     nondeterministic: bool,
+}
+
+/// The D scale a case's call passes: the case's `scale_result`; for Transformer Engine with an FP8 output
+/// the output tensor's scale, which is always there (1.0 unless the case gives one).
+fn d_scale(case: &Case, caller: Caller) -> Option<f32> {
+    match (caller, case.out.fp8()) {
+        (Caller::TransformerEngine, Some(_)) => Some(case.scale_result.unwrap_or(1.0)),
+        _ => case.scale_result,
+    }
 }
 
 fn config(case: &Case, ctx: &RowContext<'_>) -> CallConfig {
@@ -98,9 +109,10 @@ fn config(case: &Case, ctx: &RowContext<'_>) -> CallConfig {
         fmt_b: case.fmt_b,
         out: case.out,
         fast_accum: case.fast,
-        scale_result: case.scale_result.is_some(),
+        scale_result: d_scale(case, ctx.caller).is_some(),
         workspace_bytes: case.workspace.bytes(ctx.caller, ctx.platform.capability),
-        align: ctx.caller.alignment(),
+        caller: ctx.caller,
+        geometry: case.geometry,
     }
 }
 
@@ -156,16 +168,43 @@ impl OperandCache {
     }
 }
 
-fn record_case(
-    case: &Case,
-    backend: &mut dyn Backend,
-    ctx: &RowContext<'_>,
-    cache: &mut OperandCache,
-) -> Result<Recorded, RecordError> {
+/// A case ready to run: its call and its generated operands.
+struct Prepared {
+    case: Case,
+    cfg: CallConfig,
+    a: Generated,
+    b: Generated,
+    scale_result: Option<f32>,
+}
+
+impl Prepared {
+    fn new(case: Case, ctx: &RowContext<'_>, cache: &mut OperandCache) -> Result<Prepared, RecordError> {
+        let cfg = config(&case, ctx);
+        let a = cache.get(&case.inputs, Operand::A, case.fmt_a, case.m, case.k)?;
+        let b = cache.get(&case.inputs, Operand::B, case.fmt_b, case.n, case.k)?;
+        let scale_result = d_scale(&case, ctx.caller);
+        Ok(Prepared { case, cfg, a, b, scale_result })
+    }
+
+    fn call(&self) -> Call<'_> {
+        let c = &self.case;
+        Call {
+            cfg: self.cfg,
+            inputs: Inputs {
+                a: &self.a.0,
+                b: &self.b.0,
+                scale_a: c.scale_a,
+                scale_b: c.scale_b,
+                scale_result: self.scale_result,
+            },
+        }
+    }
+}
+
+/// The row of a case that ran (or was rejected) on the device.
+fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recorded {
     let spec = &ctx.sweep.spec;
-    let cfg = config(case, ctx);
-    let ga = cache.get(&case.inputs, Operand::A, case.fmt_a, case.m, case.k)?;
-    let gb = cache.get(&case.inputs, Operand::B, case.fmt_b, case.n, case.k)?;
+    let (case, cfg, ga, gb, scale_result) = (&p.case, &p.cfg, &p.a, &p.b, p.scale_result);
     let (a, b) = (&ga.0, &gb.0);
     let inputs_json = RowInputs { spec: case.inputs.clone(), a_sha256: ga.1.clone(), b_sha256: gb.1.clone() }.to_json();
     let id = format!("{}-{:06}", spec.name, case.index);
@@ -177,11 +216,6 @@ fn record_case(
         case.inputs.seed,
         case.inputs.stream
     );
-    let outcome = backend.run(
-        &cfg,
-        &Inputs { a, b, scale_a: case.scale_a, scale_b: case.scale_b, scale_result: case.scale_result },
-        spec.runs,
-    )?;
     let result_bytes = (case.m * case.n * case.out.width()) as u64;
     let inline = (a.len() + b.len()) as u64 + result_bytes <= spec.storage.inline_max_bytes;
     let mut row = Row {
@@ -205,18 +239,18 @@ fn record_case(
         c: None,
         scale_a: Some(case.scale_a.to_bits()),
         scale_b: Some(case.scale_b.to_bits()),
-        scale_result: case.scale_result.map(f32::to_bits),
+        scale_result: scale_result.map(f32::to_bits),
         out_dtype: Some(case.out.name().into()),
         fast_accum: Some(case.fast),
         split_s: None,
         split_scheme: None,
         algo: None,
-        call: None,
+        call: case.geometry.call(),
         out_select: OutSelect::Full,
         expected: Expectation::Error("ReferenceRejectsError".into()),
         scope: None,
         origin,
-        ext: RowExt { inputs: Some(inputs_json), expected_samples: None, note: None },
+        ext: RowExt { inputs: Some(inputs_json), ..RowExt::default() },
     };
     let (mut rejected, mut by_reference, mut nondeterministic) = (false, false, false);
     match outcome {
@@ -234,7 +268,7 @@ fn record_case(
             }
             rejected = true;
         }
-        RunOutcome::Ran { algo, results } => {
+        RunOutcome::Ran { algo, results, amax } => {
             let first = results.first().cloned().unwrap_or_default();
             let width = case.out.width();
             let mut notes = Vec::new();
@@ -258,6 +292,14 @@ fn record_case(
                         at.unwrap_or(0)
                     ));
                 }
+            }
+            row.ext.amax_d = amax.first().copied();
+            if let Some((r, x)) = amax.iter().enumerate().skip(1).find(|(_, x)| Some(*x) != amax.first()) {
+                notes.push(format!(
+                    "nondeterministic: run {} wrote amax_d {x:#010x}, run 1 {:#010x}; amax_d holds run 1",
+                    r + 1,
+                    amax[0]
+                ));
             }
             nondeterministic = !notes.is_empty();
             row.split_s = Some(i32::try_from(algo.split_s).unwrap_or(i32::MAX));
@@ -287,7 +329,7 @@ fn record_case(
             }
         }
     }
-    Ok(Recorded { row, rejected, by_reference, nondeterministic })
+    Recorded { row, rejected, by_reference, nondeterministic }
 }
 
 /// The file metadata of a sweep's output.
@@ -299,8 +341,7 @@ fn file_meta(sweep: &Sweep, ctx: &RowContext<'_>, spec_text: &str, extra: Option
         w.dedup();
         w
     };
-    let mut platform =
-        ctx.platform.with_run(ctx.caller.platform_name(), (workspaces.len() == 1).then(|| workspaces[0]));
+    let mut platform = ctx.platform.with_run(ctx.caller, (workspaces.len() == 1).then(|| workspaces[0]));
     if let (serde_json::Value::Object(map), Some(serde_json::Value::Object(extra))) = (&mut platform, extra) {
         for (k, v) in extra {
             map.insert(k.clone(), v.clone());
@@ -327,11 +368,11 @@ fn file_meta(sweep: &Sweep, ctx: &RowContext<'_>, spec_text: &str, extra: Option
 pub fn run_sweep(
     sweep: &Sweep,
     spec_text: &str,
-    backend: &mut dyn Backend,
+    device: &mut dyn Device,
     simulated_profile: Option<&str>,
     opts: &SweepOptions,
 ) -> Result<SweepReport, RecordError> {
-    let platform = backend.platform().clone();
+    let platform = device.platform().clone();
     let profile = resolve_profile(sweep, opts.profile.as_deref(), &platform, simulated_profile)?;
     let preset = match (&sweep.spec.preset, &profile) {
         (Some(p), _) => Preset::by_name(p).map_err(|e| RecordError::Usage(e.to_string()))?.name().to_string(),
@@ -346,7 +387,12 @@ pub fn run_sweep(
     if sweep.spec.op == OpKind::ScaledMm && profile.is_none() {
         return Err(RecordError::Usage("op = \"scaled_mm\" needs a profile: set `profile` in the spec".into()));
     }
-    let caller = opts.caller.unwrap_or(sweep.caller);
+    let mut owned = sweep.clone();
+    if let Some(c) = opts.caller {
+        owned.set_caller(c).map_err(RecordError::Usage)?;
+    }
+    let sweep = &owned;
+    let caller = sweep.caller;
     let ctx = RowContext { sweep, platform: &platform, profile: profile.as_ref(), preset, caller };
 
     let cases = opts.limit.map_or(sweep.case_count(), |l| l.min(sweep.case_count()));
@@ -366,17 +412,26 @@ pub fn run_sweep(
             ctx.profile.map_or("none", |p| p.name.as_str()),
             ctx.preset
         ),
+        shard: opts.shard.map(|s| s.to_string()),
     };
+    check_output(opts)?;
     let mut parts = Parts::open(&opts.out, key, opts.restart)?;
-    let meta = file_meta(sweep, &ctx, spec_text, opts.platform_extra.as_ref());
-    let mut progress = Progress::new(cases, "cases", opts.quiet);
+    let mut meta = file_meta(sweep, &ctx, spec_text, opts.platform_extra.as_ref());
+    let mut progress = Progress::new(cases, "cases", opts.quiet).with_costs(chunk_costs(sweep, cases, chunk));
     let mut report = SweepReport { cases, ..SweepReport::default() };
     let mut cache = OperandCache::default();
-    report.resumed_chunks =
-        parts.run_chunks(cases, chunk, "parquet", &mut progress, opts.stop_after_chunks, |range, path, progress| {
+    report.resumed_chunks = parts.run_chunks(
+        cases,
+        chunk,
+        "parquet",
+        opts.shard,
+        &mut progress,
+        opts.stop_after_chunks,
+        |range, path, progress| {
             let mut rows = Vec::new();
             let mut stats: BTreeMap<String, u64> = BTreeMap::new();
             let mut flagged = Vec::new();
+            let mut prepared = Vec::new();
             for i in range.clone() {
                 let case = sweep.case(i);
                 if case.skip.is_some() {
@@ -384,7 +439,12 @@ pub fn run_sweep(
                     progress.inc(1);
                     continue;
                 }
-                let r = record_case(&case, backend, &ctx, &mut cache)?;
+                prepared.push(Prepared::new(case, &ctx, &mut cache)?);
+            }
+            let calls: Vec<Call<'_>> = prepared.iter().map(Prepared::call).collect();
+            let outcomes = device.run_batch(&calls, sweep.spec.runs)?;
+            for (p, outcome) in prepared.iter().zip(outcomes) {
+                let r = record_case(p, outcome, &ctx);
                 if r.rejected {
                     *stats.entry("rejected".into()).or_default() += 1;
                 }
@@ -405,8 +465,15 @@ pub fn run_sweep(
             let n = rows.len() as u64;
             write_recording(path, &Recording { path: path.to_path_buf(), meta: meta.clone(), rows })?;
             Ok(ChunkDone { rows: n, stats, flagged })
-        })?;
+        },
+    )?;
 
+    // A shard's file says which chunks of the run it holds, for `mmaemu datasets merge`.
+    if let (Some(shard), Some(serde_json::Value::Object(p))) = (opts.shard, &mut meta.provenance) {
+        let held = parts.chunks().iter().filter(|(c, _)| **c < chunks).map(|(c, e)| (*c, e.rows)).collect();
+        let info = ShardInfo { shard, units: cases, chunk_units: chunk, chunks: held };
+        p.insert("shard".into(), info.to_json());
+    }
     // Merge the chunks into the output, in chunk order, without regenerating by-reference operands.
     let mut writer = RecordingWriter::create(&opts.out, &meta, true)?;
     let mut chunk_list = Vec::new();
@@ -455,10 +522,37 @@ pub fn run_sweep(
         "tool": format!("mmaemu-record {}", env!("CARGO_PKG_VERSION")),
     });
     write_json(&manifest_path(&opts.out), &manifest)?;
-    if !opts.keep_parts {
+    if opts.keep_parts {
+        parts.release()?;
+    } else {
         parts.remove()?;
     }
     Ok(report)
+}
+
+/// Refuses an output that exists unless `--force` (nothing already written is replaced by accident).
+pub fn check_output(opts: &RunOptions) -> Result<(), RecordError> {
+    if opts.out.exists() && !opts.force {
+        return Err(RecordError::Usage(format!(
+            "{} exists; pass --force to replace it (or resume into another --out)",
+            opts.out.display()
+        )));
+    }
+    Ok(())
+}
+
+/// What each chunk of a sweep costs: its calls (cases that are not skipped) and their m·n·k.
+fn chunk_costs(sweep: &Sweep, cases: u64, chunk: u64) -> Vec<ChunkCost> {
+    let mut costs = vec![ChunkCost::default(); cases.div_ceil(chunk) as usize];
+    for i in 0..cases {
+        let c = sweep.case(i);
+        if c.skip.is_none() {
+            let cost = &mut costs[(i / chunk) as usize];
+            cost.calls += 1.0;
+            cost.work += (c.m * c.n * c.k) as f64;
+        }
+    }
+    costs
 }
 
 /// The manifest written next to an output: `<out>.manifest.json`.

@@ -55,6 +55,22 @@ fn every_example_spec_runs_from_the_command_line() {
     assert!(specs.len() >= 10);
     for spec in specs {
         let out = dir.path().join(format!("{}.parquet", spec.file_stem().unwrap().to_string_lossy()));
+        let grid = std::fs::read_to_string(&spec).unwrap().contains("kind = \"grid\"");
+        // The wrong command refuses the spec (exit 2) and names the right one.
+        let wrong: &[&str] = if grid { &["sweep"] } else { &["heuristics", "--grid"] };
+        let (code, _, stderr) = run(bin().args(wrong).arg(&spec).args(["--simulate", "--quiet", "--out"]).arg(&out));
+        assert_eq!(code, 2, "{}: {stderr}", spec.display());
+        assert!(stderr.contains(if grid { "heuristics --grid" } else { "mmaemu-record sweep" }), "{stderr}");
+        assert!(!out.exists());
+        if grid {
+            let (code, _, stderr) = run(bin()
+                .args(["heuristics", "--grid"])
+                .arg(&spec)
+                .args(["--simulate", "--quiet", "--limit", "12", "--out"])
+                .arg(&out));
+            assert_eq!(code, 0, "{}: {stderr}", spec.display());
+            continue;
+        }
         let (code, stdout, stderr) =
             run(bin().arg("sweep").arg(&spec).args(["--simulate", "--quiet", "--limit", "12", "--out"]).arg(&out));
         assert_eq!(code, 0, "{}: {stderr}", spec.display());
@@ -124,13 +140,23 @@ fn device_free_commands_and_usage_errors() {
     assert_eq!(d["A"]["type"], "CUDA_R_8F_E5M2");
     assert_eq!(d["A"]["rows"], 64);
     assert_eq!(d["A"]["cols"], 32);
-    assert_eq!(d["C"]["type"], "CUDA_R_16F");
+    // Transformer Engine 2.3 with an FP8 output: C type bf16, a D scale and an amax pointer.
+    assert_eq!(d["C"]["type"], "CUDA_R_16BF");
+    assert_eq!(d["C_pointer"], "null");
+    let attrs: Vec<(String, String)> = d["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a[0].as_str().unwrap().to_string(), a[1].to_string()))
+        .collect();
+    assert!(attrs.contains(&("CUBLASLT_MATMUL_DESC_D_SCALE_POINTER".into(), "\"device fp32 scale_result\"".into())));
+    assert!(attrs.contains(&("CUBLASLT_MATMUL_DESC_AMAX_D_POINTER".into(), "\"device fp32 amax_d\"".into())));
     assert_eq!(d["preferences"][0][1], 32 << 20);
     assert_eq!(d["preferences"].as_array().unwrap().len(), 5);
 
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "name = \"x\"\nruns = 1\n[[shapes]]\nm = 1\nn = 16\nk = 16\n").unwrap();
+    std::fs::write(&bad, "kind = \"sweep\"\nname = \"x\"\nruns = 1\n[[shapes]]\nm = 1\nn = 16\nk = 16\n").unwrap();
     let (code, _, stderr) = run(bin().arg("check").arg(&bad));
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("runs must be at least 2"), "{stderr}");

@@ -3,15 +3,15 @@
 //! duplicates; damaged or foreign parts are recomputed or refused; nondeterminism is recorded and reported;
 //! rows stored by reference regenerate; heuristic grids become readable split-K tables.
 
-use mmaemu_harness::files::replay_file;
 use mmaemu_datasets::inputs::{RowInputs, Samples};
 use mmaemu_datasets::{read_recording, read_recording_with, read_splitk_table, Expectation, ReadOptions, Truth};
+use mmaemu_harness::files::replay_file;
 use mmaemu_model::splitk::{table_lookup, SplitKey};
 use mmaemu_model::{Format, OutDtype, TableId};
 use mmaemu_recorder::heuristics::{run_heuristics, sidecar_path, HeuristicsOptions};
 use mmaemu_recorder::parts::parts_dir;
-use mmaemu_recorder::sim::SimBackend;
-use mmaemu_recorder::spec::Sweep;
+use mmaemu_recorder::sim::SimDevice;
+use mmaemu_recorder::spec::{SpecKind, Sweep};
 use mmaemu_recorder::sweep::{manifest_path, run_sweep, SweepOptions, SweepReport};
 use mmaemu_recorder::{load_spec, RecordError};
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ fn opts(out: &Path) -> SweepOptions {
 /// Runs `spec` on the simulated device of its profile (default hopper).
 fn simulate(sweep: &Sweep, text: &str, o: &SweepOptions, flaky: Option<u64>) -> Result<SweepReport, RecordError> {
     let profile = o.profile.clone().or(sweep.spec.profile.clone()).unwrap_or("hopper".into());
-    let mut b = SimBackend::new(&profile)?;
+    let mut b = SimDevice::new(&profile)?;
     if let Some(n) = flaky {
         b = b.with_flaky_every(n);
     }
@@ -48,6 +48,7 @@ fn spec_text(body: &str) -> (Sweep, String) {
 }
 
 const RESUMABLE: &str = r#"
+kind = "sweep"
 name = "resume"
 seed = 5
 formats = [["e4m3", "e4m3"], ["e4m3", "e5m2"]]
@@ -70,6 +71,17 @@ fn every_example_spec_records_and_replays() {
             continue;
         }
         let (sweep, text) = load_spec(&spec).unwrap();
+        if sweep.kind() == SpecKind::Grid {
+            // A heuristic grid: the split-K table it becomes (its first keys).
+            let out = dir.path().join(format!("{}.parquet", sweep.spec.name));
+            let o =
+                HeuristicsOptions { out: out.clone(), quiet: true, limit: Some(64), ..HeuristicsOptions::default() };
+            let mut device = SimDevice::new(sweep.spec.profile.as_deref().unwrap_or("hopper")).unwrap();
+            let r = run_heuristics(&sweep, &mut device, &o).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
+            assert_eq!(read_splitk_table(&out).unwrap().rows.len() as u64, r.rows, "{}", spec.display());
+            seen += 1;
+            continue;
+        }
         let out = dir.path().join(format!("{}.parquet", sweep.spec.name));
         let mut o = opts(&out);
         // The device-sized specs (h200-*, split shapes with K in the thousands) are cut to their first
@@ -193,6 +205,7 @@ fn rejections_are_expected_errors_with_the_status() {
     let dir = tempfile::tempdir().unwrap();
     let (sweep, text) = spec_text(
         r#"
+kind = "sweep"
 name = "rej"
 op = "gemm"
 formats = [["e4m3", "e4m3"]]
@@ -246,6 +259,7 @@ fn heuristic_grid_becomes_a_readable_table_and_resumes() {
     let dir = tempfile::tempdir().unwrap();
     let (sweep, _) = spec_text(
         r#"
+kind = "grid"
 name = "grid"
 grid_chunk_rows = 50
 formats = [["e4m3", "e4m3"], ["e4m3", "e5m2"]]
@@ -260,12 +274,12 @@ k = [4096, 8192]
     );
     let out = dir.path().join("h100sim.parquet");
     let mut o = HeuristicsOptions { out: out.clone(), quiet: true, ..HeuristicsOptions::default() };
-    let mut backend = SimBackend::new("hopper").unwrap();
+    let mut device = SimDevice::new("hopper").unwrap();
     o.stop_after_chunks = Some(2);
-    assert_eq!(run_heuristics(&sweep, &mut backend, &o).unwrap_err().exit_code(), 5);
+    assert_eq!(run_heuristics(&sweep, &mut device, &o).unwrap_err().exit_code(), 5);
     assert!(!out.exists());
     o.stop_after_chunks = None;
-    let r = run_heuristics(&sweep, &mut backend, &o).unwrap();
+    let r = run_heuristics(&sweep, &mut device, &o).unwrap();
     assert_eq!(r.resumed_chunks, 2);
     assert_eq!(r.keys, 8 * 2 * 3 * 2 * 4);
     // "caller" is 1 MiB for torch: the same keys twice; every key is accounted for.

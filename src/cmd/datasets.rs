@@ -1,6 +1,7 @@
-//! `mmaemu datasets verify|stats|show`: the arguments, over `mmaemu_harness::inspect`.
+//! `mmaemu datasets verify|stats|show|merge`: the arguments, over `mmaemu_harness::inspect` and
+//! `mmaemu_datasets::merge`.
 
-use super::{CommandResult, Exit};
+use super::{CommandError, CommandResult, Exit};
 use mmaemu_harness::inspect;
 use std::path::PathBuf;
 
@@ -37,6 +38,20 @@ pub enum DatasetsCommand {
         #[arg(long, default_value_t = 16)]
         max: usize,
     },
+    /// Merge the shards of one recorder run (`mmaemu-record sweep|heuristics --shard I/N`) into the file
+    /// the unsharded run writes: same spec and platform, every chunk exactly once, rows in chunk order,
+    /// written atomically. Recordings, or split-K tables with their sidecars.
+    Merge {
+        /// The shard files (any order).
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// The merged file.
+        #[arg(long)]
+        out: PathBuf,
+        /// Replace an existing output.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// Run a `datasets` subcommand, printing the report to stdout and a fatal error (a line starting with
@@ -46,6 +61,7 @@ pub fn run(cmd: DatasetsCommand) -> CommandResult {
         DatasetsCommand::Verify { sha256, paths } => inspect::verify(&paths, sha256),
         DatasetsCommand::Stats { json, paths } => inspect::stats(&paths, json),
         DatasetsCommand::Show { file, id, max } => inspect::show(&file, &id, if max == 0 { usize::MAX } else { max }),
+        DatasetsCommand::Merge { shards, out, force } => return merge(&shards, &out, force),
     };
     for line in text.lines() {
         if line.starts_with(inspect::FATAL) {
@@ -59,4 +75,19 @@ pub fn run(cmd: DatasetsCommand) -> CommandResult {
         1 => Exit::Failed,
         _ => Exit::BadInput,
     })
+}
+
+/// `datasets merge`: a refusal (shards of different runs, overlapping or incomplete shards, an existing
+/// output without --force) is unreadable input (exit 2), with the reason.
+fn merge(shards: &[PathBuf], out: &std::path::Path, force: bool) -> CommandResult {
+    let r = mmaemu_datasets::merge(shards, out, force).map_err(CommandError::bad_input)?;
+    println!(
+        "merged {} shards of a {}-chunk run into {} ({}, {} rows)",
+        r.shards,
+        r.chunks,
+        r.out.display(),
+        r.kind,
+        r.rows
+    );
+    Ok(Exit::Success)
 }

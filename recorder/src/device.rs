@@ -2,6 +2,7 @@
 //! run (several times, for the determinism check). Two implementations: the real GPU through cuBLASLt
 //! ([`crate::gpu`]) and the simulated device ([`crate::sim`]), which answers with the mmaemu model.
 
+use crate::caller::Caller;
 use crate::descriptor::CallConfig;
 use crate::error::RecordError;
 use serde_json::{json, Value};
@@ -33,12 +34,17 @@ impl Platform {
         s.to_string()
     }
 
-    /// The platform JSON with the caller and workspace of one run filled in (null if they vary).
-    pub fn with_run(&self, caller: &str, workspace: Option<u64>) -> Value {
+    /// The platform JSON with the caller of one run and its workspace filled in (null if it varies):
+    /// `caller` (`torch._scaled_mm`, `transformer_engine`), `caller_version` (`torch-2.7`, ...: which
+    /// call was made, next to the `cublaslt` it was made on) and the descriptor's summary.
+    pub fn with_run(&self, caller: Caller, workspace: Option<u64>) -> Value {
         let mut j = self.json.clone();
         if let Value::Object(map) = &mut j {
-            map.insert("caller".into(), json!(caller));
+            map.insert("caller".into(), json!(caller.platform_name()));
+            map.insert("caller_version".into(), json!(caller.name()));
+            map.insert("caller_detail".into(), json!(caller.version()));
             map.insert("workspace_bytes".into(), json!(workspace));
+            map.insert("descriptor".into(), json!(crate::descriptor::summary(caller)));
         }
         j
     }
@@ -128,6 +134,9 @@ pub enum RunOutcome {
         algo: AlgoInfo,
         /// One result per run.
         results: Vec<Vec<u8>>,
+        /// The fp32 bits of the amax cuBLASLt wrote, one per run, when the call asks for it (Transformer
+        /// Engine with an FP8 output); empty otherwise, and from a device that does not compute it.
+        amax: Vec<u32>,
     },
     /// cuBLASLt refused the call: where (`heuristic`, `matmul`) and the cuBLAS status.
     Rejected {
@@ -138,16 +147,31 @@ pub enum RunOutcome {
     },
 }
 
-/// A device the pipeline records from.
-pub trait Backend {
+/// A recording device: what the pipeline records from (the GPU or the simulated device).
+pub trait Device {
     /// The platform metadata.
     fn platform(&self) -> &Platform;
 
-    /// A heuristic query with torch's descriptor for `cfg`.
+    /// A heuristic query with the descriptor of `cfg` (its caller's call).
     fn heuristic(&mut self, cfg: &CallConfig) -> Result<Heuristic, RecordError>;
 
     /// Runs the call `runs` times with the same inputs, each into a fresh output buffer.
     fn run(&mut self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError>;
+
+    /// Runs the calls of a chunk, in order (a device may compute them concurrently); the first failure
+    /// stops the batch.
+    fn run_batch(&mut self, calls: &[Call<'_>], runs: usize) -> Result<Vec<RunOutcome>, RecordError> {
+        calls.iter().map(|c| self.run(&c.cfg, &c.inputs, runs)).collect()
+    }
+}
+
+/// One call of a batch: its configuration and inputs.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The call.
+    pub cfg: CallConfig,
+    /// Its operands and scales.
+    pub inputs: Inputs<'a>,
 }
 
 #[cfg(test)]

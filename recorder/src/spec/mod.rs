@@ -1,14 +1,15 @@
-//! Sweep specs (TOML): which calls a sweep records, and how. One spec describes a grid: the union of its
-//! shape blocks, crossed with formats, out dtypes, accumulation modes, scales, scale_result values,
-//! workspaces and input classes. `mmaemu-record heuristics --grid SPEC` reads the same file and uses only
-//! the key fields (shapes, formats, out dtypes, fast_accum, workspace, caller).
+//! Sweep specs (TOML): which calls a sweep records, and how; or which keys a heuristic grid queries. A
+//! spec says which it is (`kind`), and the other command refuses it. One spec describes a grid: the union
+//! of its shape blocks, crossed with formats, out dtypes, accumulation modes, scales, scale_result values,
+//! workspaces, input classes and operand layouts. Field types: [`fields`]; case numbering: [`cases`].
 //!
 //! ```toml
+//! kind = "sweep"              # "sweep" (mmaemu-record sweep) or "grid" (mmaemu-record heuristics --grid)
 //! name = "example"            # row ids are "<name>-<case index>"
 //! seed = 42                   # the input generator's seed
 //! op = "scaled_mm"            # or "gemm" (rows without torch's argument checks)
 //! profile = "hopper"          # the profile rows replay under (default: from the GPU, sm_89 ada, sm_90 hopper)
-//! caller = "torch"            # or "transformer-engine"
+//! caller = "torch-2.7"        # torch-2.7 (= "torch"), torch-2.10, torch-2.10-nodscale, transformer-engine
 //! workspace = ["caller"]      # "caller" (torch 1 MiB; TE 32 MiB on sm_90+, 4 MiB before) or bytes: 0, 4194304, ...
 //! formats = [["e4m3", "e4m3"], ["e4m3", "e5m2"]]   # (mat1, mat2)
 //! out_dtypes = ["float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"]
@@ -16,8 +17,7 @@
 //! scales = [[1.0, 1.0], [0.5, 2.0]]                # (scale_a, scale_b), rounded to fp32
 //! scale_result = ["none", 0.5]                     # "none": not passed
 //! split_scheme = "auto"       # "auto" (the preset's customOption rule), "unknown", or a scheme name
-//! chunk_rows = 64             # cases per chunk (the unit of atomic writes and of resuming)
-//! grid_chunk_rows = 4096      # grid keys per chunk of `mmaemu-record heuristics`
+//! chunk_rows = 64             # cases per chunk (the unit of atomic writes, resuming and shards)
 //! runs = 2                    # calls per case (>= 2): a difference between runs is recorded and reported
 //!
 //! [storage]
@@ -35,173 +35,142 @@
 //! [[inputs]]                  # data classes (see mmaemu_datasets::inputs)
 //! class = "gaussian"
 //! scale = 1.0
+//!
+//! [[layouts]]                 # operand layouts, as torch tensors hold them (default: the standard call)
+//! mat1 = { layout = "std", ld_pad = 16, offset = 0 }    # std (row-major) or col; ld_pad, offset in elements
+//! mat2 = { layout = "std", ld_pad = 0, offset = 32 }    # std (the transpose of a row-major [n, k]) or row
 //! ```
 //!
+//! A grid (`kind = "grid"`) has the key fields only: name, description, profile (the simulated device's),
+//! caller, workspace, shapes, formats, out_dtypes, fast_accum, and `grid_chunk_rows` (keys per chunk,
+//! default 4096); a sweep has every field but `grid_chunk_rows`.
+//!
 //! Cases are numbered in a fixed order (shape, input, formats, out dtype, fast_accum, scales, scale_result,
-//! workspace; the first varies slowest), so a case index names the same call on every run. Duplicate
-//! shapes are recorded once. Calls torch rejects before cuBLASLt (K or N not a multiple of 16, e5m2 x
-//! e5m2, zero sizes) keep their index but are skipped.
+//! workspace, layout; the first varies slowest), so a case index names the same call on every run.
+//! Duplicate shapes are recorded once. Calls torch rejects before cuBLASLt (K or N not a multiple of 16,
+//! e5m2 x e5m2, zero sizes, a column-major mat1 or a row-major mat2) and settings the caller cannot pass
+//! (a D scale for a 16/32-bit output through Transformer Engine; scale_result on an FP8 output through
+//! torch-2.10-nodscale, which drops it) keep their index but are skipped.
 
-use crate::descriptor::{torch_rejects_before_cublas, Caller};
-use mmaemu_datasets::inputs::{DataClass, InputSpec, GENERATOR_V1};
+pub mod cases;
+pub mod fields;
+
+pub use cases::{Case, GridKey};
+pub use fields::{
+    CallerWorkspace, Dim, LayoutSpec, NoneWord, OpKind, OperandSpec, ScaleResultSel, ShapeBlock, Storage, WorkspaceSel,
+};
+
+use crate::caller::Caller;
+use crate::geometry::Geometry;
+use mmaemu_datasets::inputs::DataClass;
 use mmaemu_model::{Format, OutDtype, Profile, Scheme};
 use serde::Deserialize;
 use std::collections::HashSet;
 
-/// The op recorded rows replay as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum OpKind {
-    /// The whole `torch._scaled_mm` call of the row's profile.
-    #[default]
-    ScaledMm,
-    /// The numerics without torch's argument checks.
-    Gemm,
-}
-
-/// One dimension of a shape block.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(
-    untagged,
-    deny_unknown_fields,
-    expecting = "a dimension: a number, a list of numbers, { from, to, step } or { pow2 = [lo, hi] }"
-)]
-pub enum Dim {
-    /// One value.
-    One(u64),
-    /// A list of values.
-    List(Vec<u64>),
-    /// `{ from, to, step }`: from, from + step, ... <= to.
-    Range { from: u64, to: u64, step: u64 },
-    /// `{ pow2 = [lo, hi] }`: the powers of two in [lo, hi].
-    Pow2 { pow2: [u64; 2] },
-}
-
-impl Dim {
-    /// The values, in order.
-    pub fn values(&self) -> Result<Vec<u64>, String> {
-        match self {
-            Dim::One(v) => Ok(vec![*v]),
-            Dim::List(v) => Ok(v.clone()),
-            Dim::Range { from, to, step } => {
-                if *step == 0 {
-                    return Err("a range needs step >= 1".into());
-                }
-                if to < from {
-                    return Err(format!("range from {from} to {to} is empty"));
-                }
-                let count = (to - from) / step + 1;
-                if count > 1 << 20 {
-                    return Err(format!("range from {from} to {to} step {step} has {count} values (limit 2^20)"));
-                }
-                Ok((0..count).map(|i| from + i * step).collect())
-            }
-            Dim::Pow2 { pow2: [lo, hi] } => {
-                let mut v = Vec::new();
-                let mut p = 1u64;
-                while p <= *hi {
-                    if p >= *lo {
-                        v.push(p);
-                    }
-                    match p.checked_mul(2) {
-                        Some(q) => p = q,
-                        None => break,
-                    }
-                }
-                if v.is_empty() {
-                    return Err(format!("no power of two in [{lo}, {hi}]"));
-                }
-                Ok(v)
-            }
-        }
-    }
-}
-
-/// One `[[shapes]]` block: a grid m x n x k, or explicit triples.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(
-    untagged,
-    deny_unknown_fields,
-    expecting = "a shape block: m, n and k (each a number, a list, { from, to, step } or { pow2 = [lo, hi] }), \
-                 or mnk = [[m, n, k], ...], and nothing else"
-)]
-pub enum ShapeBlock {
-    /// The cartesian product of three dimensions.
-    Grid { m: Dim, n: Dim, k: Dim },
-    /// Explicit (m, n, k) triples.
-    List { mnk: Vec<[u64; 3]> },
-}
-
-/// A workspace entry: `"caller"` or a byte count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(untagged)]
-pub enum WorkspaceSel {
-    /// A byte count.
-    Bytes(u64),
-    /// `"caller"`: the caller's default on the GPU.
-    Named(CallerWorkspace),
-}
-
-/// The only named workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallerWorkspace {
-    /// The caller's default workspace.
-    Caller,
-}
-
-impl WorkspaceSel {
-    /// The byte count on a GPU of compute capability `cap`.
-    pub fn bytes(self, caller: Caller, cap: (u32, u32)) -> u64 {
-        match self {
-            WorkspaceSel::Bytes(b) => b,
-            WorkspaceSel::Named(CallerWorkspace::Caller) => caller.default_workspace(cap),
-        }
-    }
-}
-
-/// A scale_result entry: `"none"` (not passed) or a value.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(untagged)]
-pub enum ScaleResultSel {
-    /// A value (rounded to fp32).
-    Value(f64),
-    /// `"none"`.
-    Named(NoneWord),
-}
-
-/// The word `none`.
+/// Which command a spec is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum NoneWord {
-    /// Not passed.
-    None,
+pub enum SpecKind {
+    /// `mmaemu-record sweep SPEC`: GEMMs recorded into a recording.
+    Sweep,
+    /// `mmaemu-record heuristics --grid SPEC`: heuristic queries into a split-K table.
+    Grid,
 }
 
-impl ScaleResultSel {
-    /// The fp32 value, None when not passed.
-    pub fn value(self) -> Option<f32> {
+impl SpecKind {
+    /// `sweep` or `grid`.
+    pub fn name(self) -> &'static str {
         match self {
-            ScaleResultSel::Value(v) => Some(v as f32),
-            ScaleResultSel::Named(NoneWord::None) => None,
+            SpecKind::Sweep => "sweep",
+            SpecKind::Grid => "grid",
         }
     }
 }
 
-/// `[storage]`: when rows ship operands and results, and when only their hashes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Storage {
-    /// a + b + result bytes up to this are stored in the row.
-    pub inline_max_bytes: u64,
-    /// Result elements kept for rows above the limit.
-    pub samples: usize,
-}
+/// The fields only a sweep has.
+const SWEEP_ONLY: &[&str] = &[
+    "seed",
+    "op",
+    "preset",
+    "scales",
+    "scale_result",
+    "inputs",
+    "split_scheme",
+    "storage",
+    "chunk_rows",
+    "runs",
+    "layouts",
+];
+/// The fields only a grid has.
+const GRID_ONLY: &[&str] = &["grid_chunk_rows"];
 
-impl Default for Storage {
-    fn default() -> Self {
-        Storage { inline_max_bytes: 4 << 20, samples: 16 }
-    }
+/// A sweep spec as written in TOML (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// `sweep` or `grid`: the command the spec is for.
+    pub kind: SpecKind,
+    /// The sweep's name (row ids are `<name>-<index>`).
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The input generator's seed.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// The op of the recorded rows.
+    #[serde(default)]
+    pub op: OpKind,
+    /// The profile rows replay under.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// The preset rows are evidence for (default: the profile's).
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// The caller ([`Caller::parse`]).
+    #[serde(default)]
+    pub caller: Option<String>,
+    /// Workspaces.
+    #[serde(default = "default_workspace")]
+    pub workspace: Vec<WorkspaceSel>,
+    /// Shape blocks (their union).
+    pub shapes: Vec<ShapeBlock>,
+    /// (mat1, mat2) formats.
+    #[serde(default = "default_formats")]
+    pub formats: Vec<[String; 2]>,
+    /// Out dtypes (torch names or short aliases).
+    #[serde(default = "default_out")]
+    pub out_dtypes: Vec<String>,
+    /// use_fast_accum values.
+    #[serde(default = "default_fast")]
+    pub fast_accum: Vec<bool>,
+    /// (scale_a, scale_b) pairs.
+    #[serde(default = "default_scales")]
+    pub scales: Vec<[f64; 2]>,
+    /// scale_result values.
+    #[serde(default = "default_scale_result")]
+    pub scale_result: Vec<ScaleResultSel>,
+    /// Input data classes.
+    #[serde(default = "default_inputs")]
+    pub inputs: Vec<DataClass>,
+    /// `auto`, `unknown`, or a scheme name.
+    #[serde(default = "default_split_scheme")]
+    pub split_scheme: String,
+    /// Operand layouts (default: the standard call).
+    #[serde(default)]
+    pub layouts: Vec<LayoutSpec>,
+    /// Storage limits.
+    #[serde(default)]
+    pub storage: Storage,
+    /// Cases per chunk.
+    #[serde(default = "default_chunk_rows")]
+    pub chunk_rows: usize,
+    /// Calls per case.
+    #[serde(default = "default_runs")]
+    pub runs: usize,
+    /// Grid keys per chunk of `mmaemu-record heuristics`.
+    #[serde(default = "default_grid_chunk_rows")]
+    pub grid_chunk_rows: usize,
 }
 
 fn default_seed() -> u64 {
@@ -239,70 +208,6 @@ fn default_runs() -> usize {
 }
 fn default_grid_chunk_rows() -> usize {
     4096
-}
-
-/// A sweep spec as written in TOML (see the module documentation).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SweepSpec {
-    /// The sweep's name (row ids are `<name>-<index>`).
-    pub name: String,
-    /// Free text.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// The input generator's seed.
-    #[serde(default = "default_seed")]
-    pub seed: u64,
-    /// The op of the recorded rows.
-    #[serde(default)]
-    pub op: OpKind,
-    /// The profile rows replay under.
-    #[serde(default)]
-    pub profile: Option<String>,
-    /// The preset rows are evidence for (default: the profile's).
-    #[serde(default)]
-    pub preset: Option<String>,
-    /// `torch` or `transformer-engine`.
-    #[serde(default)]
-    pub caller: Option<String>,
-    /// Workspaces.
-    #[serde(default = "default_workspace")]
-    pub workspace: Vec<WorkspaceSel>,
-    /// Shape blocks (their union).
-    pub shapes: Vec<ShapeBlock>,
-    /// (mat1, mat2) formats.
-    #[serde(default = "default_formats")]
-    pub formats: Vec<[String; 2]>,
-    /// Out dtypes (torch names or short aliases).
-    #[serde(default = "default_out")]
-    pub out_dtypes: Vec<String>,
-    /// use_fast_accum values.
-    #[serde(default = "default_fast")]
-    pub fast_accum: Vec<bool>,
-    /// (scale_a, scale_b) pairs.
-    #[serde(default = "default_scales")]
-    pub scales: Vec<[f64; 2]>,
-    /// scale_result values.
-    #[serde(default = "default_scale_result")]
-    pub scale_result: Vec<ScaleResultSel>,
-    /// Input data classes.
-    #[serde(default = "default_inputs")]
-    pub inputs: Vec<DataClass>,
-    /// `auto`, `unknown`, or a scheme name.
-    #[serde(default = "default_split_scheme")]
-    pub split_scheme: String,
-    /// Storage limits.
-    #[serde(default)]
-    pub storage: Storage,
-    /// Cases per chunk.
-    #[serde(default = "default_chunk_rows")]
-    pub chunk_rows: usize,
-    /// Calls per case.
-    #[serde(default = "default_runs")]
-    pub runs: usize,
-    /// Grid keys per chunk of `mmaemu-record heuristics`.
-    #[serde(default = "default_grid_chunk_rows")]
-    pub grid_chunk_rows: usize,
 }
 
 /// How the split scheme of a recorded split is named.
@@ -352,51 +257,28 @@ pub struct Sweep {
     pub formats: Vec<(Format, Format)>,
     /// Parsed out dtypes.
     pub outs: Vec<OutDtype>,
-    /// The caller.
+    /// The caller (the spec's, or the command line's through [`Sweep::set_caller`]).
     pub caller: Caller,
+    /// The operand layouts (the standard call when the spec has none).
+    pub layouts: Vec<Geometry>,
     /// The split scheme policy.
     pub scheme: SchemePolicy,
     /// sha256 of the spec file's bytes.
     pub sha256: String,
 }
 
-/// One call of a sweep.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Case {
-    /// The case index (stable across runs).
-    pub index: u64,
-    /// Torch's M.
-    pub m: usize,
-    /// Torch's N.
-    pub n: usize,
-    /// K.
-    pub k: usize,
-    /// mat1's format.
-    pub fmt_a: Format,
-    /// mat2's format.
-    pub fmt_b: Format,
-    /// The out dtype.
-    pub out: OutDtype,
-    /// use_fast_accum.
-    pub fast: bool,
-    /// scale_a (fp32).
-    pub scale_a: f32,
-    /// scale_b (fp32).
-    pub scale_b: f32,
-    /// scale_result (fp32), if passed.
-    pub scale_result: Option<f32>,
-    /// The workspace entry.
-    pub workspace: WorkspaceSel,
-    /// The generator spec of the operands.
-    pub inputs: InputSpec,
-    /// Why torch would not call cuBLASLt, if it would not.
-    pub skip: Option<String>,
-}
-
 impl Sweep {
     /// Parses and checks a spec; `sha256` is the file's.
     pub fn parse(text: &str, sha256: String) -> Result<Sweep, String> {
         let spec: SweepSpec = toml::from_str(text).map_err(|e| e.to_string())?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+        let (own, other) = match spec.kind {
+            SpecKind::Sweep => (SpecKind::Sweep, GRID_ONLY),
+            SpecKind::Grid => (SpecKind::Grid, SWEEP_ONLY),
+        };
+        if let Some(key) = other.iter().find(|k| table.contains_key(**k)) {
+            return Err(format!("`{key}` is not a field of a {} spec (kind = \"{}\")", own.name(), own.name()));
+        }
         Sweep::new(spec, sha256)
     }
 
@@ -487,9 +369,21 @@ impl Sweep {
             d.check()?;
         }
         let caller = match &spec.caller {
-            None => Caller::Torch,
-            Some(c) => Caller::parse(c).ok_or_else(|| format!("caller {c:?} is not torch or transformer-engine"))?,
+            None => Caller::Torch27,
+            Some(c) => Caller::parse(c).ok_or_else(|| format!("caller {c:?} is not {}", Caller::SPELLINGS))?,
         };
+        let layouts = if spec.layouts.is_empty() {
+            vec![Geometry::STANDARD]
+        } else {
+            spec.layouts
+                .iter()
+                .enumerate()
+                .map(|(i, l)| l.geometry().map_err(|e| format!("layouts[{i}]: {e}")))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        if spec.op == OpKind::Gemm && layouts.iter().any(|g| !g.is_standard()) {
+            return Err("op = \"gemm\" rows have no call object: layouts need op = \"scaled_mm\"".into());
+        }
         let scheme = match spec.split_scheme.as_str() {
             "auto" => SchemePolicy::Auto,
             "unknown" => SchemePolicy::Unknown,
@@ -512,118 +406,30 @@ impl Sweep {
         if spec.runs < 2 {
             return Err("runs must be at least 2 (each call runs twice to check determinism)".into());
         }
-        Ok(Sweep { spec, shapes, formats, outs, caller, scheme, sha256 })
+        let mut sweep = Sweep { spec, shapes, formats, outs, caller, layouts, scheme, sha256 };
+        sweep.set_caller(caller)?;
+        Ok(sweep)
     }
 
-    /// The sizes of the mixed-radix case index, slowest first.
-    fn radices(&self) -> [usize; 8] {
-        let s = &self.spec;
-        [
-            self.shapes.len(),
-            s.inputs.len(),
-            self.formats.len(),
-            self.outs.len(),
-            s.fast_accum.len(),
-            s.scales.len(),
-            s.scale_result.len(),
-            s.workspace.len(),
-        ]
+    /// The spec's kind.
+    pub fn kind(&self) -> SpecKind {
+        self.spec.kind
     }
 
-    /// Number of cases (skipped ones included).
-    pub fn case_count(&self) -> u64 {
-        self.radices().iter().fold(1u64, |a, &r| a.saturating_mul(r as u64))
-    }
-
-    /// Case `index` (< [`Sweep::case_count`]).
-    pub fn case(&self, index: u64) -> Case {
-        let radices = self.radices();
-        let mut digits = [0usize; 8];
-        let mut rest = index;
-        for (d, &r) in digits.iter_mut().zip(radices.iter()).rev() {
-            *d = (rest % r as u64) as usize;
-            rest /= r as u64;
+    /// Makes the calls as `caller` (the command line's `--caller`), or says why the spec's calls cannot be
+    /// made that way: Transformer Engine passes contiguous operands (TE 2.3 `CanonicalizeGemmInput`: lda
+    /// = ldb = k), so padded or transposed layouts are refused; storage offsets are kept.
+    pub fn set_caller(&mut self, caller: Caller) -> Result<(), String> {
+        if caller == Caller::TransformerEngine {
+            if let Some(g) = self.layouts.iter().find(|g| !g.is_contiguous()) {
+                return Err(format!(
+                    "caller transformer-engine passes contiguous operands only (lda = ldb = k); layout {} is not",
+                    g.describe()
+                ));
+            }
         }
-        let [shape, input, fmts, out, fast, scales, sr, ws] = digits;
-        let s = &self.spec;
-        let (m, n, k) = self.shapes[shape];
-        let (fmt_a, fmt_b) = self.formats[fmts];
-        // Operands depend on the shape and the input class only, so every setting of a shape sees the
-        // same data (and the Parquet dictionary stores it once).
-        let stream = (shape * s.inputs.len() + input) as u64;
-        Case {
-            index,
-            m,
-            n,
-            k,
-            fmt_a,
-            fmt_b,
-            out: self.outs[out],
-            fast: s.fast_accum[fast],
-            scale_a: s.scales[scales][0] as f32,
-            scale_b: s.scales[scales][1] as f32,
-            scale_result: s.scale_result[sr].value(),
-            workspace: s.workspace[ws],
-            inputs: InputSpec { generator: GENERATOR_V1.into(), seed: s.seed, stream, data: s.inputs[input].clone() },
-            skip: torch_rejects_before_cublas(m, n, k, fmt_a, fmt_b),
-        }
-    }
-}
-
-/// A heuristic-grid key: torch's problem and the settings the heuristic sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct GridKey {
-    /// Torch's M.
-    pub m: usize,
-    /// Torch's N.
-    pub n: usize,
-    /// K.
-    pub k: usize,
-    /// mat1's format.
-    pub fmt_a: Format,
-    /// mat2's format.
-    pub fmt_b: Format,
-    /// The out dtype.
-    pub out: OutDtype,
-    /// use_fast_accum.
-    pub fast: bool,
-    /// The workspace entry.
-    pub workspace: WorkspaceSel,
-}
-
-impl Sweep {
-    /// Number of grid keys (the heuristic grid ignores inputs, scales and scale_result).
-    pub fn grid_count(&self) -> u64 {
-        let s = &self.spec;
-        [self.shapes.len(), self.formats.len(), self.outs.len(), s.fast_accum.len(), s.workspace.len()]
-            .iter()
-            .fold(1u64, |a, &r| a.saturating_mul(r as u64))
-    }
-
-    /// Grid key `index` (< [`Sweep::grid_count`]), and why torch would not call cuBLASLt for it.
-    pub fn grid_key(&self, index: u64) -> (GridKey, Option<String>) {
-        let s = &self.spec;
-        let radices = [self.shapes.len(), self.formats.len(), self.outs.len(), s.fast_accum.len(), s.workspace.len()];
-        let mut digits = [0usize; 5];
-        let mut rest = index;
-        for (d, &r) in digits.iter_mut().zip(radices.iter()).rev() {
-            *d = (rest % r as u64) as usize;
-            rest /= r as u64;
-        }
-        let [shape, fmts, out, fast, ws] = digits;
-        let (m, n, k) = self.shapes[shape];
-        let (fmt_a, fmt_b) = self.formats[fmts];
-        let key = GridKey {
-            m,
-            n,
-            k,
-            fmt_a,
-            fmt_b,
-            out: self.outs[out],
-            fast: s.fast_accum[fast],
-            workspace: s.workspace[ws],
-        };
-        (key, torch_rejects_before_cublas(m, n, k, fmt_a, fmt_b))
+        self.caller = caller;
+        Ok(())
     }
 }
 
@@ -632,6 +438,7 @@ mod tests {
     use super::*;
 
     const SPEC: &str = r#"
+        kind = "sweep"
         name = "t"
         seed = 7
         formats = [["e4m3", "e4m3"], ["e5m2", "e5m2"]]
@@ -674,29 +481,99 @@ mod tests {
         assert_eq!((last.m, last.n, last.k), (3, 17, 32));
         assert!(last.skip.is_some(), "e5m2 x e5m2 and N = 17 are rejected by torch");
         assert_eq!(s.grid_count(), 13 * 2 * 2 * 2 * 2);
-        assert_eq!(s.caller, Caller::Torch);
+        assert_eq!(s.caller, Caller::Torch27);
         assert_eq!(s.scheme, SchemePolicy::Auto);
     }
 
     #[test]
     fn refuses_bad_specs() {
         for (text, needle) in [
-            ("name = \"t\"\n", "shapes"),
-            ("name = \"t\"\nformats = [[\"e4m3\", \"fp16\"]]\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "e4m3 / e5m2"),
-            ("name = \"t\"\nout_dtypes = [\"int8\"]\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "out_dtypes"),
-            ("name = \"t\"\ncaller = \"jax\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "caller"),
-            ("name = \"t\"\nruns = 1\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "runs"),
-            ("name = \"t\"\nbogus = 1\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "bogus"),
-            ("name = \"t\"\n[[shapes]]\nm = 1\nn = { from = 16, to = 8, step = 1 }\nk = 16\n", "empty"),
-            ("name = \"t\"\nprofile = \"h200\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "profile"),
-            ("name = \"t\"\nsplit_scheme = \"none\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "split_scheme"),
-            ("name = \"a b\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "name"),
-            ("name = \"t\"\n[[shapes]]\nm = 1\nn = 16\nk = 4194304\n", "2^21"),
-            ("name = \"t\"\n[[inputs]]\nclass = \"perlin\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "perlin"),
+            ("kind = \"sweep\"\nname = \"t\"\n", "shapes"),
+            (
+                "kind = \"sweep\"\nname = \"t\"\nformats = [[\"e4m3\", \"fp16\"]]\n[[shapes]]\nm = 1\nn = 16\nk = 16\n",
+                "e4m3 / e5m2",
+            ),
+            (
+                "kind = \"sweep\"\nname = \"t\"\nout_dtypes = [\"int8\"]\n[[shapes]]\nm = 1\nn = 16\nk = 16\n",
+                "out_dtypes",
+            ),
+            ("kind = \"sweep\"\nname = \"t\"\ncaller = \"jax\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "caller"),
+            ("kind = \"sweep\"\nname = \"t\"\nruns = 1\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "runs"),
+            ("kind = \"sweep\"\nname = \"t\"\nbogus = 1\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "bogus"),
+            (
+                "kind = \"sweep\"\nname = \"t\"\n[[shapes]]\nm = 1\nn = { from = 16, to = 8, step = 1 }\nk = 16\n",
+                "empty",
+            ),
+            ("kind = \"sweep\"\nname = \"t\"\nprofile = \"h200\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "profile"),
+            (
+                "kind = \"sweep\"\nname = \"t\"\nsplit_scheme = \"none\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n",
+                "split_scheme",
+            ),
+            ("kind = \"sweep\"\nname = \"a b\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n", "name"),
+            ("kind = \"sweep\"\nname = \"t\"\n[[shapes]]\nm = 1\nn = 16\nk = 4194304\n", "2^21"),
+            (
+                "kind = \"sweep\"\nname = \"t\"\n[[inputs]]\nclass = \"perlin\"\n[[shapes]]\nm = 1\nn = 16\nk = 16\n",
+                "perlin",
+            ),
             ("name = [\n", ""),
         ] {
             let err = Sweep::parse(text, String::new()).unwrap_err();
             assert!(err.contains(needle), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn kinds_keep_their_fields() {
+        let grid = "kind = \"grid\"\nname = \"g\"\ngrid_chunk_rows = 8\n[[shapes]]\nm = 1\nn = 16\nk = 16\n";
+        assert_eq!(Sweep::parse(grid, String::new()).unwrap().kind(), SpecKind::Grid);
+        for (text, needle) in [
+            (grid.replace("grid_chunk_rows = 8", "runs = 3"), "`runs` is not a field of a grid spec"),
+            (grid.replace("kind = \"grid\"", "kind = \"sweep\""), "`grid_chunk_rows` is not a field of a sweep"),
+            (grid.replace("kind = \"grid\"\n", ""), "kind"),
+            (grid.replace("\"grid\"", "\"table\""), "table"),
+        ] {
+            let err = Sweep::parse(&text, String::new()).unwrap_err();
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn layouts_are_the_fastest_radix_and_checked_against_the_caller() {
+        let text = "kind = \"sweep\"\nname = \"l\"\n[[shapes]]\nmnk = [[16, 32, 64]]\n[[layouts]]\n\
+                    [[layouts]]\nmat1 = { ld_pad = 16 }\n[[layouts]]\nmat2 = { layout = \"row\" }\n\
+                    [[layouts]]\nmat2 = { offset = 16 }\n";
+        let mut s = Sweep::parse(text, String::new()).unwrap();
+        assert_eq!(s.case_count(), 4);
+        assert!(s.case(0).geometry.is_standard() && s.case(0).skip.is_none());
+        assert_eq!(s.case(1).geometry.mat1.ld_pad, 16);
+        assert!(s.case(2).skip.as_deref().unwrap().contains("mat2 is not column-major"));
+        assert_eq!(s.case(3).geometry.mat2.offset, 16);
+        let err = s.set_caller(Caller::TransformerEngine).unwrap_err();
+        assert!(err.contains("contiguous operands only"), "{err}");
+        for (bad, needle) in [
+            ("mat1 = { layout = \"row\" }", "mat1.layout"),
+            ("mat2 = { ld_pad = 1000000 }", "at most"),
+            ("mat3 = {}", "mat3"),
+        ] {
+            let t = format!("kind = \"sweep\"\nname = \"l\"\n[[shapes]]\nmnk = [[16, 32, 64]]\n[[layouts]]\n{bad}\n");
+            let err = Sweep::parse(&t, String::new()).unwrap_err();
+            assert!(err.contains(needle), "{bad}: {err}");
+        }
+        let gemm = text.replace("name = \"l\"", "name = \"l\"\nop = \"gemm\"");
+        assert!(Sweep::parse(&gemm, String::new()).unwrap_err().contains("call object"));
+    }
+
+    #[test]
+    fn callers_skip_what_they_cannot_pass() {
+        let text = "kind = \"sweep\"\nname = \"c\"\ncaller = \"transformer-engine\"\n\
+                    out_dtypes = [\"bfloat16\", \"float8_e4m3fn\"]\nscale_result = [\"none\", 0.5]\n\
+                    [[shapes]]\nmnk = [[16, 32, 64]]\n";
+        let mut s = Sweep::parse(text, String::new()).unwrap();
+        let skipped: Vec<bool> = (0..4).map(|i| s.case(i).skip.is_some()).collect();
+        // bf16 with a D scale is not a TE call; FP8 outputs always have one.
+        assert_eq!(skipped, [false, true, false, false]);
+        s.set_caller(Caller::Torch210NoDScale).unwrap();
+        let skipped: Vec<bool> = (0..4).map(|i| s.case(i).skip.is_some()).collect();
+        assert_eq!(skipped, [false, false, false, true]);
     }
 }
