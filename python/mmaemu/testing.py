@@ -51,11 +51,18 @@ def _hex(v: int, width: int) -> str:
     return f"0x{v & ((1 << (8 * width)) - 1):0{2 * width}X}"
 
 
+def _hexf(v: float) -> str:
+    """``0x1.xxxp+e`` without trailing zeros (finite nonzero ``v``)."""
+    mant, _, exp = v.hex().partition("p")
+    mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}p{exp}"
+
+
 def _show(x: Any, i: int) -> str:
     v = float(x.reshape(-1)[i])
     if v != v or v in (float("inf"), float("-inf")) or v == 0.0:
         return repr(v)
-    return f"{v!r} = {v.hex()}"
+    return f"{v!r} = {_hexf(v)}"
 
 
 def assert_bitwise_equal(actual: Any, expected: Any, nan: str = "bits") -> None:

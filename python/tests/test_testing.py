@@ -41,7 +41,7 @@ def test_message_names_the_first_elements_with_their_index() -> None:
     with pytest.raises(AssertionError) as e:
         assert_bitwise_equal(x, y)
     msg = str(e.value)
-    assert msg.startswith("2 of 12 elements differ; first at index (1, 2): expected 0x3F80 (1.0 = 0x1.0000000000000p+0)")
+    assert msg.startswith("2 of 12 elements differ; first at index (1, 2): expected 0x3F80 (1.0 = 0x1p+0)")
     assert "at (2, 0): expected 0xC000" in msg
 
 
