@@ -1,10 +1,9 @@
-//! The calling thread's floating-point environment (docs/reference.md §5.2 step 12, §9.2): mmaemu's fp32
-//! arithmetic needs IEEE subnormals, so every entry point that computes refuses to run while the CPU
-//! flushes subnormal results to zero (FTZ) or reads subnormal inputs as zero (DAZ).
-//!
-//! The state is read from the control register (x86_64 MXCSR, aarch64 FPCR) and, on every target, also
-//! probed by arithmetic ([`crate::scaled_mm::flushes_subnormals`]), so a mode this module does not decode
-//! is caught too.
+//! The calling thread's floating-point environment (docs/reference.md §5.2 step 12, §9.2): every entry point that
+//! computes refuses to run while the CPU flushes subnormal results to zero (FTZ) or reads subnormal inputs as zero
+//! (DAZ), because mmaemu's fp32 arithmetic needs IEEE subnormals.
+
+// The state is read from the control register (x86_64 MXCSR, aarch64 FPCR) and, on every target, also probed by
+// arithmetic (`scaled_mm::flushes_subnormals`), so that a mode this module does not decode is caught too.
 
 use crate::error::{Category, Error, Result};
 

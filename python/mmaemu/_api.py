@@ -1,9 +1,6 @@
-"""The torch-facing API: ``scaled_mm`` with torch 2.7.1's ``torch._scaled_mm`` signature, ``explain``,
-``accumulate``, and the profile, preset and backend queries (docs/reference.md §5, §6.1, §8.1, §9.5).
-
-This layer checks what only a dynamically typed caller can get wrong (R.6: Python types, as torch's
-argument parser does), describes the tensors, allocates the result, and emits the warnings; the checks
-of the contract, the decisions and the arithmetic are the Rust core's.
+"""The torch-facing API: ``scaled_mm`` with torch 2.7.1's signature, ``explain``, ``accumulate`` and the profile,
+preset and backend queries (docs/reference.md §5, §6.1, §8.1, §9.5): the Python argument checks (R.6), the tensor
+descriptions, the result allocation and the warnings; the contract's checks and arithmetic are the Rust core's.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The exceptions and warnings of mmaemu (docs/reference.md §7, R.3, R.4).
-
-Errors are real exception classes with the bases the reference gives them; warnings are ``Warning``
-subclasses emitted through Python's ``warnings`` module, so ``pytest.warns`` and ``-W error`` work.
+"""The exceptions and warnings of mmaemu (docs/reference.md §7, R.3, R.4): exception classes with the bases the
+reference gives them, and ``UserWarning`` subclasses emitted through the ``warnings`` module.
 """
 
 from __future__ import annotations
