@@ -299,7 +299,7 @@ def _call_args(
                 and input.is_cpu and mat2.is_cpu and scale_a.is_cpu and scale_b.is_cpu
                 and (bias is None or bias.is_cpu) and (scale_result is None or scale_result.is_cpu)
                 and (out is None or out.is_cpu)):
-            d = arr.torch_desc
+            d = arr.cpu_desc
             grad = torch.is_grad_enabled() and (
                 input.requires_grad or mat2.requires_grad or scale_a.requires_grad or scale_b.requires_grad
                 or (bias is not None and bias.requires_grad)

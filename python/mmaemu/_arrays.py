@@ -150,10 +150,16 @@ def torch_dtype_info(dt: Any) -> Tuple[str, int]:
 
 def torch_desc(x: Any) -> Desc:
     """The description of a torch tensor (no host data for tensors off the CPU)."""
+    return cpu_desc(x) if x.is_cpu else (torch_dtype_info(x.dtype)[0], x.shape, x.stride(), x.storage_offset(), 0,
+                                         x.element_size())
+
+
+def cpu_desc(x: Any) -> Desc:
+    """The description of a CPU torch tensor."""
     off = x.storage_offset()
-    name, size = _TORCH_DT.get(x.dtype) or torch_dtype_info(x.dtype)
-    base = x.data_ptr() - off * size if x.is_cpu else 0
-    return (name, x.shape, x.stride(), off, base, size)
+    dt = x.dtype
+    name, size = _TORCH_DT.get(dt) or torch_dtype_info(dt)
+    return (name, x.shape, x.stride(), off, x.data_ptr() - off * size, size)
 
 
 def device_of(x: Any) -> str:

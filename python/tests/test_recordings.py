@@ -89,3 +89,21 @@ def test_the_replay_covers_every_feature() -> None:
     want += [f"out_dtype:{d}" for d in ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")]
     missing = [w for w in want if seen[w] == 0]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpu:portable", "cpu"])
+def test_every_backend_gives_the_recorded_bits(backend: str) -> None:
+    # A sample of the GEMM rows (every 25th, small ones for the model) through each named backend.
+    rows = [r for r in rows_of("rtx4060-gemm") if r["expected"][0] == "bits"][::25]
+    if backend == "reference":
+        rows = [r for r in rows if r["m"] * r["n"] * r["k"] <= 1 << 20]
+    failures = []
+    for row in rows:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = compute(row, backend=backend)
+        try:
+            mmaemu.testing.assert_bitwise_equal(got, expected_tensor(row, tuple(got.shape)))
+        except AssertionError as e:
+            failures.append(f"{row['id']}: {e}")
+    assert rows and not failures, failures[:5]
