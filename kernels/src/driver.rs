@@ -24,6 +24,10 @@ const PIECE: usize = 128;
 /// cycle per product, so a decoded piece must serve hundreds of rows.
 const MAX_ROWS: usize = 512;
 
+/// Below this many multiply-adds (about 20 µs of one core) the tiles run on the calling thread: waking the
+/// pool's threads and waiting for them costs more than the work.
+const SERIAL_MACS: usize = 1 << 18;
+
 /// One chunk (one chain from +0): its real k ranges with their positions in the chain, and the length of
 /// chain that is run, in whole blocks (the positions past the real ones are zero padding).
 #[derive(Clone, Debug)]
@@ -133,7 +137,12 @@ impl<'a> Job<'a> {
             return out;
         }
         let panels = n.div_ceil(w);
-        let threads = rayon::current_num_threads().max(1);
+        // A GEMM this small takes less time than handing its tiles to other threads: one thread runs it.
+        let threads = if m.saturating_mul(n).saturating_mul(self.k) < SERIAL_MACS {
+            1
+        } else {
+            rayon::current_num_threads().max(1)
+        };
         // Rows per tile: up to MAX_ROWS (so a decoded panel piece serves many rows), fewer when there are
         // too few tiles to keep every thread busy.
         let want = 4 * threads;
@@ -145,8 +154,9 @@ impl<'a> Job<'a> {
         for w0 in (0..row_blocks).step_by(wave) {
             let tasks: Vec<(usize, usize)> =
                 (w0..(w0 + wave).min(row_blocks)).flat_map(|rb| (0..panels).map(move |p| (rb, p))).collect();
+            let run = |&(rb, p): &(usize, usize)| tile(self, rb * rows..((rb + 1) * rows).min(m), p);
             let tiles: Vec<Vec<f32>> =
-                tasks.par_iter().map(|&(rb, p)| tile(self, rb * rows..((rb + 1) * rows).min(m), p)).collect();
+                if threads == 1 { tasks.iter().map(run).collect() } else { tasks.par_iter().map(run).collect() };
             for (&(rb, p), t) in tasks.iter().zip(&tiles) {
                 let (j0, j1) = (p * w, ((p + 1) * w).min(n));
                 for (r, i) in (rb * rows..((rb + 1) * rows).min(m)).enumerate() {

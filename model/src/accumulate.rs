@@ -223,6 +223,8 @@ pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn Ch
     if m == 0 || n == 0 || k == 0 {
         return Ok(vec![0.0; m * n]);
     }
+    // docs/reference.md §5.2 step 12: no result is computed while the calling thread flushes subnormals.
+    crate::fpenv::check()?;
     let sa = sanitised(ops.a, ops.fa);
     let sb = sanitised(ops.b, ops.fb);
     let a = sa.as_deref().unwrap_or(ops.a);

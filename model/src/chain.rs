@@ -228,5 +228,7 @@ pub fn dot(preset: &Preset, fa: Format, fb: Format, a: &[u8], b: &[u8], c: Optio
             b.len()
         )));
     }
+    // docs/reference.md §5.2 step 12: the late-c presets add c in fp32, which needs subnormals.
+    crate::fpenv::check()?;
     Ok(Chain::new(preset, fa, fb).run(a, b, c.unwrap_or(0.0)))
 }

@@ -10,6 +10,7 @@ pub mod dtype;
 pub mod epilogue;
 pub mod error;
 pub mod format;
+pub mod fpenv;
 pub mod gemm;
 pub mod limits;
 pub mod plan;

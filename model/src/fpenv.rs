@@ -1,0 +1,131 @@
+//! The calling thread's floating-point environment (docs/reference.md §5.2 step 12, §9.2): every entry point that
+//! computes refuses to run while the CPU flushes subnormal results to zero (FTZ) or reads subnormal inputs as zero
+//! (DAZ), because mmaemu's fp32 arithmetic needs IEEE subnormals.
+
+// The state is read from the control register (x86_64 MXCSR, aarch64 FPCR) and, on every target, also probed by
+// arithmetic (`scaled_mm::flushes_subnormals`), so that a mode this module does not decode is caught too.
+
+use crate::error::{Category, Error, Result};
+
+/// What the control register says, where this target has one that is decoded here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushFlags {
+    /// Subnormal results are flushed to zero (x86 MXCSR.FTZ, bit 15; aarch64 FPCR.FZ, bit 24).
+    pub ftz: bool,
+    /// Subnormal inputs are read as zero (x86 MXCSR.DAZ, bit 6; aarch64 has no separate flag).
+    pub daz: bool,
+}
+
+/// The flush flags of the calling thread's control register; None on targets without a decoded one.
+pub fn flush_flags() -> Option<FlushFlags> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut csr: u32 = 0;
+        // SAFETY: STMXCSR stores the 32-bit MXCSR into the given, valid and aligned, location; SSE is part
+        // of the x86_64 baseline.
+        unsafe {
+            core::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack, preserves_flags));
+        }
+        Some(FlushFlags { ftz: csr & (1 << 15) != 0, daz: csr & (1 << 6) != 0 })
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let fpcr: u64;
+        // SAFETY: reading FPCR has no side effects and is allowed at EL0.
+        unsafe {
+            core::arch::asm!("mrs {}, fpcr", out(reg) fpcr, options(nomem, nostack, preserves_flags));
+        }
+        let fz = fpcr & (1 << 24) != 0;
+        Some(FlushFlags { ftz: fz, daz: fz })
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        None
+    }
+}
+
+/// The message of the flush-to-zero error (docs/reference.md §5.2 step 12).
+pub const FLUSH_MESSAGE: &str = "the CPU flushes subnormals to zero (FTZ/DAZ): mmaemu's fp32 arithmetic needs \
+                                 subnormals; clear the flag before calling";
+
+/// Does the calling thread flush subnormals (register flags or the arithmetic probe)?
+pub fn flushes() -> bool {
+    flush_flags().is_some_and(|f| f.ftz || f.daz) || crate::scaled_mm::flushes_subnormals()
+}
+
+/// MmaemuError (docs/reference.md §7.1) if the calling thread flushes subnormals; call it before computing.
+pub fn check() -> Result<()> {
+    if flushes() {
+        return Err(Error::new(Category::Mmaemu, FLUSH_MESSAGE));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_environment_keeps_subnormals() {
+        if let Some(f) = flush_flags() {
+            assert!(!f.ftz && !f.daz, "{f:?}");
+        }
+        assert!(check().is_ok());
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn with_mxcsr<T>(bits: u32, f: impl FnOnce() -> T) -> T {
+        let mut old: u32 = 0;
+        // SAFETY: STMXCSR / LDMXCSR of this thread's MXCSR; the old value is restored before returning, and
+        // only the FTZ and DAZ bits are changed.
+        unsafe {
+            core::arch::asm!("stmxcsr [{}]", in(reg) &mut old, options(nostack, preserves_flags));
+            let new = old | bits;
+            core::arch::asm!("ldmxcsr [{}]", in(reg) &new, options(nostack, preserves_flags));
+        }
+        let r = f();
+        // SAFETY: as above.
+        unsafe {
+            core::arch::asm!("ldmxcsr [{}]", in(reg) &old, options(nostack, preserves_flags));
+        }
+        r
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn ftz_and_daz_are_refused() {
+        for (bit, ftz, daz) in [(1u32 << 15, true, false), (1u32 << 6, false, true)] {
+            let (flags, err) = with_mxcsr(bit, || (flush_flags(), check().err()));
+            assert_eq!(flags, Some(FlushFlags { ftz, daz }));
+            let err = err.expect("a flushing thread is refused");
+            assert_eq!(err.category(), Category::Mmaemu);
+            assert_eq!(err.message(), FLUSH_MESSAGE);
+        }
+        assert!(check().is_ok());
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn computing_entry_points_check_first() {
+        use crate::dtype::Dtype;
+        use crate::scaled_mm::ScaledMm;
+        use crate::tensor::View;
+        use crate::{accumulate, dot, Format, Operands, Preset, SplitK};
+        let codes = vec![0x38u8; 16 * 32];
+        let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a: &codes, b: &codes, m: 16, n: 16, k: 32 };
+        let a = View::packed(Dtype::Float8E4m3fn, &[16, 32], &codes);
+        let mut call = ScaledMm::new(a.clone(), a.t(), 1.0, 1.0);
+        call.splitk = crate::SplitRequest::Count(1);
+        let errors = with_mxcsr(1 << 15, || {
+            [
+                dot(&Preset::hopper(), Format::E4m3, Format::E4m3, &codes[..32], &codes[..32], None).err(),
+                accumulate(&Preset::hopper(), &ops, true, SplitK::NONE).err(),
+                call.clone().run().err(),
+            ]
+        });
+        for e in errors {
+            assert_eq!(e.map(|e| e.category()), Some(Category::Mmaemu));
+        }
+        assert!(call.run().is_ok());
+    }
+}

@@ -1,0 +1,553 @@
+"""The torch-facing API: ``scaled_mm`` with torch 2.7.1's signature, ``explain``, ``accumulate`` and the profile,
+preset and backend queries (docs/reference.md §5, §6.1, §8.1, §9.5): the Python argument checks (R.6), the tensor
+descriptions, the result allocation and the warnings; the contract's checks and arithmetic are the Rust core's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _arrays as arr
+from . import _core
+from .errors import WARNING_CLASSES, ReferenceRejectsError, UnsupportedFeatureError
+
+__all__ = [
+    "scaled_mm",
+    "explain",
+    "accumulate",
+    "get_profile",
+    "list_profiles",
+    "get_preset",
+    "list_presets",
+    "backends_status",
+    "CallPlan",
+    "ErrorInfo",
+    "SplitDecision",
+    "WarningInfo",
+    "Profile",
+    "Preset",
+    "BackendStatus",
+    "BackendsStatus",
+]
+
+SplitK = Union[str, int, Tuple[int, str]]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True)
+class SplitDecision:
+    """A split-K decision (§8.1): S, the scheme, where it came from, whether hardware verified it."""
+
+    s: int
+    scheme: str
+    source: str
+    verified: bool
+    table_id: Optional[str]
+    note: str
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """The first error a call would raise: its class name (or TypeError, ValueError, KeyError) and message."""
+
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class WarningInfo:
+    """One warning a call reports: its class name and message."""
+
+    kind: str
+    message: str
+
+    @property
+    def category(self) -> type:
+        return WARNING_CLASSES.get(self.kind, UserWarning)
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What a call would do (§8.1). ``validation`` is ``"ok"`` or the first error."""
+
+    validation: Union[str, ErrorInfo]
+    profile: str
+    preset: str
+    preset_maturity: str
+    split: Optional[SplitDecision]
+    backend: str
+    fallbacks: Tuple[str, ...]
+    warnings: Tuple[WarningInfo, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.validation == "ok"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A profile (§6.1): a reference platform and its caller."""
+
+    name: str
+    preset: str
+    gpu_name: Optional[str]
+    capability: Tuple[int, int]
+    sm_count: Optional[int]
+    cublaslt_version: Optional[str]
+    caller: str
+    torch_version: Optional[str]
+    workspace_bytes: Optional[int]
+    align: Optional[int]
+    splitk_table: Optional[str]
+    rejects: Tuple[Dict[str, Optional[str]], ...]
+    maturity: str
+    splitk_maturity: Optional[str]
+    description: str
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A tensor-core arithmetic (§2.1)."""
+
+    name: str
+    nfma: int
+    frac: int
+    frac_out: int
+    min_exp: int
+    c_entry: str
+    slow_chunk: Optional[int]
+    maturity: str
+    schemes: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """One backend: whether it can be selected, and how it was checked or why not."""
+
+    name: str
+    available: bool
+    status: str
+
+
+@dataclass(frozen=True)
+class BackendsStatus:
+    """Every backend, and what ``backend="auto"`` selects for tensors on ``device``."""
+
+    device: str
+    auto: str
+    fallbacks: Tuple[str, ...]
+    backends: Tuple[BackendStatus, ...]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Argument checks of a dynamically typed caller (R.6)
+
+
+def _type_error(fn: str, name: str, pos: Optional[int], expected: str, got: Any) -> TypeError:
+    where = f" (position {pos})" if pos else ""
+    return TypeError(f"{fn}(): argument '{name}'{where} must be {expected}, not {arr.type_name(got)}")
+
+
+def _tensor(fn: str, kind: str, name: str, pos: Optional[int], x: Any, optional: bool, codes: bool = False) -> None:
+    if x is None and optional:
+        return
+    k = arr.kind_of(x)
+    if k == kind and (codes or not isinstance(x, arr.Codes)):
+        return
+    raise _type_error(fn, name, pos, "Tensor" if kind == "torch" else "numpy.ndarray", x)
+
+
+def _splitk(fn: str, splitk: Any) -> Tuple[str, int, str]:
+    if isinstance(splitk, str):
+        if splitk == "auto":
+            return ("auto", 0, "")
+        raise ValueError(f"{fn}(): splitk must be 'auto', an integer S or (S, scheme), got {splitk!r}")
+    if isinstance(splitk, int) and not isinstance(splitk, bool):
+        return ("count", int(splitk), "")
+    if isinstance(splitk, (tuple, list)) and len(splitk) == 2:
+        s, scheme = splitk
+        if isinstance(s, int) and not isinstance(s, bool) and isinstance(scheme, str):
+            return ("pair", int(s), scheme)
+    raise _type_error(fn, "splitk", None, "'auto', int or (int, str)", splitk)
+
+
+def _profile(fn: str, profile: Any) -> Optional[str]:
+    if profile is None or isinstance(profile, str):
+        return profile
+    if isinstance(profile, Profile):
+        return profile.name
+    raise _type_error(fn, "profile", None, "str, Profile or None", profile)
+
+
+def _backend(fn: str, backend: Any) -> str:
+    if isinstance(backend, str):
+        return backend
+    raise _type_error(fn, "backend", None, "str", backend)
+
+
+def _bool(fn: str, name: str, pos: Optional[int], x: Any) -> bool:
+    if type(x) is bool:
+        return x
+    raise _type_error(fn, name, pos, "bool", x)
+
+
+def _dtype(fn: str, kind: str, name: str, pos: Optional[int], x: Any) -> Optional[str]:
+    if x is None:
+        return None
+    got = arr.dtype_arg_name(kind, x)
+    if got is None:
+        raise _type_error(fn, name, pos, "torch.dtype" if kind == "torch" else "numpy.dtype", x)
+    return got
+
+
+def _grad(kind: str, tensors: Sequence[Any]) -> bool:
+    if kind != "torch":
+        return False
+    torch = arr.torch_module()
+    if not torch.is_grad_enabled():
+        return False
+    return any(t is not None and not isinstance(t, arr.Codes) and t.requires_grad for t in tensors)
+
+
+def _devices(tensors: Sequence[Any]) -> str:
+    """The one device of the tensors; ReferenceRejectsError for several (§5.2 step 2.14)."""
+    devices = []
+    for t in tensors:
+        if t is not None:
+            d = arr.device_of(t)
+            if d not in devices:
+                devices.append(d)
+    if len(devices) > 1:
+        raise ReferenceRejectsError(
+            f"Expected all tensors to be on the same device, but found at least two devices, {devices[0]} and "
+            f"{devices[1]}!"
+        )
+    return devices[0] if devices else "cpu"
+
+
+def _host_only(device: str) -> None:
+    if device != "cpu":
+        raise UnsupportedFeatureError(
+            f"tensors on {device}: mmaemu's Python package computes on host tensors; pass .cpu() tensors (the "
+            f"result has the same bits)"
+        )
+
+
+def _stacklevel() -> int:
+    """The stack level of the first frame outside this package and torch's compiler wrappers."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(_PACKAGE_DIR) and "_dynamo" not in name:
+            return level
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def emit(ws: Sequence[Tuple[str, str]]) -> None:
+    """Emit the warnings a call reported, in order, through the warnings module."""
+    for kind, message in ws:
+        warnings.warn(message, WARNING_CLASSES.get(kind, UserWarning), stacklevel=_stacklevel() + 1)
+
+
+def _raise_with_warnings(e: BaseException) -> None:
+    """Emit the warnings a failing call reported before it failed (§7.2)."""
+    ws = getattr(e, "mmaemu_warnings", None)
+    if ws:
+        emit(ws)
+
+
+_FN = "scaled_mm"
+
+
+def _call_args(
+    fn: str,
+    input: Any,
+    mat2: Any,
+    scale_a: Any,
+    scale_b: Any,
+    bias: Any,
+    scale_result: Any,
+    out_dtype: Any,
+    use_fast_accum: Any,
+    out: Any,
+    profile: Any,
+    splitk: Any,
+    backend: Any,
+) -> Tuple[str, Any, str]:
+    """(kind, the arguments for the extension, the tensors' device) after the checks of R.6."""
+    torch = arr.torch_module()
+    if torch is not None and isinstance(input, torch.Tensor):
+        # The common case, kept short: every argument a CPU torch tensor.
+        T = torch.Tensor
+        if (isinstance(mat2, T) and isinstance(scale_a, T) and isinstance(scale_b, T)
+                and (bias is None or isinstance(bias, T)) and (scale_result is None or isinstance(scale_result, T))
+                and (out is None or isinstance(out, T)) and type(use_fast_accum) is bool
+                and (out_dtype is None or isinstance(out_dtype, torch.dtype))
+                and (profile is None or isinstance(profile, str)) and isinstance(backend, str)
+                and input.is_cpu and mat2.is_cpu and scale_a.is_cpu and scale_b.is_cpu
+                and (bias is None or bias.is_cpu) and (scale_result is None or scale_result.is_cpu)
+                and (out is None or out.is_cpu)):
+            d = arr.cpu_desc
+            grad = torch.is_grad_enabled() and (
+                input.requires_grad or mat2.requires_grad or scale_a.requires_grad or scale_b.requires_grad
+                or (bias is not None and bias.requires_grad)
+                or (scale_result is not None and scale_result.requires_grad))
+            descs = (d(input), d(mat2), d(scale_a), d(scale_b), None if bias is None else d(bias),
+                     None if scale_result is None else d(scale_result))
+            od = None if out_dtype is None else arr.torch_dtype_info(out_dtype)[0]
+            split = ("auto", 0, "") if splitk == "auto" else _splitk(fn, splitk)
+            options = (od, use_fast_accum, None if out is None else d(out), profile, split, backend, grad)
+            return "torch", (descs, options), "cpu"
+    return _call_args_checked(fn, input, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out,
+                              profile, splitk, backend)
+
+
+def _call_args_checked(
+    fn: str,
+    input: Any,
+    mat2: Any,
+    scale_a: Any,
+    scale_b: Any,
+    bias: Any,
+    scale_result: Any,
+    out_dtype: Any,
+    use_fast_accum: Any,
+    out: Any,
+    profile: Any,
+    splitk: Any,
+    backend: Any,
+) -> Tuple[str, Any, str]:
+    kind = arr.kind_of(input)
+    if kind is None:
+        raise _type_error(fn, "input", 1, "Tensor", input)
+    _tensor(fn, kind, "input", 1, input, False, codes=True)
+    _tensor(fn, kind, "mat2", 2, mat2, False, codes=True)
+    _tensor(fn, kind, "scale_a", 3, scale_a, False)
+    _tensor(fn, kind, "scale_b", 4, scale_b, False)
+    _tensor(fn, kind, "bias", 5, bias, True)
+    _tensor(fn, kind, "scale_result", 6, scale_result, True)
+    od = _dtype(fn, kind, "out_dtype", 7, out_dtype)
+    fast = _bool(fn, "use_fast_accum", 8, use_fast_accum)
+    _tensor(fn, kind, "out", None, out, True)
+    tensors = (input, mat2, scale_a, scale_b, bias, scale_result, out)
+    device = _devices(tensors)
+    descs = (
+        arr.desc(input),
+        arr.desc(mat2),
+        arr.desc(scale_a),
+        arr.desc(scale_b),
+        None if bias is None else arr.desc(bias),
+        None if scale_result is None else arr.desc(scale_result),
+    )
+    options = (
+        od,
+        fast,
+        None if out is None else arr.desc(out),
+        _profile(fn, profile),
+        _splitk(fn, splitk),
+        _backend(fn, backend),
+        _grad(kind, tensors[:6]),
+    )
+    return kind, (descs, options), device
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The entry points
+
+
+def scaled_mm(
+    input: Any,
+    mat2: Any,
+    scale_a: Any,
+    scale_b: Any,
+    bias: Any = None,
+    scale_result: Any = None,
+    out_dtype: Any = None,
+    use_fast_accum: bool = False,
+    *,
+    out: Any = None,
+    profile: Optional[Union[str, Profile]] = None,
+    splitk: SplitK = "auto",
+    backend: str = "auto",
+) -> Any:
+    """``torch._scaled_mm`` of torch 2.7.1 as the profile's GPU computes it, bit for bit (§5).
+
+    ``input`` [M, K] and ``mat2`` [K, N] are float8 tensors (or numpy arrays of ml_dtypes float8 types,
+    or :func:`mmaemu.codes`); the scales are one-element float32 tensors. The result is a new [M, N]
+    tensor of ``out_dtype`` (default: the input's dtype), or ``out`` itself. ``profile`` defaults to
+    ``MMAEMU_PROFILE``, else ``"hopper"``; ``splitk`` is ``"auto"``, ``1`` or ``(S, scheme)``;
+    ``backend`` is ``"auto"``, ``"reference"``, ``"cpu"`` or ``"cpu:<simd>"``.
+    """
+    kind, args, device = _call_args(
+        _FN, input, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out, profile, splitk,
+        backend,
+    )
+    _host_only(device)
+    dst = None
+    result = None
+    shape_a, shape_b = args[0][0][1], args[0][1][1]
+    if out is None and len(shape_a) == 2 and len(shape_b) == 2:
+        m, n = shape_a[0], shape_b[1]
+        od = args[1][0] or args[0][0][0]
+        try:
+            if kind == "torch":
+                dt = out_dtype if out_dtype is not None and not isinstance(out_dtype, type) else arr.torch_dtype(od)
+                result = arr.torch_module().empty((m, n), dtype=dt)
+                size = arr.torch_dtype_info(dt)[1]
+                dst = (od, (m, n), (n, 1), 0, result.data_ptr(), size)
+            else:
+                result = arr.empty(kind, (m, n), od)
+                dst = arr.desc(result)
+        except (TypeError, AttributeError, RuntimeError, ValueError):
+            result = dst = None
+    try:
+        status, payload, ws = _core.scaled_mm(args, dst)
+    except Exception as e:
+        _raise_with_warnings(e)
+        raise
+    if ws:
+        emit(ws)
+    if status == "result":
+        return result
+    if status == "resized":
+        m, n = shape_a[0], shape_b[1]
+        if kind == "torch":
+            out.resize_((m, n))
+        else:
+            out.resize((m, n), refcheck=False)
+        _core.fill(arr.desc(out), payload)
+    return out
+
+
+def explain(
+    input: Any,
+    mat2: Any,
+    scale_a: Any,
+    scale_b: Any,
+    bias: Any = None,
+    scale_result: Any = None,
+    out_dtype: Any = None,
+    use_fast_accum: bool = False,
+    *,
+    out: Any = None,
+    profile: Optional[Union[str, Profile]] = None,
+    splitk: SplitK = "auto",
+    backend: str = "auto",
+) -> CallPlan:
+    """What :func:`scaled_mm` would do with these arguments (§8.1), without computing or reading data.
+
+    Never raises for the call: the first error it would raise is ``validation``. Tensors on the meta
+    device are accepted (only shapes, strides and dtypes are read).
+    """
+    try:
+        _, args, _ = _call_args(
+            "explain", input, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out, profile,
+            splitk, backend,
+        )
+    except (TypeError, ValueError, ReferenceRejectsError) as e:
+        return CallPlan(ErrorInfo(type(e).__name__, str(e)), "", "", "", None, "", (), ())
+    return _plan(_core.explain(args))
+
+
+def _plan(d: Dict[str, Any]) -> CallPlan:
+    v = d["validation"]
+    split = d["split"]
+    return CallPlan(
+        validation="ok" if v is None else ErrorInfo(*v),
+        profile=d["profile"],
+        preset=d["preset"],
+        preset_maturity=d["preset_maturity"],
+        split=None if split is None else SplitDecision(**split),
+        backend=d["backend"],
+        fallbacks=tuple(d["fallbacks"]),
+        warnings=tuple(WarningInfo(k, m) for k, m in d["warnings"]),
+    )
+
+
+def accumulate(
+    a: Any,
+    b: Any,
+    *,
+    use_fast_accum: bool,
+    splitk: SplitK = "auto",
+    profile: Optional[Union[str, Profile]] = None,
+    backend: str = "auto",
+    out_dtype_for_split: Any = None,
+) -> Any:
+    """The fp32 accumulator [M, N] of ``a`` [M, K] x ``b`` [N, K]ᵀ before any scale (§5.6).
+
+    Note: ``b`` is [N, K] (mat2 transposed). Any K, any format pair; ``splitk="auto"`` is decided on the
+    profile with the key (M, N, K, formats, ``out_dtype_for_split``, default float32) of a standard layout.
+    """
+    fn = "accumulate"
+    kind = arr.kind_of(a)
+    if kind is None:
+        raise _type_error(fn, "a", 1, "Tensor", a)
+    _tensor(fn, kind, "b", 2, b, False, codes=True)
+    fast = _bool(fn, "use_fast_accum", None, use_fast_accum)
+    od = _dtype(fn, kind, "out_dtype_for_split", None, out_dtype_for_split) or "float32"
+    _host_only(_devices((a, b)))
+    da, db = arr.desc(a), arr.desc(b)
+    shape = (da[1][0], db[1][0]) if len(da[1]) == 2 and len(db[1]) == 2 else (0, 0)
+    result = arr.empty(kind, shape, "float32")
+    try:
+        ws = _core.accumulate(
+            da, db, fast, _splitk(fn, splitk), _profile(fn, profile), _backend(fn, backend), od, _grad(kind, (a, b)),
+            arr.desc(result),
+        )
+    except Exception as e:
+        _raise_with_warnings(e)
+        raise
+    if ws:
+        emit(ws)
+    return result
+
+
+def get_profile(name: Optional[str] = None) -> Profile:
+    """A profile by name (§6.1); None: ``MMAEMU_PROFILE``, else ``"hopper"``. Unknown names: KeyError."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"get_profile(): name must be str or None, not {arr.type_name(name)}")
+    d = _core.get_profile(name)
+    d["rejects"] = tuple(d["rejects"])
+    return Profile(**d)
+
+
+def list_profiles() -> List[str]:
+    """The profile names, in the reference's order (§6.1)."""
+    return list(_core.list_profiles())
+
+
+def get_preset(name: str) -> Preset:
+    """A preset by name (§2.1; ``blackwell`` is an alias of ``b200_mma_sync``). Unknown names: KeyError."""
+    if not isinstance(name, str):
+        raise TypeError(f"get_preset(): name must be str, not {arr.type_name(name)}")
+    d = _core.get_preset(name)
+    d["schemes"] = tuple(d["schemes"])
+    return Preset(**d)
+
+
+def list_presets() -> List[str]:
+    """The built-in preset names, sorted (§2.1)."""
+    return list(_core.list_presets())
+
+
+def backends_status(device: Optional[str] = None) -> BackendsStatus:
+    """Every backend with its status, and what ``backend="auto"`` selects for tensors on ``device``
+    (None or ``"cpu"``: host tensors, what this package computes on; ``"cuda"``, ``"cuda:N"``)."""
+    if device is not None and not isinstance(device, str):
+        raise TypeError(f"backends_status(): device must be str or None, not {arr.type_name(device)}")
+    dev = device or "cpu"
+    rows, auto, fallbacks = _core.backends_status(dev)
+    return BackendsStatus(dev, auto, tuple(fallbacks), tuple(BackendStatus(*r) for r in rows))

@@ -1,0 +1,402 @@
+//! `scaled_mm`, `explain` and `accumulate` (docs/reference.md §5, §8.1): a model call built from the
+//! described tensors, run on the backend registry with the GIL released, the result written into the
+//! tensor the Python layer allocated or into out=.
+
+use crate::desc::Desc;
+use crate::errors::{catch, internal, no_panic, raise};
+use mmaemu_kernels::env;
+use mmaemu_kernels::registry::{OnPlacement, Placement};
+use mmaemu_model::dtype::Dtype;
+use mmaemu_model::scaled_mm::{maturity_warning, resolve_profile, Backends, BiasSpec, CallPlan, ScaledMm, Validation};
+use mmaemu_model::splitk::{resolve_splitk, SplitKey, SplitRequest};
+use mmaemu_model::warning::{Warning, WarningKind};
+use mmaemu_model::{execute, Error, Format, OutDtype, Plan};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::borrow::Cow;
+
+/// A split-K request from Python: `("auto", 0, "")`, `("count", S, "")` or `("pair", S, scheme)`.
+#[derive(Clone, Debug, FromPyObject)]
+pub struct SplitArg(String, i64, String);
+
+impl SplitArg {
+    fn request(&self) -> SplitRequest {
+        match self.0.as_str() {
+            "count" => SplitRequest::Count(self.1),
+            "pair" => SplitRequest::Pair(self.1, self.2.clone()),
+            _ => SplitRequest::Auto,
+        }
+    }
+}
+
+/// The warnings for Python: (kind name, message).
+fn warnings_py(ws: &[Warning]) -> Vec<(String, String)> {
+    ws.iter().map(|w| (w.kind.name().to_string(), w.message.clone())).collect()
+}
+
+/// The arguments of one call as the Python layer passes them: `((input, mat2, scale_a, scale_b, bias,
+/// scale_result), (out_dtype, use_fast_accum, out, profile, splitk, backend, grad))`.
+impl<'a, 'py> FromPyObject<'a, 'py> for CallArgs {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<CallArgs> {
+        let (
+            (input, mat2, scale_a, scale_b, bias, scale_result),
+            (out_dtype, use_fast_accum, out, profile, splitk, backend, grad),
+        ) = obj.extract()?;
+        Ok(CallArgs {
+            input,
+            mat2,
+            scale_a,
+            scale_b,
+            bias,
+            scale_result,
+            out_dtype,
+            use_fast_accum,
+            out,
+            profile,
+            splitk,
+            backend,
+            grad,
+        })
+    }
+}
+
+/// The tensors and options of one call.
+pub struct CallArgs {
+    input: Desc,
+    mat2: Desc,
+    scale_a: Desc,
+    scale_b: Desc,
+    bias: Option<Desc>,
+    scale_result: Option<Desc>,
+    out_dtype: Option<String>,
+    use_fast_accum: bool,
+    out: Option<Desc>,
+    profile: Option<String>,
+    splitk: SplitArg,
+    backend: String,
+    /// A tensor argument requires grad under grad mode (docs/reference.md §5.2 step 7.3).
+    grad: bool,
+}
+
+impl CallArgs {
+    /// The model call over the described memory.
+    ///
+    /// # Safety
+    /// Every described tensor must stay alive and unwritten while the call is used.
+    unsafe fn call(&self) -> ScaledMm<'_> {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            ScaledMm {
+                input: self.input.view(),
+                mat2: self.mat2.view(),
+                scale_a: self.scale_a.scale(),
+                scale_b: self.scale_b.scale(),
+                bias: self.bias.as_ref().map(|b| BiasSpec { dtype: b.model_dtype(), numel: b.numel() }),
+                scale_result: self.scale_result.as_ref().map(|s| s.scale()),
+                out_dtype: self.out_dtype.as_deref().map(Dtype::from_name),
+                use_fast_accum: self.use_fast_accum,
+                out: self.out.as_ref().map(Desc::shadow),
+                profile: env::profile_arg(self.profile.as_deref()),
+                splitk: self.splitk.request(),
+                backend: self.backend.clone(),
+                strict: env::strict(),
+            }
+        }
+    }
+
+    /// Is an error of this class (or invalid-argument name) raised before §5.2 step 7.3, the grad guard?
+    /// Steps 1-7.2 raise ReferenceRejectsError, TypeError, KeyError and, for a bias or row-wise scales,
+    /// UnsupportedFeatureError; every later step (split, backend, flush-to-zero, plan) raises another.
+    fn before_scope_end(&self, name: &str) -> bool {
+        match name {
+            "ReferenceRejectsError" | "TypeError" | "KeyError" => true,
+            "UnsupportedFeatureError" => self.bias.is_some() || self.scale_a.numel() != 1 || self.scale_b.numel() != 1,
+            _ => false,
+        }
+    }
+
+    /// The grad guard (§5.2 step 7.3): UnsupportedFeatureError unless the call returns at step 4 (zero
+    /// size) or fails earlier.
+    fn grad_error(&self, plan: &CallPlan) -> Option<Error> {
+        if !self.grad {
+            return None;
+        }
+        let earlier = match &plan.validation {
+            Validation::Ok => plan.backend == "none (zero-size result)",
+            Validation::Error { name, .. } => self.before_scope_end(name),
+        };
+        (!earlier).then(|| Error::unsupported(GRAD_MESSAGE))
+    }
+
+    /// The warnings a failing call reported before it failed: the maturity warning (§5.2 step 8) when the
+    /// error comes after it (§7.2: `hopper-experimental` warns, then raises SplitKUnknownError).
+    fn warnings_before(&self, e: &Error) -> Vec<Warning> {
+        if self.before_scope_end(e.category().name()) {
+            return vec![];
+        }
+        match resolve_profile(&env::profile_arg(self.profile.as_deref())) {
+            Ok(p) => maturity_warning(&p).into_iter().collect(),
+            Err(_) => vec![],
+        }
+    }
+}
+
+/// The grad guard's message.
+const GRAD_MESSAGE: &str = "an input requires grad under grad mode: mmaemu computes forward results only (no \
+                            autograd); call it under torch.no_grad() or pass detached tensors";
+
+/// A failure of the binding itself (a result tensor that does not fit): never an answer about the call.
+fn fault(what: String) -> Failed {
+    (Error::new(mmaemu_model::Category::Data, format!("mmaemu internal error (please report it): {what}")), vec![])
+}
+
+/// A failed call: the error and the warnings it reported before failing.
+type Failed = (Error, Vec<Warning>);
+
+/// An error with no warning before it.
+fn alone(e: Error) -> Failed {
+    (e, vec![])
+}
+
+fn backends() -> OnPlacement {
+    OnPlacement(Placement::Host)
+}
+
+/// What `scaled_mm` returns to Python: the status, the payload of a resized out=, the warnings.
+type Outcome<'py> = (&'static str, Option<Bound<'py, PyBytes>>, Vec<(String, String)>);
+
+/// `scaled_mm`: returns `(status, payload, warnings)`. status `result`: written into `dst`; `out`: written
+/// into out=; `unchanged`: out= is returned unchanged; `resized`: out= must be resized to [M, N] and filled
+/// with `payload` (row-major bytes).
+#[pyfunction]
+pub fn scaled_mm<'py>(py: Python<'py>, args: CallArgs, dst: Option<Desc>) -> PyResult<Outcome<'py>> {
+    no_panic(|| {
+        let done = py.detach(|| {
+            catch(|| {
+                // SAFETY: the Python layer keeps every tensor referenced for the duration of this call, and
+                // the result is written only into `dst` (fresh) or out=, which the caller hands over.
+                let call = unsafe { args.call() };
+                if args.grad {
+                    if let Some(e) = args.grad_error(&call.explain_on(&backends())) {
+                        return Err((e, vec![]));
+                    }
+                }
+                let (m, n) =
+                    (call.input.shape.first().copied().unwrap_or(0), call.mat2.shape.get(1).copied().unwrap_or(0));
+                let res = call.run_on(&backends()).map_err(|e| {
+                    let w = args.warnings_before(&e);
+                    (e, w)
+                })?;
+                let unchanged = res.warnings.iter().any(|w| w.kind == WarningKind::OutUnchanged);
+                let zeros = res.split.is_none();
+                let bytes: Option<&[u8]> = if zeros { None } else { Some(&res.out.storage) };
+                let status = match &args.out {
+                    _ if unchanged => ("unchanged", None),
+                    None => {
+                        let dst = dst.as_ref().ok_or_else(|| fault("no result tensor".to_string()))?;
+                        // SAFETY: dst is the fresh contiguous [M, N] tensor of the out dtype.
+                        unsafe { dst.write_logical(bytes) }.map_err(fault)?;
+                        ("result", None)
+                    }
+                    Some(out) if out.shape == [m, n] => {
+                        let logical = if zeros { None } else { Some(res.out.logical_bytes()) };
+                        // SAFETY: out= is the caller's, written as torch writes it.
+                        unsafe { out.write_logical(logical.as_deref()) }.map_err(fault)?;
+                        ("out", None)
+                    }
+                    Some(out) => {
+                        let payload = match bytes {
+                            Some(b) => b.to_vec(),
+                            None => vec![0u8; m * n * out.itemsize],
+                        };
+                        ("resized", Some(payload))
+                    }
+                };
+                Ok((status, res.warnings))
+            })
+        });
+        let ((status, payload), warnings) = done.map_err(internal)?.map_err(|(e, w)| raise(py, &e, &w))?;
+        Ok((status, payload.map(|p| PyBytes::new(py, &p)), warnings_py(&warnings)))
+    })
+}
+
+/// `explain`: the plan of the call as a dict (docs/reference.md §8.1).
+#[pyfunction]
+pub fn explain<'py>(py: Python<'py>, args: CallArgs) -> PyResult<Bound<'py, PyDict>> {
+    no_panic(|| {
+        let plan = py
+            .detach(|| {
+                catch(|| {
+                    // SAFETY: as in scaled_mm; explain reads no operand data.
+                    let call = unsafe { args.call() };
+                    let plan = call.explain_on(&backends());
+                    match args.grad_error(&plan) {
+                        None => plan,
+                        Some(e) => CallPlan {
+                            validation: Validation::Error {
+                                name: e.category().name().into(),
+                                message: e.message().into(),
+                            },
+                            split: None,
+                            backend: String::new(),
+                            fallbacks: vec![],
+                            warnings: vec![],
+                            ..plan
+                        },
+                    }
+                })
+            })
+            .map_err(internal)?;
+        plan_dict(py, &plan)
+    })
+}
+
+/// A CallPlan as a dict of plain values.
+pub fn plan_dict<'py>(py: Python<'py>, plan: &CallPlan) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    match &plan.validation {
+        Validation::Ok => d.set_item("validation", py.None())?,
+        Validation::Error { name, message } => d.set_item("validation", (name, message))?,
+    }
+    d.set_item("profile", &plan.profile)?;
+    d.set_item("preset", &plan.preset)?;
+    d.set_item("preset_maturity", &plan.preset_maturity)?;
+    match &plan.split {
+        None => d.set_item("split", py.None())?,
+        Some(s) => {
+            let sd = PyDict::new(py);
+            sd.set_item("s", s.s)?;
+            sd.set_item("scheme", s.scheme.name())?;
+            sd.set_item("source", s.source.name())?;
+            sd.set_item("verified", s.verified)?;
+            sd.set_item("table_id", &s.table_id)?;
+            sd.set_item("note", &s.note)?;
+            d.set_item("split", sd)?;
+        }
+    }
+    d.set_item("backend", &plan.backend)?;
+    d.set_item("fallbacks", &plan.fallbacks)?;
+    d.set_item("warnings", warnings_py(&plan.warnings))?;
+    Ok(d)
+}
+
+/// The FP8 format of an `accumulate` operand (§5.6's dtype rule: TypeError otherwise).
+fn operand_format(name: &str, d: &Desc) -> Result<Format, Error> {
+    match d.model_dtype() {
+        Dtype::Float8E4m3fn => Ok(Format::E4m3),
+        Dtype::Float8E5m2 => Ok(Format::E5m2),
+        Dtype::Float8E4m3fnuz | Dtype::Float8E5m2fnuz => {
+            Err(Error::wrong_type(format!("{name}: {} (AMD fnuz encoding) is not supported", d.dtype)))
+        }
+        _ => Err(Error::wrong_type(format!("{name}: expected a float8_e4m3fn or float8_e5m2 dtype, got {}", d.dtype))),
+    }
+}
+
+/// A 2-D operand as packed row-major codes: borrowed where it lies when it is packed, else gathered.
+///
+/// # Safety
+/// As [`Desc::storage`].
+unsafe fn packed_rows<'a>(name: &str, d: &Desc) -> Result<Cow<'a, [u8]>, Error> {
+    // SAFETY: forwarded.
+    let v = unsafe { d.view() };
+    let (r, c) = (d.shape[0], d.shape[1]);
+    if r * c == 0 {
+        return Ok(Cow::Borrowed(&[]));
+    }
+    if v.is_contiguous() {
+        let start = d.offset;
+        return v
+            .storage
+            .get(start..start + r * c)
+            .map(Cow::Borrowed)
+            .ok_or_else(|| Error::invalid_value(format!("{name}: the view reaches beyond its storage")));
+    }
+    v.gather_bytes(name).map(Cow::Owned)
+}
+
+/// `accumulate(a, b, ...)`: the fp32 accumulator of a [M, K] x b [N, K]^T on a profile's preset, written
+/// into `dst` (docs/reference.md §5.6). Returns the warnings. The order: operand dtypes (TypeError), shapes
+/// (ValueError), the profile (KeyError), the split key's out dtype (TypeError), the grad guard, the
+/// maturity warning, the zero-size return, the split decision, the backend, flush-to-zero, the plan.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn accumulate(
+    py: Python<'_>,
+    a: Desc,
+    b: Desc,
+    use_fast_accum: bool,
+    splitk: SplitArg,
+    profile: Option<String>,
+    backend: String,
+    out_dtype_for_split: String,
+    grad: bool,
+    dst: Desc,
+) -> PyResult<Vec<(String, String)>> {
+    no_panic(|| {
+        let done = py.detach(|| {
+            catch(|| -> Result<Vec<Warning>, Failed> {
+                let (fa, fb) = (operand_format("a", &a).map_err(alone)?, operand_format("b", &b).map_err(alone)?);
+                if a.shape.len() != 2 || b.shape.len() != 2 || b.shape[1] != a.shape[1] {
+                    return Err(alone(Error::invalid_value(format!(
+                        "a must be [M, K] and b [N, K] with the same K (b is mat2 transposed): got shapes {:?} and \
+                         {:?}",
+                        a.shape, b.shape
+                    ))));
+                }
+                let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
+                let profile = resolve_profile(&env::profile_arg(profile.as_deref())).map_err(alone)?;
+                let name = out_dtype_for_split.strip_prefix("torch.").unwrap_or(&out_dtype_for_split);
+                let od = OutDtype::from_name(name).ok_or_else(|| {
+                    alone(Error::wrong_type(format!(
+                        "out_dtype_for_split must be float32, bfloat16, float16, float8_e4m3fn or float8_e5m2, \
+                         got {out_dtype_for_split}"
+                    )))
+                })?;
+                if grad {
+                    return Err(alone(Error::unsupported(GRAD_MESSAGE)));
+                }
+                let mut warnings: Vec<Warning> = maturity_warning(&profile).into_iter().collect();
+                if m == 0 || n == 0 || k == 0 {
+                    // SAFETY: dst is the fresh contiguous float32 [M, N] tensor.
+                    unsafe { dst.write_logical(None) }.map_err(fault)?;
+                    return Ok(warnings);
+                }
+                let key = SplitKey { m, n, k, fa, fb, out: od, fast: use_fast_accum };
+                let bk = backends();
+                let computed = resolve_splitk(&profile, &key, &splitk.request(), true, env::strict()).and_then(
+                    |(split, split_warnings)| {
+                        warnings.extend(split_warnings);
+                        let selected = bk.select(&backend, &profile.preset, fa, fb)?;
+                        warnings.extend(selected.warnings.iter().cloned());
+                        mmaemu_model::fpenv::check()?;
+                        let plan = Plan::new(&profile.preset, k, use_fast_accum, split.try_splitk()?)?;
+                        // SAFETY: the Python layer keeps a and b referenced for the duration of this call.
+                        let (ca, cb) = unsafe { (packed_rows("a", &a)?, packed_rows("b", &b)?) };
+                        let ops = mmaemu_model::Operands { fa, fb, a: &ca, b: &cb, m, n, k };
+                        execute(&profile.preset, &plan, &ops, selected.engine)
+                    },
+                );
+                match computed {
+                    Err(e) => Err((e, warnings)),
+                    Ok(acc) => {
+                        let bytes: Vec<u8> = acc.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
+                        // SAFETY: dst is the fresh contiguous float32 [M, N] tensor.
+                        unsafe { dst.write_logical(Some(&bytes)) }.map_err(fault)?;
+                        Ok(warnings)
+                    }
+                }
+            })
+        });
+        let warnings = done.map_err(internal)?.map_err(|(e, w)| raise(py, &e, &w))?;
+        Ok(warnings_py(&warnings))
+    })
+}
+
+/// Write `payload` (row-major element bytes) into the described tensor: a resized out=.
+#[pyfunction]
+pub fn fill(py: Python<'_>, dst: Desc, payload: &[u8]) -> PyResult<()> {
+    // SAFETY: the Python layer passes a tensor it owns, just resized to hold exactly these elements.
+    no_panic(|| unsafe { dst.write_logical(Some(payload)) }.map_err(|e| raise(py, &fault(e).0, &[])))
+}

@@ -1,0 +1,29 @@
+//! `mmaemu._core`: the Rust extension of the Python package — the model's `scaled_mm`, `explain`,
+//! `accumulate`, `dot` and epilogue over tensors read where they lie, computed with the GIL released on
+//! the backend registry's engines (docs/reference.md §5, §8.1, §9.5). The typed API is the Python layer.
+
+mod calls;
+mod desc;
+mod errors;
+mod info;
+mod model_fns;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(calls::scaled_mm, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::explain, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::accumulate, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::fill, m)?)?;
+    m.add_function(wrap_pyfunction!(model_fns::dot, m)?)?;
+    m.add_function(wrap_pyfunction!(model_fns::epilogue, m)?)?;
+    m.add_function(wrap_pyfunction!(info::get_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(info::list_profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(info::get_preset, m)?)?;
+    m.add_function(wrap_pyfunction!(info::list_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(info::backends_status, m)?)?;
+    m.add_function(wrap_pyfunction!(info::read_recording_rows, m)?)?;
+    Ok(())
+}
