@@ -522,6 +522,16 @@ fn decode_row(path: &Path, c: &Cols<'_>, i: usize, index: usize) -> Result<Row, 
     })
 }
 
+/// Open `path` for reading if it is a regular file: a FIFO, socket or device is refused before it is
+/// opened, since opening or reading it could block forever.
+pub fn open_regular(path: &Path) -> Result<File, DatasetError> {
+    match std::fs::metadata(path) {
+        Err(e) => Err(DatasetError::io(path, e)),
+        Ok(m) if !m.is_file() => Err(DatasetError::NotRegular { path: path.to_path_buf() }),
+        Ok(_) => File::open(path).map_err(|e| DatasetError::io(path, e)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::split_runs;
@@ -537,16 +547,5 @@ mod tests {
                 assert!(runs.iter().all(|r| !r.is_empty()) || sizes.is_empty());
             }
         }
-    }
-}
-
-/// Open `path` for reading if it is a regular file: a FIFO, socket or device is refused before it is
-/// opened, since opening or reading it could block forever.
-pub fn open_regular(path: &Path) -> Result<File, DatasetError> {
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DatasetError::NotFound { path: path.to_path_buf() }),
-        Err(e) => Err(DatasetError::io(path, e)),
-        Ok(m) if !m.is_file() => Err(DatasetError::NotRegular { path: path.to_path_buf() }),
-        Ok(_) => File::open(path).map_err(|e| DatasetError::io(path, e)),
     }
 }

@@ -69,7 +69,9 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_ski
             );
         }
     }
-    for e in &errors {
+    // One unreadable file alone is the command's error; among several, each is named and the others count.
+    let lone = errors.len() == 1 && list.len() == 1;
+    for e in errors.iter().filter(|_| !lone) {
         eprintln!("mmaemu replay: {e}");
     }
     let (passed, failed, skipped) = totals(&reports);
@@ -93,6 +95,9 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_ski
         // The status table comes before the closing line, which stays the last line.
         print!("{}", status::text(&status));
         println!("{}", summary_line(passed, failed, skipped));
+    }
+    if lone {
+        return Err(CommandError::bad_input(&errors[0]));
     }
     if !errors.is_empty() {
         return Err(CommandError::bad_input(format!("{} of {} files could not be replayed", errors.len(), list.len())));
