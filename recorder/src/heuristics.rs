@@ -1,5 +1,5 @@
 //! `mmaemu-record heuristics --grid SPEC`: cuBLASLt heuristic queries only (no GEMM runs), written as a
-//! split-K decision table `mmaemu-splitk-table/1` (`shared/formats/recording-v1.md`, "Companion format")
+//! split-K decision table `mmaemu-splitk-table/1` (`docs/recording-format.md`, "Companion format")
 //! with its JSON sidecar, so a new GPU or cuBLAS version gets the table its profile needs.
 //!
 //! One query per grid key (m, n, k, fmt_a, fmt_b, out dtype, fast_accum, workspace) with torch 2.7.1's
@@ -292,7 +292,7 @@ fn sidecar(
         "settings": settings,
         "codes": {
             "custom -> scheme": rule,
-            "custom -> scheme, note": "assumed from the preset's recorded table (behaviour.md §6.4); not verified on this GPU until split calls are replayed",
+            "custom -> scheme, note": "assumed from the preset's recorded table (docs/reference.md §6.4); not verified on this GPU until split calls are replayed",
             "ws": workspaces,
             "tile/stages/reduction": format!("cublasLt.h enum values (cuBLASLt {cublaslt})"),
         },

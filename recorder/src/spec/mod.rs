@@ -235,7 +235,7 @@ impl SchemePolicy {
     }
 }
 
-/// The customOption -> scheme rule of a preset's recorded table (behaviour.md §6.4): ada (the RTX 4060
+/// The customOption -> scheme rule of a preset's recorded table (docs/reference.md §6.4): ada (the RTX 4060
 /// table) 1 -> pairwise, any other -> serial; hopper (the H100 PCIe table) -> contiguous. None for a preset
 /// without a recorded rule.
 pub fn auto_scheme(preset: &str, custom: i64) -> Option<Scheme> {

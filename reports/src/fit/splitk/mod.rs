@@ -22,13 +22,18 @@
 //! verdict rests on. For a verdict of `none`, the rules reproducing the most rows are listed as
 //! `closest`, with the rows they fail.
 
+mod groups;
+mod render;
+
 use super::rules::{candidates, layouts, order_expression, Layout, Order, Rule};
-use mmaemu_harness::call::CallParts;
+use groups::group;
 use mmaemu_datasets::{discover, read_recording, DatasetError, Expectation, Op, OutSelect, Row, Truth};
+use mmaemu_harness::call::CallParts;
 use mmaemu_model::scaled_mm::{resolve_profile, Validation};
 use mmaemu_model::splitk::SplitRequest;
 use mmaemu_model::{accumulate, epilogue, Chain, Epilogue, Format, Operands, OutDtype, Preset, SplitK};
 use rayon::prelude::*;
+pub use render::{json, text};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -410,7 +415,9 @@ fn reproduces(p: &Prepared, partials: &[Vec<f32>], order: Order) -> bool {
     }
     match &p.want {
         Want::Bits(_) => true,
-        Want::Sha256(s) => mmaemu_datasets::digest::sha256_hex(&epilogue::to_le_bytes(&bits, p.out)).eq_ignore_ascii_case(s),
+        Want::Sha256(s) => {
+            mmaemu_datasets::digest::sha256_hex(&epilogue::to_le_bytes(&bits, p.out)).eq_ignore_ascii_case(s)
+        }
     }
 }
 
@@ -575,161 +582,3 @@ type GroupKey = (String, bool, usize, Option<String>);
 
 /// The sort key of a group: GPU, fast before slow, S, label.
 type GroupOrder = (String, std::cmp::Reverse<bool>, usize, Option<String>);
-
-/// Group fitted rows and decide each group's verdict.
-fn group(rows: &[FitRow]) -> Vec<FitGroup> {
-    let mut by: BTreeMap<GroupOrder, Vec<&FitRow>> = BTreeMap::new();
-    for r in rows {
-        by.entry((r.gpu.clone(), std::cmp::Reverse(r.fast), r.s, r.label.clone())).or_default().push(r);
-    }
-    by.into_iter().map(|((gpu, fast, s, label), members)| decide((gpu, fast.0, s, label), &members)).collect()
-}
-
-fn decide(key: GroupKey, members: &[&FitRow]) -> FitGroup {
-    let (gpu, fast, s, label) = key;
-    let all: Vec<String> = candidates(fast).iter().map(Rule::name).collect();
-    let sets: Vec<BTreeSet<&str>> = members.iter().map(|r| r.survivors.iter().map(String::as_str).collect()).collect();
-    let survivors: Vec<String> =
-        all.iter().filter(|c| sets.iter().all(|set| set.contains(c.as_str()))).cloned().collect();
-    let verdict = match survivors.len() {
-        0 => Verdict::None,
-        1 => Verdict::Unique,
-        _ => Verdict::Ambiguous,
-    };
-    let discriminating =
-        members.iter().zip(&sets).filter(|(_, set)| set.len() < all.len()).map(|(r, _)| r.id.clone()).collect();
-    // Survivors with the same layout and the same order expression at this S.
-    let mut classes: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for name in &survivors {
-        if let Some(rule) = Rule::parse(name) {
-            let layout = format!("{:?}", rule.layout);
-            classes.entry((layout, order_expression(rule.order, s))).or_default().push(name.clone());
-        }
-    }
-    let identical = classes.into_values().filter(|c| c.len() > 1).collect();
-    let closest = if verdict == Verdict::None {
-        let mut ranked: Vec<Closest> = all
-            .iter()
-            .map(|c| Closest {
-                rule: c.clone(),
-                failing: members
-                    .iter()
-                    .zip(&sets)
-                    .filter(|(_, set)| !set.contains(c.as_str()))
-                    .map(|(r, _)| r.id.clone())
-                    .collect(),
-            })
-            .collect();
-        ranked.sort_by_key(|c| c.failing.len());
-        ranked.truncate(4);
-        ranked
-    } else {
-        vec![]
-    };
-    FitGroup {
-        gpu,
-        fast,
-        s,
-        label,
-        rows: members.iter().map(|r| r.id.clone()).collect(),
-        survivors,
-        verdict,
-        discriminating,
-        identical,
-        closest,
-    }
-}
-
-/// The `--json` form: `{"rows": [{"id", "s", "fast", "survivors"}], "groups": [{"gpu", "fast", "s",
-/// "label", "rows", "survivors", "verdict"}]}`, plus the file, GPU, label and recorded scheme of each row,
-/// each group's discriminating rows, identical classes and (verdict none) closest rules, the skipped rows
-/// and the candidate counts.
-pub fn json(report: &FitReport) -> Value {
-    json!({
-        "rows": report.rows.iter().map(|r| json!({
-            "id": r.id,
-            "s": r.s,
-            "fast": r.fast,
-            "survivors": r.survivors,
-            "file": r.file.display().to_string(),
-            "gpu": r.gpu,
-            "label": r.label,
-            "recorded_scheme": r.recorded,
-        })).collect::<Vec<_>>(),
-        "groups": report.groups.iter().map(|g| json!({
-            "gpu": g.gpu,
-            "fast": g.fast,
-            "s": g.s,
-            "label": g.label,
-            "rows": g.rows,
-            "survivors": g.survivors,
-            "verdict": g.verdict.name(),
-            "discriminating": g.discriminating,
-            "identical": g.identical,
-            "closest": g.closest.iter().map(|c| json!({"rule": c.rule, "failing": c.failing})).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "skipped": report.skipped.iter().map(|s| json!({
-            "id": s.id, "file": s.file.display().to_string(), "reason": s.reason,
-        })).collect::<Vec<_>>(),
-        "candidates": {"fast": report.fast_candidates, "slow": report.slow_candidates},
-    })
-}
-
-/// At most `n` items, then `(+k more)`.
-fn listing(items: &[String], n: usize) -> String {
-    let mut s = items.iter().take(n).cloned().collect::<Vec<_>>().join(", ");
-    if items.len() > n {
-        let _ = write!(s, " (+{} more)", items.len() - n);
-    }
-    s
-}
-
-/// The text report: one paragraph per group, then the skipped rows by reason.
-pub fn text(report: &FitReport) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "fit splitk: {} rows with S > 1 fitted, {} skipped; {} candidate rules for fast accumulation, {} for slow",
-        report.rows.len(),
-        report.skipped.len(),
-        report.fast_candidates,
-        report.slow_candidates
-    );
-    for g in &report.groups {
-        let _ = writeln!(
-            s,
-            "{}, {}, S={}, label {}: {} rows: {}{}",
-            g.gpu,
-            if g.fast { "fast" } else { "slow" },
-            g.s,
-            g.label.as_deref().unwrap_or("(none)"),
-            g.rows.len(),
-            g.verdict.name(),
-            match g.verdict {
-                Verdict::None => String::new(),
-                _ => format!(": {}", listing(&g.survivors, 12)),
-            }
-        );
-        for class in &g.identical {
-            let _ = writeln!(s, "  identical for S = {} (no recording can separate them): {}", g.s, class.join(" = "));
-        }
-        let _ = writeln!(s, "  discriminating rows: {} of {}: {}", g.discriminating.len(), g.rows.len(), {
-            if g.discriminating.is_empty() {
-                "none (every row is reproduced by every candidate)".to_string()
-            } else {
-                listing(&g.discriminating, 3)
-            }
-        });
-        for c in &g.closest {
-            let _ = writeln!(s, "  closest: {} fails {} rows: {}", c.rule, c.failing.len(), listing(&c.failing, 3));
-        }
-    }
-    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-    for k in &report.skipped {
-        *reasons.entry(k.reason.as_str()).or_default() += 1;
-    }
-    for (reason, n) in reasons {
-        let _ = writeln!(s, "skipped {n}: {reason}");
-    }
-    s
-}

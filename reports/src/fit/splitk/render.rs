@@ -1,0 +1,98 @@
+//! `mmaemu fit splitk` in print: the JSON object of `--json` and the text report, a group and its
+//! verdict per line.
+
+use super::*;
+
+/// The `--json` form: `{"rows": [{"id", "s", "fast", "survivors"}], "groups": [{"gpu", "fast", "s",
+/// "label", "rows", "survivors", "verdict"}]}`, plus the file, GPU, label and recorded scheme of each row,
+/// each group's discriminating rows, identical classes and (verdict none) closest rules, the skipped rows
+/// and the candidate counts.
+pub fn json(report: &FitReport) -> Value {
+    json!({
+        "rows": report.rows.iter().map(|r| json!({
+            "id": r.id,
+            "s": r.s,
+            "fast": r.fast,
+            "survivors": r.survivors,
+            "file": r.file.display().to_string(),
+            "gpu": r.gpu,
+            "label": r.label,
+            "recorded_scheme": r.recorded,
+        })).collect::<Vec<_>>(),
+        "groups": report.groups.iter().map(|g| json!({
+            "gpu": g.gpu,
+            "fast": g.fast,
+            "s": g.s,
+            "label": g.label,
+            "rows": g.rows,
+            "survivors": g.survivors,
+            "verdict": g.verdict.name(),
+            "discriminating": g.discriminating,
+            "identical": g.identical,
+            "closest": g.closest.iter().map(|c| json!({"rule": c.rule, "failing": c.failing})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "skipped": report.skipped.iter().map(|s| json!({
+            "id": s.id, "file": s.file.display().to_string(), "reason": s.reason,
+        })).collect::<Vec<_>>(),
+        "candidates": {"fast": report.fast_candidates, "slow": report.slow_candidates},
+    })
+}
+
+/// At most `n` items, then `(+k more)`.
+fn listing(items: &[String], n: usize) -> String {
+    let mut s = items.iter().take(n).cloned().collect::<Vec<_>>().join(", ");
+    if items.len() > n {
+        let _ = write!(s, " (+{} more)", items.len() - n);
+    }
+    s
+}
+
+/// The text report: one paragraph per group, then the skipped rows by reason.
+pub fn text(report: &FitReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "fit splitk: {} rows with S > 1 fitted, {} skipped; {} candidate rules for fast accumulation, {} for slow",
+        report.rows.len(),
+        report.skipped.len(),
+        report.fast_candidates,
+        report.slow_candidates
+    );
+    for g in &report.groups {
+        let _ = writeln!(
+            s,
+            "{}, {}, S={}, label {}: {} rows: {}{}",
+            g.gpu,
+            if g.fast { "fast" } else { "slow" },
+            g.s,
+            g.label.as_deref().unwrap_or("(none)"),
+            g.rows.len(),
+            g.verdict.name(),
+            match g.verdict {
+                Verdict::None => String::new(),
+                _ => format!(": {}", listing(&g.survivors, 12)),
+            }
+        );
+        for class in &g.identical {
+            let _ = writeln!(s, "  identical for S = {} (no recording can separate them): {}", g.s, class.join(" = "));
+        }
+        let _ = writeln!(s, "  discriminating rows: {} of {}: {}", g.discriminating.len(), g.rows.len(), {
+            if g.discriminating.is_empty() {
+                "none (every row is reproduced by every candidate)".to_string()
+            } else {
+                listing(&g.discriminating, 3)
+            }
+        });
+        for c in &g.closest {
+            let _ = writeln!(s, "  closest: {} fails {} rows: {}", c.rule, c.failing.len(), listing(&c.failing, 3));
+        }
+    }
+    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    for k in &report.skipped {
+        *reasons.entry(k.reason.as_str()).or_default() += 1;
+    }
+    for (reason, n) in reasons {
+        let _ = writeln!(s, "skipped {n}: {reason}");
+    }
+    s
+}
