@@ -58,6 +58,10 @@ fn lay_out(
         return Err(format!("the operand holds {} bytes, its shape needs {}", data.len(), rows * cols * w));
     }
     let mut buf = vec![0u8; bytes.unwrap_or(0) as usize];
+    if cols == 0 {
+        // Nothing to copy: without this, a zero-width operand with 2^36 rows loops 2^36 times.
+        return Ok(buf);
+    }
     for i in 0..rows {
         if s1 == 1 {
             // A contiguous row: one copy.

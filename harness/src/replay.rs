@@ -278,6 +278,10 @@ fn compute_mma(row: &Row) -> Result<Computed, String> {
     let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
     let (batch, m, n, k) = dims(row)?;
     let c = row.c.as_deref().ok_or("op mma without c")?;
+    if batch == 0 || m == 0 || n == 0 {
+        // An empty result: nothing to compute (and no loop over a huge other dimension).
+        return Ok(Ok((Vec::new(), OutDtype::Float32)));
+    }
     let chain = Chain::new(&preset, fa, fb);
     let mut out = Vec::with_capacity(batch * m * n);
     for t in 0..batch {

@@ -203,7 +203,9 @@ impl Tensor {
         let (r, c) = (self.shape[0], self.shape[1]);
         let w = self.dtype.size();
         let mut out = Vec::with_capacity(r * c * w);
-        for i in 0..r {
+        // No walk over the rows of an empty tensor, however many.
+        let rows = if c > 0 { r } else { 0 };
+        for i in 0..rows {
             for j in 0..c {
                 let p = self.pos(i, j);
                 out.extend_from_slice(&self.storage[p..p + w]);

@@ -469,7 +469,9 @@ impl<'a> ScaledMm<'a> {
             }
             Stage::Zero(od) => {
                 let mut out = place_out(self.out, od, m, n, &mut warnings);
-                for i in 0..m {
+                // An empty result of 2^31 rows must not take 2^31 steps.
+                let rows = if n > 0 { m } else { 0 };
+                for i in 0..rows {
                     for j in 0..n {
                         out.set(i, j, 0);
                     }
@@ -491,7 +493,8 @@ impl<'a> ScaledMm<'a> {
         let acc = execute(&prep.profile.preset, &run.plan, &ops, engine)?;
         let bits = run.epilogue.apply(&acc);
         let mut out = place_out(self.out, Dtype::of_out(run.od), m, n, &mut warnings);
-        for i in 0..m {
+        let rows = if n > 0 { m } else { 0 };
+        for i in 0..rows {
             for j in 0..n {
                 out.set(i, j, bits[i * n + j]);
             }
