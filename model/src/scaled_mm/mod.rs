@@ -16,7 +16,7 @@ use crate::plan::Plan;
 use crate::preset::{Maturity, Preset};
 use crate::profile::{Profile, DEFAULT_PROFILE};
 use crate::splitk::{resolve_splitk, SplitDecision, SplitKey, SplitRequest};
-use crate::tensor::{is_col_major, is_row_major, Tensor, View};
+use crate::tensor::{is_col_major, is_contiguous, is_row_major, Tensor, View};
 use crate::warning::{Warning, WarningKind};
 
 /// A scale tensor (`scale_a`, `scale_b`, `scale_result`): dtype, shape and element values (as f64; a
@@ -493,13 +493,33 @@ impl<'a> ScaledMm<'a> {
         let acc = execute(&prep.profile.preset, &run.plan, &ops, engine)?;
         let bits = run.epilogue.apply(&acc);
         let mut out = place_out(self.out, Dtype::of_out(run.od), m, n, &mut warnings);
-        let rows = if n > 0 { m } else { 0 };
-        for i in 0..rows {
-            for j in 0..n {
-                out.set(i, j, bits[i * n + j]);
-            }
-        }
+        write_result(&mut out, &bits, m, n);
         Ok(ScaledMmOutput { out, warnings, split: Some(run.split) })
+    }
+}
+
+/// Write the row-major [m, n] element bits into `out`: in one pass when out is packed row-major from the start of
+/// its storage (a new result, a contiguous out=), else element by element at out's strides.
+fn write_result(out: &mut Tensor, bits: &[u32], m: usize, n: usize) {
+    let w = out.dtype.size().min(4);
+    if out.offset == 0 && is_contiguous(&out.shape, &out.strides) && out.storage.len() == bits.len() * w {
+        match w {
+            1 => out.storage.iter_mut().zip(bits).for_each(|(d, &b)| *d = b as u8),
+            2 => out
+                .storage
+                .chunks_exact_mut(2)
+                .zip(bits)
+                .for_each(|(d, &b)| d.copy_from_slice(&(b as u16).to_le_bytes())),
+            _ => out.storage.chunks_exact_mut(4).zip(bits).for_each(|(d, &b)| d.copy_from_slice(&b.to_le_bytes())),
+        }
+        return;
+    }
+    // No columns: nothing to write, however many rows (M can be huge when N = 0).
+    let rows = if n > 0 { m } else { 0 };
+    for i in 0..rows {
+        for j in 0..n {
+            out.set(i, j, bits[i * n + j]);
+        }
     }
 }
 
