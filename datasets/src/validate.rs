@@ -26,9 +26,14 @@ pub(crate) fn check_row(row: &Row) -> Result<(), String> {
     let preset = mmaemu_model::Preset::by_name(&row.preset)
         .map_err(|_| format!("`preset` {:?} is not a preset of the model", row.preset))?;
     if let Some(name) = &row.profile {
-        let profile = mmaemu_model::Profile::by_name(name).map_err(|_| format!("`profile` {name:?} is not a profile"))?;
+        let profile =
+            mmaemu_model::Profile::by_name(name).map_err(|_| format!("`profile` {name:?} is not a profile"))?;
         if profile.preset.name() != preset.name() {
-            return Err(format!("profile {name} runs preset {}, the row says preset {}", profile.preset.name(), row.preset));
+            return Err(format!(
+                "profile {name} runs preset {}, the row says preset {}",
+                profile.preset.name(),
+                row.preset
+            ));
         }
     }
     if let Some(s) = &row.split_scheme {

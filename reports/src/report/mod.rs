@@ -475,7 +475,8 @@ pub fn validate_baseline(v: &Value) -> Result<(), String> {
         if ids.iter().any(|id| !id.is_string()) {
             return Err(format!("{at}: `ids` holds a non-string"));
         }
-        let outcomes = field(r, "outcomes", &at)?.as_object().ok_or_else(|| format!("{at}: `outcomes` is not an object"))?;
+        let outcomes =
+            field(r, "outcomes", &at)?.as_object().ok_or_else(|| format!("{at}: `outcomes` is not an object"))?;
         for (backend, letters) in outcomes {
             let letters = letters.as_str().ok_or_else(|| format!("{at}: outcomes of {backend} are not a string"))?;
             if letters.chars().count() != ids.len() || letters.chars().any(|c| !matches!(c, 'p' | 'f' | 's')) {
