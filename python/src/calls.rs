@@ -178,14 +178,25 @@ pub fn scaled_mm<'py>(py: Python<'py>, args: CallArgs, dst: Option<Desc>) -> PyR
                 // SAFETY: the Python layer keeps every tensor referenced for the duration of this call, and
                 // the result is written only into `dst` (fresh) or out=, which the caller hands over.
                 let call = unsafe { args.call() };
-                if args.grad {
-                    if let Some(e) = args.grad_error(&call.explain_on(&backends())) {
-                        return Err((e, vec![]));
+                let bk = backends();
+                let plan = call.explain_on(&bk);
+                if let Some(e) = args.grad_error(&plan) {
+                    return Err(alone(e));
+                }
+                // The common case, on the operands where they lie; everything else is the model's run_on.
+                let (target, status) = match &args.out {
+                    None => (dst.as_ref(), "result"),
+                    Some(o) => (Some(o), "out"),
+                };
+                if let Some(t) = target {
+                    // SAFETY: the result tensor is fresh; out= is the caller's, written as torch writes it.
+                    if let Some(ws) = unsafe { crate::direct::scaled_mm(&call, &plan, &bk, t) } {
+                        return Ok(((status, None), ws));
                     }
                 }
                 let (m, n) =
                     (call.input.shape.first().copied().unwrap_or(0), call.mat2.shape.get(1).copied().unwrap_or(0));
-                let res = call.run_on(&backends()).map_err(|e| {
+                let res = call.run_on(&bk).map_err(|e| {
                     let w = args.warnings_before(&e);
                     (e, w)
                 })?;
