@@ -19,7 +19,7 @@ const CHUNK: usize = 1 << 16;
 
 /// A 2-D FP8 view as packed row-major codes: borrowed where it lies when it is packed (the standard layout),
 /// gathered otherwise (a padded leading dimension, or an input torch would copy).
-fn rows<'a>(v: &View<'a>) -> Option<Cow<'a, [u8]>> {
+pub fn rows<'a>(v: &View<'a>) -> Option<Cow<'a, [u8]>> {
     let (r, c) = (v.shape[0], v.shape[1]);
     if v.is_contiguous() {
         return v.storage.get(v.offset..v.offset + r * c).map(Cow::Borrowed);
