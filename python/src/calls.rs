@@ -3,6 +3,7 @@
 //! tensor the Python layer allocated or into out=.
 
 use crate::desc::Desc;
+use crate::direct::rows;
 use crate::errors::{catch, internal, no_panic, raise};
 use mmaemu_kernels::env;
 use mmaemu_kernels::registry::{OnPlacement, Placement};
@@ -13,7 +14,6 @@ use mmaemu_model::warning::{Warning, WarningKind};
 use mmaemu_model::{execute, Error, Format, OutDtype, Plan};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use std::borrow::Cow;
 
 /// A split-K request from Python: `("auto", 0, "")`, `("count", S, "")` or `("pair", S, scheme)`.
 #[derive(Clone, Debug, FromPyObject)]
@@ -178,14 +178,25 @@ pub fn scaled_mm<'py>(py: Python<'py>, args: CallArgs, dst: Option<Desc>) -> PyR
                 // SAFETY: the Python layer keeps every tensor referenced for the duration of this call, and
                 // the result is written only into `dst` (fresh) or out=, which the caller hands over.
                 let call = unsafe { args.call() };
-                if args.grad {
-                    if let Some(e) = args.grad_error(&call.explain_on(&backends())) {
-                        return Err((e, vec![]));
+                let bk = backends();
+                let plan = call.explain_on(&bk);
+                if let Some(e) = args.grad_error(&plan) {
+                    return Err(alone(e));
+                }
+                // The common case, on the operands where they lie; everything else is the model's run_on.
+                let (target, status) = match &args.out {
+                    None => (dst.as_ref(), "result"),
+                    Some(o) => (Some(o), "out"),
+                };
+                if let Some(t) = target {
+                    // SAFETY: the result tensor is fresh; out= is the caller's, written as torch writes it.
+                    if let Some(ws) = unsafe { crate::direct::scaled_mm(&call, &plan, &bk, t) } {
+                        return Ok(((status, None), ws));
                     }
                 }
                 let (m, n) =
                     (call.input.shape.first().copied().unwrap_or(0), call.mat2.shape.get(1).copied().unwrap_or(0));
-                let res = call.run_on(&backends()).map_err(|e| {
+                let res = call.run_on(&bk).map_err(|e| {
                     let w = args.warnings_before(&e);
                     (e, w)
                 })?;
@@ -294,28 +305,6 @@ fn operand_format(name: &str, d: &Desc) -> Result<Format, Error> {
     }
 }
 
-/// A 2-D operand as packed row-major codes: borrowed where it lies when it is packed, else gathered.
-///
-/// # Safety
-/// As [`Desc::storage`].
-unsafe fn packed_rows<'a>(name: &str, d: &Desc) -> Result<Cow<'a, [u8]>, Error> {
-    // SAFETY: forwarded.
-    let v = unsafe { d.view() };
-    let (r, c) = (d.shape[0], d.shape[1]);
-    if r * c == 0 {
-        return Ok(Cow::Borrowed(&[]));
-    }
-    if v.is_contiguous() {
-        let start = d.offset;
-        return v
-            .storage
-            .get(start..start + r * c)
-            .map(Cow::Borrowed)
-            .ok_or_else(|| Error::invalid_value(format!("{name}: the view reaches beyond its storage")));
-    }
-    v.gather_bytes(name).map(Cow::Owned)
-}
-
 /// `accumulate(a, b, ...)`: the fp32 accumulator of a [M, K] x b [N, K]^T on a profile's preset, written
 /// into `dst` (docs/reference.md §5.6). Returns the warnings. The order: operand dtypes (TypeError), shapes
 /// (ValueError), the profile (KeyError), the split key's out dtype (TypeError), the grad guard, the
@@ -373,7 +362,9 @@ pub fn accumulate(
                         mmaemu_model::fpenv::check()?;
                         let plan = Plan::new(&profile.preset, k, use_fast_accum, split.try_splitk()?)?;
                         // SAFETY: the Python layer keeps a and b referenced for the duration of this call.
-                        let (ca, cb) = unsafe { (packed_rows("a", &a)?, packed_rows("b", &b)?) };
+                        let (va, vb) = unsafe { (a.view(), b.view()) };
+                        let reach = || Error::invalid_value("an operand reaches beyond its storage".to_string());
+                        let (ca, cb) = (rows(&va).ok_or_else(reach)?, rows(&vb).ok_or_else(reach)?);
                         let ops = mmaemu_model::Operands { fa, fb, a: &ca, b: &cb, m, n, k };
                         execute(&profile.preset, &plan, &ops, selected.engine)
                     },

@@ -4,6 +4,7 @@
 
 mod calls;
 mod desc;
+mod direct;
 mod errors;
 mod info;
 mod model_fns;
