@@ -35,11 +35,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-mod crafted;
-mod fuzz;
-mod raw;
-mod values;
-
 use crafted::*;
 use fuzz::*;
 use raw::*;
@@ -89,6 +84,12 @@ macro_rules! ensure {
         }
     };
 }
+
+// After the macro: the modules use `ensure!`.
+mod crafted;
+mod fuzz;
+mod raw;
+mod values;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
