@@ -9,13 +9,13 @@ use super::*;
 
 /// A recording the fuzzer starts from: a shipped file, whole or a subset of its rows.
 pub(crate) struct SeedFile {
-    file: &'static str,
+    pub(crate) file: &'static str,
     /// Share of the case budget.
-    weight: u64,
+    pub(crate) weight: u64,
     /// Which rows to keep (None: the file as shipped, bytes included).
-    keep: Option<fn(usize, &Row) -> bool>,
+    pub(crate) keep: Option<fn(usize, &Row) -> bool>,
     /// Only edit call objects (they reach the model's argument checks and layouts rather than the reader's).
-    calls_only: bool,
+    pub(crate) calls_only: bool,
 }
 
 pub(crate) const SEEDS: &[SeedFile] = &[

@@ -10,8 +10,8 @@ use super::*;
 /// One Parquet file as one record batch and its key-value metadata (without `ARROW:schema`).
 #[derive(Clone)]
 pub(crate) struct Raw {
-    batch: RecordBatch,
-    kv: Vec<KeyValue>,
+    pub(crate) batch: RecordBatch,
+    pub(crate) kv: Vec<KeyValue>,
 }
 
 pub(crate) fn load_raw(path: &Path) -> Result<Raw, String> {
@@ -129,7 +129,7 @@ pub(crate) fn drop_column(batch: &RecordBatch, name: &str) -> RecordBatch {
 pub(crate) fn set_cell(batch: &RecordBatch, name: &str, row: usize, value: &CellValue) -> RecordBatch {
     let n = batch.num_rows();
     let col = batch.column_by_name(name).cloned();
-    fn with<T: Clone>(mut v: Vec<Option<T>>, row: usize, x: &Option<T>) -> Vec<Option<T>> {
+    pub(crate) fn with<T: Clone>(mut v: Vec<Option<T>>, row: usize, x: &Option<T>) -> Vec<Option<T>> {
         v[row] = x.clone();
         v
     }

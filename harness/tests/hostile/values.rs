@@ -8,22 +8,22 @@ use super::*;
 pub(crate) struct Rng(mmaemu_testkit::seed::Rng);
 
 impl Rng {
-    fn of_case(base: u64, trial: &str, case: u64) -> Rng {
+    pub(crate) fn of_case(base: u64, trial: &str, case: u64) -> Rng {
         Rng(mmaemu_testkit::seed::Rng::from_seed(trial_seed(base, &format!("{trial}#{case}"))))
     }
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0.random()
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         self.0.random_range(0..n.max(1))
     }
-    fn one_in(&mut self, n: u64) -> bool {
+    pub(crate) fn one_in(&mut self, n: u64) -> bool {
         self.next() % n.max(1) == 0
     }
-    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+    pub(crate) fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
         &xs[self.below(xs.len())]
     }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.next() as u8).collect()
     }
 }
