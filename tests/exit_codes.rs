@@ -279,7 +279,7 @@ fn explain_cases_exit_codes() {
     expect(0, &["explain".as_ref(), "--cases".as_ref(), file("good.jsonl", good).as_os_str()]);
     let raising = format!("{good}\n{}\n", r#"{"id": 7, "m": 16, "n": 5760, "k": 1920, "out": "e5m2"}"#);
     expect(1, &["explain".as_ref(), "--cases".as_ref(), file("raising.jsonl", &raising).as_os_str()]);
-    // Issue 15: upper-case keys are unknown keys, not a 0 x 0 x 0 call; a misspelt key; a layout the command line
+    // Upper-case keys are unknown keys, not a 0 x 0 x 0 call; a misspelt key; a layout the command line
     // rejects; a case without k.
     for (name, line) in [
         ("upper", r#"{"M": 16, "N": 16, "K": 16}"#),
@@ -315,7 +315,7 @@ fn explain_cases_exit_codes() {
 fn bench_exit_codes() {
     let tiny = ["bench", "gemm", "--m", "16", "--n", "16", "--k", "16", "--reps", "0", "--threads", "1"];
     expect(0, &tiny);
-    // Issue 15: an empty GEMM, no threads, far more threads than cores, sizes over the ceiling or overflowing.
+    // An empty GEMM, no threads, far more threads than cores, sizes over the ceiling or overflowing.
     let start = Instant::now();
     expect(2, &["bench", "gemm", "--m", "0", "--n", "0", "--k", "0"]);
     expect(2, &["bench", "gemm", "--m", "16", "--n", "16", "--k", "16", "--threads", "0"]);

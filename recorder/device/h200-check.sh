@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# recorder/device/h200-check.sh: the H200 device check of the recorder (issue 6), at most 8 minutes.
+# recorder/device/h200-check.sh: the H200 device check of the recorder, at most 8 minutes.
 #
 # Runs on the GPU machine (NVIDIA H200, sm_90, CUDA 13, python3 with torch and its cuBLAS 13), which has no
 # Rust toolchain: the binaries are built on the development machine and carried (recorder/README.md,
