@@ -3,7 +3,7 @@
 
 // The rules it finds: interleaved 64-wide tiles with pairwise combination where the recording says pairwise and serial
 // where it says serial, slow chains restarting every 2 own tiles. Also: the `--json` shape, rows whose scheme is
-// `unknown`, bad input.
+// `unknown` (with both schemes in one group: a mixture of the two rules), bad input.
 
 use mmaemu_datasets::{read_recording, write_recording, Recording};
 use mmaemu_reports::fit::rules::Rule;
@@ -51,7 +51,7 @@ fn rtx4060_groups_find_interleaved64_with_the_recorded_order() {
                 assert!(!g.discriminating.is_empty());
             }
             Verdict::Ambiguous => assert!(g.survivors.len() > 1),
-            Verdict::None => unreachable!(),
+            Verdict::None | Verdict::Mixture => unreachable!("labelled groups have survivors"),
         }
     }
     // The groups with enough evidence name the rule outright, both orders, fast and slow.
@@ -142,6 +142,66 @@ fn unknown_scheme_rows_fit_without_a_label_and_json_has_the_documented_shape() {
     assert_eq!(g["verdict"], "unique");
     assert_eq!(g["survivors"], serde_json::json!(["interleaved64/pairwise"]));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn unlabelled_rows_of_both_schemes_are_a_mixture_of_two_rules() {
+    // The RTX 4060 gemm rows as a recording made without an algorithm read-back would hold them: scheme
+    // `unknown`, no `algo`. Serial and pairwise rows of one S then share a group, which no single rule
+    // explains; the fit names the two rules and assigns every row to one that reproduces it.
+    let rec = read_recording(&recordings().join("rtx4060-gemm.parquet")).unwrap();
+    let recorded: std::collections::HashMap<String, String> =
+        rec.rows.iter().map(|r| (r.id.clone(), r.split_scheme.clone().unwrap_or_default())).collect();
+    let rows: Vec<_> = rec
+        .rows
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            r.split_scheme = r.split_scheme.map(|s| if s == "none" { s } else { "unknown".into() });
+            r.algo = None;
+            r
+        })
+        .collect();
+    let fit = mmaemu_reports::fit::splitk::fit(&[(recordings().join("rtx4060-gemm.parquet"), rows)]);
+    let survivors: std::collections::HashMap<&str, &Vec<String>> =
+        fit.rows.iter().map(|r| (r.id.as_str(), &r.survivors)).collect();
+    let (mut mixed, mut named) = (0, 0);
+    let summary = |g: &mmaemu_reports::fit::splitk::FitGroup| {
+        let parts: Vec<String> = g.mixture.iter().map(|p| format!("{} {}", p.rule, p.assigned.len())).collect();
+        format!("fast={} S={} rows={} mixture: {}", g.fast, g.s, g.rows.len(), parts.join(", "))
+    };
+    for g in &fit.groups {
+        assert_eq!(g.label, None);
+        let schemes: std::collections::BTreeSet<&str> = g.rows.iter().map(|id| recorded[id].as_str()).collect();
+        if schemes.len() < 2 || !matches!(g.verdict, Verdict::Mixture) {
+            assert_ne!(g.verdict, Verdict::None, "{}: {:?}", summary(g), g.closest);
+            continue;
+        }
+        mixed += 1;
+        assert!(g.survivors.is_empty());
+        // Every row is assigned to exactly one part, whose rule reproduces it.
+        let mut assigned: Vec<&String> = g.mixture.iter().flat_map(|p| &p.assigned).collect();
+        assigned.sort();
+        let mut ids: Vec<&String> = g.rows.iter().collect();
+        ids.sort();
+        assert_eq!(assigned, ids, "fast={} S={}", g.fast, g.s);
+        for p in &g.mixture {
+            for id in &p.assigned {
+                assert!(survivors[id.as_str()].contains(&p.rule), "{id}: {} does not reproduce it", p.rule);
+            }
+        }
+        // Each scheme's rows go to a rule that reproduces them all; with the recorded schemes' rules
+        // (docs/reference.md §3.2) among the covers when the rows tell them apart.
+        assert!(g.mixture.len() >= 2, "{}", summary(g));
+        let names: std::collections::BTreeSet<&str> = g.mixture.iter().map(|p| p.rule.as_str()).collect();
+        if names == [expected("serial", g.fast), expected("pairwise", g.fast)].iter().map(String::as_str).collect() {
+            named += 1;
+        }
+    }
+    assert!(mixed >= 5, "{mixed} groups mix both schemes");
+    assert!(named >= 3, "{named} mixtures are the two recorded schemes' rules");
+    let text = mmaemu_reports::fit::splitk::text(&fit);
+    assert!(text.contains("mixture of 2 rules: interleaved64/"), "{text}");
 }
 
 #[test]

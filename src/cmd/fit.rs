@@ -7,7 +7,8 @@ use std::path::PathBuf;
 #[derive(clap::Subcommand, Debug)]
 pub enum FitCommand {
     /// Find the split-K reduction rule (tile width, ownership, slow restart, combination order) that
-    /// reproduces the recorded rows with S > 1, per GPU, fast/slow, S and customOption or scheme.
+    /// reproduces the recorded rows with S > 1, per GPU, fast/slow, S and customOption or scheme; where no
+    /// single rule does, the smallest set of rules that does (a mixture) and the rows each reproduces.
     Splitk {
         /// Print one JSON object instead of text.
         #[arg(long)]

@@ -2,9 +2,9 @@
 //! split-K reduction rule of a GPU's kernels ([`splitk`], over the candidate rules of [`rules`]) and the envelope above
 //! which cuBLASLt never splits ([`envelope`]) — each with an honest verdict.
 
-// Exit codes of the commands (`mmaemu fit`): 0 the fit holds; 1 it does not (`fit splitk`: a group without a surviving
-// rule; `fit envelope`: held-out violations, or the table disagrees with its sidecar); 2 unreadable input or a usage
-// error.
+// Exit codes of the commands (`mmaemu fit`): 0 the fit holds; 1 it does not (`fit splitk`: a group that no rule, nor
+// a mixture of rules, reproduces; `fit envelope`: held-out violations, or the table disagrees with its sidecar); 2
+// unreadable input or a usage error.
 
 pub mod envelope;
 pub mod rules;

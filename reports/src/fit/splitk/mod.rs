@@ -15,7 +15,8 @@
 //! Rows are grouped by (GPU, fast/slow, S, label), the label being the algorithm's customOption when the
 //! `algo` column records one (`customOption 1`), else the recorded scheme unless it is `unknown` (no
 //! label). A group's survivors are the rules that reproduce every row of the group; its verdict is
-//! `unique` (one survivor), `ambiguous` (several: the rows cannot tell them apart) or `none`. Survivors
+//! `unique` (one survivor), `ambiguous` (several: the rows cannot tell them apart), `mixture` (no survivor,
+//! but a smallest set of rules reproduces every row: `groups.rs`) or `none`. Survivors
 //! whose combination orders are the same expression for the group's S (e.g. every order for S = 2, since
 //! fp32 addition is commutative) are listed as `identical`: no recording could ever separate them. The
 //! *discriminating* rows of a group are those that reject at least one candidate — the evidence the
@@ -27,6 +28,7 @@ mod render;
 
 use super::rules::{candidates, layouts, order_expression, Layout, Order, Rule};
 use groups::group;
+pub use groups::MixturePart;
 use mmaemu_datasets::{discover, read_recording, DatasetError, Expectation, Op, OutSelect, Row, Truth};
 use mmaemu_harness::call::CallParts;
 use mmaemu_model::scaled_mm::{resolve_profile, Validation};
@@ -115,16 +117,19 @@ pub enum Verdict {
     Unique,
     /// Several rules reproduce every row; the rows cannot tell them apart.
     Ambiguous,
-    /// No candidate reproduces every row.
+    /// No single rule reproduces every row, and a set of rules does ([`FitGroup::mixture`]).
+    Mixture,
+    /// Some row is reproduced by no candidate.
     None,
 }
 
 impl Verdict {
-    /// `unique`, `ambiguous`, `none`.
+    /// `unique`, `ambiguous`, `mixture`, `none`.
     pub fn name(self) -> &'static str {
         match self {
             Verdict::Unique => "unique",
             Verdict::Ambiguous => "ambiguous",
+            Verdict::Mixture => "mixture",
             Verdict::None => "none",
         }
     }
@@ -154,12 +159,16 @@ pub struct FitGroup {
     pub rows: Vec<String>,
     /// The rules reproducing every row, in candidate order.
     pub survivors: Vec<String>,
-    /// unique / ambiguous / none.
+    /// unique / ambiguous / mixture / none.
     pub verdict: Verdict,
     /// Rows rejecting at least one candidate.
     pub discriminating: Vec<String>,
     /// Classes of survivors (two or more) that compute the same bits for every input at this S.
     pub identical: Vec<Vec<String>>,
+    /// For verdict mixture: its rules, the most rows first (`groups.rs`).
+    pub mixture: Vec<MixturePart>,
+    /// For verdict mixture: how many sets of that many rules explain the group (1: the rows decide which).
+    pub mixtures: usize,
     /// For verdict none: the rules failing the fewest rows (at most 4).
     pub closest: Vec<Closest>,
 }
@@ -215,17 +224,8 @@ fn numerics(row: &Row) -> Result<(Preset, Format, Format, Finish, OutDtype), Str
             if row.op == Op::Accumulator {
                 return Ok((preset, fa, fb, Finish::Accumulator, OutDtype::Float32));
             }
-            let out = match row.out_dtype.as_deref() {
-                None => OutDtype::of_format(fa),
-                Some(n) => OutDtype::from_name(n).ok_or_else(|| format!("out dtype '{n}' is not replayable"))?,
-            };
-            let (sa, sb) = (row.scale_a.ok_or("scale_a is null")?, row.scale_b.ok_or("scale_b is null")?);
-            let epi = Epilogue {
-                scale_a: f32::from_bits(sa),
-                scale_b: f32::from_bits(sb),
-                scale_result: row.scale_result.map(f32::from_bits),
-                out,
-            };
+            let epi = mmaemu_harness::replay::gemm_epilogue(row, fa)?;
+            let out = epi.out;
             Ok((preset, fa, fb, Finish::Epilogue(epi), out))
         }
         Op::ScaledMm => {
@@ -473,6 +473,13 @@ struct Meta {
     recorded: String,
 }
 
+impl Meta {
+    fn into_row(self, survivors: Vec<String>) -> FitRow {
+        let Meta { id, file, gpu, fast, s, label, recorded } = self;
+        FitRow { id, file, gpu, fast, s, label, recorded, survivors }
+    }
+}
+
 fn meta(row: &Row, file: &Path) -> Meta {
     Meta {
         id: row.id.clone(),
@@ -492,16 +499,7 @@ pub fn fit_row(row: &Row, file: &Path) -> Result<FitRow, SkippedRow> {
     let m = meta(row, file);
     let parts = all_partials(&p, m.s, m.fast);
     let survivors = survivors(&p, &parts).iter().map(Rule::name).collect();
-    Ok(FitRow {
-        id: m.id,
-        file: m.file,
-        gpu: m.gpu,
-        fast: m.fast,
-        s: m.s,
-        label: m.label,
-        recorded: m.recorded,
-        survivors,
-    })
+    Ok(m.into_row(survivors))
 }
 
 /// Fit the split rows of the given (file, rows) recordings: rows are prepared in parallel, rows sharing
@@ -547,16 +545,7 @@ pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
     let rows: Vec<FitRow> = ready
         .into_iter()
         .zip(surv)
-        .map(|((m, _), survivors)| FitRow {
-            id: m.id,
-            file: m.file,
-            gpu: m.gpu,
-            fast: m.fast,
-            s: m.s,
-            label: m.label,
-            recorded: m.recorded,
-            survivors,
-        })
+        .map(|((m, _), survivors)| m.into_row(survivors))
         .collect();
     let groups = group(&rows);
     FitReport {

@@ -5,8 +5,9 @@ use super::*;
 
 /// The `--json` form: `{"rows": [{"id", "s", "fast", "survivors"}], "groups": [{"gpu", "fast", "s",
 /// "label", "rows", "survivors", "verdict"}]}`, plus the file, GPU, label and recorded scheme of each row,
-/// each group's discriminating rows, identical classes and (verdict none) closest rules, the skipped rows
-/// and the candidate counts.
+/// each group's discriminating rows, identical classes, (verdict mixture) its parts `{"rule", "equivalent",
+/// "explains", "assigned"}` and the number of covers of that size, (verdict none) closest rules, the skipped
+/// rows and the candidate counts.
 pub fn json(report: &FitReport) -> Value {
     json!({
         "rows": report.rows.iter().map(|r| json!({
@@ -29,6 +30,9 @@ pub fn json(report: &FitReport) -> Value {
             "verdict": g.verdict.name(),
             "discriminating": g.discriminating,
             "identical": g.identical,
+            "mixture": g.mixture.iter().map(|p| json!({"rule": p.rule, "equivalent": p.equivalent,
+                "explains": p.explains, "assigned": p.assigned})).collect::<Vec<_>>(),
+            "mixtures": g.mixtures,
             "closest": g.closest.iter().map(|c| json!({"rule": c.rule, "failing": c.failing})).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "skipped": report.skipped.iter().map(|s| json!({
@@ -70,9 +74,41 @@ pub fn text(report: &FitReport) -> String {
             g.verdict.name(),
             match g.verdict {
                 Verdict::None => String::new(),
+                Verdict::Mixture => format!(
+                    " of {} rules: {}",
+                    g.mixture.len(),
+                    g.mixture
+                        .iter()
+                        .map(|p| format!("{}: {} rows", p.rule, p.assigned.len()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 _ => format!(": {}", listing(&g.survivors, 12)),
             }
         );
+        for p in &g.mixture {
+            let _ = writeln!(
+                s,
+                "  {} reproduces {} rows, assigned {}: {}{}",
+                p.rule,
+                p.explains.len(),
+                p.assigned.len(),
+                listing(&p.assigned, 3),
+                if p.equivalent.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (the same rows: {})", listing(&p.equivalent, 4))
+                }
+            );
+        }
+        if g.mixtures > 1 {
+            let _ = writeln!(
+                s,
+                "  {} sets of {} rules explain these rows: the rows cannot tell them apart",
+                g.mixtures,
+                g.mixture.len()
+            );
+        }
         for class in &g.identical {
             let _ = writeln!(s, "  identical for S = {} (no recording can separate them): {}", g.s, class.join(" = "));
         }
