@@ -59,8 +59,7 @@ pub fn read_recording_with(path: &Path, options: &ReadOptions) -> Result<Recordi
 
 fn read_inner(path: &Path, options: &ReadOptions) -> Result<Recording, DatasetError> {
     let file = open_regular(path)?;
-    let plain = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
-        .map_err(|e| DatasetError::NotParquet { path: path.to_path_buf(), detail: e.to_string() })?;
+    let plain = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| footer_error(path, e))?;
 
     let meta = read_meta(path, plain.metadata().file_metadata().key_value_metadata())?;
     check_meta(path, &meta)?;
@@ -164,6 +163,24 @@ fn read_inner(path: &Path, options: &ReadOptions) -> Result<Recording, DatasetEr
     }
     check_rows(path, &rows)?;
     Ok(Recording { path: path.to_path_buf(), meta, rows })
+}
+
+/// The error of a footer that could not be decoded. Text in the footer (the key-value metadata, column names) that
+/// is not UTF-8 is named as such: the file is Parquet, but the format requires UTF-8 text there
+/// (docs/recording-format.md).
+pub(crate) fn footer_error(path: &Path, e: parquet::errors::ParquetError) -> DatasetError {
+    match &e {
+        parquet::errors::ParquetError::External(inner)
+            if inner.is::<std::string::FromUtf8Error>() || inner.is::<std::str::Utf8Error>() =>
+        {
+            DatasetError::invalid(
+                path,
+                None,
+                format!("its footer (key-value metadata or schema) holds text that is not valid UTF-8 ({inner})"),
+            )
+        }
+        _ => DatasetError::NotParquet { path: path.to_path_buf(), detail: e.to_string() },
+    }
 }
 
 fn corrupt(path: &Path, e: impl std::fmt::Display) -> DatasetError {

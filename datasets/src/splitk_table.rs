@@ -145,8 +145,7 @@ pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Resul
     }
 
     let file = crate::read::open_regular(path)?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| DatasetError::NotParquet { path: path.to_path_buf(), detail: e.to_string() })?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| crate::read::footer_error(path, e))?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let meta = crate::read::KvMeta { path, kv };
     let format = meta.format()?;

@@ -345,3 +345,30 @@ pub(crate) fn small_shipped_recordings_pass() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// A footer whose key-value metadata is not UTF-8 (a value's bytes replaced by 0xFF, lengths unchanged) is named
+/// as such, not as "not Parquet" (docs/recording-format.md, "File key-value metadata").
+pub(crate) fn non_utf8_metadata_is_named() -> Result<(), String> {
+    let mut raw = load_raw(&shipped("toolbox-h200.parquet"))?;
+    let marker = "mmaemu-non-utf8-marker";
+    raw.kv.push(KeyValue::new("mmaemu:x-test".into(), marker.to_string()));
+    let mut bytes = encode(&raw, false)?;
+    let at = bytes
+        .windows(marker.len())
+        .rposition(|w| w == marker.as_bytes())
+        .ok_or("the marker is not in the footer")?;
+    bytes[at..at + marker.len()].fill(0xFF);
+    let root = tempdir()?;
+    let path = root.path().join("non-utf8.parquet");
+    std::fs::write(&path, &bytes).map_err(|e| e.to_string())?;
+    match read_recording(&path) {
+        Err(e @ DatasetError::Invalid { .. }) => {
+            let text = e.to_string();
+            ensure!(text.contains("not valid UTF-8") && !text.contains("not Parquet"), "{text}");
+        }
+        other => return Err(format!("expected an invalid-file error, got {other:?}")),
+    }
+    let (text, code) = inspect::verify(&[path], false);
+    ensure!(code == 2 && text.contains("UTF-8"), "datasets verify exits {code}: {text}");
+    Ok(())
+}

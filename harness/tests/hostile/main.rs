@@ -67,6 +67,7 @@ fn main() -> ExitCode {
         crafted("crafted/all_rows_skipped", all_rows_skipped),
         crafted("crafted/discovery_finds_recordings_or_says_none", discovery_finds_recordings_or_says_none),
         crafted("crafted/fifos_are_never_read", fifos_are_never_read),
+        crafted("crafted/non_utf8_metadata_is_named", non_utf8_metadata_is_named),
         crafted("crafted/small_shipped_recordings_pass_under_the_ceiling", small_shipped_recordings_pass),
     ];
     trials.extend(fuzz_trials());
