@@ -266,14 +266,14 @@ impl Parts {
 
 fn describe(r: &RunKey) -> String {
     format!(
-        "{} of spec {} sha256 {}, {} units by {}, device {:?}, cuBLASLt {:?}, {}, shard {}",
+        "{} of spec {} sha256 {}, {} units by {}, device {}, cuBLASLt {}, {}, shard {}",
         r.kind,
         r.spec_name,
         &r.spec_sha256.get(..12).unwrap_or(&r.spec_sha256),
         r.units,
         r.chunk_units,
         r.device,
-        r.cublaslt,
+        r.cublaslt.as_deref().unwrap_or("unknown"),
         r.settings,
         r.shard.as_deref().unwrap_or("none")
     )
