@@ -7,43 +7,12 @@ from __future__ import annotations
 
 import importlib.util as _util
 
-from . import errors
-from ._api import (
-    BackendsStatus,
-    BackendStatus,
-    CallPlan,
-    ErrorInfo,
-    Preset,
-    Profile,
-    SplitDecision,
-    WarningInfo,
-    accumulate,
-    backends_status,
-    explain,
-    get_preset,
-    get_profile,
-    list_presets,
-    list_profiles,
-    scaled_mm,
-)
+from . import _api, errors
+from ._api import *  # noqa: F401,F403  (the names of _api.__all__)
 from ._arrays import Codes, codes
 from ._core import __version__
 from ._patch import install, installed, patch, uninstall
-from .errors import (
-    BackendFallbackWarning,
-    BackendUnavailableError,
-    DataError,
-    ExperimentalPresetWarning,
-    MmaemuError,
-    MmaemuWarning,
-    OutResizedWarning,
-    OutUnchangedWarning,
-    ReferenceRejectsError,
-    SplitKUnknownError,
-    UnsupportedFeatureError,
-    UnvalidatedEnvelopeWarning,
-    UnverifiedSplitWarning,
-)
+from .errors import *  # noqa: F401,F403  (the error and warning classes of errors.__all__)
 from . import model, testing, datasets  # noqa: E402  (after the API they build on)
 
 if _util.find_spec("torch") is not None:
@@ -56,15 +25,10 @@ if _util.find_spec("torch") is not None:
     model.dot = _torch.compiler.disable(model.dot)
     model.epilogue.apply = _torch.compiler.disable(model.epilogue.apply)
 
+# The API, the error and warning classes (each module's own list), and what this module adds.
 __all__ = [
-    "scaled_mm",
-    "explain",
-    "accumulate",
-    "get_profile",
-    "list_profiles",
-    "get_preset",
-    "list_presets",
-    "backends_status",
+    *_api.__all__,
+    *(name for name in errors.__all__ if name != "WARNING_CLASSES"),
     "codes",
     "Codes",
     "patch",
@@ -75,26 +39,5 @@ __all__ = [
     "testing",
     "datasets",
     "errors",
-    "CallPlan",
-    "ErrorInfo",
-    "SplitDecision",
-    "WarningInfo",
-    "Profile",
-    "Preset",
-    "BackendStatus",
-    "BackendsStatus",
-    "MmaemuError",
-    "ReferenceRejectsError",
-    "UnsupportedFeatureError",
-    "SplitKUnknownError",
-    "BackendUnavailableError",
-    "DataError",
-    "MmaemuWarning",
-    "ExperimentalPresetWarning",
-    "UnverifiedSplitWarning",
-    "UnvalidatedEnvelopeWarning",
-    "BackendFallbackWarning",
-    "OutResizedWarning",
-    "OutUnchangedWarning",
     "__version__",
 ]

@@ -310,25 +310,7 @@ def _call_args(
             split = ("auto", 0, "") if splitk == "auto" else _splitk(fn, splitk)
             options = (od, use_fast_accum, None if out is None else d(out), profile, split, backend, grad)
             return "torch", (descs, options), "cpu"
-    return _call_args_checked(fn, input, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out,
-                              profile, splitk, backend)
-
-
-def _call_args_checked(
-    fn: str,
-    input: Any,
-    mat2: Any,
-    scale_a: Any,
-    scale_b: Any,
-    bias: Any,
-    scale_result: Any,
-    out_dtype: Any,
-    use_fast_accum: Any,
-    out: Any,
-    profile: Any,
-    splitk: Any,
-    backend: Any,
-) -> Tuple[str, Any, str]:
+    # Anything else: every argument checked as torch's argument parser checks it.
     kind = arr.kind_of(input)
     if kind is None:
         raise _type_error(fn, "input", 1, "Tensor", input)
