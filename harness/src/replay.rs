@@ -298,6 +298,22 @@ fn compute_mma(row: &Row) -> Result<Computed, String> {
     Ok(Ok((out, OutDtype::Float32)))
 }
 
+/// The epilogue of a `gemm` row: its scales and out dtype (null: mat1's own format, docs/recording-format.md),
+/// with `fa` the format of mat1.
+pub fn gemm_epilogue(row: &Row, fa: Format) -> Result<Epilogue, String> {
+    let out = match row.out_dtype.as_deref() {
+        None => OutDtype::of_format(fa),
+        Some(name) => OutDtype::from_name(name).ok_or_else(|| format!("out dtype '{name}' is not replayable"))?,
+    };
+    let (sa, sb) = (row.scale_a.ok_or("scale_a is null")?, row.scale_b.ok_or("scale_b is null")?);
+    Ok(Epilogue {
+        scale_a: f32::from_bits(sa),
+        scale_b: f32::from_bits(sb),
+        scale_result: row.scale_result.map(f32::from_bits),
+        out,
+    })
+}
+
 /// ops `accumulator` and `gemm`: the plan with the recorded split, then (gemm) the epilogue.
 fn compute_gemm(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, String> {
     let preset = match Preset::by_name(&row.preset) {
@@ -320,19 +336,8 @@ fn compute_gemm(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, String>
             }
         }
         _ => {
-            let out = match row.out_dtype.as_deref() {
-                None => OutDtype::of_format(fa),
-                Some(name) => {
-                    OutDtype::from_name(name).ok_or_else(|| format!("out dtype '{name}' is not replayable"))?
-                }
-            };
-            let (sa, sb) = (row.scale_a.ok_or("scale_a is null")?, row.scale_b.ok_or("scale_b is null")?);
-            let epi = Epilogue {
-                scale_a: f32::from_bits(sa),
-                scale_b: f32::from_bits(sb),
-                scale_result: row.scale_result.map(f32::from_bits),
-                out,
-            };
+            let epi = gemm_epilogue(row, fa)?;
+            let out = epi.out;
             match gemm_with(&preset, &ops, fast, split, &epi, engine) {
                 Ok(o) => (o.bits, out),
                 Err(e) => return Ok(Err(e)),

@@ -10,28 +10,16 @@
 
 use crate::CpuEngine;
 use mmaemu_model::plan::SplitK;
-use mmaemu_model::preset::{CEntry, Maturity, PresetSpec};
+use mmaemu_model::preset::{CEntry, PresetSpec};
 use mmaemu_model::{execute, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
 /// The presets of the battery: the built-ins and two custom ones (odd block, other frac_out; 40-bit wide).
 pub fn presets() -> Vec<Preset> {
-    let custom = |name: &str, nfma, frac, frac_out, min_exp, c_entry, slow_chunk| {
-        Preset::custom(PresetSpec {
-            name: name.into(),
-            nfma,
-            frac,
-            frac_out,
-            min_exp,
-            c_entry,
-            slow_chunk,
-            maturity: Maturity::Custom,
-        })
-    };
     let mut v = vec![Preset::ada(), Preset::hopper(), Preset::b200_mma_sync()];
-    v.extend(custom("selfcheck-odd", 5, 13, 9, -20, CEntry::Early, Some(48)));
-    v.extend(custom("selfcheck-wide", 7, 40, 23, -1000, CEntry::Early, Some(96)));
+    v.extend(Preset::custom(PresetSpec::custom("selfcheck-odd", 5, 13, 9, -20, CEntry::Early, Some(48))));
+    v.extend(Preset::custom(PresetSpec::custom("selfcheck-wide", 7, 40, 23, -1000, CEntry::Early, Some(96))));
     v
 }
 

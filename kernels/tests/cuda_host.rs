@@ -7,7 +7,7 @@
 use mmaemu_kernels::cuda::{emulate, ChainParams, DecodeTables, KERNELS};
 use mmaemu_kernels::CpuEngine;
 use mmaemu_model::accumulate::{execute, ChainEngine, Operands, ReferenceEngine};
-use mmaemu_model::{CEntry, Format, Maturity, Plan, Preset, PresetSpec, SplitK};
+use mmaemu_model::{CEntry, Format, Plan, Preset, PresetSpec, SplitK};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
@@ -49,16 +49,15 @@ fn random_preset(rng: &mut ChaCha8Rng) -> Preset {
         0 => Preset::ada(),
         1 => Preset::hopper(),
         2 => Preset::b200_mma_sync(),
-        _ => Preset::custom(PresetSpec {
-            name: "random".into(),
-            nfma: 1 + rng.random_range(0..40u32),
-            frac: 1 + rng.random_range(0..40u32),
-            frac_out: 1 + rng.random_range(0..23u32),
-            min_exp: -150 + rng.random_range(0..40i32),
-            c_entry: if rng.random_range(0..2) == 0 { CEntry::Early } else { CEntry::Late },
-            slow_chunk: Some(16 * (1 + rng.random_range(0..8u32))),
-            maturity: Maturity::Custom,
-        })
+        _ => Preset::custom(PresetSpec::custom(
+            "random",
+            1 + rng.random_range(0..40u32),
+            1 + rng.random_range(0..40u32),
+            1 + rng.random_range(0..23u32),
+            -150 + rng.random_range(0..40i32),
+            if rng.random_range(0..2) == 0 { CEntry::Early } else { CEntry::Late },
+            Some(16 * (1 + rng.random_range(0..8u32))),
+        ))
         .expect("valid preset"),
     }
 }
@@ -92,16 +91,15 @@ fn emulated_narrow_kernel_equals_the_model() {
         let preset = match i % 3 {
             0 => Preset::ada(),
             1 => Preset::hopper(),
-            _ => Preset::custom(PresetSpec {
-                name: "narrow".into(),
-                nfma: 1 + rng.random_range(0..32u32),
-                frac: 6 + rng.random_range(0..21u32),
-                frac_out: 1 + rng.random_range(0..23u32),
-                min_exp: -400 + rng.random_range(0..300i32),
-                c_entry: CEntry::Early,
-                slow_chunk: None,
-                maturity: Maturity::Custom,
-            })
+            _ => Preset::custom(PresetSpec::custom(
+                "narrow",
+                1 + rng.random_range(0..32u32),
+                6 + rng.random_range(0..21u32),
+                1 + rng.random_range(0..23u32),
+                -400 + rng.random_range(0..300i32),
+                CEntry::Early,
+                None,
+            ))
             .expect("valid preset"),
         };
         let (fa, fb) = (Format::ALL[rng.random_range(0..2usize)], Format::ALL[rng.random_range(0..2usize)]);
@@ -152,16 +150,15 @@ fn emulated_kernels_run_every_plan_like_the_model() {
 
 #[test]
 fn unsupported_presets_are_refused_not_miscomputed() {
-    let wide = Preset::custom(PresetSpec {
-        name: "huge".into(),
-        nfma: 1 << 22,
-        frac: 40,
-        frac_out: 23,
-        min_exp: -132,
-        c_entry: CEntry::Early,
-        slow_chunk: None,
-        maturity: Maturity::Custom,
-    })
+    let wide = Preset::custom(PresetSpec::custom(
+        "huge",
+        1 << 22,
+        40,
+        23,
+        -132,
+        CEntry::Early,
+        None,
+    ))
     .expect("valid preset");
     assert!(ChainParams::new(&wide, Format::E4m3, Format::E4m3).is_err());
 }

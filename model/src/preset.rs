@@ -78,6 +78,22 @@ pub struct PresetSpec {
     pub maturity: Maturity,
 }
 
+impl PresetSpec {
+    /// The parameters of a user-defined preset (maturity custom), in the fields' order; [`Preset::custom`]
+    /// checks them.
+    pub fn custom(
+        name: &str,
+        nfma: u32,
+        frac: u32,
+        frac_out: u32,
+        min_exp: i32,
+        c_entry: CEntry,
+        slow_chunk: Option<u32>,
+    ) -> PresetSpec {
+        PresetSpec { name: name.into(), nfma, frac, frac_out, min_exp, c_entry, slow_chunk, maturity: Maturity::Custom }
+    }
+}
+
 /// An immutable tensor-core arithmetic.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preset {
@@ -93,27 +109,20 @@ pub const SM120_RUNBOOK: &str = "the sm_120 bring-up runbook (record the GPU wit
 
 impl Preset {
     fn builtin(b: Builtin) -> Preset {
+        // ada and hopper differ only in the block size (docs/reference.md §2.1).
+        let ada = PresetSpec {
+            name: "ada".into(),
+            nfma: 16,
+            frac: 13,
+            frac_out: 13,
+            min_exp: -132,
+            c_entry: CEntry::Early,
+            slow_chunk: Some(128),
+            maturity: Maturity::Validated,
+        };
         let spec = match b {
-            Builtin::Ada => PresetSpec {
-                name: "ada".into(),
-                nfma: 16,
-                frac: 13,
-                frac_out: 13,
-                min_exp: -132,
-                c_entry: CEntry::Early,
-                slow_chunk: Some(128),
-                maturity: Maturity::Validated,
-            },
-            Builtin::Hopper => PresetSpec {
-                name: "hopper".into(),
-                nfma: 32,
-                frac: 13,
-                frac_out: 13,
-                min_exp: -132,
-                c_entry: CEntry::Early,
-                slow_chunk: Some(128),
-                maturity: Maturity::Validated,
-            },
+            Builtin::Ada => ada,
+            Builtin::Hopper => PresetSpec { name: "hopper".into(), nfma: 32, ..ada },
             Builtin::B200MmaSync => PresetSpec {
                 name: "b200_mma_sync".into(),
                 nfma: 32,

@@ -12,19 +12,9 @@ use mmaemu_recorder::spec::Sweep;
 use mmaemu_recorder::sweep::{run_sweep, SweepOptions};
 use std::path::{Path, PathBuf};
 
-const SPEC: &str = r#"
-kind = "sweep"
-name = "sharded"
-seed = 9
-formats = [["e4m3", "e4m3"], ["e4m3", "e5m2"]]
-out_dtypes = ["bfloat16", "float8_e5m2"]
-fast_accum = [false, true]
-chunk_rows = 5
-[[shapes]]
-m = [1, 7]
-n = [16, 32]
-k = [32, 24]
-"#;
+mod common;
+use common::SMALL_SWEEP;
+
 
 const GRID: &str = r#"
 kind = "grid"
@@ -62,7 +52,7 @@ fn shards(dir: &Path, n: u64) -> Vec<PathBuf> {
     (1..=n)
         .map(|i| {
             let out = dir.join(format!("shard-{i}.parquet"));
-            sweep(SPEC, &opts(&out, Some(&format!("{i}/{n}")))).unwrap();
+            sweep(SMALL_SWEEP, &opts(&out, Some(&format!("{i}/{n}")))).unwrap();
             out
         })
         .collect()
@@ -72,7 +62,7 @@ fn shards(dir: &Path, n: u64) -> Vec<PathBuf> {
 fn three_shards_merge_into_the_unsharded_sweep() {
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole.parquet");
-    sweep(SPEC, &opts(&whole, None)).unwrap();
+    sweep(SMALL_SWEEP, &opts(&whole, None)).unwrap();
     let parts = shards(dir.path(), 3);
     // Shard 2 of 3 holds chunks 1, 4, 7, 10 (of 13), and says so.
     let raw = read_recording_with(&parts[1], &ReadOptions { materialise_inputs: false }).unwrap();
@@ -118,16 +108,16 @@ fn bad_merges_are_refused_with_the_reason() {
     refused(vec![parts[0].clone(), parts[1].clone(), parts[2].clone(), copy], "overlapping shards: shard 1/3");
     // Another split of the run: shard 1 of 2 with shards 2 and 3 of 3.
     let half = dir.path().join("half.parquet");
-    sweep(SPEC, &opts(&half, Some("1/2"))).unwrap();
+    sweep(SMALL_SWEEP, &opts(&half, Some("1/2"))).unwrap();
     refused(vec![half, parts[1].clone(), parts[2].clone()], "another split of the run");
     // Another spec.
     let other = dir.path().join("other.parquet");
-    let text = SPEC.replace("seed = 9", "seed = 10");
+    let text = SMALL_SWEEP.replace("seed = 9", "seed = 10");
     sweep(&text, &opts(&other, Some("1/3"))).unwrap();
     refused(vec![other, parts[1].clone(), parts[2].clone()], "another run");
     // Not a shard at all.
     let whole = dir.path().join("whole.parquet");
-    sweep(SPEC, &opts(&whole, None)).unwrap();
+    sweep(SMALL_SWEEP, &opts(&whole, None)).unwrap();
     refused(vec![whole], "not a shard");
 }
 
@@ -135,27 +125,27 @@ fn bad_merges_are_refused_with_the_reason() {
 fn a_shard_resumes_on_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let once = dir.path().join("once.parquet");
-    sweep(SPEC, &opts(&once, Some("2/3"))).unwrap();
+    sweep(SMALL_SWEEP, &opts(&once, Some("2/3"))).unwrap();
     let out = dir.path().join("resumed.parquet");
     let mut o = opts(&out, Some("2/3"));
     o.stop_after_chunks = Some(1);
-    assert_eq!(sweep(SPEC, &o).unwrap_err().exit_code(), 5);
+    assert_eq!(sweep(SMALL_SWEEP, &o).unwrap_err().exit_code(), 5);
     // Another shard on the same parts is another run.
     let mut other = opts(&out, Some("3/3"));
-    assert_eq!(sweep(SPEC, &other).unwrap_err().exit_code(), 2);
+    assert_eq!(sweep(SMALL_SWEEP, &other).unwrap_err().exit_code(), 2);
     o.stop_after_chunks = None;
-    let r = sweep(SPEC, &o).unwrap();
+    let r = sweep(SMALL_SWEEP, &o).unwrap();
     assert_eq!(r.resumed_chunks, 1);
     assert_eq!(read_recording(&once).unwrap().rows, read_recording(&out).unwrap().rows);
     assert!(!parts_dir(&out).exists());
     // Its output exists now: recording it again needs --force.
-    let e = sweep(SPEC, &o).unwrap_err();
+    let e = sweep(SMALL_SWEEP, &o).unwrap_err();
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("--force"), "{e}");
     other.out = out.clone();
     other.force = true;
     other.shard = Some(Shard::parse("2/3").unwrap());
-    sweep(SPEC, &other).unwrap();
+    sweep(SMALL_SWEEP, &other).unwrap();
 }
 
 #[test]
@@ -192,7 +182,7 @@ fn grid_shards_merge_into_the_unsharded_table() {
     assert!(b.sidecar.get("shard").is_none());
     // A table shard with a recording shard is refused.
     let rec = dir.path().join("rec.parquet");
-    sweep(SPEC, &opts(&rec, Some("1/3"))).unwrap();
+    sweep(SMALL_SWEEP, &opts(&rec, Some("1/3"))).unwrap();
     let e = merge(&[parts[0].clone(), rec], &dir.path().join("x.parquet"), false).unwrap_err();
     assert!(e.to_string().contains("mix"), "{e}");
 }

@@ -16,6 +16,9 @@ use mmaemu_recorder::sweep::{manifest_path, run_sweep, SweepOptions, SweepReport
 use mmaemu_recorder::{load_spec, RecordError};
 use std::path::{Path, PathBuf};
 
+mod common;
+use common::SMALL_SWEEP;
+
 fn sweeps_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps")
 }
@@ -47,19 +50,6 @@ fn spec_text(body: &str) -> (Sweep, String) {
     (Sweep::parse(&text, mmaemu_recorder::util::sha256_hex(text.as_bytes())).unwrap(), text)
 }
 
-const RESUMABLE: &str = r#"
-kind = "sweep"
-name = "resume"
-seed = 5
-formats = [["e4m3", "e4m3"], ["e4m3", "e5m2"]]
-out_dtypes = ["bfloat16", "float8_e5m2"]
-fast_accum = [false, true]
-chunk_rows = 5
-[[shapes]]
-m = [1, 7]
-n = [16, 32]
-k = [32, 24]
-"#;
 
 #[test]
 fn every_example_spec_records_and_replays() {
@@ -108,7 +98,7 @@ fn every_example_spec_records_and_replays() {
 #[test]
 fn interrupted_sweep_resumes_without_duplicates() {
     let dir = tempfile::tempdir().unwrap();
-    let (sweep, text) = spec_text(RESUMABLE);
+    let (sweep, text) = spec_text(SMALL_SWEEP);
     // The reference: one uninterrupted run.
     let whole = dir.path().join("whole.parquet");
     let full = simulate(&sweep, &text, &opts(&whole), None).unwrap();
@@ -161,13 +151,13 @@ fn interrupted_sweep_resumes_without_duplicates() {
 #[test]
 fn resuming_another_run_is_refused_and_restart_clears() {
     let dir = tempfile::tempdir().unwrap();
-    let (sweep, text) = spec_text(RESUMABLE);
+    let (sweep, text) = spec_text(SMALL_SWEEP);
     let out = dir.path().join("o.parquet");
     let mut o = opts(&out);
     o.stop_after_chunks = Some(1);
     assert_eq!(simulate(&sweep, &text, &o, None).unwrap_err().exit_code(), 5);
     // Another spec (another seed) against the same parts.
-    let (other, other_text) = spec_text(&RESUMABLE.replace("seed = 5", "seed = 6"));
+    let (other, other_text) = spec_text(&SMALL_SWEEP.replace("seed = 9", "seed = 10"));
     o.stop_after_chunks = None;
     let e = simulate(&other, &other_text, &o, None).unwrap_err();
     assert_eq!(e.exit_code(), 2);
@@ -185,7 +175,7 @@ fn resuming_another_run_is_refused_and_restart_clears() {
 #[test]
 fn nondeterminism_is_recorded_and_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let (sweep, text) = spec_text(RESUMABLE);
+    let (sweep, text) = spec_text(SMALL_SWEEP);
     let out = dir.path().join("flaky.parquet");
     let r = simulate(&sweep, &text, &opts(&out), Some(5)).unwrap();
     assert_eq!(r.nondeterministic.len() as u64, (r.rows - r.rejected) / 5, "every fifth call that ran");

@@ -17,7 +17,6 @@ pub mod nvrtc;
 use mmaemu_model::accumulate::{ChainEngine, Operands, ReferenceEngine};
 use mmaemu_model::format::{Class, Decoded, Format};
 use mmaemu_model::preset::{CEntry, Preset, PresetSpec};
-use mmaemu_model::Maturity;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
@@ -397,17 +396,10 @@ fn code(rng: &mut ChaCha8Rng, f: Format, kind: u32) -> u8 {
 
 /// The user-defined presets of the gate (a late one with the widest grid, an odd block size).
 pub fn gate_custom_presets() -> Vec<Preset> {
-    let spec = |name: &str, nfma, frac, frac_out, min_exp, c_entry| PresetSpec {
-        name: name.into(),
-        nfma,
-        frac,
-        frac_out,
-        min_exp,
-        c_entry,
-        slow_chunk: Some(64),
-        maturity: Maturity::Custom,
-    };
-    [spec("gate_late_wide", 7, 40, 23, -140, CEntry::Late), spec("gate_early_odd", 5, 25, 20, -130, CEntry::Early)]
+    [
+        PresetSpec::custom("gate_late_wide", 7, 40, 23, -140, CEntry::Late, Some(64)),
+        PresetSpec::custom("gate_early_odd", 5, 25, 20, -130, CEntry::Early, Some(64)),
+    ]
         .into_iter()
         .filter_map(|s| Preset::custom(s).ok())
         .collect()
