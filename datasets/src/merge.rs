@@ -6,7 +6,7 @@
 
 use crate::shard::ShardInfo;
 use crate::splitk_table::{read_splitk_table, splitk_sidecar_path, SplitKTableRow, SPLITK_TABLE_FORMAT};
-use crate::splitk_write::{settings_summary, write_splitk_table, TableRecord};
+use crate::splitk_write::{settings_summary, write_splitk_table};
 use crate::{read_recording_with, write_file_atomic, DatasetError, FileMeta, ReadOptions, RecordingWriter, Row};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -25,6 +25,18 @@ pub struct MergeReport {
     pub rows: u64,
     /// The output (and, for a table, its sidecar next to it).
     pub out: PathBuf,
+}
+
+impl MergeReport {
+    fn new<R>(kind: &'static str, pieces: &[Piece<R>], rows: usize, out: &Path) -> MergeReport {
+        MergeReport {
+            kind,
+            shards: pieces.len(),
+            chunks: pieces[0].info.run_chunks(),
+            rows: rows as u64,
+            out: out.to_path_buf(),
+        }
+    }
 }
 
 /// One shard's file, read: its identity and its rows by chunk.
@@ -210,33 +222,7 @@ fn merge_recordings(inputs: &[PathBuf], out: &Path) -> Result<MergeReport, Datas
     let mut w = RecordingWriter::create(out, &meta, ext)?;
     w.write_rows(&rows)?;
     w.finish()?;
-    Ok(MergeReport {
-        kind: "recording",
-        shards: pieces.len(),
-        chunks: pieces[0].info.run_chunks(),
-        rows: rows.len() as u64,
-        out: out.to_path_buf(),
-    })
-}
-
-fn record(r: &SplitKTableRow) -> TableRecord {
-    TableRecord {
-        m: r.m,
-        n: r.n,
-        k: r.k,
-        fmt_a: r.fmt_a.into(),
-        fmt_b: r.fmt_b.into(),
-        out_dtype: r.out_dtype.into(),
-        fast_accum: r.fast_accum,
-        workspace_bytes: r.workspace_bytes,
-        split_s: r.split_s,
-        custom_option: r.custom_option,
-        algo_id: r.algo_id,
-        tile_id: r.tile_id,
-        stages_id: r.stages_id,
-        reduction_scheme: r.reduction_scheme,
-        cta_swizzling: r.cta_swizzling,
-    }
+    Ok(MergeReport::new("recording", &pieces, rows.len(), out))
 }
 
 fn merge_tables(inputs: &[PathBuf], out: &Path) -> Result<MergeReport, DatasetError> {
@@ -252,14 +238,14 @@ fn merge_tables(inputs: &[PathBuf], out: &Path) -> Result<MergeReport, DatasetEr
             ("spec sha256", t.sidecar.pointer("/source/spec_sha256").cloned().unwrap_or(Value::Null)),
             ("platform", t.sidecar.get("platform").cloned().unwrap_or(Value::Null)),
         ];
-        pieces.push(Piece { path: path.clone(), info, identity, rows: t.rows.iter().map(record).collect() });
+        pieces.push(Piece { path: path.clone(), info, identity, rows: t.rows });
         sidecars.push((t.sidecar, t.platform, t.provenance));
     }
     let owners = coverage(&pieces, out)?;
     // A key asked twice (two workspace entries of the same bytes) keeps its first answer, as in one run.
     let mut seen = HashSet::new();
-    let rows: Vec<TableRecord> =
-        in_chunk_order(&pieces, &owners).into_iter().filter(|r: &TableRecord| seen.insert(r.key())).collect();
+    let rows: Vec<SplitKTableRow> =
+        in_chunk_order(&pieces, &owners).into_iter().filter(|r: &SplitKTableRow| seen.insert(r.key())).collect();
     const COUNTERS: [&str; 3] = ["dropped_status_nonzero", "dropped_out_of_range", "skipped_by_torch_checks"];
     let sums: Vec<u64> = COUNTERS
         .iter()
@@ -295,11 +281,5 @@ fn merge_tables(inputs: &[PathBuf], out: &Path) -> Result<MergeReport, DatasetEr
     let mut bytes = serde_json::to_vec_pretty(&sidecar).map_err(|e| refuse(out, e.to_string()))?;
     bytes.push(b'\n');
     write_file_atomic(&splitk_sidecar_path(out), &bytes)?;
-    Ok(MergeReport {
-        kind: "split-K table",
-        shards: pieces.len(),
-        chunks: pieces[0].info.run_chunks(),
-        rows: rows.len() as u64,
-        out: out.to_path_buf(),
-    })
+    Ok(MergeReport::new("split-K table", &pieces, rows.len(), out))
 }

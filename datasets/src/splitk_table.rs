@@ -11,6 +11,7 @@ use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, 
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The `mmaemu:format` value (and the sidecar's `format`) of split-K decision tables.
@@ -41,9 +42,14 @@ pub const SPLITK_COLUMNS: [&str; 15] = [
     "cta_swizzling",
 ];
 
+/// A format or out-dtype name of a table row, one of the `&'static str` of [`SPLITK_FMTS`] or
+/// [`SPLITK_OUT_DTYPES`]. (A named type: serde's derive would make a `&'static str` field borrow from the
+/// input, so that rows could be read only from `'static` text.)
+pub type Name = &'static str;
+
 /// One row of a split-K table: the key (torch's problem m, n, k, the formats of mat1 / mat2, the out dtype,
 /// use_fast_accum, the cuBLASLt workspace) and the decision cuBLASLt's heuristic returned first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SplitKTableRow {
     /// torch's M (cuBLASLt itself sees m' = n).
     pub m: i32,
@@ -52,11 +58,14 @@ pub struct SplitKTableRow {
     /// K, the reduction length.
     pub k: i32,
     /// Format of mat1: one of [`SPLITK_FMTS`].
-    pub fmt_a: &'static str,
+    #[serde(deserialize_with = "fmt_name")]
+    pub fmt_a: Name,
     /// Format of mat2: one of [`SPLITK_FMTS`].
-    pub fmt_b: &'static str,
+    #[serde(deserialize_with = "fmt_name")]
+    pub fmt_b: Name,
     /// Out dtype: one of [`SPLITK_OUT_DTYPES`].
-    pub out_dtype: &'static str,
+    #[serde(deserialize_with = "out_dtype_name")]
+    pub out_dtype: Name,
     /// use_fast_accum: fast (true) or slow accumulation.
     pub fast_accum: bool,
     /// cuBLASLt MAX_WORKSPACE_BYTES.
@@ -75,6 +84,34 @@ pub struct SplitKTableRow {
     pub reduction_scheme: u8,
     /// CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING: whether its CTAs are swizzled.
     pub cta_swizzling: u8,
+}
+
+/// The key of a table row (unique within a table): m, n, k, fmt_a, fmt_b, out_dtype, fast_accum, workspace_bytes.
+pub type TableKey = (i32, i32, i32, &'static str, &'static str, &'static str, bool, i64);
+
+impl SplitKTableRow {
+    /// The key (unique within a table).
+    pub fn key(&self) -> TableKey {
+        (self.m, self.n, self.k, self.fmt_a, self.fmt_b, self.out_dtype, self.fast_accum, self.workspace_bytes)
+    }
+}
+
+/// One of `names`, as the `&'static str` of the list (rows keep their names interned, as [`read_splitk_table`] does).
+fn one_of<'de, D: Deserializer<'de>>(d: D, names: &[&'static str], what: &str) -> Result<&'static str, D::Error> {
+    let s = String::deserialize(d)?;
+    names
+        .iter()
+        .find(|n| **n == s)
+        .copied()
+        .ok_or_else(|| serde::de::Error::custom(format!("{what} {s:?} is not one of {}", names.join(", "))))
+}
+
+fn fmt_name<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    one_of(d, &SPLITK_FMTS, "format")
+}
+
+fn out_dtype_name<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    one_of(d, &SPLITK_OUT_DTYPES, "out dtype")
 }
 
 /// A split-K table as read: its rows, metadata and sidecar.

@@ -2,7 +2,7 @@
 //! key-value metadata, and an atomic publish (temporary file, fsync, rename). [`crate::read_splitk_table`] reads them
 //! back.
 
-use crate::{write_file_atomic, DatasetError};
+use crate::{write_file_atomic, DatasetError, SplitKTableRow};
 use arrow_array::types::Int32Type;
 use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, Int16Array, Int32Array, Int64Array, RecordBatch, UInt8Array,
@@ -12,47 +12,10 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
-
-/// One table row: the key and the configuration of the algorithm the heuristic returned first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TableRecord {
-    pub m: i32,
-    pub n: i32,
-    pub k: i32,
-    pub fmt_a: String,
-    pub fmt_b: String,
-    pub out_dtype: String,
-    pub fast_accum: bool,
-    pub workspace_bytes: i64,
-    pub split_s: u8,
-    pub custom_option: u8,
-    pub algo_id: i16,
-    pub tile_id: i16,
-    pub stages_id: i16,
-    pub reduction_scheme: u8,
-    pub cta_swizzling: u8,
-}
-
-impl TableRecord {
-    /// The key (unique within a table).
-    pub fn key(&self) -> (i32, i32, i32, String, String, String, bool, i64) {
-        (
-            self.m,
-            self.n,
-            self.k,
-            self.fmt_a.clone(),
-            self.fmt_b.clone(),
-            self.out_dtype.clone(),
-            self.fast_accum,
-            self.workspace_bytes,
-        )
-    }
-}
 
 fn dict() -> DataType {
     DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
@@ -83,14 +46,14 @@ pub fn table_schema() -> Schema {
 
 /// The sidecar's `settings`: for each (ws, out, fast, fmt_a, fmt_b) of the rows, in that order, the rows,
 /// the split rows, the largest split M·N, the smallest split K and the S values, as in the shipped sidecars.
-pub fn settings_summary(rows: &[TableRecord]) -> Vec<Value> {
-    type Setting = (i64, String, bool, String, String);
+pub fn settings_summary(rows: &[SplitKTableRow]) -> Vec<Value> {
+    type Setting = (i64, &'static str, bool, &'static str, &'static str);
     /// rows, split rows, max split M*N, min split K, S values.
     type Summary = (u64, u64, Option<u64>, Option<i32>, BTreeSet<u8>);
     let mut settings: BTreeMap<Setting, Summary> = BTreeMap::new();
     for r in rows {
         let e = settings
-            .entry((r.workspace_bytes, r.out_dtype.clone(), r.fast_accum, r.fmt_a.clone(), r.fmt_b.clone()))
+            .entry((r.workspace_bytes, r.out_dtype, r.fast_accum, r.fmt_a, r.fmt_b))
             .or_insert((0, 0, None, None, BTreeSet::new()));
         e.0 += 1;
         if r.split_s > 1 {
@@ -134,23 +97,23 @@ pub fn column_docs() -> Value {
 /// Writes `rows` as a split-K table to `path`, atomically; `created_by` names the writing program.
 pub fn write_splitk_table(
     path: &Path,
-    rows: &[TableRecord],
+    rows: &[SplitKTableRow],
     platform: &Value,
     provenance: &Value,
     created_by: &str,
 ) -> Result<(), DatasetError> {
     let werr = |e: String| DatasetError::Write { path: path.to_path_buf(), detail: e };
     let schema = Arc::new(table_schema());
-    let strs = |f: &dyn Fn(&TableRecord) -> &str| -> ArrayRef {
+    let strs = |f: &dyn Fn(&SplitKTableRow) -> &str| -> ArrayRef {
         Arc::new(rows.iter().map(f).collect::<DictionaryArray<Int32Type>>())
     };
     let columns: Vec<ArrayRef> = vec![
         Arc::new(rows.iter().map(|r| r.m).collect::<Int32Array>()),
         Arc::new(rows.iter().map(|r| r.n).collect::<Int32Array>()),
         Arc::new(rows.iter().map(|r| r.k).collect::<Int32Array>()),
-        strs(&|r| &r.fmt_a),
-        strs(&|r| &r.fmt_b),
-        strs(&|r| &r.out_dtype),
+        strs(&|r| r.fmt_a),
+        strs(&|r| r.fmt_b),
+        strs(&|r| r.out_dtype),
         Arc::new(rows.iter().map(|r| Some(r.fast_accum)).collect::<BooleanArray>()),
         Arc::new(rows.iter().map(|r| r.workspace_bytes).collect::<Int64Array>()),
         Arc::new(rows.iter().map(|r| r.split_s).collect::<UInt8Array>()),

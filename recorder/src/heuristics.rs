@@ -19,7 +19,8 @@ use crate::progress::{ChunkCost, Progress};
 use crate::spec::{auto_scheme, Sweep};
 use crate::util::{now_rfc3339, sha256_file};
 use mmaemu_datasets::shard::ShardInfo;
-use mmaemu_datasets::splitk_write::{column_docs, settings_summary, write_splitk_table, TableRecord};
+use mmaemu_datasets::splitk_write::{column_docs, settings_summary, write_splitk_table};
+use mmaemu_datasets::SplitKTableRow;
 use mmaemu_datasets::write_file_atomic;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -143,7 +144,7 @@ pub fn run_heuristics(
     )?;
 
     // Collect the chunks, in order, dropping repeated keys.
-    let mut rows: Vec<TableRecord> = Vec::new();
+    let mut rows: Vec<SplitKTableRow> = Vec::new();
     let mut seen = HashSet::new();
     let mut held = Vec::new();
     for (index, entry) in parts.chunks() {
@@ -154,7 +155,7 @@ pub fn run_heuristics(
         let text = std::fs::read_to_string(&p).map_err(|e| RecordError::io(&p, e))?;
         let before = rows.len();
         for line in text.lines().filter(|l| !l.is_empty()) {
-            let r: TableRecord = serde_json::from_str(line)
+            let r: SplitKTableRow = serde_json::from_str(line)
                 .map_err(|e| RecordError::ResumeMismatch(format!("{}: bad chunk line: {e}", p.display())))?;
             if seen.insert(r.key()) {
                 rows.push(r);
@@ -252,7 +253,7 @@ fn sidecar(
     sweep: &Sweep,
     platform: &Platform,
     platform_json: &Value,
-    rows: &[TableRecord],
+    rows: &[SplitKTableRow],
     report: &HeuristicsReport,
     sha256: &str,
     workspaces: &BTreeSet<i64>,
@@ -304,14 +305,14 @@ fn sidecar(
 }
 
 /// The table row of a heuristic answer; None when a value does not fit the table's column types.
-fn table_record(cfg: &CallConfig, a: &AlgoInfo) -> Option<TableRecord> {
-    Some(TableRecord {
+fn table_record(cfg: &CallConfig, a: &AlgoInfo) -> Option<SplitKTableRow> {
+    Some(SplitKTableRow {
         m: i32::try_from(cfg.m).ok()?,
         n: i32::try_from(cfg.n).ok()?,
         k: i32::try_from(cfg.k).ok()?,
-        fmt_a: cfg.fmt_a.name().into(),
-        fmt_b: cfg.fmt_b.name().into(),
-        out_dtype: cfg.out.name().into(),
+        fmt_a: cfg.fmt_a.name(),
+        fmt_b: cfg.fmt_b.name(),
+        out_dtype: cfg.out.name(),
         fast_accum: cfg.fast_accum,
         workspace_bytes: i64::try_from(cfg.workspace_bytes).ok()?,
         split_s: u8::try_from(a.split_s).ok()?,
