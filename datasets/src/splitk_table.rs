@@ -10,6 +10,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
+use mmaemu_model::splitk::{SplitKey, TableRow};
+use mmaemu_model::{Format, OutDtype};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
@@ -93,6 +95,33 @@ impl SplitKTableRow {
     /// The key (unique within a table).
     pub fn key(&self) -> TableKey {
         (self.m, self.n, self.k, self.fmt_a, self.fmt_b, self.out_dtype, self.fast_accum, self.workspace_bytes)
+    }
+
+    /// The model's split-K key of the row (None for names or sizes outside the format: rows read by
+    /// [`read_splitk_table`] always have one).
+    pub fn split_key(&self) -> Option<SplitKey> {
+        Some(SplitKey {
+            m: usize::try_from(self.m).ok()?,
+            n: usize::try_from(self.n).ok()?,
+            k: usize::try_from(self.k).ok()?,
+            fa: Format::from_name(self.fmt_a)?,
+            fb: Format::from_name(self.fmt_b)?,
+            out: OutDtype::from_name(self.out_dtype)?,
+            fast: self.fast_accum,
+        })
+    }
+
+    /// The decision, as the model's embedded tables hold it.
+    pub fn decision(&self) -> TableRow {
+        TableRow {
+            split_s: self.split_s,
+            custom_option: self.custom_option,
+            algo_id: self.algo_id,
+            tile_id: self.tile_id,
+            stages_id: self.stages_id,
+            reduction_scheme: self.reduction_scheme,
+            cta_swizzling: self.cta_swizzling,
+        }
     }
 }
 

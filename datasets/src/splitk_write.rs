@@ -52,9 +52,13 @@ pub fn settings_summary(rows: &[SplitKTableRow]) -> Vec<Value> {
     type Summary = (u64, u64, Option<u64>, Option<i32>, BTreeSet<u8>);
     let mut settings: BTreeMap<Setting, Summary> = BTreeMap::new();
     for r in rows {
-        let e = settings
-            .entry((r.workspace_bytes, r.out_dtype, r.fast_accum, r.fmt_a, r.fmt_b))
-            .or_insert((0, 0, None, None, BTreeSet::new()));
+        let e = settings.entry((r.workspace_bytes, r.out_dtype, r.fast_accum, r.fmt_a, r.fmt_b)).or_insert((
+            0,
+            0,
+            None,
+            None,
+            BTreeSet::new(),
+        ));
         e.0 += 1;
         if r.split_s > 1 {
             e.1 += 1;

@@ -6,10 +6,11 @@
 
 use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable};
 use mmaemu_model::{
-    embedded_rows, resolve_splitk, table_info, table_lookup, Format, OutDtype, Profile, Scheme, SplitKey, SplitRequest,
-    TableId, TableRow,
+    embedded_rows, resolve_splitk, table_info, table_lookup, Format, OutDtype, Scheme, SplitKey, SplitRequest, TableId,
 };
 use std::path::PathBuf;
+
+mod common;
 
 fn tables_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../datasets/tables")
@@ -34,24 +35,7 @@ fn check_table(table: TableId) {
 
     let mut mismatches = Vec::new();
     for r in &t.rows {
-        let key = SplitKey {
-            m: r.m as usize,
-            n: r.n as usize,
-            k: r.k as usize,
-            fa: Format::from_name(r.fmt_a).unwrap(),
-            fb: Format::from_name(r.fmt_b).unwrap(),
-            out: OutDtype::from_name(r.out_dtype).unwrap(),
-            fast: r.fast_accum,
-        };
-        let want = TableRow {
-            split_s: r.split_s,
-            custom_option: r.custom_option,
-            algo_id: r.algo_id,
-            tile_id: r.tile_id,
-            stages_id: r.stages_id,
-            reduction_scheme: r.reduction_scheme,
-            cta_swizzling: r.cta_swizzling,
-        };
+        let (key, want) = (r.split_key().expect("a table row's key"), r.decision());
         let got = table_lookup(table, &key, r.workspace_bytes as u64);
         if got != Some(want) && mismatches.len() < 10 {
             mismatches.push(format!("{r:?}: embedded {got:?}"));
@@ -82,14 +66,7 @@ fn h100_live_decisions_in_the_table_resolve_to_the_logged_split() {
             continue;
         }
         let ws = d["workspace_bytes"].as_u64().unwrap();
-        let mut profile = match ws {
-            0 => Profile::by_name("hopper-ws0").unwrap(),
-            1_048_576 => Profile::by_name("hopper").unwrap(),
-            33_554_432 => Profile::by_name("hopper-te").unwrap(),
-            // No shipped profile has a 4 MiB workspace: a custom profile that has (the table has 4 MiB rows).
-            _ => Profile { name: format!("hopper-ws{ws}"), ..Profile::by_name("hopper").unwrap() },
-        };
-        profile.workspace_bytes = Some(ws);
+        let profile = common::hopper_with_workspace(ws);
         let key = SplitKey {
             m: d["m"].as_u64().unwrap() as usize,
             n: d["n"].as_u64().unwrap() as usize,

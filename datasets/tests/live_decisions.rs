@@ -3,11 +3,13 @@
 //! decides on the profile of the logged workspace; the calls the H100 rejected are ReferenceRejectsError.
 
 use mmaemu_model::dtype::Dtype;
-use mmaemu_model::profile::{Profile, TableId};
+use mmaemu_model::profile::TableId;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm, Validation};
 use mmaemu_model::splitk::{table_lookup, SplitKey, SplitRequest};
 use mmaemu_model::tensor::View;
 use mmaemu_model::{Format, OutDtype};
+
+mod common;
 
 #[test]
 fn explain_gives_the_logged_decisions() {
@@ -22,13 +24,7 @@ fn explain_gives_the_logged_decisions() {
         let (fa, fb) = (d["fmt_a"].as_str().unwrap(), d["fmt_b"].as_str().unwrap());
         let out = d["out_dtype"].as_str().unwrap();
         let ws = d["workspace_bytes"].as_u64().unwrap();
-        let mut profile = match ws {
-            0 => Profile::by_name("hopper-ws0").unwrap(),
-            1_048_576 => Profile::by_name("hopper").unwrap(),
-            33_554_432 => Profile::by_name("hopper-te").unwrap(),
-            _ => Profile { name: format!("hopper-ws{ws}"), ..Profile::by_name("hopper").unwrap() },
-        };
-        profile.workspace_bytes = Some(ws);
+        let profile = common::hopper_with_workspace(ws);
         let input =
             View { dtype: Dtype::from_name(fa), shape: vec![m, k], strides: vec![k, 1], offset: 0, storage: &[] };
         let mat2 =

@@ -150,15 +150,7 @@ fn emulated_kernels_run_every_plan_like_the_model() {
 
 #[test]
 fn unsupported_presets_are_refused_not_miscomputed() {
-    let wide = Preset::custom(PresetSpec::custom(
-        "huge",
-        1 << 22,
-        40,
-        23,
-        -132,
-        CEntry::Early,
-        None,
-    ))
-    .expect("valid preset");
+    let wide =
+        Preset::custom(PresetSpec::custom("huge", 1 << 22, 40, 23, -132, CEntry::Early, None)).expect("valid preset");
     assert!(ChainParams::new(&wide, Format::E4m3, Format::E4m3).is_err());
 }

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::SMALL_SWEEP;
 
-
 const GRID: &str = r#"
 kind = "grid"
 name = "sharded-grid"

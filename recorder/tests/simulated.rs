@@ -6,8 +6,8 @@
 use mmaemu_datasets::inputs::{RowInputs, Samples};
 use mmaemu_datasets::{read_recording, read_recording_with, read_splitk_table, Expectation, ReadOptions, Truth};
 use mmaemu_harness::files::replay_file;
-use mmaemu_model::splitk::{table_lookup, SplitKey};
-use mmaemu_model::{Format, OutDtype, TableId};
+use mmaemu_model::splitk::table_lookup;
+use mmaemu_model::TableId;
 use mmaemu_recorder::heuristics::{run_heuristics, sidecar_path, HeuristicsOptions};
 use mmaemu_recorder::parts::parts_dir;
 use mmaemu_recorder::sim::SimDevice;
@@ -49,7 +49,6 @@ fn spec_text(body: &str) -> (Sweep, String) {
     let text = body.to_string();
     (Sweep::parse(&text, mmaemu_recorder::util::sha256_hex(text.as_bytes())).unwrap(), text)
 }
-
 
 #[test]
 fn every_example_spec_records_and_replays() {
@@ -284,15 +283,7 @@ k = [4096, 8192]
     // Every row is the hopper profile's table row (the simulated heuristic answers with it).
     assert!(table.rows.iter().any(|t| t.split_s > 1));
     for t in &table.rows {
-        let key = SplitKey {
-            m: t.m as usize,
-            n: t.n as usize,
-            k: t.k as usize,
-            fa: Format::from_name(t.fmt_a).unwrap(),
-            fb: Format::from_name(t.fmt_b).unwrap(),
-            out: OutDtype::from_name(t.out_dtype).unwrap(),
-            fast: t.fast_accum,
-        };
+        let key = t.split_key().expect("a table row's key");
         let want = table_lookup(TableId::H100Pcie, &key, t.workspace_bytes as u64).unwrap();
         assert_eq!(
             (t.split_s, t.custom_option, t.algo_id, t.tile_id),

@@ -210,3 +210,17 @@ pub fn add_column(batch: RecordBatch, name: &str, array: ArrayRef) -> RecordBatc
 pub fn tiny_index(id: &str) -> usize {
     tiny_recording().rows.iter().position(|r| r.id == id).unwrap()
 }
+
+/// The hopper profile with cuBLASLt workspace `ws`: the shipped profile of that workspace (hopper-ws0, hopper,
+/// hopper-te), or, for a workspace no shipped profile has (the H100 table has 4 MiB rows), hopper with it.
+pub fn hopper_with_workspace(ws: u64) -> mmaemu_model::profile::Profile {
+    use mmaemu_model::profile::Profile;
+    let mut profile = match ws {
+        0 => Profile::by_name("hopper-ws0").unwrap(),
+        1_048_576 => Profile::by_name("hopper").unwrap(),
+        33_554_432 => Profile::by_name("hopper-te").unwrap(),
+        _ => Profile { name: format!("hopper-ws{ws}"), ..Profile::by_name("hopper").unwrap() },
+    };
+    profile.workspace_bytes = Some(ws);
+    profile
+}

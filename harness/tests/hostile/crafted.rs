@@ -353,10 +353,8 @@ pub(crate) fn non_utf8_metadata_is_named() -> Result<(), String> {
     let marker = "mmaemu-non-utf8-marker";
     raw.kv.push(KeyValue::new("mmaemu:x-test".into(), marker.to_string()));
     let mut bytes = encode(&raw, false)?;
-    let at = bytes
-        .windows(marker.len())
-        .rposition(|w| w == marker.as_bytes())
-        .ok_or("the marker is not in the footer")?;
+    let at =
+        bytes.windows(marker.len()).rposition(|w| w == marker.as_bytes()).ok_or("the marker is not in the footer")?;
     bytes[at..at + marker.len()].fill(0xFF);
     let root = tempdir()?;
     let path = root.path().join("non-utf8.parquet");

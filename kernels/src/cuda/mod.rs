@@ -400,9 +400,9 @@ pub fn gate_custom_presets() -> Vec<Preset> {
         PresetSpec::custom("gate_late_wide", 7, 40, 23, -140, CEntry::Late, Some(64)),
         PresetSpec::custom("gate_early_odd", 5, 25, 20, -130, CEntry::Early, Some(64)),
     ]
-        .into_iter()
-        .filter_map(|s| Preset::custom(s).ok())
-        .collect()
+    .into_iter()
+    .filter_map(|s| Preset::custom(s).ok())
+    .collect()
 }
 
 /// The fixed battery of the self-test gate: every built-in preset and two user-defined ones, times every

@@ -69,6 +69,12 @@ struct Case {
     split: SplitK,
 }
 
+impl Case {
+    fn operands(&self) -> Operands<'_> {
+        Operands { fa: self.fa, fb: self.fb, a: &self.a, b: &self.b, m: self.m, n: self.n, k: self.k }
+    }
+}
+
 fn case(rng: &mut ChaCha8Rng, finite: bool) -> Case {
     let preset = if rng.random_range(0..2) == 0 { Preset::ada() } else { Preset::hopper() };
     let fmt = |r: &mut ChaCha8Rng| if r.random_range(0..2) == 0 { Format::E4m3 } else { Format::E5m2 };
@@ -125,6 +131,12 @@ pub struct Check {
     pub first: Vec<String>,
 }
 
+impl Check {
+    fn new(name: String, what: String, cases: usize) -> Check {
+        Check { name, what, cases, failures: 0, first: Vec::new() }
+    }
+}
+
 /// The whole fuzz run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FuzzReport {
@@ -173,17 +185,14 @@ pub fn run(seed: u64, cases: usize, backends: &[Box<dyn Backend>]) -> FuzzReport
     let mut checks = Vec::new();
     // Plans: model executor vs the fit's layouts, finite codes.
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut plans = Check {
-        name: "plans".into(),
-        what: "model plan executor (accumulate) vs the split-K fit's chain layouts, fp32 accumulator, finite codes"
-            .into(),
+    let mut plans = Check::new(
+        "plans".into(),
+        "model plan executor (accumulate) vs the split-K fit's chain layouts, fp32 accumulator, finite codes".into(),
         cases,
-        failures: 0,
-        first: vec![],
-    };
+    );
     for i in 0..cases {
         let c = case(&mut rng, true);
-        let ops = Operands { fa: c.fa, fb: c.fb, a: &c.a, b: &c.b, m: c.m, n: c.n, k: c.k };
+        let ops = c.operands();
         let Some(rule) = rule_of(c.split, c.fast) else { continue };
         let ok = match accumulate(&c.preset, &ops, c.fast, c.split) {
             Ok(model) => {
@@ -203,16 +212,14 @@ pub fn run(seed: u64, cases: usize, backends: &[Box<dyn Backend>]) -> FuzzReport
     // Backends: each engine vs the reference engine, whole GEMM, any codes.
     for be in backends.iter().filter(|b| !b.is_reference()) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xBAC4_E2D5);
-        let mut check = Check {
-            name: format!("backend {}", be.name()),
-            what: format!("GEMM through '{}' vs the model's reference engine, any codes", be.name()),
+        let mut check = Check::new(
+            format!("backend {}", be.name()),
+            format!("GEMM through '{}' vs the model's reference engine, any codes", be.name()),
             cases,
-            failures: 0,
-            first: vec![],
-        };
+        );
         for i in 0..cases {
             let c = case(&mut rng, false);
-            let ops = Operands { fa: c.fa, fb: c.fb, a: &c.a, b: &c.b, m: c.m, n: c.n, k: c.k };
+            let ops = c.operands();
             let out = [OutDtype::Float32, OutDtype::BFloat16, OutDtype::E4m3][rng.random_range(0..3)];
             let epi = Epilogue { scale_a: 0.5, scale_b: 3.0, scale_result: Some(0.25), out };
             let want = gemm(&c.preset, &ops, c.fast, c.split, &epi).map(|o| o.bits);

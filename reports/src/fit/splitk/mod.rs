@@ -542,11 +542,7 @@ pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
     for (i, s) in results.into_iter().flatten() {
         surv[i] = s;
     }
-    let rows: Vec<FitRow> = ready
-        .into_iter()
-        .zip(surv)
-        .map(|((m, _), survivors)| m.into_row(survivors))
-        .collect();
+    let rows: Vec<FitRow> = ready.into_iter().zip(surv).map(|((m, _), survivors)| m.into_row(survivors)).collect();
     let groups = group(&rows);
     FitReport {
         rows,

@@ -23,14 +23,7 @@ fn hbar_scaled(title: &str, bars: &[Bar], legend: &[(&'static str, &str)], log: 
     let max = bars.iter().map(|b| scale(b.segments.iter().map(|s| s.0).sum::<f64>())).fold(0.0, f64::max).max(1e-9);
     let height = top + row_h * bars.len() as f64 + 12.0;
     let width = label_w + chart_w + 150.0;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} \
-         {height}\" role=\"img\"><title>{}</title><text x=\"4\" y=\"16\" class=\"t\">{}</text>",
-        esc(title),
-        esc(title)
-    );
+    let mut s = svg_open(width, height, title);
     let mut lx = 4.0;
     for (colour, name) in legend {
         let _ = write!(
@@ -95,14 +88,7 @@ fn lines(title: &str, x: &[String], series: &[(String, Vec<Option<f64>>)], log: 
     let legend_h = 16.0 * series.len() as f64;
     let height = top + h + 40.0 + legend_h;
     let width = left + w + 20.0;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} \
-         {height}\" role=\"img\"><title>{}</title><text x=\"4\" y=\"16\" class=\"t\">{}</text>",
-        esc(title),
-        esc(title)
-    );
+    let mut s = svg_open(width, height, title);
     let _ = write!(
         s,
         "<line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#555\"/><line x1=\"{left}\" y1=\"{top}\" \
@@ -460,4 +446,14 @@ pub fn html(r: &Report) -> String {
     }
     s.push_str("</body></html>\n");
     s
+}
+
+/// The opening of a chart: the `<svg>` element of that size, its accessible title and the title drawn on top.
+fn svg_open(width: f64, height: f64, title: &str) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} \
+         {height}\" role=\"img\"><title>{}</title><text x=\"4\" y=\"16\" class=\"t\">{}</text>",
+        esc(title),
+        esc(title)
+    )
 }
