@@ -101,22 +101,8 @@ fn empty_dir(dir: &Path) -> PathBuf {
 /// because the writer refuses it.
 fn mislabelled(dir: &Path) -> PathBuf {
     use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    use parquet::arrow::ArrowWriter;
-    use parquet::file::properties::WriterProperties;
     use std::sync::Arc;
-    let src = std::fs::File::open(shipped("toolbox-h100.parquet")).unwrap();
-    let builder = ParquetRecordBatchReaderBuilder::try_new(src).unwrap();
-    let kv: Vec<_> = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.key != "ARROW:schema")
-        .collect();
-    let batch = builder.build().unwrap().next().unwrap().unwrap();
+    let (batch, kv) = mmaemu_testkit::raw_parquet::read(&shipped("toolbox-h100.parquet")).unwrap();
     let profile: ArrayRef =
         Arc::new(StringArray::from((0..batch.num_rows()).map(|i| (i == 0).then_some("ada")).collect::<Vec<_>>()));
     let schema = batch.schema();
@@ -132,10 +118,7 @@ fn mislabelled(dir: &Path) -> PathBuf {
     let batch = RecordBatch::try_from_iter_with_nullable(cols).unwrap();
     assert_eq!(batch.column_by_name("profile").unwrap().null_count(), batch.num_rows() - 1);
     let p = dir.join("mislabelled.parquet");
-    let props = WriterProperties::builder().set_key_value_metadata(Some(kv)).build();
-    let mut w = ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    mmaemu_testkit::raw_parquet::write(&p, &batch, kv).unwrap();
     p
 }
 

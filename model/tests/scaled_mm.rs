@@ -352,17 +352,8 @@ fn run_case(case: &Case) {
             storage: vec![0; 4 * (m + 1) * (n + 1) * od.size()],
         }),
     };
-    let profiles = [
-        "ada",
-        "ada-te",
-        "ada-ws0",
-        "hopper",
-        "hopper-te",
-        "hopper-ws0",
-        "hopper-experimental",
-        "b200-mma-sync-experimental",
-        "nope",
-    ];
+    // Every shipped profile, and one that does not exist.
+    let profiles: Vec<&str> = mmaemu_model::profile::PROFILE_NAMES.iter().copied().chain(["nope"]).collect();
     let splitk = match case.split {
         0 => SplitRequest::Auto,
         1 => SplitRequest::Count(case.s),

@@ -8,11 +8,7 @@ use arrow_schema::{Field, Schema};
 use mmaemu_datasets::{
     read_recording, write_recording, Call, Expectation, FileMeta, Op, OutSelect, Recording, Row, Truth,
 };
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -157,24 +153,10 @@ pub fn rewrite(
     edit_batch: impl FnOnce(RecordBatch) -> RecordBatch,
     edit_kv: impl FnOnce(&mut Vec<KeyValue>),
 ) {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(src).unwrap()).unwrap();
-    let mut kv: Vec<KeyValue> = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.key != "ARROW:schema")
-        .collect();
-    let batches: Vec<RecordBatch> = builder.build().unwrap().map(|b| b.unwrap()).collect();
-    assert_eq!(batches.len(), 1);
-    let batch = edit_batch(batches.into_iter().next().unwrap());
+    let (batch, mut kv) = mmaemu_testkit::raw_parquet::read(src).unwrap();
+    let batch = edit_batch(batch);
     edit_kv(&mut kv);
-    let props = WriterProperties::builder().set_key_value_metadata(Some(kv)).build();
-    let mut w = ArrowWriter::try_new(File::create(dst).unwrap(), batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    mmaemu_testkit::raw_parquet::write(dst, &batch, kv).unwrap();
 }
 
 /// `batch` with column `name` replaced by `array` (same name; nullable).

@@ -15,26 +15,8 @@ pub(crate) struct Raw {
 }
 
 pub(crate) fn load_raw(path: &Path) -> Result<Raw, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
-    let rows = builder.metadata().file_metadata().num_rows().max(1) as usize;
-    let kv: Vec<KeyValue> = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.key != "ARROW:schema")
-        .collect();
-    let mut batches: Vec<RecordBatch> = builder
-        .with_batch_size(rows)
-        .build()
-        .map_err(|e| e.to_string())?
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    ensure!(batches.len() == 1, "{}: {} batches, expected one", path.display(), batches.len());
-    Ok(Raw { batch: batches.remove(0), kv })
+    let (batch, kv) = mmaemu_testkit::raw_parquet::read(path)?;
+    Ok(Raw { batch, kv })
 }
 
 pub(crate) fn encode(raw: &Raw, skip_arrow_schema: bool) -> Result<Vec<u8>, String> {
