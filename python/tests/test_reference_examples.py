@@ -91,21 +91,23 @@ def test_s2_7_k0_returns_c_unchanged_and_shapes() -> None:
         dot(vec([1], k=16), vec([1], k=32))
 
 
-def test_s3_2_ada_serial_split() -> None:
-    a = torch.zeros(1, 128, dtype=torch.float64)
+def one_then_small_block(k: int, at: int) -> torch.Tensor:
+    """[1, k] e4m3: 1 at element 0 and 2^-9 at the 16 elements from ``at`` (each squares to 2^-18)."""
+    a = torch.zeros(1, k, dtype=torch.float64)
     a[0, 0] = 1
-    a[0, 64:80] = 2.0 ** -9
-    a = a.to(torch.float8_e4m3fn)
+    a[0, at:at + 16] = 2.0 ** -9
+    return a.to(torch.float8_e4m3fn)
+
+
+def test_s3_2_ada_serial_split() -> None:
+    a = one_then_small_block(128, 64)
     assert float(mmaemu.accumulate(a, a, use_fast_accum=True, splitk=1, profile="ada")) == 1.0
     got = mmaemu.accumulate(a, a, use_fast_accum=True, splitk=(2, "serial"), profile="ada")
     assert float(got) == h("0x1.0004p+0")
 
 
 def test_s3_3_hopper_contiguous_split() -> None:
-    a = torch.zeros(1, 256, dtype=torch.float64)
-    a[0, 0] = 1
-    a[0, 128:144] = 2.0 ** -9
-    a = a.to(torch.float8_e4m3fn)
+    a = one_then_small_block(256, 128)
     assert float(mmaemu.accumulate(a, a, use_fast_accum=True, splitk=1, profile="hopper")) == 1.0
     assert float(mmaemu.accumulate(a, a, use_fast_accum=True, splitk=(2, "contiguous"))) == h("0x1.0004p+0")
 
