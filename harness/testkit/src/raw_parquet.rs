@@ -3,7 +3,7 @@
 
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use std::path::Path;
@@ -35,11 +35,18 @@ pub fn read(path: &Path) -> Result<(RecordBatch, Vec<KeyValue>), String> {
     Ok((batches.remove(0), kv))
 }
 
+/// The bytes of a Parquet file holding `batch` with the key-value metadata `kv`; with `skip_arrow_schema` the
+/// writer leaves out its `ARROW:schema` entry.
+pub fn encode(batch: &RecordBatch, kv: Vec<KeyValue>, skip_arrow_schema: bool) -> Result<Vec<u8>, String> {
+    let props = WriterProperties::builder().set_key_value_metadata(Some(kv)).build();
+    let opts = ArrowWriterOptions::new().with_properties(props).with_skip_arrow_metadata(skip_arrow_schema);
+    let mut w = ArrowWriter::try_new_with_options(Vec::new(), batch.schema(), opts).map_err(|e| e.to_string())?;
+    w.write(batch).map_err(|e| e.to_string())?;
+    w.into_inner().map_err(|e| e.to_string())
+}
+
 /// Writes `batch` with the key-value metadata `kv` to `path`.
 pub fn write(path: &Path, batch: &RecordBatch, kv: Vec<KeyValue>) -> Result<(), String> {
-    let props = WriterProperties::builder().set_key_value_metadata(Some(kv)).build();
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| e.to_string())?;
-    w.write(batch).map_err(|e| e.to_string())?;
-    w.close().map(|_| ()).map_err(|e| e.to_string())
+    let bytes = encode(batch, kv, false)?;
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }

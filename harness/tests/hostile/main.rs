@@ -20,9 +20,7 @@ use mmaemu_datasets::{read_recording, write_recording, Call, DatasetError, Expec
 use mmaemu_harness::files::{files, json_report, replay_file, replay_file_with};
 use mmaemu_harness::{inspect, status, Failure, Verdict};
 use mmaemu_testkit::seed::{parse_u64, trial_seed};
-use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
 use rand::{RngExt, SeedableRng};
 use serde_json::{json, Value};
 use std::cell::Cell as StdCell;

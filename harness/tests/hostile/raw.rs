@@ -20,15 +20,11 @@ pub(crate) fn load_raw(path: &Path) -> Result<Raw, String> {
 }
 
 pub(crate) fn encode(raw: &Raw, skip_arrow_schema: bool) -> Result<Vec<u8>, String> {
-    let props = WriterProperties::builder().set_key_value_metadata(Some(raw.kv.clone())).build();
-    let opts = ArrowWriterOptions::new().with_properties(props).with_skip_arrow_metadata(skip_arrow_schema);
-    let mut w = ArrowWriter::try_new_with_options(Vec::new(), raw.batch.schema(), opts).map_err(|e| e.to_string())?;
-    w.write(&raw.batch).map_err(|e| e.to_string())?;
-    w.into_inner().map_err(|e| e.to_string())
+    mmaemu_testkit::raw_parquet::encode(&raw.batch, raw.kv.clone(), skip_arrow_schema)
 }
 
 pub(crate) fn save_raw(raw: &Raw, path: &Path) -> Result<(), String> {
-    std::fs::write(path, encode(raw, false)?).map_err(|e| e.to_string())
+    mmaemu_testkit::raw_parquet::write(path, &raw.batch, raw.kv.clone())
 }
 
 /// One value of a cell.
