@@ -92,7 +92,8 @@ impl Command {
             Command::Fit { command: FitCommand::Splitk { .. } } => "fit splitk",
             Command::Fit { command: FitCommand::Envelope { .. } } => "fit envelope",
             Command::Report(_) => "report",
-            Command::Bench { .. } => "bench gemm",
+            Command::Bench { command: cmd::bench::BenchCommand::Gemm(_) } => "bench gemm",
+            Command::Bench { command: cmd::bench::BenchCommand::Suite(_) } => "bench suite",
             Command::Selftest(_) => "selftest",
             Command::Info { .. } => "info",
         }

@@ -9,11 +9,16 @@ use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::{ChainEngine, ReferenceEngine};
 
 /// Every chain engine available in this build, the model's own reference engine first, then the CPU
-/// backend at every SIMD level this machine supports (best first, portable last), then the CUDA backend
+/// backend at every SIMD level this machine supports (best first, portable last; each as it chooses its tiling per
+/// call, then with each tiling fixed: `cpu:<level>/panels`, `cpu:<level>/products`), then the CUDA backend
 /// when GPU 0 opened and at least one kernel passed its gate (builds with the `cuda` feature).
 pub fn all() -> Vec<Box<dyn ChainEngine>> {
     let mut v: Vec<Box<dyn ChainEngine>> = vec![Box::new(ReferenceEngine)];
-    v.extend(SimdLevel::available().into_iter().map(|l| Box::new(CpuEngine::with_level(l)) as Box<dyn ChainEngine>));
+    for level in SimdLevel::available() {
+        v.extend(
+            CpuEngine::with_level(level).with_every_tiling().into_iter().map(|e| Box::new(e) as Box<dyn ChainEngine>),
+        );
+    }
     if let Ok(selected) = registry().resolve_for("cuda", Some(Placement::Gpu(0)), None) {
         v.push(Box::new(selected.engine));
     }

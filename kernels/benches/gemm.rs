@@ -63,7 +63,7 @@ fn fast_unsplit(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements((s * s * s) as u64));
     g.bench_function(BenchmarkId::new("native_f32", format!("{s}^3")), |bench| {
-        bench.iter(|| native::sgemm(s, s, s, black_box(&a), black_box(&b), &mut out))
+        bench.iter(|| native::sgemm(s, s, s, black_box(&a), black_box(&b), &mut out, rayon::current_num_threads()))
     });
     g.finish();
 }

@@ -9,6 +9,8 @@
 
 use crate::native;
 use crate::registry::registry;
+use crate::tiling::Tiling;
+use crate::{CpuEngine, SimdLevel};
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::scaled_mm::resolve_profile;
 use mmaemu_model::{execute, Format, Operands, Plan, Preset};
@@ -41,6 +43,8 @@ pub struct GemmBench {
     pub threads: Option<usize>,
     /// Backend name (`auto`, `cpu`, `cpu:<simd>`, `reference`).
     pub backend: String,
+    /// A fixed tiling of the CPU backend (None: chosen from the shape, as every call does).
+    pub tiling: Option<Tiling>,
     /// Timed repetitions of each side.
     pub reps: usize,
     /// Skip the native GEMM (its fp32 operands take 4x the memory of the FP8 ones).
@@ -67,6 +71,9 @@ pub struct GemmResult {
     pub backend: String,
     /// Its SIMD level (`avx512`, `avx2`, `portable`; `none` for the model).
     pub simd: String,
+    /// The CPU backend's tiling of this shape (`panels`, `products`, `+swap` when A and B exchange roles;
+    /// `none` for other backends).
+    pub tiling: String,
     /// The rayon threads both GEMMs ran on.
     pub threads: usize,
     /// Best emulated time, seconds.
@@ -79,6 +86,8 @@ pub struct GemmResult {
     pub native_f32_gmacs: Option<f64>,
     /// emulated / native.
     pub ratio: Option<f64>,
+    /// The native GEMM (`OpenBLAS ...` or `matrixmultiply`; None: skipped).
+    pub native: Option<String>,
     /// The backend the result was compared with, bit for bit (`--verify`).
     pub verified: Option<String>,
 }
@@ -168,7 +177,16 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
     let split = split_of(&b.splitk, &preset)?;
     let plan = Plan::new(&preset, b.k, b.fast, split).map_err(|e| e.to_string())?;
     let selected = registry().resolve(&b.backend).map_err(|e| e.to_string())?;
-    let engine = selected.engine;
+    let level = selected.name.strip_prefix("cpu:").and_then(SimdLevel::by_name);
+    let fixed = match (level, b.tiling) {
+        (Some(level), Some(t)) => Some(CpuEngine::with_tiling(level, t)),
+        (None, Some(_)) => return Err(format!("--tiling applies to the CPU backend, not to {}", selected.name)),
+        _ => None,
+    };
+    let engine: &dyn mmaemu_model::ChainEngine = match &fixed {
+        Some(e) => e,
+        None => selected.engine,
+    };
     let pool = match b.threads {
         Some(t) => rayon::ThreadPoolBuilder::new().num_threads(t).build(),
         None => rayon::ThreadPoolBuilder::new().build(),
@@ -180,6 +198,13 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
     let a = codes(m * k, b.fmt_a, &mut rng);
     let bb = codes(n * k, b.fmt_b, &mut rng);
     let ops = Operands { fa: b.fmt_a, fb: b.fmt_b, a: &a, b: &bb, m, n, k };
+    let tiling = match level {
+        Some(level) => {
+            let c = fixed.unwrap_or(CpuEngine::with_level(level)).choice(&preset, &ops);
+            format!("{}{}", c.tiling.name(), if c.swap { "+swap" } else { "" })
+        }
+        None => "none".to_string(),
+    };
     let mut result = Err(String::from("not run"));
     let emulated_s = pool.install(|| {
         best_time(b.reps, || {
@@ -220,7 +245,8 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
         let af: Vec<f32> = (0..m * k).map(|_| rng.random::<f32>() - 0.5).collect();
         let bf: Vec<f32> = (0..n * k).map(|_| rng.random::<f32>() - 0.5).collect();
         let mut c = vec![0f32; m * n];
-        pool.install(|| best_time(b.reps, || native::sgemm(m, n, k, &af, &bf, &mut c)))
+        let t = pool.current_num_threads();
+        pool.install(|| best_time(b.reps, || native::sgemm(m, n, k, &af, &bf, &mut c, t)))
     });
     let gmacs = |s: f64| macs / s / 1e9;
     let simd = selected.name.strip_prefix("cpu:").unwrap_or("none").to_string();
@@ -232,12 +258,14 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
         formats: format!("{} x {}", b.fmt_a, b.fmt_b),
         backend: selected.name.clone(),
         simd,
+        tiling,
         threads: pool.current_num_threads(),
         emulated_s,
         emulated_gmacs: gmacs(emulated_s),
         native_s,
         native_f32_gmacs: native_s.map(gmacs),
         ratio: native_s.map(|ns| ns / emulated_s),
+        native: native_s.map(|_| native::name()),
         verified,
     })
 }
@@ -260,6 +288,7 @@ mod tests {
             fmt_b: Format::E5m2,
             threads: Some(1),
             backend: "cpu".into(),
+            tiling: None,
             reps: 1,
             no_native: false,
             verify: true,

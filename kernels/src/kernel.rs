@@ -284,3 +284,64 @@ pub fn block_steps<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
         }
     }
 }
+
+/// The chains of one row of A against `J` rows of B over one piece of `nblk` blocks, with the lanes along each
+/// block's `NB` products (`NB` = nfma): the tiling for few rows or few outputs, where a panel of outputs would
+/// leave lanes empty. `av`/`ae` hold the row's decoded values and exponents, `bv`/`be` those of the J rows of B
+/// (the piece's positions, in chain order), `c` the J running accumulators. The narrow path only (f32 lanes,
+/// early c); the arithmetic is [`block_steps`]'s, one chain at a time: J independent chains are interleaved so
+/// that one block's serial dependency (maximum, scale, sum, normalisation) overlaps the others'.
+#[inline(always)]
+pub fn product_blocks<const NB: usize, const J: usize, const HT: bool>(
+    av: &[f32],
+    ae: &[i8],
+    bv: [&[f32]; J],
+    be: [&[i8]; J],
+    nblk: usize,
+    c: &mut [f32; J],
+    p: &Params,
+) {
+    for blk in 0..nblk {
+        let o = blk * NB;
+        let (Ok(a), Ok(ea)) = (<&[f32; NB]>::try_from(&av[o..o + NB]), <&[i8; NB]>::try_from(&ae[o..o + NB])) else {
+            return;
+        };
+        for jj in 0..J {
+            let (Ok(b), Ok(eb)) =
+                (<&[f32; NB]>::try_from(&bv[jj][o..o + NB]), <&[i8; NB]>::try_from(&be[jj][o..o + NB]))
+            else {
+                return;
+            };
+            // Block exponent E = max(products, c, floor), as in `block_steps`; the maximum of the lanes is
+            // taken by halving (each step a vector operation).
+            let mut e = [0i8; NB];
+            for q in 0..NB {
+                e[q] = ea[q].saturating_add(eb[q]);
+            }
+            let mut w = NB / 2;
+            while w > 0 {
+                for q in 0..w {
+                    e[q] = e[q].max(e[q + w]);
+                }
+                w /= 2;
+            }
+            let ee = (e[0] as i32).max(p.efloor).max(exp_f32(c[jj]));
+            let s = <f32 as Lane>::pow2(p.frac - ee);
+            let inv = <f32 as Lane>::pow2(ee - p.frac);
+            // Aligned, truncated terms, summed by halving (integers below 2^24: exact in any order).
+            let mut t = [0f32; NB];
+            for q in 0..NB {
+                t[q] = Lane::trunc::<HT>(a[q] * b[q] * s);
+            }
+            let mut w = NB / 2;
+            while w > 0 {
+                for q in 0..w {
+                    t[q] += t[q + w];
+                }
+                w /= 2;
+            }
+            let sum = t[0] + Lane::trunc::<HT>(c[jj] * s);
+            c[jj] = sum.keep_frac_out(p) * inv;
+        }
+    }
+}

@@ -13,7 +13,10 @@ pub mod kernel;
 pub mod native;
 pub mod registry;
 pub mod selfcheck;
+pub mod suite;
 pub mod tables;
+pub mod tiling;
+pub mod x86;
 
 use driver::Job;
 use kernel::Path;
@@ -22,6 +25,7 @@ use mmaemu_model::{Chain, ChainEngine, Operands, Plan, Preset};
 use rayon::prelude::*;
 use std::fmt;
 use std::ops::Range;
+use tiling::{swapped, transpose, Choice, Tiling};
 
 /// An instruction-set level of the kernels. A value other than [`SimdLevel::portable`] exists only when
 /// the running CPU supports that level (it is made by [`SimdLevel::detect`], [`SimdLevel::available`] or
@@ -90,24 +94,24 @@ impl SimdLevel {
         }
     }
 
-    /// One tile of a job on this level.
-    fn tile(self, job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
+    /// One tile of a job on this level with the given tiling.
+    fn tile(self, tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
         match self.0 {
             #[cfg(target_arch = "x86_64")]
             Level::Avx512 => {
                 // SAFETY: a `Level::Avx512` value is only made by `SimdLevel::available` after
                 // `is_x86_feature_detected!` reported avx512f and avx512bw, so this CPU runs the
                 // instructions `tile_avx512` is compiled for.
-                unsafe { tile_avx512(job, rows, panel) }
+                unsafe { tile_avx512(tiling, job, rows, cols) }
             }
             #[cfg(target_arch = "x86_64")]
             Level::Avx2 => {
                 // SAFETY: a `Level::Avx2` value is only made by `SimdLevel::available` after
                 // `is_x86_feature_detected!` reported avx2, so this CPU runs the instructions `tile_avx2`
                 // is compiled for.
-                unsafe { tile_avx2(job, rows, panel) }
+                unsafe { tile_avx2(tiling, job, rows, cols) }
             }
-            _ => tile_portable(job, rows, panel),
+            _ => tile_portable(tiling, job, rows, cols),
         }
     }
 }
@@ -118,32 +122,43 @@ impl fmt::Display for SimdLevel {
     }
 }
 
-/// The tile of the AVX-512 level: the portable source, compiled for AVX-512F/BW, panels of 64.
+/// The tiles of the AVX-512 level: the portable source, compiled for AVX-512F/BW, panels of 64.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn tile_avx512(job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
-    driver::tile::<64, true>(job, rows, panel)
+unsafe fn tile_avx512(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    match tiling {
+        Tiling::Panels => driver::tile::<64, true>(job, rows, cols),
+        Tiling::Products => driver::strip_tile::<true, true>(job, rows, cols),
+    }
 }
 
-/// The tile of the AVX2 level: the portable source, compiled for AVX2, panels of 32.
+/// The tiles of the AVX2 level: the portable source, compiled for AVX2, panels of 32.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn tile_avx2(job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
-    driver::tile::<32, true>(job, rows, panel)
+unsafe fn tile_avx2(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    match tiling {
+        Tiling::Panels => driver::tile::<32, true>(job, rows, cols),
+        Tiling::Products => driver::strip_tile::<true, true>(job, rows, cols),
+    }
 }
 
 /// Whether the portable build has a vector truncation (every target but x86-64 below SSE4.1).
 const PORTABLE_TRUNC: bool = !cfg!(target_arch = "x86_64") || cfg!(target_feature = "sse4.1");
 
-/// The tile of the portable level: panels of 32, whatever the compiler targets.
-fn tile_portable(job: &Job, rows: Range<usize>, panel: usize) -> Vec<f32> {
-    driver::tile::<32, PORTABLE_TRUNC>(job, rows, panel)
+/// The tiles of the portable level: panels of 32, whatever the compiler targets.
+fn tile_portable(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    match tiling {
+        Tiling::Panels => driver::tile::<32, PORTABLE_TRUNC>(job, rows, cols),
+        Tiling::Products => driver::strip_tile::<PORTABLE_TRUNC, false>(job, rows, cols),
+    }
 }
 
 /// The CPU backend: the chains of every preset at one [`SimdLevel`], bit-identical to the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CpuEngine {
     level: SimdLevel,
+    /// A fixed tiling (tests and benchmarks); None: chosen per call from the shape.
+    tiling: Option<Tiling>,
 }
 
 impl Default for CpuEngine {
@@ -155,12 +170,18 @@ impl Default for CpuEngine {
 impl CpuEngine {
     /// The engine at the best level of the running CPU.
     pub fn new() -> CpuEngine {
-        CpuEngine { level: SimdLevel::detect() }
+        CpuEngine::with_level(SimdLevel::detect())
     }
 
     /// The engine at a given level.
     pub fn with_level(level: SimdLevel) -> CpuEngine {
-        CpuEngine { level }
+        CpuEngine { level, tiling: None }
+    }
+
+    /// The engine at a given level that always uses one tiling (where its kernel serves the preset; product
+    /// lanes fall back to panels elsewhere), for the tests and benchmarks of each tiling.
+    pub fn with_tiling(level: SimdLevel, tiling: Tiling) -> CpuEngine {
+        CpuEngine { level, tiling: Some(tiling) }
     }
 
     /// Its level.
@@ -168,10 +189,46 @@ impl CpuEngine {
         self.level
     }
 
+    /// The engine and, for an engine that chooses its tiling per call, the same level with each tiling fixed:
+    /// what the self-check and the fuzzing run, so that every tiling of a level is tested whatever the shapes.
+    pub fn with_every_tiling(self) -> Vec<CpuEngine> {
+        let mut v = vec![self];
+        if self.tiling.is_none() {
+            v.extend([Tiling::Panels, Tiling::Products].map(|t| CpuEngine::with_tiling(self.level, t)));
+        }
+        v
+    }
+
     /// Which kernel path a preset runs on: `narrow` (f32 lanes), `wide` (f64 lanes) or `scalar` (the model's
     /// chain).
     pub fn path_name(preset: &Preset) -> &'static str {
         kernel::Params::new(preset).path.name()
+    }
+
+    /// The tiling this engine runs a job of these operands with (see [`Choice::of`]).
+    pub fn choice(&self, preset: &Preset, ops: &Operands<'_>) -> Choice {
+        self.choice_of(&Job::chains(preset, ops))
+    }
+
+    fn choice_of(&self, job: &Job) -> Choice {
+        let mut choice = Choice::of(job, self.level.width());
+        if let Some(t) = self.tiling {
+            choice.tiling = if t == Tiling::Products && !driver::products_serve(job) { Tiling::Panels } else { t };
+        }
+        choice
+    }
+
+    /// Run the job `job(ops)` with the tiling its shape calls for: with A and B exchanged (then the result
+    /// transposed back) when the choice says so.
+    fn compute<'a>(&self, ops: &Operands<'a>, job: impl Fn(&Operands<'a>) -> Job<'a>) -> Vec<f32> {
+        let w = self.level.width();
+        let choice = self.choice_of(&job(ops));
+        let run = |j: Job| j.run(choice.tiles(&j, w), |j, rows, cols| self.level.tile(choice.tiling, j, rows, cols));
+        if choice.swap {
+            transpose(&run(job(&swapped(ops))), ops.n, ops.m)
+        } else {
+            run(job(ops))
+        }
     }
 
     /// The model's chains, one output at a time, rows in parallel: for presets beyond the kernels' bounds
@@ -189,8 +246,12 @@ impl CpuEngine {
 }
 
 impl ChainEngine for CpuEngine {
+    /// `cpu:<level>`, and `/<tiling>` for an engine with a fixed tiling.
     fn name(&self) -> String {
-        format!("cpu:{}", self.level.name())
+        match self.tiling {
+            None => format!("cpu:{}", self.level.name()),
+            Some(t) => format!("cpu:{}/{}", self.level.name(), t.name()),
+        }
     }
 
     fn chains(&self, preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
@@ -200,11 +261,13 @@ impl ChainEngine for CpuEngine {
         if ops.k == 0 {
             return vec![0.0; ops.m * ops.n];
         }
-        let job = Job::chains(preset, ops);
-        if job.path() == Path::Scalar || tables::has_nonfinite(ops.a, ops.fa) || tables::has_nonfinite(ops.b, ops.fb) {
+        if Job::chains(preset, ops).path() == Path::Scalar
+            || tables::has_nonfinite(ops.a, ops.fa)
+            || tables::has_nonfinite(ops.b, ops.fb)
+        {
             return CpuEngine::scalar_chains(preset, ops);
         }
-        job.run(self.level.width(), |job, rows, panel| self.level.tile(job, rows, panel))
+        self.compute(ops, |ops| Job::chains(preset, ops))
     }
 
     fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
@@ -213,7 +276,7 @@ impl ChainEngine for CpuEngine {
             // Chunk by chunk through `chains`, which runs the model's chain where the kernels cannot.
             return run_plan_by_chunks(self, preset, plan, ops);
         }
-        job.run(self.level.width(), |job, rows, panel| self.level.tile(job, rows, panel))
+        self.compute(ops, |ops| Job::new(preset, plan, ops))
     }
 }
 
@@ -248,7 +311,8 @@ mod tests {
                 for fast in [true, false] {
                     let Ok(plan) = Plan::new(&preset, k, fast, split) else { continue };
                     let want = ReferenceEngine.run_plan(&preset, &plan, &ops);
-                    let got = Job::new(&preset, &plan, &ops).run(64, driver::tile::<64, PORTABLE_TRUNC>);
+                    let job = Job::new(&preset, &plan, &ops);
+                    let got = job.run(driver::Tiles::panels(&job, 64), driver::tile::<64, PORTABLE_TRUNC>);
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&got), bits(&want), "{} {fa} x {fb} fast {fast}", preset.name());
                 }

@@ -1,24 +1,115 @@
-//! The native fp32 GEMM the benchmarks compare with: matrixmultiply's tuned sgemm (through ndarray's safe
-//! `general_mat_mul`), the rows of the output split over the rayon pool, so that it uses the same threads
-//! as the emulation.
+//! The native fp32 GEMM the benchmarks compare with: OpenBLAS's `cblas_sgemm` when the system has the library
+//! (`libopenblas.so.0`, loaded at run time, so the build needs nothing), else matrixmultiply's sgemm (through
+//! ndarray's safe `general_mat_mul`) with the rows of the output split over the rayon pool.
 
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2};
 use rayon::prelude::*;
+use std::ffi::{c_char, c_float, c_int, CStr};
+use std::sync::OnceLock;
 
-/// `c = a x b^T` in fp32: `a` is [m, k], `b` is [n, k] (the weight layout of the emulated GEMMs), `c` is
-/// [m, n], all row-major. Panics if a buffer does not match its shape.
-pub fn sgemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
+/// `cblas_sgemm(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`.
+type Sgemm = unsafe extern "C" fn(
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_float,
+    *const c_float,
+    c_int,
+    *const c_float,
+    c_int,
+    c_float,
+    *mut c_float,
+    c_int,
+);
+
+/// OpenBLAS, loaded: its sgemm, its thread setter and its build description.
+struct OpenBlas {
+    sgemm: Sgemm,
+    set_threads: unsafe extern "C" fn(c_int),
+    config: String,
+    // Keeps the library mapped while the function pointers above are used.
+    _lib: libloading::Library,
+}
+
+const ROW_MAJOR: c_int = 101;
+const NO_TRANS: c_int = 111;
+const TRANS: c_int = 112;
+
+fn openblas() -> Option<&'static OpenBlas> {
+    static LIB: OnceLock<Option<OpenBlas>> = OnceLock::new();
+    LIB.get_or_init(|| {
+        if std::env::var("MMAEMU_NATIVE").is_ok_and(|v| v == "matrixmultiply") {
+            return None;
+        }
+        ["libopenblas.so.0", "libopenblas.so"].iter().find_map(|name| {
+            // SAFETY: loading OpenBLAS runs its initialisers, which only set up its thread pool; the symbols are
+            // looked up with the C signatures OpenBLAS's cblas.h declares for them.
+            unsafe {
+                let lib = libloading::Library::new(*name).ok()?;
+                let sgemm = *lib.get::<Sgemm>(b"cblas_sgemm\0").ok()?;
+                let set_threads = *lib.get::<unsafe extern "C" fn(c_int)>(b"openblas_set_num_threads\0").ok()?;
+                let config = match lib.get::<unsafe extern "C" fn() -> *const c_char>(b"openblas_get_config\0") {
+                    Ok(f) => CStr::from_ptr(f()).to_string_lossy().trim().to_string(),
+                    Err(_) => "OpenBLAS".to_string(),
+                };
+                Some(OpenBlas { sgemm, set_threads, config, _lib: lib })
+            }
+        })
+    })
+    .as_ref()
+}
+
+/// The native GEMM in use: `OpenBLAS <its build description>` or `matrixmultiply`.
+pub fn name() -> String {
+    match openblas() {
+        Some(o) => o.config.clone(),
+        None => "matrixmultiply".to_string(),
+    }
+}
+
+/// `c = a x b^T` in fp32 on `threads` threads: `a` is [m, k], `b` is [n, k] (the weight layout of the emulated
+/// GEMMs), `c` is [m, n], all row-major. Panics if a buffer does not match its shape or a dimension exceeds
+/// the C interface's `int`.
+pub fn sgemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32], threads: usize) {
     assert!(a.len() == m * k && b.len() == n * k && c.len() == m * n, "sgemm: buffer sizes do not match the shape");
     if m == 0 || n == 0 {
+        return;
+    }
+    if let Some(o) = openblas() {
+        let dim = |x: usize| c_int::try_from(x).expect("sgemm: a dimension exceeds the C int of cblas_sgemm");
+        let (mi, ni, ki) = (dim(m), dim(n), dim(k.max(1)));
+        // SAFETY: the buffers hold m*k, n*k and m*n floats (checked above), which is what row-major A [m, k],
+        // B [n, k] read transposed, and C [m, n] with leading dimensions k, k and n address.
+        unsafe {
+            (o.set_threads)(dim(threads.max(1)));
+            (o.sgemm)(
+                ROW_MAJOR,
+                NO_TRANS,
+                TRANS,
+                mi,
+                ni,
+                dim(k),
+                1.0,
+                a.as_ptr(),
+                ki,
+                b.as_ptr(),
+                ki,
+                0.0,
+                c.as_mut_ptr(),
+                ni,
+            );
+        }
         return;
     }
     let bt = match ArrayView2::from_shape((n, k), b) {
         Ok(v) => v.reversed_axes(),
         Err(e) => panic!("sgemm: {e}"),
     };
-    let threads = rayon::current_num_threads().max(1);
-    let rows = m.div_ceil(threads).max(1);
+    let rows = m.div_ceil(threads.max(1)).max(1);
     c.par_chunks_mut(rows * n).zip(a.par_chunks(rows * k.max(1))).for_each(|(cc, aa)| {
         let r = cc.len() / n;
         let (Ok(av), Ok(mut cv)) =
@@ -36,7 +127,7 @@ mod tests {
     fn small_product() {
         // [[1, 2], [3, 4]] x [[5, 6], [7, 8]]^T = [[17, 23], [39, 53]]
         let mut c = [0f32; 4];
-        super::sgemm(2, 2, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], &mut c);
+        super::sgemm(2, 2, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], &mut c, 1);
         assert_eq!(c, [17.0, 23.0, 39.0, 53.0]);
     }
 }

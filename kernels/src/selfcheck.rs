@@ -89,6 +89,11 @@ fn plans(preset: &Preset, k: usize) -> Vec<Plan> {
 
 /// Run the battery on `engine`: Ok, or the first difference from the model.
 pub fn run(engine: &CpuEngine) -> Result<(), String> {
+    engine.with_every_tiling().iter().try_for_each(battery)
+}
+
+/// The battery through one engine.
+fn battery(engine: &CpuEngine) -> Result<(), String> {
     let mut rng = ChaCha8Rng::seed_from_u64(0x9E37_79B9_7F4A_7C15);
     let width = engine.level().width();
     let pairs = [

@@ -1,7 +1,9 @@
 //! The CPU backend against the model, bit for bit, on random GEMMs: 10,000 per preset family (ada, hopper,
-//! b200_mma_sync, random user-defined presets) by default, on every SIMD level the machine has.
+//! b200_mma_sync, random user-defined presets) by default, on every SIMD level the machine has, each with its
+//! tiling chosen per call and with each tiling fixed.
 
-// Shapes up to 64 x 64 x 4096 (mostly small ones, so the model keeps up), every plan the preset allows (fast and slow,
+// Shapes up to 64 x 64 x 4096 (mostly small ones, so the model keeps up), M or N in 1..8 against K up to 2^17,
+// every plan the preset allows (fast and slow,
 // unsplit and S = 2..8 with every scheme), all four format pairs, and operands from several generators (uniform codes,
 // one exponent band, subnormal-heavy, sparse, cancelling pairs, extremes), some with NaN and Inf codes (handled by
 // `execute`'s patch around the engine).
@@ -128,9 +130,27 @@ fn case(family: usize, index: u64, seed: u64, engines: &[&dyn ChainEngine]) -> R
     };
     let fa = Format::ALL[rng.random_range(0..=1)];
     let fb = Format::ALL[rng.random_range(0..=1)];
-    // Mostly small shapes; 1 in 40 medium; 1 in 250 up to 64 x 64 x 4096 (the largest every 2,000).
+    // Mostly small shapes; 1 in 40 medium; 1 in 250 up to 64 x 64 x 4096 (the largest every 2,000); 1 in 100
+    // few rows (or few outputs) against many, the product-lane tiling's domain; 1 in 500 long K, up to 2^17.
+    let few = |rng: &mut ChaCha8Rng| rng.random_range(1..=8);
     let (m, n, k) = match index % 2000 {
         0 => (64, 64, 4096),
+        i if i % 500 == 11 => {
+            let (x, y, k) = (few(&mut rng), rng.random_range(1..=16), rng.random_range(4096..=1 << 17));
+            if i % 1000 == 11 {
+                (x, y, k)
+            } else {
+                (y, x, k)
+            }
+        }
+        i if i % 100 == 5 => {
+            let (x, y, k) = (rng.random_range(1..=32), rng.random_range(1..=70), rng.random_range(1..=2000));
+            if i % 200 == 5 {
+                (x, y, k)
+            } else {
+                (y, x, k)
+            }
+        }
         i if i % 250 == 7 => (rng.random_range(1..=64), rng.random_range(1..=64), rng.random_range(1..=4096)),
         i if i % 40 == 3 => (rng.random_range(1..=40), rng.random_range(1..=40), rng.random_range(1..=1500)),
         _ => (rng.random_range(1..=8), rng.random_range(1..=8), rng.random_range(1..=320)),
@@ -192,7 +212,8 @@ fn case(family: usize, index: u64, seed: u64, engines: &[&dyn ChainEngine]) -> R
 fn family(family: usize) {
     let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000);
     let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0005);
-    let cpu: Vec<CpuEngine> = SimdLevel::available().into_iter().map(CpuEngine::with_level).collect();
+    let cpu: Vec<CpuEngine> =
+        SimdLevel::available().into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
     let gpu = gpu_engine();
     let mut engines: Vec<&dyn ChainEngine> = cpu.iter().map(|e| e as &dyn ChainEngine).collect();
     engines.extend(gpu.as_ref().map(|g| g.engine.as_ref() as &dyn ChainEngine));

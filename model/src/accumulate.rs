@@ -136,7 +136,7 @@ pub fn gather(x: &[u8], rows: usize, k: usize, chunk: &Chunk) -> Vec<u8> {
 
 /// Copy of `x` with every non-finite code replaced by 0x00 (§3.5 step 3), or None if it has none.
 fn sanitised(x: &[u8], f: Format) -> Option<Vec<u8>> {
-    if !x.iter().any(|&c| f.is_nonfinite(c)) {
+    if !f.any_nonfinite(x) {
         return None;
     }
     Some(x.iter().map(|&c| if f.is_nonfinite(c) { 0 } else { c }).collect())

@@ -3,6 +3,8 @@
 
 use super::{CommandError, CommandResult, Exit};
 use mmaemu_kernels::bench::{gemm, GemmBench, GemmResult};
+use mmaemu_kernels::suite::{self, Suite, SuiteRow};
+use mmaemu_kernels::tiling::Tiling;
 use mmaemu_model::Format;
 use serde_json::{json, Value};
 
@@ -11,6 +13,30 @@ use serde_json::{json, Value};
 pub enum BenchCommand {
     /// Time one emulated FP8 GEMM (A [M, K] x B [N, K]^T) and a native fp32 GEMM of the same shape.
     Gemm(GemmArgs),
+    /// The LLM-shaped suite: decode, small-batch, long-K and square GEMMs for hopper and ada, fast and slow,
+    /// with `auto` and every SIMD level, against the native fp32 GEMM; prints a Markdown table.
+    Suite(SuiteArgs),
+}
+
+/// `mmaemu bench suite` arguments.
+#[derive(clap::Args, Debug)]
+pub struct SuiteArgs {
+    /// Threads (default: every core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Timed runs of each GEMM below 2^32 multiply-adds after a warm-up (the best counts); larger ones run
+    /// once.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Presets, comma-separated.
+    #[arg(long, default_value = "hopper,ada")]
+    pub presets: String,
+    /// Skip shapes of more multiply-adds than this.
+    #[arg(long)]
+    pub max_macs: Option<u64>,
+    /// Print one JSON object per row instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `mmaemu bench gemm` arguments.
@@ -52,6 +78,9 @@ pub struct GemmArgs {
     /// Backend: auto, cpu, cpu:<simd> (avx512, avx2, portable), reference.
     #[arg(long, default_value = "auto")]
     pub backend: String,
+    /// Tiling of the CPU backend: auto (from the shape, as every call), panels or products.
+    #[arg(long, default_value = "auto")]
+    pub tiling: String,
     /// Timed repetitions of each GEMM after one warm-up run (the best counts); 0: one run, no warm-up.
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
@@ -68,10 +97,20 @@ pub struct GemmArgs {
 
 /// Run a bench command: success, or a usage or run error.
 pub fn run(cmd: BenchCommand) -> CommandResult {
-    let BenchCommand::Gemm(a) = cmd;
+    let a = match cmd {
+        BenchCommand::Gemm(a) => a,
+        BenchCommand::Suite(s) => return suite(s),
+    };
     let format = |name: &str| Format::from_name(name).ok_or_else(|| format!("unknown format '{name}' (e4m3 or e5m2)"));
+    let tiling = match a.tiling.as_str() {
+        "auto" => None,
+        "panels" => Some(Tiling::Panels),
+        "products" => Some(Tiling::Products),
+        t => return Err(CommandError::bad_input(format!("unknown --tiling '{t}' (auto, panels or products)"))),
+    };
     let bench = match (format(&a.fmt_a), format(&a.fmt_b)) {
         (Ok(fmt_a), Ok(fmt_b)) => GemmBench {
+            tiling,
             m: a.m,
             n: a.n,
             k: a.k,
@@ -98,6 +137,62 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
     Ok(Exit::Success)
 }
 
+/// `mmaemu bench suite`: the table (or JSON lines) row by row as the suite runs.
+fn suite(a: SuiteArgs) -> CommandResult {
+    let s = Suite {
+        threads: a.threads,
+        reps: a.reps,
+        presets: a.presets.split(',').map(|p| p.trim().to_string()).collect(),
+        max_macs: a.max_macs,
+    };
+    if !a.json {
+        println!("{}", SUITE_HEADER.join("\n"));
+    }
+    let rows = suite::run(&s, |r| {
+        if a.json {
+            let mut v = json(&r.auto);
+            v["levels"] = r.levels.iter().map(|(l, g)| json!({ "level": l, "gmacs": g })).collect();
+            v["auto_over_best_level"] = json!(r.auto_over_best());
+            println!("{v}");
+        } else {
+            println!("{}", suite_row(r));
+        }
+    })
+    .map_err(CommandError::bad_input)?;
+    if rows.is_empty() {
+        return Err(CommandError::bad_input("no shape of the suite is within --max-macs"));
+    }
+    Ok(Exit::Success)
+}
+
+/// The suite table's header.
+const SUITE_HEADER: [&str; 2] = [
+    "| M×N×K | preset | acc. | threads | auto: level, tiling | auto GMAC/s | levels GMAC/s | auto / best level \
+     | native fp32 GMAC/s | auto / native |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+];
+
+/// One row of the suite table.
+fn suite_row(r: &SuiteRow) -> String {
+    let a = &r.auto;
+    let levels: Vec<String> = r.levels.iter().map(|(l, g)| format!("{l} {g:.2}")).collect();
+    let ratio = a.ratio.map_or("-".to_string(), |x| format!("{x:.2}"));
+    format!(
+        "| {} | {} | {} | {} | {}, {} | {:.2} | {} | {:.2} | {} | {} |",
+        a.shape.replace('x', "×"),
+        a.preset,
+        if a.fast { "fast" } else { "slow" },
+        a.threads,
+        a.simd,
+        a.tiling,
+        a.emulated_gmacs,
+        levels.join(", "),
+        r.auto_over_best(),
+        a.native_f32_gmacs.map_or("-".to_string(), |g| format!("{g:.2}")),
+        ratio
+    )
+}
+
 /// The `--json` object.
 pub fn json(r: &GemmResult) -> Value {
     json!({
@@ -108,10 +203,12 @@ pub fn json(r: &GemmResult) -> Value {
         "formats": r.formats,
         "backend": r.backend,
         "simd": r.simd,
+        "tiling": r.tiling,
         "threads": r.threads,
         "emulated_gmacs": r.emulated_gmacs,
         "native_f32_gmacs": r.native_f32_gmacs,
         "ratio": r.ratio,
+        "native": r.native,
         "emulated_s": r.emulated_s,
         "native_s": r.native_s,
         "verified_against": r.verified,
@@ -121,7 +218,7 @@ pub fn json(r: &GemmResult) -> Value {
 /// The text report.
 pub fn text(r: &GemmResult) -> String {
     let mut s = format!(
-        "gemm {} ({}), preset {}, {}, split {}, backend {} (simd {}), {} threads\n",
+        "gemm {} ({}), preset {}, {}, split {}, backend {} (simd {}, tiling {}), {} threads\n",
         r.shape,
         r.formats,
         r.preset,
@@ -129,11 +226,12 @@ pub fn text(r: &GemmResult) -> String {
         r.split,
         r.backend,
         r.simd,
+        r.tiling,
         r.threads
     );
     s.push_str(&format!("  emulated:    {:8.2} GMAC/s  ({:.4} s)\n", r.emulated_gmacs, r.emulated_s));
-    if let (Some(g), Some(t), Some(ratio)) = (r.native_f32_gmacs, r.native_s, r.ratio) {
-        s.push_str(&format!("  native fp32: {g:8.2} GMAC/s  ({t:.4} s, matrixmultiply sgemm)\n"));
+    if let (Some(g), Some(t), Some(ratio), Some(name)) = (r.native_f32_gmacs, r.native_s, r.ratio, &r.native) {
+        s.push_str(&format!("  native fp32: {g:8.2} GMAC/s  ({t:.4} s, {name})\n"));
         s.push_str(&format!("  ratio:       {ratio:8.3}  (1/{:.1} of native fp32)\n", 1.0 / ratio));
     }
     if let Some(v) = &r.verified {

@@ -95,6 +95,7 @@ pub fn run(backends: &[Box<dyn Backend>], reps: usize) -> Vec<Measurement> {
                 fmt_b: Format::E4m3,
                 threads: None,
                 backend: be.name(),
+                tiling: None,
                 reps: reps.max(1),
                 no_native: true,
                 verify: false,

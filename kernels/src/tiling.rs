@@ -1,0 +1,88 @@
+//! How the CPU backend tiles one GEMM, chosen from its shape: panels of outputs (lanes across a panel of outputs
+//! of one row) or product lanes (lanes along each block's products, for few rows), and whether A and B exchange
+//! roles (few outputs per row, many rows).
+
+use crate::driver::{products_serve, Job, Tiles};
+use mmaemu_model::Operands;
+
+/// Which axis the lanes of a tile run along.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tiling {
+    /// Across a panel of W outputs of one row: a panel of B is decoded once per piece and serves many rows
+    /// of A. The fastest per product; it needs many rows (the decoding) and full panels (the lanes).
+    Panels,
+    /// Along each block's products, a few chains at a time: every code is decoded once per tile, so a single
+    /// row of A (a decode step) runs at the rate of the kernel, and no lane is left empty.
+    Products,
+}
+
+impl Tiling {
+    /// `panels` or `products`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tiling::Panels => "panels",
+            Tiling::Products => "products",
+        }
+    }
+}
+
+/// At most this many rows (after the exchange, M <= N) run with product lanes, or as many as a block has
+/// products when that is more (hopper: 32); more rows amortise the decoding of a panel, whose kernel is faster
+/// per product. Measured with `mmaemu bench gemm --tiling products|panels` (kernels/README.md).
+pub const PRODUCT_ROWS: usize = 16;
+
+/// Outputs per product-lane tile.
+const STRIP_COLS: usize = 16;
+
+/// The tiling of one GEMM on a level of panel width `w`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// The lanes' axis.
+    pub tiling: Tiling,
+    /// A and B exchange roles: the engine computes the transposed result `B x A^T` (the chains are the same:
+    /// a block's products and their exponents do not depend on which operand is which) and transposes it.
+    pub swap: bool,
+}
+
+impl Choice {
+    /// The choice for the operands of a job (see [`Tiling`]): exchange the operands when N < M and either side
+    /// is narrower than a panel, then product lanes for few rows (see [`PRODUCT_ROWS`]) where the kernel serves
+    /// the preset, else panels.
+    pub fn of(job: &Job, w: usize) -> Choice {
+        let (m, n) = (job.m(), job.n());
+        let most = PRODUCT_ROWS.max(job.nfma());
+        let swap = n < m && n < w.max(most + 1);
+        let rows = if swap { n } else { m };
+        let tiling = if rows <= most && products_serve(job) { Tiling::Products } else { Tiling::Panels };
+        Choice { tiling, swap }
+    }
+
+    /// The tiles of a job that runs with this choice (after the exchange).
+    pub fn tiles(self, job: &Job, w: usize) -> Tiles {
+        match self.tiling {
+            Tiling::Panels => Tiles::panels(job, w),
+            Tiling::Products => {
+                // All rows in one tile, STRIP_COLS outputs: a tile streams along k through its rows of B (a
+                // wider tile would jump between thousands of rows, one page each, at every piece).
+                let cols = STRIP_COLS.min(job.n().div_ceil(job.threads()).next_multiple_of(4));
+                Tiles { rows: job.m().max(1), cols, wave: 1 }
+            }
+        }
+    }
+}
+
+/// The operands with A and B exchanged.
+pub fn swapped<'a>(ops: &Operands<'a>) -> Operands<'a> {
+    Operands { a: ops.b, b: ops.a, fa: ops.fb, fb: ops.fa, m: ops.n, n: ops.m, k: ops.k }
+}
+
+/// The transpose of a row-major [rows, cols] matrix.
+pub fn transpose(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0f32; x.len()];
+    for (i, row) in x.chunks_exact(cols.max(1)).enumerate().take(rows) {
+        for (j, &v) in row.iter().enumerate() {
+            out[j * rows + i] = v;
+        }
+    }
+    out
+}
