@@ -86,7 +86,8 @@ pub struct GemmResult {
     pub native_f32_gmacs: Option<f64>,
     /// emulated / native.
     pub ratio: Option<f64>,
-    /// The native GEMM (`OpenBLAS ...` or `matrixmultiply`; None: skipped).
+    /// The native GEMM (`OpenBLAS ...` or `matrixmultiply`; `... (sgemv)` when, for one row, the
+    /// matrix-vector product was the faster; None: skipped).
     pub native: Option<String>,
     /// The backend the result was compared with, bit for bit (`--verify`).
     pub verified: Option<String>,
@@ -241,13 +242,25 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
         None
     };
     drop((a, bb, result));
-    let native_s = (!b.no_native).then(|| {
+    // The native GEMM; for one row also the matrix-vector product, and the faster of the two counts.
+    let native = (!b.no_native).then(|| {
         let af: Vec<f32> = (0..m * k).map(|_| rng.random::<f32>() - 0.5).collect();
         let bf: Vec<f32> = (0..n * k).map(|_| rng.random::<f32>() - 0.5).collect();
         let mut c = vec![0f32; m * n];
         let t = pool.current_num_threads();
-        pool.install(|| best_time(b.reps, || native::sgemm(m, n, k, &af, &bf, &mut c, t)))
+        let gemm = pool.install(|| best_time(b.reps, || native::sgemm(m, n, k, &af, &bf, &mut c, t)));
+        let gemv = (m == 1 && native::sgemv(n, k, &af, &bf, &mut c, t).is_some())
+            .then(|| {
+                best_time(b.reps, || {
+                    let _ = native::sgemv(n, k, &af, &bf, &mut c, t);
+                })
+            });
+        match gemv {
+            Some(v) if v < gemm => (v, format!("{} (sgemv)", native::name())),
+            _ => (gemm, native::name()),
+        }
     });
+    let native_s = native.as_ref().map(|n| n.0);
     let gmacs = |s: f64| macs / s / 1e9;
     let simd = selected.name.strip_prefix("cpu:").unwrap_or("none").to_string();
     Ok(GemmResult {
@@ -265,7 +278,7 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
         native_s,
         native_f32_gmacs: native_s.map(gmacs),
         ratio: native_s.map(|ns| ns / emulated_s),
-        native: native_s.map(|_| native::name()),
+        native: native.map(|n| n.1),
         verified,
     })
 }

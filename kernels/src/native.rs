@@ -26,9 +26,26 @@ type Sgemm = unsafe extern "C" fn(
     c_int,
 );
 
-/// OpenBLAS, loaded: its sgemm, its thread setter and its build description.
+/// `cblas_sgemv(order, trans, m, n, alpha, a, lda, x, incx, beta, y, incy)`.
+type Sgemv = unsafe extern "C" fn(
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_float,
+    *const c_float,
+    c_int,
+    *const c_float,
+    c_int,
+    c_float,
+    *mut c_float,
+    c_int,
+);
+
+/// OpenBLAS, loaded: its sgemm and sgemv, its thread setter and its build description.
 struct OpenBlas {
     sgemm: Sgemm,
+    sgemv: Sgemv,
     set_threads: unsafe extern "C" fn(c_int),
     config: String,
     // Keeps the library mapped while the function pointers above are used.
@@ -51,12 +68,13 @@ fn openblas() -> Option<&'static OpenBlas> {
             unsafe {
                 let lib = libloading::Library::new(*name).ok()?;
                 let sgemm = *lib.get::<Sgemm>(b"cblas_sgemm\0").ok()?;
+                let sgemv = *lib.get::<Sgemv>(b"cblas_sgemv\0").ok()?;
                 let set_threads = *lib.get::<unsafe extern "C" fn(c_int)>(b"openblas_set_num_threads\0").ok()?;
                 let config = match lib.get::<unsafe extern "C" fn() -> *const c_char>(b"openblas_get_config\0") {
                     Ok(f) => CStr::from_ptr(f()).to_string_lossy().trim().to_string(),
                     Err(_) => "OpenBLAS".to_string(),
                 };
-                Some(OpenBlas { sgemm, set_threads, config, _lib: lib })
+                Some(OpenBlas { sgemm, sgemv, set_threads, config, _lib: lib })
             }
         })
     })
@@ -121,6 +139,20 @@ pub fn sgemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32], 
     });
 }
 
+/// For one row (M = 1), the matrix-vector product `c = b a` (OpenBLAS's `cblas_sgemv`, which a decode step
+/// would call) on `threads` threads; None without OpenBLAS. Panics like [`sgemm`].
+pub fn sgemv(n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32], threads: usize) -> Option<()> {
+    assert!(a.len() == k && b.len() == n * k && c.len() == n, "sgemv: buffer sizes do not match the shape");
+    let o = openblas()?;
+    let dim = |x: usize| c_int::try_from(x).expect("sgemv: a dimension exceeds the C int of cblas_sgemv");
+    // SAFETY: B is row-major [n, k] with leading dimension k, x holds k floats and y n (checked above).
+    unsafe {
+        (o.set_threads)(dim(threads.max(1)));
+        (o.sgemv)(ROW_MAJOR, NO_TRANS, dim(n), dim(k), 1.0, b.as_ptr(), dim(k.max(1)), a.as_ptr(), 1, 0.0, c.as_mut_ptr(), 1);
+    }
+    Some(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -129,5 +161,10 @@ mod tests {
         let mut c = [0f32; 4];
         super::sgemm(2, 2, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], &mut c, 1);
         assert_eq!(c, [17.0, 23.0, 39.0, 53.0]);
+        // The same first row through sgemv, where OpenBLAS is installed.
+        let mut y = [0f32; 2];
+        if super::sgemv(2, 2, &[1.0, 2.0], &[5.0, 6.0, 7.0, 8.0], &mut y, 1).is_some() {
+            assert_eq!(y, [17.0, 23.0]);
+        }
     }
 }

@@ -45,22 +45,29 @@ impl Lut {
 }
 
 impl Lut {
-    /// The values (f32) and exponents of finite codes, as [`Lut::v32`] and [`Lut::e`] give them, computed from
-    /// the bits rather than looked up, so that the loop vectorises (the product-lane tiling decodes every code
-    /// of B once per tile). Non-finite codes never reach the kernels; what they decode to is unspecified.
+    /// The values (f32) and exponents of finite codes, as [`Lut::v32`] and [`Lut::e`] give them (a zero may
+    /// come out as -0: a zero product adds nothing to a sum started at +0 either way), computed from the bits
+    /// rather than looked up, so that the loops vectorise (the product-lane tiling decodes every code of B once
+    /// per tile). Non-finite codes never reach the kernels; what they decode to is unspecified.
     #[inline(always)]
     pub fn decode(&self, codes: &[u8], v: &mut [f32], e: &mut [i8]) {
         let (mb, bias) = (self.mbits, self.bias);
-        for ((&c, v), e) in codes.iter().zip(v.iter_mut()).zip(e.iter_mut()) {
-            let mag = (c & 0x7F) as i32;
-            let field = mag >> mb;
-            let mant = mag & ((1 << mb) - 1);
-            // Normal: (1.mant) 2^(field - bias); subnormal: (0.mant) 2^(1 - bias); so sig 2^(ex - mb).
-            let (sig, ex) = if field != 0 { (mant | (1 << mb), field - bias) } else { (mant, 1 - bias) };
-            let magnitude = sig as f32 * f32::from_bits(((ex - mb + 127) as u32) << 23);
-            // Zeros of either sign are +0, as in the table.
-            *v = if mag == 0 { 0.0 } else { f32::from_bits(magnitude.to_bits() | ((c as u32 & 0x80) << 24)) };
-            *e = if mag == 0 { ZERO_EXP } else { ex as i8 };
+        // Exponents in byte lanes: max(field, 1) - bias, and the zero exponent for the zeros.
+        for (&c, e) in codes.iter().zip(e.iter_mut()) {
+            let mag = c & 0x7F;
+            let field = (mag >> mb) as i8;
+            *e = if mag == 0 { ZERO_EXP } else { field.max(1) - bias as i8 };
+        }
+        // Values: a normal code's exponent field and mantissa moved into an f32's, its exponent rebiased (an
+        // integer add); a subnormal code's mantissa times 2^(1 - bias - mb) (exact); the sign bit or'ed in.
+        let rebias = ((127 - bias) as u32) << 23;
+        let sub_scale = f32::from_bits(((127 + 1 - bias - mb) as u32) << 23);
+        for (&c, v) in codes.iter().zip(v.iter_mut()) {
+            let mag = (c & 0x7F) as u32;
+            let normal = f32::from_bits((mag << (23 - mb)) + rebias);
+            let subnormal = (mag & ((1 << mb) - 1)) as f32 * sub_scale;
+            let magnitude = if mag >> mb == 0 { subnormal } else { normal };
+            *v = f32::from_bits(magnitude.to_bits() | ((c as u32 & 0x80) << 24));
         }
     }
 }
@@ -101,7 +108,12 @@ mod tests {
             let (mut v, mut e) = (vec![0f32; codes.len()], vec![0i8; codes.len()]);
             t.decode(&codes, &mut v, &mut e);
             for (i, &c) in codes.iter().enumerate() {
-                assert_eq!(v[i].to_bits(), t.v32[c as usize].to_bits(), "{f} code {c:#04x}");
+                // Equal values (a zero may keep its sign; see `decode`).
+                assert_eq!(v[i], t.v32[c as usize], "{f} code {c:#04x}");
+                assert!(v[i] != 0.0 || c & 0x7F == 0, "{f} code {c:#04x}");
+                if v[i] != 0.0 {
+                    assert_eq!(v[i].to_bits(), t.v32[c as usize].to_bits(), "{f} code {c:#04x}");
+                }
                 assert_eq!(e[i], t.e[c as usize], "{f} code {c:#04x}");
             }
             assert_eq!(codes.len(), if f == Format::E4m3 { 254 } else { 248 });

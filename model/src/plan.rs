@@ -144,8 +144,10 @@ pub struct Plan {
 
 /// Cut an index list into consecutive chunks of `chunk` elements (the last one shorter if `len` is not a
 /// multiple). The list is `ranges` (real indices, in chain order) followed by zero padding up to `len`;
-/// every range but the last nonempty one is a whole tile, so the real indices are packed at the front.
+/// every range but the last one is a whole tile, so the real indices are packed at the front. Every range is
+/// nonempty: the callers pass `0..k` with k > 0, or tiles below K (those at or past K are left out).
 fn cut(ranges: &[Range<usize>], len: usize, chunk: usize) -> Vec<Chunk> {
+    debug_assert!(ranges.iter().all(|r| !r.is_empty()), "cut: an empty range");
     let mut out = Vec::new();
     let mut pos = 0; // position in the split's index list
     let mut it = ranges.iter().cloned().peekable();
@@ -156,7 +158,7 @@ fn cut(ranges: &[Range<usize>], len: usize, chunk: usize) -> Vec<Chunk> {
         let mut filled = pos;
         while filled < end {
             match cur.take() {
-                Some(r) if !r.is_empty() => {
+                Some(r) => {
                     let take = (end - filled).min(r.len());
                     rs.push(r.start..r.start + take);
                     filled += take;
@@ -166,7 +168,6 @@ fn cut(ranges: &[Range<usize>], len: usize, chunk: usize) -> Vec<Chunk> {
                         cur = it.next();
                     }
                 }
-                Some(_) => cur = it.next(),
                 None => break, // the rest of this chunk is padding
             }
         }
