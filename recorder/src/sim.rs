@@ -188,20 +188,8 @@ impl SimDevice {
         };
         let g = &cfg.geometry;
         let (sa, sb) = (g.mat1_storage(inputs.a, cfg.m, cfg.k), g.mat2_storage(inputs.b, cfg.n, cfg.k));
-        let a = View {
-            dtype: Dtype::of_format(cfg.fmt_a),
-            shape: vec![cfg.m, cfg.k],
-            strides: g.mat1_strides(cfg.m, cfg.k).to_vec(),
-            offset: g.mat1.offset,
-            storage: &sa,
-        };
-        let b = View {
-            dtype: Dtype::of_format(cfg.fmt_b),
-            shape: vec![cfg.k, cfg.n],
-            strides: g.mat2_strides(cfg.n, cfg.k).to_vec(),
-            offset: g.mat2.offset,
-            storage: &sb,
-        };
+        let a = operand_view(cfg.fmt_a, [cfg.m, cfg.k], g.mat1_strides(cfg.m, cfg.k), g.mat1.offset, &sa);
+        let b = operand_view(cfg.fmt_b, [cfg.k, cfg.n], g.mat2_strides(cfg.n, cfg.k), g.mat2.offset, &sb);
         let mut call = ScaledMm::new(a, b, inputs.scale_a, inputs.scale_b);
         call.scale_result = inputs.scale_result.map(ScaleTensor::scalar);
         call.out_dtype = Some(Dtype::of_out(cfg.out));
@@ -235,6 +223,11 @@ impl SimDevice {
         }
         outcome
     }
+}
+
+/// One FP8 operand of a call (mat1 or mat2): its `shape` elements at `strides` from `offset` in `storage`.
+fn operand_view(format: Format, shape: [usize; 2], strides: [usize; 2], offset: usize, storage: &[u8]) -> View<'_> {
+    View { dtype: Dtype::of_format(format), shape: shape.to_vec(), strides: strides.to_vec(), offset, storage }
 }
 
 /// One remembered accumulation: the whole input of `run_plan`, and its result.
