@@ -69,20 +69,9 @@ fn flipped(dir: &Path) -> PathBuf {
 
 /// Gate rows whose split scheme is `unknown`: replayed as skipped, never passed (docs/recording-format.md).
 fn all_skipped(dir: &Path) -> PathBuf {
-    let rec = read("model-gate-ada.parquet");
-    let rows: Vec<Row> = rec
-        .rows
-        .iter()
-        .filter(|r| r.m == 17)
-        .cloned()
-        .map(|mut r| {
-            r.split_s = Some(2);
-            r.split_scheme = Some("unknown".into());
-            r
-        })
-        .collect();
-    assert!(!rows.is_empty());
-    write(&dir.join("unknown-split.parquet"), &rec, rows)
+    let p = dir.join("unknown-split.parquet");
+    mmaemu_testkit::recordings::unknown_split(&shipped("model-gate-ada.parquet"), &p).expect("the crafted recording");
+    p
 }
 
 fn garbage(dir: &Path) -> PathBuf {

@@ -10,8 +10,11 @@ use crate::row::{Expectation, FileMeta, Op, OutSelect, Recording, Row, RowExt, T
 use crate::schema::{Kind, COLUMNS, EXT_COLUMNS};
 use crate::validate::{check_meta, check_rows};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int32Type, Int64Type, UInt32Type};
-use arrow_array::{Array, BooleanArray, PrimitiveArray, RecordBatch};
+use arrow_array::types::{
+    BinaryViewType, ByteArrayType, ByteViewType, GenericBinaryType, GenericStringType, Int32Type, Int64Type,
+    StringViewType, UInt32Type,
+};
+use arrow_array::{Array, BooleanArray, GenericByteArray, GenericByteViewArray, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
@@ -233,36 +236,52 @@ impl KvMeta<'_> {
     }
 }
 
-/// A string column of any accepted Arrow string type.
-enum StrCol<'a> {
-    Utf8(&'a arrow_array::StringArray),
-    Large(&'a arrow_array::LargeStringArray),
-    View(&'a arrow_array::StringViewArray),
+/// The three Arrow types of strings ([`Str`]) or of bytes ([`Bin`]) a column may have (32-bit offsets,
+/// 64-bit offsets, views), and the kind of column they make.
+trait ByteFamily {
+    type Native: ?Sized + 'static;
+    type Offsets32: ByteArrayType<Offset = i32, Native = Self::Native>;
+    type Offsets64: ByteArrayType<Offset = i64, Native = Self::Native>;
+    type View: ByteViewType<Native = Self::Native>;
+    const KIND: Kind;
 }
 
-impl<'a> StrCol<'a> {
-    fn get(&self, i: usize) -> Option<&'a str> {
+/// Strings.
+struct Str;
+impl ByteFamily for Str {
+    type Native = str;
+    type Offsets32 = GenericStringType<i32>;
+    type Offsets64 = GenericStringType<i64>;
+    type View = StringViewType;
+    const KIND: Kind = Kind::Utf8;
+}
+
+/// Bytes.
+struct Bin;
+impl ByteFamily for Bin {
+    type Native = [u8];
+    type Offsets32 = GenericBinaryType<i32>;
+    type Offsets64 = GenericBinaryType<i64>;
+    type View = BinaryViewType;
+    const KIND: Kind = Kind::Binary;
+}
+
+/// A string or binary column in any of the Arrow types of its family.
+enum ByteCol<'a, F: ByteFamily> {
+    Offsets32(&'a GenericByteArray<F::Offsets32>),
+    Offsets64(&'a GenericByteArray<F::Offsets64>),
+    View(&'a GenericByteViewArray<F::View>),
+}
+
+type StrCol<'a> = ByteCol<'a, Str>;
+type BinCol<'a> = ByteCol<'a, Bin>;
+
+impl<'a, F: ByteFamily> ByteCol<'a, F> {
+    fn get(&self, i: usize) -> Option<&'a F::Native> {
         match self {
-            StrCol::Utf8(a) => (!a.is_null(i)).then(|| a.value(i)),
-            StrCol::Large(a) => (!a.is_null(i)).then(|| a.value(i)),
-            StrCol::View(a) => (!a.is_null(i)).then(|| a.value(i)),
-        }
-    }
-}
-
-/// A binary column of any accepted Arrow binary type.
-enum BinCol<'a> {
-    Binary(&'a arrow_array::BinaryArray),
-    Large(&'a arrow_array::LargeBinaryArray),
-    View(&'a arrow_array::BinaryViewArray),
-}
-
-impl<'a> BinCol<'a> {
-    fn get(&self, i: usize) -> Option<&'a [u8]> {
-        match self {
-            BinCol::Binary(a) => (!a.is_null(i)).then(|| a.value(i)),
-            BinCol::Large(a) => (!a.is_null(i)).then(|| a.value(i)),
-            BinCol::View(a) => (!a.is_null(i)).then(|| a.value(i)),
+            ByteCol::Offsets32(a) => (!a.is_null(i)).then(|| a.value(i)),
+            ByteCol::Offsets64(a) => (!a.is_null(i)).then(|| a.value(i)),
+            ByteCol::View(a) => (!a.is_null(i)).then(|| a.value(i)),
         }
     }
 }
@@ -297,127 +316,96 @@ fn column<'a>(
     Ok(Some(a.as_ref()))
 }
 
-fn str_col<'a>(a: &'a dyn Array) -> Option<StrCol<'a>> {
-    match a.data_type() {
-        DataType::Utf8 => Some(StrCol::Utf8(a.as_string::<i32>())),
-        DataType::LargeUtf8 => Some(StrCol::Large(a.as_string::<i64>())),
-        DataType::Utf8View => Some(StrCol::View(a.as_string_view())),
-        _ => None,
+/// A typed view of one column: the kind the column must have, and the conversion from its array.
+trait Typed<'a>: Sized {
+    const KIND: Kind;
+    fn of(a: &'a dyn Array) -> Option<Self>;
+}
+
+impl<'a, F: ByteFamily> Typed<'a> for ByteCol<'a, F> {
+    const KIND: Kind = F::KIND;
+    fn of(a: &'a dyn Array) -> Option<Self> {
+        a.as_bytes_opt()
+            .map(ByteCol::Offsets32)
+            .or_else(|| a.as_bytes_opt().map(ByteCol::Offsets64))
+            .or_else(|| a.as_byte_view_opt().map(ByteCol::View))
     }
 }
 
-fn bin_col<'a>(a: &'a dyn Array) -> Option<BinCol<'a>> {
-    match a.data_type() {
-        DataType::Binary => Some(BinCol::Binary(a.as_binary::<i32>())),
-        DataType::LargeBinary => Some(BinCol::Large(a.as_binary::<i64>())),
-        DataType::BinaryView => Some(BinCol::View(a.as_binary_view())),
-        _ => None,
+impl<'a> Typed<'a> for &'a BooleanArray {
+    const KIND: Kind = Kind::Boolean;
+    fn of(a: &'a dyn Array) -> Option<Self> {
+        a.as_boolean_opt()
     }
 }
 
-struct Cols<'a> {
-    id: StrCol<'a>,
-    op: StrCol<'a>,
-    preset: StrCol<'a>,
-    profile: StrCol<'a>,
-    gpu: StrCol<'a>,
-    truth: StrCol<'a>,
-    fmt_a: StrCol<'a>,
-    fmt_b: StrCol<'a>,
-    batch: &'a PrimitiveArray<Int64Type>,
-    m: &'a PrimitiveArray<Int64Type>,
-    n: &'a PrimitiveArray<Int64Type>,
-    k: &'a PrimitiveArray<Int64Type>,
-    a: BinCol<'a>,
-    b: BinCol<'a>,
-    c: BinCol<'a>,
-    scale_a: &'a PrimitiveArray<UInt32Type>,
-    scale_b: &'a PrimitiveArray<UInt32Type>,
-    scale_result: &'a PrimitiveArray<UInt32Type>,
-    out_dtype: StrCol<'a>,
-    fast_accum: &'a BooleanArray,
-    split_s: &'a PrimitiveArray<Int32Type>,
-    split_scheme: StrCol<'a>,
-    algo: Option<StrCol<'a>>,
-    inputs: Option<StrCol<'a>>,
-    expected_samples: Option<StrCol<'a>>,
-    note: Option<StrCol<'a>>,
-    amax_d: Option<&'a PrimitiveArray<UInt32Type>>,
-    call: StrCol<'a>,
-    out_select: StrCol<'a>,
-    expected: BinCol<'a>,
-    expected_sha256: StrCol<'a>,
-    expected_error: StrCol<'a>,
-    scope: StrCol<'a>,
-    origin: StrCol<'a>,
-}
-
-impl<'a> Cols<'a> {
-    fn new(path: &Path, batch: &'a RecordBatch) -> Result<Self, DatasetError> {
-        let get = |name: &str, kind: Kind| -> Result<&'a dyn Array, DatasetError> {
-            column(path, batch, name, kind)?
-                .ok_or_else(|| DatasetError::MissingColumn { path: path.to_path_buf(), column: name.to_string() })
-        };
-        // The `accepts` check in `column` guarantees the helper conversions below succeed; the errors are
-        // there so that nothing panics even if they did not.
-        let bad = |name: &str| corrupt(path, format!("column `{name}` could not be decoded"));
-        let s = |name: &str| get(name, Kind::Utf8).and_then(|a| str_col(a).ok_or_else(|| bad(name)));
-        let bin = |name: &str| get(name, Kind::Binary).and_then(|a| bin_col(a).ok_or_else(|| bad(name)));
-        let i64c = |name: &str| {
-            get(name, Kind::Int64).and_then(|a| a.as_primitive_opt::<Int64Type>().ok_or_else(|| bad(name)))
-        };
-        let u32c = |name: &str| {
-            get(name, Kind::UInt32).and_then(|a| a.as_primitive_opt::<UInt32Type>().ok_or_else(|| bad(name)))
-        };
-        let optional = |name: &str| -> Result<Option<StrCol<'a>>, DatasetError> {
-            match column(path, batch, name, Kind::Utf8)? {
-                Some(a) => Ok(Some(str_col(a).ok_or_else(|| bad(name))?)),
-                None => Ok(None),
+macro_rules! typed_primitive {
+    ($($t:ty => $kind:ident),*) => {$(
+        impl<'a> Typed<'a> for &'a PrimitiveArray<$t> {
+            const KIND: Kind = Kind::$kind;
+            fn of(a: &'a dyn Array) -> Option<Self> {
+                a.as_primitive_opt::<$t>()
             }
-        };
-        let algo = optional("algo")?;
-        Ok(Cols {
-            id: s("id")?,
-            op: s("op")?,
-            preset: s("preset")?,
-            profile: s("profile")?,
-            gpu: s("gpu")?,
-            truth: s("truth")?,
-            fmt_a: s("fmt_a")?,
-            fmt_b: s("fmt_b")?,
-            batch: i64c("batch")?,
-            m: i64c("m")?,
-            n: i64c("n")?,
-            k: i64c("k")?,
-            a: bin("a")?,
-            b: bin("b")?,
-            c: bin("c")?,
-            scale_a: u32c("scale_a")?,
-            scale_b: u32c("scale_b")?,
-            scale_result: u32c("scale_result")?,
-            out_dtype: s("out_dtype")?,
-            fast_accum: get("fast_accum", Kind::Boolean)
-                .and_then(|a| a.as_boolean_opt().ok_or_else(|| bad("fast_accum")))?,
-            split_s: get("split_s", Kind::Int32)
-                .and_then(|a| a.as_primitive_opt::<Int32Type>().ok_or_else(|| bad("split_s")))?,
-            split_scheme: s("split_scheme")?,
-            algo,
-            inputs: optional("inputs")?,
-            expected_samples: optional("expected_samples")?,
-            note: optional("note")?,
-            amax_d: match column(path, batch, "amax_d", Kind::UInt32)? {
-                Some(a) => Some(a.as_primitive_opt::<UInt32Type>().ok_or_else(|| bad("amax_d"))?),
-                None => None,
-            },
-            call: s("call")?,
-            out_select: s("out_select")?,
-            expected: bin("expected")?,
-            expected_sha256: s("expected_sha256")?,
-            expected_error: s("expected_error")?,
-            scope: s("scope")?,
-            origin: s("origin")?,
-        })
+        }
+    )*};
+}
+typed_primitive!(Int32Type => Int32, Int64Type => Int64, UInt32Type => UInt32);
+
+/// Column `name` of `batch` as `T`, None when absent. The type check of `read_inner` guarantees the
+/// conversion succeeds; a failure is an error all the same, so that nothing panics if it did not.
+fn typed<'a, T: Typed<'a>>(path: &Path, batch: &'a RecordBatch, name: &str) -> Result<Option<T>, DatasetError> {
+    match column(path, batch, name, T::KIND)? {
+        Some(a) => T::of(a).map(Some).ok_or_else(|| corrupt(path, format!("column `{name}` could not be decoded"))),
+        None => Ok(None),
     }
+}
+
+/// One field of [`Cols`]: a required column (missing is an error) or an optional one (`Option`, missing
+/// reads as None).
+trait ReadColumn<'a>: Sized {
+    fn read(path: &Path, batch: &'a RecordBatch, name: &str) -> Result<Self, DatasetError>;
+}
+
+impl<'a, T: Typed<'a>> ReadColumn<'a> for T {
+    fn read(path: &Path, batch: &'a RecordBatch, name: &str) -> Result<Self, DatasetError> {
+        typed(path, batch, name)?
+            .ok_or_else(|| DatasetError::MissingColumn { path: path.to_path_buf(), column: name.to_string() })
+    }
+}
+
+impl<'a, T: Typed<'a>> ReadColumn<'a> for Option<T> {
+    fn read(path: &Path, batch: &'a RecordBatch, name: &str) -> Result<Self, DatasetError> {
+        typed(path, batch, name)
+    }
+}
+
+/// Declares [`Cols`], one field per column named as the column, and its constructor; the columns are
+/// listed by type.
+macro_rules! cols {
+    ($($t:ty: $($name:ident),+;)*) => {
+        /// The columns of one batch, typed.
+        struct Cols<'a> {
+            $($($name: $t,)+)*
+        }
+
+        impl<'a> Cols<'a> {
+            fn new(path: &Path, batch: &'a RecordBatch) -> Result<Self, DatasetError> {
+                Ok(Cols { $($($name: ReadColumn::read(path, batch, stringify!($name))?,)+)* })
+            }
+        }
+    };
+}
+
+cols! {
+    StrCol<'a>: id, op, preset, profile, gpu, truth, fmt_a, fmt_b, out_dtype, split_scheme, call, out_select,
+        expected_sha256, expected_error, scope, origin;
+    BinCol<'a>: a, b, c, expected;
+    &'a PrimitiveArray<Int64Type>: batch, m, n, k;
+    &'a PrimitiveArray<UInt32Type>: scale_a, scale_b, scale_result;
+    &'a PrimitiveArray<Int32Type>: split_s;
+    &'a BooleanArray: fast_accum;
+    Option<StrCol<'a>>: algo, inputs, expected_samples, note;
+    Option<&'a PrimitiveArray<UInt32Type>>: amax_d;
 }
 
 /// Decodes the rows of one batch; `base` is the file-wide index of the first row this reader returns.

@@ -23,7 +23,7 @@ fn read(table: TableId) -> SplitKTable {
 
 fn check_table(table: TableId) {
     let t = read(table);
-    let info = table_info(table);
+    let info = table_info(table).source;
     assert_eq!(info.table_id, table.id());
     assert_eq!(info.file_stem, table.file_stem());
     assert_eq!(info.parquet_sha256, t.sha256, "the embedded data were generated from another Parquet file");

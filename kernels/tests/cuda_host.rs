@@ -49,17 +49,28 @@ fn random_preset(rng: &mut ChaCha8Rng) -> Preset {
         0 => Preset::ada(),
         1 => Preset::hopper(),
         2 => Preset::b200_mma_sync(),
-        _ => Preset::custom(PresetSpec::custom(
-            "random",
-            1 + rng.random_range(0..40u32),
-            1 + rng.random_range(0..40u32),
-            1 + rng.random_range(0..23u32),
-            -150 + rng.random_range(0..40i32),
-            if rng.random_range(0..2) == 0 { CEntry::Early } else { CEntry::Late },
-            Some(16 * (1 + rng.random_range(0..8u32))),
-        ))
-        .expect("valid preset"),
+        _ => random_custom(rng, "random", (1, 40), (1, 40), (-150, 40), |rng| {
+            let c_entry = if rng.random_range(0..2) == 0 { CEntry::Early } else { CEntry::Late };
+            (c_entry, Some(16 * (1 + rng.random_range(0..8u32))))
+        }),
     }
+}
+
+/// A custom preset drawn from `rng`: nfma, frac and min_exp each `lo + random(0..span)` for the given
+/// `(lo, span)`, frac_out in 1..=23, then `tail` draws the c entry and the slow chunk.
+fn random_custom(
+    rng: &mut ChaCha8Rng,
+    name: &str,
+    nfma: (u32, u32),
+    frac: (u32, u32),
+    min_exp: (i32, i32),
+    tail: impl FnOnce(&mut ChaCha8Rng) -> (CEntry, Option<u32>),
+) -> Preset {
+    let mut draw = |(lo, span): (u32, u32)| lo + rng.random_range(0..span);
+    let (nfma, frac, frac_out) = (draw(nfma), draw(frac), draw((1, 23)));
+    let min_exp = min_exp.0 + rng.random_range(0..min_exp.1);
+    let (c_entry, slow_chunk) = tail(rng);
+    Preset::custom(PresetSpec::custom(name, nfma, frac, frac_out, min_exp, c_entry, slow_chunk)).expect("valid preset")
 }
 
 #[test]
@@ -91,16 +102,7 @@ fn emulated_narrow_kernel_equals_the_model() {
         let preset = match i % 3 {
             0 => Preset::ada(),
             1 => Preset::hopper(),
-            _ => Preset::custom(PresetSpec::custom(
-                "narrow",
-                1 + rng.random_range(0..32u32),
-                6 + rng.random_range(0..21u32),
-                1 + rng.random_range(0..23u32),
-                -400 + rng.random_range(0..300i32),
-                CEntry::Early,
-                None,
-            ))
-            .expect("valid preset"),
+            _ => random_custom(&mut rng, "narrow", (1, 32), (6, 21), (-400, 300), |_| (CEntry::Early, None)),
         };
         let (fa, fb) = (Format::ALL[rng.random_range(0..2usize)], Format::ALL[rng.random_range(0..2usize)]);
         let p = ChainParams::new(&preset, fa, fb).expect("params");

@@ -33,6 +33,6 @@ pub use preset::{CEntry, Maturity, Preset, PresetSpec};
 pub use profile::{Caller, Profile, RejectRule, TableId};
 pub use splitk::{
     embedded_rows, resolve_splitk, table_info, table_lookup, try_table_lookup, SplitDecision, SplitKey, SplitRequest,
-    SplitSource, TableInfo, TableRow,
+    SplitSource, TableInfo, TableRow, TableSource,
 };
 pub use warning::{Warning, WarningKind};

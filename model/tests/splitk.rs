@@ -467,14 +467,16 @@ fn lookup_rules() {
 #[test]
 fn table_info_names_the_sources() {
     let r = table_info(TableId::Rtx4060);
-    assert_eq!((r.table_id, r.file_stem), ("heur_rtx4060_lt12.8.3.14", "rtx4060-cublaslt-12.8.3.14"));
-    assert_eq!((r.rows, r.split_rows, r.distinct_shapes), (1_228_448, 125_980, 18_497));
-    assert_eq!(r.parquet_sha256, "ac1ef4ad36acc5b46c4b9f2fcd97da9f3cc7df07abc6774cf7a35dec8e0386fe");
-    assert_eq!(r.workspaces, &[0, 1 << 20, 4 << 20, 32 << 20]);
+    let rs = &r.source;
+    assert_eq!((rs.table_id, rs.file_stem), ("heur_rtx4060_lt12.8.3.14", "rtx4060-cublaslt-12.8.3.14"));
+    assert_eq!((rs.rows, rs.split_rows, rs.distinct_shapes), (1_228_448, 125_980, 18_497));
+    assert_eq!(rs.parquet_sha256, "ac1ef4ad36acc5b46c4b9f2fcd97da9f3cc7df07abc6774cf7a35dec8e0386fe");
+    assert_eq!(rs.workspaces, &[0, 1 << 20, 4 << 20, 32 << 20]);
     assert_eq!((r.envelope, r.verified_combos), ("max_split_MN", 520));
     let h = table_info(TableId::H100Pcie);
-    assert_eq!((h.rows, h.split_rows, h.distinct_shapes), (1_767_416, 36_457, 28_018));
-    assert_eq!(h.parquet_sha256, "2dded3c0e8174cc709cccd6030919a81abf107c06ed3df42b4b7ccd29db1f4d4");
+    let hs = &h.source;
+    assert_eq!((hs.rows, hs.split_rows, hs.distinct_shapes), (1_767_416, 36_457, 28_018));
+    assert_eq!(hs.parquet_sha256, "2dded3c0e8174cc709cccd6030919a81abf107c06ed3df42b4b7ccd29db1f4d4");
     assert_eq!((h.envelope, h.verified_combos), ("k_grid", 444));
     assert_eq!(mmaemu_model::embedded_rows(TableId::Rtx4060).unwrap(), 1_228_448);
     assert_eq!(mmaemu_model::embedded_rows(TableId::H100Pcie).unwrap(), 1_767_416);

@@ -114,13 +114,7 @@ pub fn run_heuristics(
                 }
                 let ws = key.workspace.bytes(caller, platform.capability);
                 let cfg = CallConfig {
-                    m: key.m,
-                    n: key.n,
-                    k: key.k,
-                    fmt_a: key.fmt_a,
-                    fmt_b: key.fmt_b,
-                    out: key.out,
-                    fast_accum: key.fast,
+                    problem: key.problem,
                     scale_result: false,
                     workspace_bytes: ws,
                     caller,
@@ -306,14 +300,15 @@ fn sidecar(
 
 /// The table row of a heuristic answer; None when a value does not fit the table's column types.
 fn table_record(cfg: &CallConfig, a: &AlgoInfo) -> Option<SplitKTableRow> {
+    let p = &cfg.problem;
     Some(SplitKTableRow {
-        m: i32::try_from(cfg.m).ok()?,
-        n: i32::try_from(cfg.n).ok()?,
-        k: i32::try_from(cfg.k).ok()?,
-        fmt_a: cfg.fmt_a.name(),
-        fmt_b: cfg.fmt_b.name(),
-        out_dtype: cfg.out.name(),
-        fast_accum: cfg.fast_accum,
+        m: i32::try_from(p.m).ok()?,
+        n: i32::try_from(p.n).ok()?,
+        k: i32::try_from(p.k).ok()?,
+        fmt_a: p.fa.name(),
+        fmt_b: p.fb.name(),
+        out_dtype: p.out.name(),
+        fast_accum: p.fast,
         workspace_bytes: i64::try_from(cfg.workspace_bytes).ok()?,
         split_s: u8::try_from(a.split_s).ok()?,
         custom_option: u8::try_from(a.custom_option).ok()?,

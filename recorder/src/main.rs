@@ -11,7 +11,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use mmaemu_datasets::shard::Shard;
-use mmaemu_model::{Format, OutDtype};
+use mmaemu_model::{Format, OutDtype, SplitKey};
 use mmaemu_recorder::caller::Caller;
 use mmaemu_recorder::descriptor::{torch_rejects_before_cublas, CallConfig, Descriptor};
 use mmaemu_recorder::heuristics::run_heuristics;
@@ -237,7 +237,8 @@ fn descriptor(a: &DescriptorArgs) -> Result<Descriptor, RecordError> {
     }
     .geometry()
     .map_err(RecordError::Usage)?;
-    if let Some(why) = torch_rejects_before_cublas(a.m, a.n, a.k, fa, fb, &geometry) {
+    let problem = SplitKey { m: a.m, n: a.n, k: a.k, fa, fb, out, fast: a.fast };
+    if let Some(why) = torch_rejects_before_cublas(&problem, &geometry) {
         return Err(RecordError::Usage(format!("no cuBLASLt call: {why}")));
     }
     if caller == Caller::TransformerEngine && !geometry.is_contiguous() {
@@ -246,13 +247,7 @@ fn descriptor(a: &DescriptorArgs) -> Result<Descriptor, RecordError> {
         ));
     }
     let cfg = CallConfig {
-        m: a.m,
-        n: a.n,
-        k: a.k,
-        fmt_a: fa,
-        fmt_b: fb,
-        out,
-        fast_accum: a.fast,
+        problem,
         scale_result: a.scale_result,
         workspace_bytes: a.workspace.unwrap_or(caller.default_workspace(cap)),
         caller,

@@ -83,10 +83,6 @@ impl SimDevice {
     pub fn profile(&self) -> &Profile {
         &self.profile
     }
-
-    fn key(cfg: &CallConfig) -> SplitKey {
-        SplitKey { m: cfg.m, n: cfg.n, k: cfg.k, fa: cfg.fmt_a, fb: cfg.fmt_b, out: cfg.out, fast: cfg.fast_accum }
-    }
 }
 
 fn algo(split_s: i64, source: &'static str) -> AlgoInfo {
@@ -135,13 +131,13 @@ impl SimDevice {
     /// The simulated heuristic (see the module documentation).
     fn answer(&self, cfg: &CallConfig) -> Result<Heuristic, RecordError> {
         let p = &self.profile;
-        if let Some(rule) = p.rejection(cfg.fmt_a, cfg.fmt_b, cfg.out) {
+        let key = cfg.problem;
+        if let Some(rule) = p.rejection(key.fa, key.fb, key.out) {
             return Ok(Heuristic::Rejected(format!(
                 "CUBLAS_STATUS_NOT_SUPPORTED (simulated: profile {}: {})",
                 p.name, rule.message
             )));
         }
-        let key = Self::key(cfg);
         // The table holds the standard layout's decisions (reference §6.3 step 5); padded or transposed
         // operands go to the model's split resolution.
         let layout_std = cfg.geometry.is_contiguous();
@@ -187,25 +183,14 @@ impl SimDevice {
             SplitRequest::Pair(s, scheme.name().to_string())
         };
         let g = &cfg.geometry;
-        let (sa, sb) = (g.mat1_storage(inputs.a, cfg.m, cfg.k), g.mat2_storage(inputs.b, cfg.n, cfg.k));
-        let a = View {
-            dtype: Dtype::of_format(cfg.fmt_a),
-            shape: vec![cfg.m, cfg.k],
-            strides: g.mat1_strides(cfg.m, cfg.k).to_vec(),
-            offset: g.mat1.offset,
-            storage: &sa,
-        };
-        let b = View {
-            dtype: Dtype::of_format(cfg.fmt_b),
-            shape: vec![cfg.k, cfg.n],
-            strides: g.mat2_strides(cfg.n, cfg.k).to_vec(),
-            offset: g.mat2.offset,
-            storage: &sb,
-        };
+        let SplitKey { m, n, k, fa, fb, out, fast } = cfg.problem;
+        let (sa, sb) = (g.mat1_storage(inputs.a, m, k), g.mat2_storage(inputs.b, n, k));
+        let a = operand_view(fa, [m, k], g.mat1_strides(m, k), g.mat1.offset, &sa);
+        let b = operand_view(fb, [k, n], g.mat2_strides(n, k), g.mat2.offset, &sb);
         let mut call = ScaledMm::new(a, b, inputs.scale_a, inputs.scale_b);
         call.scale_result = inputs.scale_result.map(ScaleTensor::scalar);
-        call.out_dtype = Some(Dtype::of_out(cfg.out));
-        call.use_fast_accum = cfg.fast_accum;
+        call.out_dtype = Some(Dtype::of_out(out));
+        call.use_fast_accum = fast;
         call.profile = ProfileArg::Value(Box::new(self.profile.clone()));
         call.splitk = splitk;
         call.backend = "reference".into();
@@ -235,6 +220,11 @@ impl SimDevice {
         }
         outcome
     }
+}
+
+/// One FP8 operand of a call (mat1 or mat2): its `shape` elements at `strides` from `offset` in `storage`.
+fn operand_view(format: Format, shape: [usize; 2], strides: [usize; 2], offset: usize, storage: &[u8]) -> View<'_> {
+    View { dtype: Dtype::of_format(format), shape: shape.to_vec(), strides: strides.to_vec(), offset, storage }
 }
 
 /// One remembered accumulation: the whole input of `run_plan`, and its result.

@@ -94,7 +94,7 @@ struct Recorded {
 /// The D scale a case's call passes: the case's `scale_result`; for Transformer Engine with an FP8 output
 /// the output tensor's scale, which is always there (1.0 unless the case gives one).
 fn d_scale(case: &Case, caller: Caller) -> Option<f32> {
-    match (caller, case.out.fp8()) {
+    match (caller, case.problem.out.fp8()) {
         (Caller::TransformerEngine, Some(_)) => Some(case.scale_result.unwrap_or(1.0)),
         _ => case.scale_result,
     }
@@ -102,13 +102,7 @@ fn d_scale(case: &Case, caller: Caller) -> Option<f32> {
 
 fn config(case: &Case, ctx: &RowContext<'_>) -> CallConfig {
     CallConfig {
-        m: case.m,
-        n: case.n,
-        k: case.k,
-        fmt_a: case.fmt_a,
-        fmt_b: case.fmt_b,
-        out: case.out,
-        fast_accum: case.fast,
+        problem: case.problem,
         scale_result: d_scale(case, ctx.caller).is_some(),
         workspace_bytes: case.workspace.bytes(ctx.caller, ctx.platform.capability),
         caller: ctx.caller,
@@ -180,8 +174,9 @@ struct Prepared {
 impl Prepared {
     fn new(case: Case, ctx: &RowContext<'_>, cache: &mut OperandCache) -> Result<Prepared, RecordError> {
         let cfg = config(&case, ctx);
-        let a = cache.get(&case.inputs, Operand::A, case.fmt_a, case.m, case.k)?;
-        let b = cache.get(&case.inputs, Operand::B, case.fmt_b, case.n, case.k)?;
+        let p = &case.problem;
+        let a = cache.get(&case.inputs, Operand::A, p.fa, p.m, p.k)?;
+        let b = cache.get(&case.inputs, Operand::B, p.fb, p.n, p.k)?;
         let scale_result = d_scale(&case, ctx.caller);
         Ok(Prepared { case, cfg, a, b, scale_result })
     }
@@ -205,6 +200,7 @@ impl Prepared {
 fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recorded {
     let spec = &ctx.sweep.spec;
     let (case, cfg, ga, gb, scale_result) = (&p.case, &p.cfg, &p.a, &p.b, p.scale_result);
+    let problem = &case.problem;
     let (a, b) = (&ga.0, &gb.0);
     let inputs_json = RowInputs { spec: case.inputs.clone(), a_sha256: ga.1.clone(), b_sha256: gb.1.clone() }.to_json();
     let id = format!("{}-{:06}", spec.name, case.index);
@@ -216,7 +212,7 @@ fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recor
         case.inputs.seed,
         case.inputs.stream
     );
-    let result_bytes = (case.m * case.n * case.out.width()) as u64;
+    let result_bytes = (problem.m * problem.n * problem.out.width()) as u64;
     let inline = (a.len() + b.len()) as u64 + result_bytes <= spec.storage.inline_max_bytes;
     let mut row = Row {
         id,
@@ -228,20 +224,20 @@ fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recor
         profile: ctx.profile.map(|p| p.name.clone()),
         gpu: ctx.platform.gpu_short.clone(),
         truth: if ctx.platform.simulated { Truth::Model } else { Truth::Hardware },
-        fmt_a: case.fmt_a.name().into(),
-        fmt_b: case.fmt_b.name().into(),
+        fmt_a: problem.fa.name().into(),
+        fmt_b: problem.fb.name().into(),
         batch: 1,
-        m: case.m as i64,
-        n: case.n as i64,
-        k: case.k as i64,
+        m: problem.m as i64,
+        n: problem.n as i64,
+        k: problem.k as i64,
         a: Vec::new(),
         b: Vec::new(),
         c: None,
         scale_a: Some(case.scale_a.to_bits()),
         scale_b: Some(case.scale_b.to_bits()),
         scale_result: scale_result.map(f32::to_bits),
-        out_dtype: Some(case.out.name().into()),
-        fast_accum: Some(case.fast),
+        out_dtype: Some(problem.out.name().into()),
+        fast_accum: Some(problem.fast),
         split_s: None,
         split_scheme: None,
         algo: None,
@@ -270,7 +266,7 @@ fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recor
         }
         RunOutcome::Ran { algo, results, amax } => {
             let first = results.first().cloned().unwrap_or_default();
-            let width = case.out.width();
+            let width = problem.out.width();
             let mut notes = Vec::new();
             for (r, other) in results.iter().enumerate().skip(1) {
                 if *other != first {
@@ -549,7 +545,7 @@ fn chunk_costs(sweep: &Sweep, cases: u64, chunk: u64) -> Vec<ChunkCost> {
         if c.skip.is_none() {
             let cost = &mut costs[(i / chunk) as usize];
             cost.calls += 1.0;
-            cost.work += (c.m * c.n * c.k) as f64;
+            cost.work += (c.problem.m * c.problem.n * c.problem.k) as f64;
         }
     }
     costs

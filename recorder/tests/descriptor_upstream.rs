@@ -11,7 +11,7 @@
 //! The expected values are the upstream code's, written out here by hand; the recorder's descriptor must
 //! produce exactly them.
 
-use mmaemu_model::{Format, OutDtype};
+use mmaemu_model::{Format, OutDtype, SplitKey};
 use mmaemu_recorder::caller::Caller;
 use mmaemu_recorder::descriptor::{
     CPointer, CallConfig, CudaType, DescAttr, DescValue, Descriptor, Layout, PrefAttr, ScalePtr, TorchOperand, Trans,
@@ -21,13 +21,7 @@ use mmaemu_recorder::geometry::{Geometry, OperandLayout, Storage};
 
 fn cfg(caller: Caller, out: OutDtype, scale_result: bool) -> CallConfig {
     CallConfig {
-        m: 48,
-        n: 32,
-        k: 64,
-        fmt_a: Format::E4m3,
-        fmt_b: Format::E5m2,
-        out,
-        fast_accum: true,
+        problem: SplitKey { m: 48, n: 32, k: 64, fa: Format::E4m3, fb: Format::E5m2, out, fast: true },
         scale_result,
         workspace_bytes: caller.default_workspace((9, 0)),
         caller,
@@ -222,6 +216,6 @@ fn torch_passes_strides_and_offsets() {
     assert_eq!((d.a.ld, d.b.ld), (128, 80));
     assert_eq!((d.a_offset, d.b_offset), (48, 32));
     assert_eq!(d.prefs, vec![(PrefAttr::MaxWorkspaceBytes, 1 << 20)], "torch sets no alignment preference");
-    c.m = 1;
+    c.problem.m = 1;
     assert_eq!(Descriptor::build(&c).b.ld, 64);
 }

@@ -73,7 +73,7 @@ pub fn report() -> Value {
     let tables: Vec<Value> = [TableId::Rtx4060, TableId::H100Pcie]
         .into_iter()
         .map(|t| {
-            let i = table_info(t);
+            let i = table_info(t).source;
             json!({
                 "table_id": i.table_id,
                 "file": format!("datasets/tables/{}.parquet", i.file_stem),

@@ -367,9 +367,9 @@ fn gen_rust(table: &SplitKTable, stem: &str, blob_name: &str, blob: &[u8], stats
         writeln!(w, "//! The sidecar data of table `{table_id}`. Do not edit: rerun the command (see ../README.md).");
     let k_grid = sc.get("envelope").and_then(|e| e.get("kind")).and_then(Value::as_str) == Some("k_grid");
     let types = if k_grid {
-        "Combo, Envelope, KBound, SettingSummary, Sidecar, WsValidation"
+        "Combo, Envelope, KBound, SettingSummary, Sidecar, TableSource, WsValidation"
     } else {
-        "Combo, Envelope, SettingSummary, Sidecar"
+        "Combo, Envelope, SettingSummary, Sidecar, TableSource"
     };
     let _ = writeln!(w, "\nuse super::sidecar::codes::*;");
     let _ = writeln!(w, "use super::sidecar::{{{types}}};\n");
@@ -525,19 +525,21 @@ fn gen_rust(table: &SplitKTable, stem: &str, blob_name: &str, blob: &[u8], stats
     let customs: Vec<String> = customs.iter().map(|(c, s)| format!("({c}, {s})")).collect();
     let _ = writeln!(w, "/// Table `{table_id}`.");
     let _ = writeln!(w, "pub(crate) static SIDECAR: Sidecar = Sidecar {{");
-    let _ = writeln!(w, "    table_id: {table_id:?},");
-    let _ = writeln!(w, "    file_stem: {stem:?},");
-    let _ = writeln!(w, "    gpu: {:?},", get_str(platform, "gpu")?);
-    let _ = writeln!(w, "    cublaslt: {:?},", get_str(platform, "cublaslt")?);
-    let _ = writeln!(w, "    rows: {},", table.rows.len());
-    let _ = writeln!(w, "    split_rows: {},", stats.split_rows);
-    let _ = writeln!(w, "    distinct_shapes: {},", stats.distinct_shapes);
-    let _ = writeln!(w, "    parquet_sha256: {:?},", table.sha256);
-    let _ = writeln!(w, "    sidecar_sha256: {:?},", table.sidecar_sha256);
-    let _ = writeln!(w, "    blob_name: {blob_name:?},");
-    let _ = writeln!(w, "    blob_len: {},", blob.len());
-    let _ = writeln!(w, "    blob_sha256: {:?},", sha256_hex(blob));
-    let _ = writeln!(w, "    workspaces: &{:?},", stats.workspaces);
+    let _ = writeln!(w, "    source: TableSource {{");
+    let _ = writeln!(w, "        table_id: {table_id:?},");
+    let _ = writeln!(w, "        file_stem: {stem:?},");
+    let _ = writeln!(w, "        gpu: {:?},", get_str(platform, "gpu")?);
+    let _ = writeln!(w, "        cublaslt: {:?},", get_str(platform, "cublaslt")?);
+    let _ = writeln!(w, "        rows: {},", table.rows.len());
+    let _ = writeln!(w, "        split_rows: {},", stats.split_rows);
+    let _ = writeln!(w, "        distinct_shapes: {},", stats.distinct_shapes);
+    let _ = writeln!(w, "        parquet_sha256: {:?},", table.sha256);
+    let _ = writeln!(w, "        sidecar_sha256: {:?},", table.sidecar_sha256);
+    let _ = writeln!(w, "        embedded_name: {blob_name:?},");
+    let _ = writeln!(w, "        embedded_bytes: {},", blob.len());
+    let _ = writeln!(w, "        embedded_sha256: {:?},", sha256_hex(blob));
+    let _ = writeln!(w, "        workspaces: &{:?},", stats.workspaces);
+    let _ = writeln!(w, "    }},");
     let _ = writeln!(w, "    custom_schemes: &[{}],", customs.join(", "));
     let _ = writeln!(w, "    unlisted_scheme: {unlisted},");
     let _ = writeln!(w, "    unlisted_caveat: {unlisted_caveat},");

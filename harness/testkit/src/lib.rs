@@ -6,9 +6,11 @@
 // - `generators`: proptest strategies for operands, accumulators and GEMM shapes (TestFloat-style curated codes,
 //   bit-streams, windows, subnormals and specials, huge and ragged K);
 // - `raw_parquet`: Parquet files read and written without the recording format's checks;
+// - `recordings`: recordings crafted from the shipped ones that tests of several crates replay;
 // - `seed`: seeded, deterministic runners and the case budget (`MMAEMU_FUZZ_SEED`, `MMAEMU_FUZZ_CASES`).
 
 pub mod generators;
 pub mod oracle;
 pub mod raw_parquet;
+pub mod recordings;
 pub mod seed;

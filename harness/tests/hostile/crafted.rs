@@ -246,22 +246,9 @@ pub(crate) fn expected_samples_are_checked() -> Result<(), String> {
 /// A file whose rows all have `split_scheme = unknown` replays as all skipped, none passed
 /// (docs/recording-format.md: "the replay counts it as skipped, never as passed").
 pub(crate) fn all_rows_skipped() -> Result<(), String> {
-    let gate = read_shipped("model-gate-ada.parquet")?;
-    let rows: Vec<Row> = gate
-        .rows
-        .iter()
-        .filter(|r| r.m == 17)
-        .cloned()
-        .map(|mut r| {
-            r.split_s = Some(2);
-            r.split_scheme = Some("unknown".into());
-            r
-        })
-        .collect();
-    ensure!(!rows.is_empty(), "no 17-row gate rows");
-    let n = rows.len();
     let dir = tempdir()?;
-    let path = write(&dir.path().join("unknown-split.parquet"), &gate, rows)?;
+    let path = dir.path().join("unknown-split.parquet");
+    let n = mmaemu_testkit::recordings::unknown_split(&shipped("model-gate-ada.parquet"), &path)?;
     let report =
         within("all skipped", CRAFTED_LIMIT, false, move || replay_file(&path, &|| {}))?.map_err(|e| e.to_string())?;
     ensure!(report.rows == n && report.skips.len() == n, "{report:?}");

@@ -105,17 +105,17 @@ pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Re
             Category::Data,
             format!(
                 "embedded split-K table {expected_id} ({}): {what}; regenerate it with mmaemu-embed-tables",
-                sc.blob_name
+                sc.source.embedded_name
             ),
         )
     };
-    if sc.table_id != expected_id {
-        return Err(err(&format!("the generated sidecar data belong to table {}", sc.table_id)));
+    if sc.source.table_id != expected_id {
+        return Err(err(&format!("the generated sidecar data belong to table {}", sc.source.table_id)));
     }
-    if sc.verified_table_id != sc.table_id {
+    if sc.verified_table_id != sc.source.table_id {
         return Err(err(&format!(
             "the verified split combinations are for table {}, not {}",
-            sc.verified_table_id, sc.table_id
+            sc.verified_table_id, sc.source.table_id
         )));
     }
     if blob.len() < MAGIC.len() + 32 || &blob[..MAGIC.len()] != MAGIC {
@@ -126,7 +126,7 @@ pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Re
     // another (self-consistent) blob than the generated data expect.
     let (body, trailer) = blob.split_at(blob.len() - 32);
     let whole = hex(&sha256(blob));
-    if whole != sc.blob_sha256 || blob.len() as u64 != sc.blob_len {
+    if whole != sc.source.embedded_sha256 || blob.len() as u64 != sc.source.embedded_bytes {
         let digest = sha256(body);
         if digest[..] != trailer[..] {
             return Err(err(&format!(
@@ -138,8 +138,8 @@ pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Re
         return Err(err(&format!(
             "sha256 {whole} ({} bytes) differs from the generated {} ({} bytes)",
             blob.len(),
-            sc.blob_sha256,
-            sc.blob_len
+            sc.source.embedded_sha256,
+            sc.source.embedded_bytes
         )));
     }
 
@@ -150,8 +150,11 @@ pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Re
         return Err(err(&format!("the data are for table {table_id}")));
     }
     let parquet_sha = hex(c.take(32)?);
-    if parquet_sha != sc.parquet_sha256 {
-        return Err(err(&format!("made from a Parquet file with sha256 {parquet_sha}, not {}", sc.parquet_sha256)));
+    if parquet_sha != sc.source.parquet_sha256 {
+        return Err(err(&format!(
+            "made from a Parquet file with sha256 {parquet_sha}, not {}",
+            sc.source.parquet_sha256
+        )));
     }
     let rows = c.uint(8)?;
     let dim_w = c.usize(1)?;
@@ -241,8 +244,8 @@ pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Re
         total += set.count as u64;
         settings.push(s);
     }
-    if total != rows || rows != sc.rows {
-        return Err(err(&format!("{total} rows in the settings, {rows} in the header, {} generated", sc.rows)));
+    if total != rows || rows != sc.source.rows {
+        return Err(err(&format!("{total} rows in the settings, {rows} in the header, {} generated", sc.source.rows)));
     }
     Ok(Embedded { rows, dim_w, start_w, value_w, sets, values, settings, starts, vals })
 }

@@ -39,6 +39,7 @@ use crate::preset::{Maturity, SM120_RUNBOOK};
 use crate::profile::{Profile, TableId};
 use crate::warning::{Warning, WarningKind};
 use embedded::Embedded;
+pub use sidecar::TableSource;
 use sidecar::{Envelope, Sidecar, NULL_BOUND};
 use std::fmt;
 use std::sync::OnceLock;
@@ -201,32 +202,8 @@ pub struct TableRow {
 /// What the model embeds of one split-K table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableInfo {
-    /// `heur_rtx4060_lt12.8.3.14`, `heur_h100pcie_lt12.8.3.14`.
-    pub table_id: &'static str,
-    /// The table's file stem under `datasets/tables` (`.parquet` and `.json`).
-    pub file_stem: &'static str,
-    /// The GPU it was recorded on.
-    pub gpu: &'static str,
-    /// The cuBLASLt version.
-    pub cublaslt: &'static str,
-    /// Rows (cuBLASLt heuristic queries).
-    pub rows: u64,
-    /// Rows with numSplitsK > 1.
-    pub split_rows: u64,
-    /// Distinct (M, N, K).
-    pub distinct_shapes: u64,
-    /// sha256 of the Parquet file the data were generated from.
-    pub parquet_sha256: &'static str,
-    /// sha256 of its JSON sidecar.
-    pub sidecar_sha256: &'static str,
-    /// File name of the embedded rows (under `model/src/splitk/data`).
-    pub embedded_name: &'static str,
-    /// Size of the embedded rows in bytes.
-    pub embedded_bytes: u64,
-    /// sha256 of the embedded rows.
-    pub embedded_sha256: &'static str,
-    /// The workspaces the table has rows for.
-    pub workspaces: &'static [u64],
+    /// Where the table comes from and what its embedded rows are.
+    pub source: TableSource,
     /// The envelope kind: `max_split_MN`, `k_grid` or `none`.
     pub envelope: &'static str,
     /// Number of verified (fast, S, scheme, out, pair) combinations.
@@ -255,19 +232,7 @@ fn embedded(table: TableId) -> Result<&'static Embedded> {
 pub fn table_info(table: TableId) -> TableInfo {
     let sc = sidecar_of(table);
     TableInfo {
-        table_id: sc.table_id,
-        file_stem: sc.file_stem,
-        gpu: sc.gpu,
-        cublaslt: sc.cublaslt,
-        rows: sc.rows,
-        split_rows: sc.split_rows,
-        distinct_shapes: sc.distinct_shapes,
-        parquet_sha256: sc.parquet_sha256,
-        sidecar_sha256: sc.sidecar_sha256,
-        embedded_name: sc.blob_name,
-        embedded_bytes: sc.blob_len,
-        embedded_sha256: sc.blob_sha256,
-        workspaces: sc.workspaces,
+        source: sc.source,
         envelope: match sc.envelope {
             Some(Envelope::MaxSplitMn { .. }) => "max_split_MN",
             Some(Envelope::KGrid { .. }) => "k_grid",

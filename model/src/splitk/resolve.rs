@@ -390,7 +390,7 @@ pub fn resolve_splitk(
             ),
         ));
     };
-    let table_id = Some(sc.table_id.to_string());
+    let table_id = Some(sc.source.table_id.to_string());
 
     // 4. zero size
     if key.m == 0 || key.n == 0 || key.k == 0 {

@@ -79,24 +79,42 @@ pub(crate) struct Combo {
     pub fb: Format,
 }
 
+/// Where one embedded table comes from and what its embedded rows are ([`super::table_info`] shows it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableSource {
+    /// `heur_rtx4060_lt12.8.3.14`, `heur_h100pcie_lt12.8.3.14`.
+    pub table_id: &'static str,
+    /// The table's file stem under `datasets/tables` (`.parquet` and `.json`).
+    pub file_stem: &'static str,
+    /// The GPU it was recorded on.
+    pub gpu: &'static str,
+    /// The cuBLASLt version.
+    pub cublaslt: &'static str,
+    /// Rows (cuBLASLt heuristic queries).
+    pub rows: u64,
+    /// Rows with numSplitsK > 1.
+    pub split_rows: u64,
+    /// Distinct (M, N, K).
+    pub distinct_shapes: u64,
+    /// sha256 of the Parquet file the data were generated from.
+    pub parquet_sha256: &'static str,
+    /// sha256 of its JSON sidecar.
+    pub sidecar_sha256: &'static str,
+    /// File name of the embedded rows (under `model/src/splitk/data`).
+    pub embedded_name: &'static str,
+    /// Size of the embedded rows in bytes.
+    pub embedded_bytes: u64,
+    /// sha256 of the embedded rows.
+    pub embedded_sha256: &'static str,
+    /// The workspaces the table has rows for.
+    pub workspaces: &'static [u64],
+}
+
 /// Everything the model knows about one table besides its rows.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Sidecar {
-    pub table_id: &'static str,
-    pub file_stem: &'static str,
-    pub gpu: &'static str,
-    pub cublaslt: &'static str,
-    pub rows: u64,
-    pub split_rows: u64,
-    pub distinct_shapes: u64,
-    pub parquet_sha256: &'static str,
-    pub sidecar_sha256: &'static str,
-    /// File name of the embedded rows (under `data/`), their length and sha256.
-    pub blob_name: &'static str,
-    pub blob_len: u64,
-    pub blob_sha256: &'static str,
-    /// The workspaces the table has rows for.
-    pub workspaces: &'static [u64],
+    /// Its sources and embedded rows.
+    pub source: TableSource,
     /// customOption → scheme, for the listed customOptions.
     pub custom_schemes: &'static [(u8, Scheme)],
     /// The scheme of an unlisted customOption.

@@ -61,7 +61,7 @@ pub use values::*;
 
 use crate::caller::Caller;
 use crate::geometry::Geometry;
-use mmaemu_model::{Format, OutDtype};
+use mmaemu_model::{Format, SplitKey};
 use serde_json::json;
 
 /// One `cublasLtMatrixLayoutCreate` (column-major; no other layout attribute is set).
@@ -80,20 +80,9 @@ pub struct Layout {
 /// What one call is, for the descriptor: torch's problem, its settings and its caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CallConfig {
-    /// Rows of mat1 (torch's M).
-    pub m: usize,
-    /// Columns of mat2 (torch's N).
-    pub n: usize,
-    /// K.
-    pub k: usize,
-    /// mat1's format.
-    pub fmt_a: Format,
-    /// mat2's format.
-    pub fmt_b: Format,
-    /// The out dtype.
-    pub out: OutDtype,
+    /// Torch's problem: M (rows of mat1), N (columns of mat2), K, the formats, the out dtype and
     /// use_fast_accum (TE: not use_split_accumulator).
-    pub fast_accum: bool,
+    pub problem: SplitKey,
     /// Whether torch's `scale_result` is passed (TE: ignored, an FP8 output always has its scale).
     pub scale_result: bool,
     /// MAX_WORKSPACE_BYTES (and the workspace size passed to cublasLtMatmul).
@@ -193,15 +182,16 @@ impl Descriptor {
     }
 
     fn common(cfg: &CallConfig, attrs: Vec<(DescAttr, DescValue)>, c: Layout, lda: i64, ldb: i64) -> Descriptor {
-        let (m, n, k) = (cfg.m as u64, cfg.n as u64, cfg.k as u64);
+        let p = &cfg.problem;
+        let (m, n, k) = (p.m as u64, p.n as u64, p.k as u64);
         Descriptor {
             compute_type: CUBLAS_COMPUTE_32F,
             scale_type: CudaType::R32F,
             attrs,
-            a: Layout { dtype: CudaType::of_format(cfg.fmt_b), rows: k, cols: n, ld: lda },
-            b: Layout { dtype: CudaType::of_format(cfg.fmt_a), rows: k, cols: m, ld: ldb },
+            a: Layout { dtype: CudaType::of_format(p.fb), rows: k, cols: n, ld: lda },
+            b: Layout { dtype: CudaType::of_format(p.fa), rows: k, cols: m, ld: ldb },
             c,
-            d: Layout { dtype: CudaType::of_out(cfg.out), rows: n, cols: m, ld: n as i64 },
+            d: Layout { dtype: CudaType::of_out(p.out), rows: n, cols: m, ld: n as i64 },
             c_pointer: CPointer::Null,
             prefs: vec![(PrefAttr::MaxWorkspaceBytes, cfg.workspace_bytes)],
             requested_algo_count: 1,
@@ -216,28 +206,30 @@ impl Descriptor {
     }
 
     fn torch(cfg: &CallConfig) -> Descriptor {
+        let p = &cfg.problem;
         let mut attrs = vec![
             (DescAttr::TransA, DescValue::Op(Trans::T)),
             (DescAttr::TransB, DescValue::Op(Trans::N)),
             (DescAttr::AScalePointer, DescValue::Pointer(ScalePtr::ScaleB)),
             (DescAttr::BScalePointer, DescValue::Pointer(ScalePtr::ScaleA)),
         ];
-        if cfg.caller.sets_d_scale(cfg.out, cfg.scale_result) {
+        if cfg.caller.sets_d_scale(p.out, cfg.scale_result) {
             attrs.push((DescAttr::DScalePointer, DescValue::Pointer(ScalePtr::ScaleResult)));
         }
-        attrs.push((DescAttr::FastAccum, DescValue::I8(i8::from(cfg.fast_accum))));
-        let c_type = if cfg.out.fp8().is_some() { CudaType::R16F } else { CudaType::of_out(cfg.out) };
-        let c = Layout { dtype: c_type, rows: cfg.n as u64, cols: cfg.m as u64, ld: cfg.n as i64 };
+        attrs.push((DescAttr::FastAccum, DescValue::I8(i8::from(p.fast))));
+        let c_type = if p.out.fp8().is_some() { CudaType::R16F } else { CudaType::of_out(p.out) };
+        let c = Layout { dtype: c_type, rows: p.n as u64, cols: p.m as u64, ld: p.n as i64 };
         let g = &cfg.geometry;
-        Descriptor::common(cfg, attrs, c, g.lda(cfg.n, cfg.k), g.ldb(cfg.m, cfg.k))
+        Descriptor::common(cfg, attrs, c, g.lda(p.n, p.k), g.ldb(p.m, p.k))
     }
 
     fn transformer_engine(cfg: &CallConfig) -> Descriptor {
-        let fp8_out = cfg.out.fp8().is_some();
+        let p = &cfg.problem;
+        let fp8_out = p.out.fp8().is_some();
         let mut attrs = vec![
             (DescAttr::TransA, DescValue::Op(Trans::T)),
             (DescAttr::TransB, DescValue::Op(Trans::N)),
-            (DescAttr::FastAccum, DescValue::I8(i8::from(cfg.fast_accum))),
+            (DescAttr::FastAccum, DescValue::I8(i8::from(p.fast))),
             (DescAttr::AScalePointer, DescValue::Pointer(ScalePtr::ScaleB)),
             (DescAttr::BScalePointer, DescValue::Pointer(ScalePtr::ScaleA)),
             (DescAttr::AScaleMode, DescValue::U32(MATRIX_SCALE_SCALAR_32F)),
@@ -249,19 +241,19 @@ impl Descriptor {
             attrs.push((DescAttr::DScaleMode, DescValue::U32(MATRIX_SCALE_SCALAR_32F)));
         }
         attrs.push((DescAttr::Epilogue, DescValue::U32(EPILOGUE_DEFAULT)));
-        let c_type = if fp8_out { CudaType::R16BF } else { CudaType::of_out(cfg.out) };
-        let c = Layout { dtype: c_type, rows: cfg.n as u64, cols: cfg.m as u64, ld: cfg.n as i64 };
-        let k = cfg.k as i64;
+        let c_type = if fp8_out { CudaType::R16BF } else { CudaType::of_out(p.out) };
+        let c = Layout { dtype: c_type, rows: p.n as u64, cols: p.m as u64, ld: p.n as i64 };
+        let k = p.k as i64;
         let mut d = Descriptor::common(cfg, attrs, c, k, k);
         d.c_pointer = if fp8_out { CPointer::Null } else { CPointer::D };
         // C is null (alignment 256) or D, which sits at the start of its allocation.
-        for (p, off) in [
+        for (pref, off) in [
             (PrefAttr::MinAlignmentA, d.a_offset),
             (PrefAttr::MinAlignmentB, d.b_offset),
             (PrefAttr::MinAlignmentC, 0),
             (PrefAttr::MinAlignmentD, 0),
         ] {
-            d.prefs.push((p, alignment(off)));
+            d.prefs.push((pref, alignment(off)));
         }
         d
     }
@@ -319,14 +311,8 @@ impl Descriptor {
 /// The checks torch applies before cuBLASLt sees a call (`docs/reference.md` §5.2: step 2's divisibility
 /// and e5m2 × e5m2, step 4's zero-size return, step 5.2's layouts): such calls never reach cuBLASLt, so
 /// the recorder does not record them. Returns the reason, or None when torch calls cuBLASLt.
-pub fn torch_rejects_before_cublas(
-    m: usize,
-    n: usize,
-    k: usize,
-    fa: Format,
-    fb: Format,
-    geometry: &Geometry,
-) -> Option<String> {
+pub fn torch_rejects_before_cublas(problem: &SplitKey, geometry: &Geometry) -> Option<String> {
+    let SplitKey { m, n, k, fa, fb, .. } = *problem;
     if !k.is_multiple_of(16) {
         return Some(format!("K = {k} is not a multiple of 16 (torch rejects it)"));
     }
@@ -345,15 +331,19 @@ pub fn torch_rejects_before_cublas(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mmaemu_model::OutDtype;
 
     #[test]
     fn torch_prechecks() {
         let g = Geometry::STANDARD;
-        assert!(torch_rejects_before_cublas(16, 16, 24, Format::E4m3, Format::E4m3, &g).is_some());
-        assert!(torch_rejects_before_cublas(16, 24, 32, Format::E4m3, Format::E4m3, &g).is_some());
-        assert!(torch_rejects_before_cublas(16, 16, 32, Format::E5m2, Format::E5m2, &g).is_some());
-        assert!(torch_rejects_before_cublas(0, 16, 32, Format::E4m3, Format::E4m3, &g).is_some());
-        assert_eq!(torch_rejects_before_cublas(1, 16, 32, Format::E5m2, Format::E4m3, &g), None);
+        let rejects = |m, n, k, fa, fb| {
+            torch_rejects_before_cublas(&SplitKey { m, n, k, fa, fb, out: OutDtype::BFloat16, fast: false }, &g)
+        };
+        assert!(rejects(16, 16, 24, Format::E4m3, Format::E4m3).is_some());
+        assert!(rejects(16, 24, 32, Format::E4m3, Format::E4m3).is_some());
+        assert!(rejects(16, 16, 32, Format::E5m2, Format::E5m2).is_some());
+        assert!(rejects(0, 16, 32, Format::E4m3, Format::E4m3).is_some());
+        assert_eq!(rejects(1, 16, 32, Format::E5m2, Format::E4m3), None);
     }
 
     #[test]
@@ -365,13 +355,15 @@ mod tests {
     #[test]
     fn json_names_everything() {
         let cfg = CallConfig {
-            m: 48,
-            n: 32,
-            k: 64,
-            fmt_a: Format::E4m3,
-            fmt_b: Format::E5m2,
-            out: OutDtype::E5m2,
-            fast_accum: true,
+            problem: SplitKey {
+                m: 48,
+                n: 32,
+                k: 64,
+                fa: Format::E4m3,
+                fb: Format::E5m2,
+                out: OutDtype::E5m2,
+                fast: true,
+            },
             scale_result: false,
             workspace_bytes: 1 << 20,
             caller: Caller::Torch27,

@@ -208,11 +208,11 @@ impl GpuDevice {
             return Err(RecordError::Usage(format!("workspace {} exceeds {MAX_WORKSPACE} bytes", d.workspace_bytes)));
         }
         let s = &self.stream;
-        let g = &cfg.geometry;
+        let (g, p) = (&cfg.geometry, &cfg.problem);
         // The operands' storage, padding and offset included, as torch's tensors hold it.
         let storage = |o: TorchOperand| match o {
-            TorchOperand::Mat1 => g.mat1_storage(inputs.a, cfg.m, cfg.k),
-            TorchOperand::Mat2 => g.mat2_storage(inputs.b, cfg.n, cfg.k),
+            TorchOperand::Mat1 => g.mat1_storage(inputs.a, p.m, p.k),
+            TorchOperand::Mat2 => g.mat2_storage(inputs.b, p.n, p.k),
         };
         // The host copies live until the end of the call, past every synchronize.
         let (a_host, b_host) = (storage(d.a_operand), storage(d.b_operand));
@@ -226,7 +226,7 @@ impl GpuDevice {
             HeuristicResult::Algo(r) => r,
         };
         let algo = algo_info(&result)?;
-        let out_bytes = cfg.m * cfg.n * cfg.out.width();
+        let out_bytes = p.m * p.n * p.out.width();
         let mut results = Vec::with_capacity(runs);
         let mut amax = Vec::new();
         for run in 0..runs.max(1) {

@@ -6,27 +6,15 @@ use super::{Sweep, WorkspaceSel};
 use crate::descriptor::torch_rejects_before_cublas;
 use crate::geometry::Geometry;
 use mmaemu_datasets::inputs::{InputSpec, GENERATOR_V1};
-use mmaemu_model::{Format, OutDtype};
+use mmaemu_model::SplitKey;
 
 /// One call of a sweep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Case {
     /// The case index (stable across runs).
     pub index: u64,
-    /// Torch's M.
-    pub m: usize,
-    /// Torch's N.
-    pub n: usize,
-    /// K.
-    pub k: usize,
-    /// mat1's format.
-    pub fmt_a: Format,
-    /// mat2's format.
-    pub fmt_b: Format,
-    /// The out dtype.
-    pub out: OutDtype,
-    /// use_fast_accum.
-    pub fast: bool,
+    /// Torch's problem: M, N, K, the formats, the out dtype and use_fast_accum.
+    pub problem: SplitKey,
     /// scale_a (fp32).
     pub scale_a: f32,
     /// scale_b (fp32).
@@ -46,20 +34,8 @@ pub struct Case {
 /// A heuristic-grid key: torch's problem and the settings the heuristic sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GridKey {
-    /// Torch's M.
-    pub m: usize,
-    /// Torch's N.
-    pub n: usize,
-    /// K.
-    pub k: usize,
-    /// mat1's format.
-    pub fmt_a: Format,
-    /// mat2's format.
-    pub fmt_b: Format,
-    /// The out dtype.
-    pub out: OutDtype,
-    /// use_fast_accum.
-    pub fast: bool,
+    /// Torch's problem.
+    pub problem: SplitKey,
     /// The workspace entry.
     pub workspace: WorkspaceSel,
 }
@@ -100,25 +76,17 @@ impl Sweep {
     pub fn case(&self, index: u64) -> Case {
         let [shape, input, fmts, out, fast, scales, sr, ws, layout] = digits(index, self.radices());
         let s = &self.spec;
-        let (m, n, k) = self.shapes[shape];
-        let (fmt_a, fmt_b) = self.formats[fmts];
-        let out = self.outs[out];
+        let problem = self.problem(shape, fmts, out, fast);
         let scale_result = s.scale_result[sr].value();
         let geometry = self.layouts[layout];
         // Operands depend on the shape and the input class only, so every setting of a shape sees the
         // same data (and the Parquet dictionary stores it once).
         let stream = (shape * s.inputs.len() + input) as u64;
-        let skip = torch_rejects_before_cublas(m, n, k, fmt_a, fmt_b, &geometry)
-            .or_else(|| self.caller.skip(out, scale_result));
+        let skip =
+            torch_rejects_before_cublas(&problem, &geometry).or_else(|| self.caller.skip(problem.out, scale_result));
         Case {
             index,
-            m,
-            n,
-            k,
-            fmt_a,
-            fmt_b,
-            out,
-            fast: s.fast_accum[fast],
+            problem,
             scale_a: s.scales[scales][0] as f32,
             scale_b: s.scales[scales][1] as f32,
             scale_result,
@@ -143,18 +111,13 @@ impl Sweep {
     pub fn grid_key(&self, index: u64) -> (GridKey, Option<String>) {
         let [shape, fmts, out, fast, ws] = digits(index, self.grid_radices());
         let s = &self.spec;
-        let (m, n, k) = self.shapes[shape];
-        let (fmt_a, fmt_b) = self.formats[fmts];
-        let key = GridKey {
-            m,
-            n,
-            k,
-            fmt_a,
-            fmt_b,
-            out: self.outs[out],
-            fast: s.fast_accum[fast],
-            workspace: s.workspace[ws],
-        };
-        (key, torch_rejects_before_cublas(m, n, k, fmt_a, fmt_b, &Geometry::STANDARD))
+        let key = GridKey { problem: self.problem(shape, fmts, out, fast), workspace: s.workspace[ws] };
+        (key, torch_rejects_before_cublas(&key.problem, &Geometry::STANDARD))
+    }
+
+    /// The problem of the given shape, format pair, out dtype and accumulation (indices into the sweep's lists).
+    fn problem(&self, shape: usize, fmts: usize, out: usize, fast: usize) -> SplitKey {
+        let ((m, n, k), (fa, fb)) = (self.shapes[shape], self.formats[fmts]);
+        SplitKey { m, n, k, fa, fb, out: self.outs[out], fast: self.spec.fast_accum[fast] }
     }
 }

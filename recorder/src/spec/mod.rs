@@ -469,8 +469,9 @@ mod tests {
         // shapes x inputs x formats x out dtypes x fast x scales (1) x scale_result x workspaces
         assert_eq!(s.case_count(), 13 * 2 * 2 * 2 * 2 * 2 * 2);
         let c0 = s.case(0);
-        assert_eq!((c0.m, c0.n, c0.k), (1, 16, 32));
-        assert_eq!((c0.fmt_a, c0.fmt_b, c0.out, c0.fast), (Format::E4m3, Format::E4m3, OutDtype::BFloat16, false));
+        let p0 = c0.problem;
+        assert_eq!((p0.m, p0.n, p0.k), (1, 16, 32));
+        assert_eq!((p0.fa, p0.fb, p0.out, p0.fast), (Format::E4m3, Format::E4m3, OutDtype::BFloat16, false));
         assert_eq!(c0.scale_result, None);
         assert_eq!(c0.workspace, WorkspaceSel::Named(CallerWorkspace::Caller));
         assert_eq!(c0.inputs.data, DataClass::Gaussian { scale: 2.0 });
@@ -478,7 +479,7 @@ mod tests {
         assert_eq!(c1.workspace, WorkspaceSel::Bytes(0));
         assert_eq!(c1.inputs.stream, c0.inputs.stream);
         let last = s.case(s.case_count() - 1);
-        assert_eq!((last.m, last.n, last.k), (3, 17, 32));
+        assert_eq!((last.problem.m, last.problem.n, last.problem.k), (3, 17, 32));
         assert!(last.skip.is_some(), "e5m2 x e5m2 and N = 17 are rejected by torch");
         assert_eq!(s.grid_count(), 13 * 2 * 2 * 2 * 2);
         assert_eq!(s.caller, Caller::Torch27);

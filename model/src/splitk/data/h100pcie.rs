@@ -3,7 +3,7 @@
 //! The sidecar data of table `heur_h100pcie_lt12.8.3.14`. Do not edit: rerun the command (see ../README.md).
 
 use super::sidecar::codes::*;
-use super::sidecar::{Combo, Envelope, KBound, SettingSummary, Sidecar, WsValidation};
+use super::sidecar::{Combo, Envelope, KBound, SettingSummary, Sidecar, TableSource, WsValidation};
 
 /// The embedded rows (format `MMSKEMB1`, see ../README.md).
 pub(crate) static BLOB: &[u8] = include_bytes!("h100pcie-cublaslt-12.8.3.14.bin");
@@ -1305,19 +1305,21 @@ static VERIFIED: [Combo; 444] = [
 
 /// Table `heur_h100pcie_lt12.8.3.14`.
 pub(crate) static SIDECAR: Sidecar = Sidecar {
-    table_id: "heur_h100pcie_lt12.8.3.14",
-    file_stem: "h100pcie-cublaslt-12.8.3.14",
-    gpu: "NVIDIA H100 PCIe",
-    cublaslt: "12.8.3.14",
-    rows: 1767416,
-    split_rows: 36457,
-    distinct_shapes: 28018,
-    parquet_sha256: "2dded3c0e8174cc709cccd6030919a81abf107c06ed3df42b4b7ccd29db1f4d4",
-    sidecar_sha256: "43e941c09bc08b6e608b3785f484b63fad5f62c681f887ba2ef4bfce48409a2b",
-    blob_name: "h100pcie-cublaslt-12.8.3.14.bin",
-    blob_len: 2201659,
-    blob_sha256: "2597c990acbee85e7565675930e0918aa0664e20e85e407f034795d54cbb216e",
-    workspaces: &[0, 1048576, 4194304, 33554432],
+    source: TableSource {
+        table_id: "heur_h100pcie_lt12.8.3.14",
+        file_stem: "h100pcie-cublaslt-12.8.3.14",
+        gpu: "NVIDIA H100 PCIe",
+        cublaslt: "12.8.3.14",
+        rows: 1767416,
+        split_rows: 36457,
+        distinct_shapes: 28018,
+        parquet_sha256: "2dded3c0e8174cc709cccd6030919a81abf107c06ed3df42b4b7ccd29db1f4d4",
+        sidecar_sha256: "43e941c09bc08b6e608b3785f484b63fad5f62c681f887ba2ef4bfce48409a2b",
+        embedded_name: "h100pcie-cublaslt-12.8.3.14.bin",
+        embedded_bytes: 2201659,
+        embedded_sha256: "2597c990acbee85e7565675930e0918aa0664e20e85e407f034795d54cbb216e",
+        workspaces: &[0, 1048576, 4194304, 33554432],
+    },
     custom_schemes: &[(0, CT), (1, CT), (2, CT), (3, CT)],
     unlisted_scheme: CT,
     unlisted_caveat: true,

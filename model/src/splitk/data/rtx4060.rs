@@ -3,7 +3,7 @@
 //! The sidecar data of table `heur_rtx4060_lt12.8.3.14`. Do not edit: rerun the command (see ../README.md).
 
 use super::sidecar::codes::*;
-use super::sidecar::{Combo, Envelope, SettingSummary, Sidecar};
+use super::sidecar::{Combo, Envelope, SettingSummary, Sidecar, TableSource};
 
 /// The embedded rows (format `MMSKEMB1`, see ../README.md).
 pub(crate) static BLOB: &[u8] = include_bytes!("rtx4060-cublaslt-12.8.3.14.bin");
@@ -648,19 +648,21 @@ static VERIFIED: [Combo; 520] = [
 
 /// Table `heur_rtx4060_lt12.8.3.14`.
 pub(crate) static SIDECAR: Sidecar = Sidecar {
-    table_id: "heur_rtx4060_lt12.8.3.14",
-    file_stem: "rtx4060-cublaslt-12.8.3.14",
-    gpu: "NVIDIA GeForce RTX 4060",
-    cublaslt: "12.8.3.14",
-    rows: 1228448,
-    split_rows: 125980,
-    distinct_shapes: 18497,
-    parquet_sha256: "ac1ef4ad36acc5b46c4b9f2fcd97da9f3cc7df07abc6774cf7a35dec8e0386fe",
-    sidecar_sha256: "22c28a1fc2fbf4f1df6e16386931ecdb28c9d5c8e14a169633129a7c8f1fb447",
-    blob_name: "rtx4060-cublaslt-12.8.3.14.bin",
-    blob_len: 576030,
-    blob_sha256: "f7035c811c7f74800332cab7bef2065e8c8ea28dcce33d64a1edba2fb3f07e91",
-    workspaces: &[0, 1048576, 4194304, 33554432],
+    source: TableSource {
+        table_id: "heur_rtx4060_lt12.8.3.14",
+        file_stem: "rtx4060-cublaslt-12.8.3.14",
+        gpu: "NVIDIA GeForce RTX 4060",
+        cublaslt: "12.8.3.14",
+        rows: 1228448,
+        split_rows: 125980,
+        distinct_shapes: 18497,
+        parquet_sha256: "ac1ef4ad36acc5b46c4b9f2fcd97da9f3cc7df07abc6774cf7a35dec8e0386fe",
+        sidecar_sha256: "22c28a1fc2fbf4f1df6e16386931ecdb28c9d5c8e14a169633129a7c8f1fb447",
+        embedded_name: "rtx4060-cublaslt-12.8.3.14.bin",
+        embedded_bytes: 576030,
+        embedded_sha256: "f7035c811c7f74800332cab7bef2065e8c8ea28dcce33d64a1edba2fb3f07e91",
+        workspaces: &[0, 1048576, 4194304, 33554432],
+    },
     custom_schemes: &[(0, SER), (1, PW), (2, SER)],
     unlisted_scheme: SER,
     unlisted_caveat: false,
