@@ -249,12 +249,11 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
         let mut c = vec![0f32; m * n];
         let t = pool.current_num_threads();
         let gemm = pool.install(|| best_time(b.reps, || native::sgemm(m, n, k, &af, &bf, &mut c, t)));
-        let gemv = (m == 1 && native::sgemv(n, k, &af, &bf, &mut c, t).is_some())
-            .then(|| {
-                best_time(b.reps, || {
-                    let _ = native::sgemv(n, k, &af, &bf, &mut c, t);
-                })
-            });
+        let gemv = (m == 1 && native::sgemv(n, k, &af, &bf, &mut c, t).is_some()).then(|| {
+            best_time(b.reps, || {
+                let _ = native::sgemv(n, k, &af, &bf, &mut c, t);
+            })
+        });
         match gemv {
             Some(v) if v < gemm => (v, format!("{} (sgemv)", native::name())),
             _ => (gemm, native::name()),

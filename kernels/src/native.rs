@@ -148,7 +148,20 @@ pub fn sgemv(n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32], threads: u
     // SAFETY: B is row-major [n, k] with leading dimension k, x holds k floats and y n (checked above).
     unsafe {
         (o.set_threads)(dim(threads.max(1)));
-        (o.sgemv)(ROW_MAJOR, NO_TRANS, dim(n), dim(k), 1.0, b.as_ptr(), dim(k.max(1)), a.as_ptr(), 1, 0.0, c.as_mut_ptr(), 1);
+        (o.sgemv)(
+            ROW_MAJOR,
+            NO_TRANS,
+            dim(n),
+            dim(k),
+            1.0,
+            b.as_ptr(),
+            dim(k.max(1)),
+            a.as_ptr(),
+            1,
+            0.0,
+            c.as_mut_ptr(),
+            1,
+        );
     }
     Some(())
 }
