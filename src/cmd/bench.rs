@@ -24,8 +24,8 @@ pub struct SuiteArgs {
     /// Threads (default: every core).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Timed runs of each GEMM below 2^32 multiply-adds after a warm-up (the best counts); larger ones run
-    /// once.
+    /// Timed runs of each GEMM below 2^32 multiply-adds after a warm-up, at least (small ones run until about
+    /// 2^31 multiply-adds, at most 50 times); the best counts. Larger ones run once.
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
     /// Presets, comma-separated.
@@ -34,6 +34,9 @@ pub struct SuiteArgs {
     /// Skip shapes of more multiply-adds than this.
     #[arg(long)]
     pub max_macs: Option<u64>,
+    /// Rounds: each measurement of a row is repeated this many times in turn, and its best round counts.
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
     /// Print one JSON object per row instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -144,6 +147,7 @@ fn suite(a: SuiteArgs) -> CommandResult {
         reps: a.reps,
         presets: a.presets.split(',').map(|p| p.trim().to_string()).collect(),
         max_macs: a.max_macs,
+        rounds: a.rounds,
     };
     if !a.json {
         println!("{}", SUITE_HEADER.join("\n"));
