@@ -298,6 +298,10 @@ fn bench_exit_codes() {
     assert!(start.elapsed() < Duration::from_secs(30), "refusals took {:?}", start.elapsed());
     expect(2, &["bench", "gemm", "--m", "16", "--n", "16", "--k", "16", "--fmt-a", "e3m4"]);
     expect(2, &["bench", "gemm", "--m", "-1", "--n", "16", "--k", "16"]);
+    expect(2, &["bench", "gemm", "--m", "16", "--n", "16", "--k", "16", "--tiling", "diagonal"]);
+    // The suite: no shape within the limit, an unknown preset (refused before anything is allocated).
+    expect(2, &["bench", "suite", "--max-macs", "1"]);
+    expect(2, &["bench", "suite", "--presets", "volta", "--max-macs", "20000000"]);
 }
 
 #[test]

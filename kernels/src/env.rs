@@ -26,10 +26,17 @@ pub fn strict() -> bool {
 
 /// The variables and their values, for `mmaemu info`.
 pub fn report() -> Vec<(&'static str, Option<String>)> {
-    ["MMAEMU_PROFILE", "MMAEMU_SPLITK_STRICT", "MMAEMU_BACKEND", "MMAEMU_DISABLE_CUDA", "MMAEMU_ALLOW_GATED_KERNELS"]
-        .into_iter()
-        .map(|k| (k, std::env::var(k).ok()))
-        .collect()
+    [
+        "MMAEMU_PROFILE",
+        "MMAEMU_SPLITK_STRICT",
+        "MMAEMU_BACKEND",
+        "MMAEMU_DISABLE_CUDA",
+        "MMAEMU_ALLOW_GATED_KERNELS",
+        "MMAEMU_NATIVE",
+    ]
+    .into_iter()
+    .map(|k| (k, std::env::var(k).ok()))
+    .collect()
 }
 
 /// MMAEMU_DISABLE_CUDA: any of 1, true, yes, on (case-insensitive) keeps the library off the GPU — auto
