@@ -8,38 +8,22 @@ use rayon::prelude::*;
 use std::ffi::{c_char, c_float, c_int, CStr};
 use std::sync::OnceLock;
 
-/// `cblas_sgemm(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`.
+/// `cblas_sgemm`, argument by argument as cblas.h declares it.
+#[rustfmt::skip]
 type Sgemm = unsafe extern "C" fn(
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_float,
-    *const c_float,
-    c_int,
-    *const c_float,
-    c_int,
-    c_float,
-    *mut c_float,
-    c_int,
+    c_int, c_int, c_int,                                // order, transa, transb
+    c_int, c_int, c_int, c_float,                       // m, n, k, alpha
+    *const c_float, c_int, *const c_float, c_int,       // a, lda, b, ldb
+    c_float, *mut c_float, c_int,                       // beta, c, ldc
 );
 
-/// `cblas_sgemv(order, trans, m, n, alpha, a, lda, x, incx, beta, y, incy)`.
+/// `cblas_sgemv`, likewise.
+#[rustfmt::skip]
 type Sgemv = unsafe extern "C" fn(
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_float,
-    *const c_float,
-    c_int,
-    *const c_float,
-    c_int,
-    c_float,
-    *mut c_float,
-    c_int,
+    c_int, c_int,                                       // order, trans
+    c_int, c_int, c_float,                              // m, n, alpha
+    *const c_float, c_int, *const c_float, c_int,       // a, lda, x, incx
+    c_float, *mut c_float, c_int,                       // beta, y, incy
 );
 
 /// OpenBLAS, loaded: its sgemm and sgemv, its thread setter and its build description.
