@@ -409,8 +409,8 @@ pub fn products_serve(job: &Job) -> bool {
 
 /// One product-lane tile (see [`products_serve`]): rows `rows` of A against rows `cols` of B, every split and
 /// chunk, with the lanes along each block's products. Returns `rows.len()` rows of `cols.len()` results.
-#[inline(always)]
 /// `X86`: the level has AVX2 (the caller is compiled for it), and the block step runs in its instructions.
+#[inline(always)]
 pub fn strip_tile<const HT: bool, const X86: bool>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match job.p.nfma {
         16 => strip_tile_with::<16, HT, X86>(job, rows, cols),
@@ -483,7 +483,7 @@ impl<const NB: usize, const HT: bool, const X86: bool> Piece for StripPiece<NB, 
                 #[cfg(target_arch = "x86_64")]
                 if X86 {
                     // SAFETY: `X86` is true only in the tiles of the AVX2 and AVX-512 levels, which exist only
-                    // after `is_x86_feature_detected!` reported AVX2 (AVX-512F implies it).
+                    // after `is_x86_feature_detected!` reported AVX2 (for the AVX-512 level too).
                     unsafe { crate::x86::product_blocks::<NB>(a, e, bvs, bes, nblk, c, &job.p) };
                     continue;
                 }

@@ -51,7 +51,11 @@ impl SimdLevel {
         let mut v = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
-            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+            // AVX2 too: the AVX-512 level runs the AVX2 product-lane step (`x86.rs`).
+            if is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx2")
+            {
                 v.push(SimdLevel(Level::Avx512));
             }
             if is_x86_feature_detected!("avx2") {
