@@ -222,16 +222,16 @@ impl CpuEngine {
         choice
     }
 
-    /// Run the job `job(ops)` with the tiling its shape calls for: with A and B exchanged (then the result
-    /// transposed back) when the choice says so.
-    fn compute<'a>(&self, ops: &Operands<'a>, job: impl Fn(&Operands<'a>) -> Job<'a>) -> Vec<f32> {
+    /// Run `job` (made of `ops` by `make`) with the tiling its shape calls for: with A and B exchanged (the
+    /// job made again of the exchanged operands, the result transposed back) when the choice says so.
+    fn compute<'a>(&self, job: Job<'a>, ops: &Operands<'a>, make: impl Fn(&Operands<'a>) -> Job<'a>) -> Vec<f32> {
         let w = self.level.width();
-        let choice = self.choice_of(&job(ops));
+        let choice = self.choice_of(&job);
         let run = |j: Job| j.run(choice.tiles(&j, w), |j, rows, cols| self.level.tile(choice.tiling, j, rows, cols));
         if choice.swap {
-            transpose(&run(job(&swapped(ops))), ops.n, ops.m)
+            transpose(&run(make(&swapped(ops))), ops.n, ops.m)
         } else {
-            run(job(ops))
+            run(job)
         }
     }
 
@@ -265,23 +265,22 @@ impl ChainEngine for CpuEngine {
         if ops.k == 0 {
             return vec![0.0; ops.m * ops.n];
         }
-        if Job::chains(preset, ops).path() == Path::Scalar
-            || tables::has_nonfinite(ops.a, ops.fa)
-            || tables::has_nonfinite(ops.b, ops.fb)
-        {
+        let job = Job::chains(preset, ops);
+        if job.path() == Path::Scalar || tables::has_nonfinite(ops.a, ops.fa) || tables::has_nonfinite(ops.b, ops.fb) {
             return CpuEngine::scalar_chains(preset, ops);
         }
-        self.compute(ops, |ops| Job::chains(preset, ops))
+        self.compute(job, ops, |ops| Job::chains(preset, ops))
     }
 
     fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
         // The operands are finite (the plan executor replaced non-finite codes by zeros; the kernels' tables and
         // decoding read any left as zeros too), so no scan here: at one row it cost a tenth of the call.
-        if Job::new(preset, plan, ops).path() == Path::Scalar {
+        let job = Job::new(preset, plan, ops);
+        if job.path() == Path::Scalar {
             // Chunk by chunk through `chains`, which runs the model's chain where the kernels cannot.
             return run_plan_by_chunks(self, preset, plan, ops);
         }
-        self.compute(ops, |ops| Job::new(preset, plan, ops))
+        self.compute(job, ops, |ops| Job::new(preset, plan, ops))
     }
 }
 

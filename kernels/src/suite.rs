@@ -60,15 +60,6 @@ pub struct SuiteRow {
 }
 
 impl SuiteRow {
-    /// The fastest of `auto` and the explicit levels: (name, GMAC/s).
-    pub fn best(&self) -> (String, f64) {
-        self.levels
-            .iter()
-            .map(|(l, g)| (format!("cpu:{l}"), *g))
-            .chain([(format!("auto ({})", self.auto.simd), self.auto.emulated_gmacs)])
-            .fold((String::new(), 0.0), |b, x| if x.1 > b.1 { x } else { b })
-    }
-
     /// `auto`'s rate over the best explicit level's (1 when no level ran).
     pub fn auto_over_best(&self) -> f64 {
         let best = self.levels.iter().map(|(_, g)| *g).fold(0.0, f64::max);

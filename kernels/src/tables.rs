@@ -19,17 +19,14 @@ pub struct Lut {
     pub v64: [f64; 256],
     /// Operand exponent e(x) = max(floor(log2|x|), emin) of each nonzero finite code; [`ZERO_EXP`] otherwise.
     pub e: [i8; 256],
-    /// Mantissa bits of the format.
-    mbits: i32,
-    /// Exponent bias of the format.
-    bias: i32,
+    /// The format.
+    format: Format,
 }
 
 impl Lut {
     /// The table of a format.
     pub fn new(f: Format) -> Lut {
-        let mut t =
-            Lut { v32: [0.0; 256], v64: [0.0; 256], e: [ZERO_EXP; 256], mbits: f.mbits() as i32, bias: f.bias() };
+        let mut t = Lut { v32: [0.0; 256], v64: [0.0; 256], e: [ZERO_EXP; 256], format: f };
         for code in 0..=255u8 {
             let d = f.decoded(code);
             if d.class != Class::Finite {
@@ -51,9 +48,9 @@ impl Lut {
     /// (the product-lane tiling decodes every code of B once per tile).
     #[inline(always)]
     pub fn decode(&self, codes: &[u8], v: &mut [f32], e: &mut [i8]) {
-        match (self.mbits, self.bias) {
-            (3, 7) => decode_format::<3, 7, 0x7F>(codes, v, e),
-            _ => decode_format::<2, 15, 0x7C>(codes, v, e),
+        match self.format {
+            Format::E4m3 => decode_format::<3, 7, 0x7F>(codes, v, e),
+            Format::E5m2 => decode_format::<2, 15, 0x7C>(codes, v, e),
         }
     }
 }
