@@ -5,15 +5,23 @@ descriptions, the result allocation and the warnings; the contract's checks and 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _arrays as arr
 from . import _core
 from .errors import WARNING_CLASSES, ReferenceRejectsError, UnsupportedFeatureError
+
+if TYPE_CHECKING:  # Python 3.9 has no ParamSpec; only type checkers read it (annotations are strings).
+    from typing_extensions import ParamSpec
+
+    _P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = [
     "scaled_mm",
@@ -413,34 +421,42 @@ def scaled_mm(
     return out
 
 
-def explain(
-    input: Any,
-    mat2: Any,
-    scale_a: Any,
-    scale_b: Any,
-    bias: Any = None,
-    scale_result: Any = None,
-    out_dtype: Any = None,
-    use_fast_accum: bool = False,
-    *,
-    out: Any = None,
-    profile: Optional[Union[str, Profile]] = None,
-    splitk: SplitK = "auto",
-    backend: str = "auto",
-) -> CallPlan:
+def _same_arguments_as(call: Callable[_P, Any]) -> Callable[[Callable[[Dict[str, Any]], _R]], Callable[_P, _R]]:
+    """Gives the decorated function ``call``'s signature; it receives the bound arguments, defaults
+    applied, as one mapping. ``explain`` takes ``scaled_mm``'s arguments this way, so that the two
+    signatures are one and cannot drift apart."""
+    signature = inspect.signature(call)
+
+    def wrap(body: Callable[[Dict[str, Any]], _R]) -> Callable[_P, _R]:
+        def bound(*args: Any, **kwargs: Any) -> _R:
+            try:
+                arguments = signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"{body.__name__}(): {e}") from None
+            arguments.apply_defaults()
+            return body(dict(arguments.arguments))
+
+        functools.update_wrapper(bound, body)
+        returns = inspect.signature(body).return_annotation
+        bound.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
+        return bound  # type: ignore[return-value]
+
+    return wrap
+
+
+@_same_arguments_as(scaled_mm)
+def explain(args: Dict[str, Any]) -> CallPlan:
     """What :func:`scaled_mm` would do with these arguments (§8.1), without computing or reading data.
 
-    Never raises for the call: the first error it would raise is ``validation``. Tensors on the meta
-    device are accepted (only shapes, strides and dtypes are read).
+    Takes exactly :func:`scaled_mm`'s arguments. Never raises for the call: the first error it would
+    raise is ``validation``. Tensors on the meta device are accepted (only shapes, strides and dtypes
+    are read).
     """
     try:
-        _, args, _ = _call_args(
-            "explain", input, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out, profile,
-            splitk, backend,
-        )
+        _, call, _ = _call_args("explain", **args)
     except (TypeError, ValueError, ReferenceRejectsError) as e:
         return CallPlan(ErrorInfo(type(e).__name__, str(e)), "", "", "", None, "", (), ())
-    return _plan(_core.explain(args))
+    return _plan(_core.explain(call))
 
 
 def _plan(d: Dict[str, Any]) -> CallPlan:
