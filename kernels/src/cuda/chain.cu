@@ -173,6 +173,38 @@ __device__ __forceinline__ int mm_code(const int* t, const unsigned char* __rest
     return (row < rows && k < l) ? t[x[(size_t)row * (size_t)l + k]] : 0;
 }
 
+// A thread's place: (tx, ty) in the 16 x 16 thread block, tid its linear index, and the first output row i0
+// (of A) and column j0 (row of B) of the block's 64 x 64 tile.
+struct MmPlace {
+    int tx, ty, tid, i0, j0;
+};
+__device__ __forceinline__ MmPlace mm_place() {
+    MmPlace q;
+    q.tx = threadIdx.x;
+    q.ty = threadIdx.y;
+    q.tid = q.ty * MM_T + q.tx;
+    q.i0 = blockIdx.y * MM_TILE;
+    q.j0 = blockIdx.x * MM_TILE;
+    return q;
+}
+
+// One element of a block's staging, x in [0, MM_TILE * nfma): tile row x / nfma at block position
+// x % nfma, with the decoded codes of A's row i0 + row and B's row j0 + row at k0 + k (zeros outside the
+// matrices: a zero product takes no part, so a ragged tail equals a shorter block).
+struct MmStaged {
+    int row, k, a, b;
+};
+__device__ __forceinline__ MmStaged mm_stage(const ChainParams& p, const unsigned char* __restrict__ a,
+                                             const unsigned char* __restrict__ b, int x, const MmPlace& q, int k0,
+                                             int m, int n, int l) {
+    MmStaged s;
+    s.row = x / p.nfma;
+    s.k = x - s.row * p.nfma;
+    s.a = mm_code(MMAEMU_DECODE[p.ta], a, q.i0 + s.row, m, k0 + s.k, l);
+    s.b = mm_code(MMAEMU_DECODE[p.tb], b, q.j0 + s.row, n, k0 + s.k, l);
+    return s;
+}
+
 // Write a thread's 4 x 4 micro-tile (rows i + 16 r, columns j + 16 c) of the [m, n] output, canonical NaN.
 __device__ __forceinline__ void mm_store_tile(float* __restrict__ out, const float (&acc)[MM_R][MM_R], int i, int j,
                                               int m, int n) {
@@ -193,32 +225,25 @@ mmaemu_chain_tiled(ChainParams p, const unsigned char* __restrict__ a, const uns
                    float* __restrict__ out, int m, int n, int l) {
     __shared__ int sa[MM_TILE][MM_MAXNF + 1];
     __shared__ int sb[MM_TILE][MM_MAXNF + 1];
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int tid = ty * MM_T + tx;
-    const int i0 = blockIdx.y * MM_TILE, j0 = blockIdx.x * MM_TILE;
+    const MmPlace q = mm_place();
     const int nf = p.nfma;
-    const int* ta = MMAEMU_DECODE[p.ta];
-    const int* tb = MMAEMU_DECODE[p.tb];
     float acc[MM_R][MM_R] = {};
 
     for (int k0 = 0; k0 < l; k0 += nf) {
         __syncthreads();
-        // Stage the block: codes beyond l or beyond the matrix decode as zero (a zero product takes no part,
-        // so the ragged tail equals a shorter block).
-        for (int x = tid; x < MM_TILE * nf; x += MM_T * MM_T) {
-            int row = x / nf, k = x - row * nf;
-            int gk = k0 + k;
-            int gi = i0 + row, gj = j0 + row;
-            sa[row][k] = mm_code(ta, a, gi, m, gk, l);
-            sb[row][k] = mm_code(tb, b, gj, n, gk, l);
+        // Stage the block (codes beyond l or beyond the matrix are zeros).
+        for (int x = q.tid; x < MM_TILE * nf; x += MM_T * MM_T) {
+            MmStaged s = mm_stage(p, a, b, x, q, k0, m, n, l);
+            sa[s.row][s.k] = s.a;
+            sb[s.row][s.k] = s.b;
         }
         __syncthreads();
 #pragma unroll
         for (int r = 0; r < MM_R; ++r) {
-            const int* ar = sa[ty + MM_T * r];
+            const int* ar = sa[q.ty + MM_T * r];
 #pragma unroll
             for (int c = 0; c < MM_R; ++c) {
-                const int* br = sb[tx + MM_T * c];
+                const int* br = sb[q.tx + MM_T * c];
                 float cur = acc[r][c];
                 if (!isfinite(cur)) continue;
                 int emax = (int)0x80000000;
@@ -230,7 +255,7 @@ mmaemu_chain_tiled(ChainParams p, const unsigned char* __restrict__ a, const uns
             }
         }
     }
-    mm_store_tile(out, acc, i0 + ty, j0 + tx, m, n);
+    mm_store_tile(out, acc, q.i0 + q.ty, q.j0 + q.tx, m, n);
 }
 
 // Narrow kernel: early-c presets whose block sums fit 32 bits ((nfma + 1) * 2^(frac + 2) < 2^31), with
@@ -251,29 +276,21 @@ mmaemu_chain_narrow(ChainParams p, const unsigned char* __restrict__ a, const un
     __shared__ int xa[MM_TILE][MM_MAXNF + 1];  // A: operand exponent (MM_NZEXP for zeros)
     __shared__ int qb[MM_TILE][MM_MAXNF + 1];  // B: signed significand
     __shared__ int xb[MM_TILE][MM_MAXNF + 1];  // B: operand exponent (MM_NZEXP for zeros)
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int tid = ty * MM_T + tx;
-    const int i0 = blockIdx.y * MM_TILE, j0 = blockIdx.x * MM_TILE;
+    const MmPlace q = mm_place();
     const int nf = p.nfma;
     const int scale = 1 << (p.frac - p.mab);
-    const int* ta = MMAEMU_DECODE[p.ta];
-    const int* tb = MMAEMU_DECODE[p.tb];
     float acc[MM_R][MM_R] = {};
 
     for (int k0 = 0; k0 < l; k0 += nf) {
         __syncthreads();
         // Stage and decode the block; codes beyond l or beyond the matrix are zeros.
-        for (int x = tid; x < MM_TILE * nf; x += MM_T * MM_T) {
-            int row = x / nf, k = x - row * nf;
-            int gk = k0 + k;
-            int gi = i0 + row, gj = j0 + row;
-            int da = mm_code(ta, a, gi, m, gk, l);
-            int db = mm_code(tb, b, gj, n, gk, l);
-            int sa = mm_sig(da), sb = mm_sig(db);
-            qa[row][k] = (mm_neg(da) ? -sa : sa) * scale;
-            xa[row][k] = sa != 0 ? mm_exp(da) : MM_NZEXP;
-            qb[row][k] = mm_neg(db) ? -sb : sb;
-            xb[row][k] = sb != 0 ? mm_exp(db) : MM_NZEXP;
+        for (int x = q.tid; x < MM_TILE * nf; x += MM_T * MM_T) {
+            MmStaged s = mm_stage(p, a, b, x, q, k0, m, n, l);
+            int sa = mm_sig(s.a), sb = mm_sig(s.b);
+            qa[s.row][s.k] = (mm_neg(s.a) ? -sa : sa) * scale;
+            xa[s.row][s.k] = sa != 0 ? mm_exp(s.a) : MM_NZEXP;
+            qb[s.row][s.k] = mm_neg(s.b) ? -sb : sb;
+            xb[s.row][s.k] = sb != 0 ? mm_exp(s.b) : MM_NZEXP;
         }
         __syncthreads();
         // Pass 1: the block maximum of the product exponents, per output.
@@ -285,9 +302,9 @@ mmaemu_chain_narrow(ChainParams p, const unsigned char* __restrict__ a, const un
         for (int k = 0; k < nf; ++k) {
             int ea[MM_R], eb[MM_R];
 #pragma unroll
-            for (int r = 0; r < MM_R; ++r) ea[r] = xa[ty + MM_T * r][k];
+            for (int r = 0; r < MM_R; ++r) ea[r] = xa[q.ty + MM_T * r][k];
 #pragma unroll
-            for (int c = 0; c < MM_R; ++c) eb[c] = xb[tx + MM_T * c][k];
+            for (int c = 0; c < MM_R; ++c) eb[c] = xb[q.tx + MM_T * c][k];
 #pragma unroll
             for (int r = 0; r < MM_R; ++r)
 #pragma unroll
@@ -311,13 +328,13 @@ mmaemu_chain_narrow(ChainParams p, const unsigned char* __restrict__ a, const un
             int sa[MM_R], ea[MM_R], sb[MM_R], eb[MM_R];
 #pragma unroll
             for (int r = 0; r < MM_R; ++r) {
-                sa[r] = qa[ty + MM_T * r][k];
-                ea[r] = xa[ty + MM_T * r][k];
+                sa[r] = qa[q.ty + MM_T * r][k];
+                ea[r] = xa[q.ty + MM_T * r][k];
             }
 #pragma unroll
             for (int c = 0; c < MM_R; ++c) {
-                sb[c] = qb[tx + MM_T * c][k];
-                eb[c] = xb[tx + MM_T * c][k];
+                sb[c] = qb[q.tx + MM_T * c][k];
+                eb[c] = xb[q.tx + MM_T * c][k];
             }
 #pragma unroll
             for (int r = 0; r < MM_R; ++r)
@@ -335,5 +352,5 @@ mmaemu_chain_narrow(ChainParams p, const unsigned char* __restrict__ a, const un
             for (int c = 0; c < MM_R; ++c)
                 if (isfinite(acc[r][c])) acc[r][c] = mm_normalise((i64)sum[r][c], g[r][c], p.frac_out);
     }
-    mm_store_tile(out, acc, i0 + ty, j0 + tx, m, n);
+    mm_store_tile(out, acc, q.i0 + q.ty, q.j0 + q.tx, m, n);
 }
