@@ -35,7 +35,7 @@ fn rtx4060_reproduces_the_sidecar_and_holds_out() {
     // Without the margin, every violation is a held-out split row above its bound.
     let tight = fit_path(&table(RTX), &Options { margin: Some(1), ..Options::default() }).unwrap();
     for v in &tight.heldout.violations {
-        assert!(v.row.split_s > 1 && (v.row.m as u64) * (v.row.n as u64) > v.bound);
+        assert!(v.row.decision.split_s > 1 && (v.row.m as u64) * (v.row.n as u64) > v.bound);
     }
 }
 
@@ -46,7 +46,7 @@ fn without_the_margin_a_held_out_largest_split_is_a_violation() {
     // margin: the training part's bound is then below that row's M*N, so the row is a violation.
     let t = read_splitk_table(&table(RTX)).unwrap();
     let mut tops = BTreeMap::new();
-    for r in t.rows.iter().filter(|r| r.split_s > 1) {
+    for r in t.rows.iter().filter(|r| r.decision.split_s > 1) {
         let mn = r.m as u64 * r.n as u64;
         let e = tops
             .entry((r.workspace_bytes, r.out_dtype, r.fast_accum, r.fmt_a, r.fmt_b))

@@ -269,7 +269,7 @@ fn merge_tables(inputs: &[PathBuf], out: &Path) -> Result<MergeReport, DatasetEr
         s.insert("parquet".into(), json!(out.file_name().map(|n| n.to_string_lossy())));
         s.insert("parquet_sha256".into(), json!(sha));
         s.insert("rows".into(), json!(rows.len()));
-        s.insert("split_rows".into(), json!(rows.iter().filter(|r| r.split_s > 1).count()));
+        s.insert("split_rows".into(), json!(rows.iter().filter(|r| r.decision.split_s > 1).count()));
         s.insert("settings".into(), Value::Array(settings_summary(&rows)));
         for (key, n) in COUNTERS.iter().zip(&sums) {
             s.insert((*key).into(), json!(n));

@@ -72,20 +72,10 @@ pub struct SplitKTableRow {
     pub fast_accum: bool,
     /// cuBLASLt MAX_WORKSPACE_BYTES.
     pub workspace_bytes: i64,
-    /// numSplitsK of the returned algorithm.
-    pub split_s: u8,
-    /// CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION of that algorithm (on the RTX 4060 it names the split scheme).
-    pub custom_option: u8,
-    /// Algorithm id.
-    pub algo_id: i16,
-    /// CUBLASLT_ALGO_CONFIG_TILE_ID: the CTA tile of that algorithm (cublasLt.h enum).
-    pub tile_id: i16,
-    /// CUBLASLT_ALGO_CONFIG_STAGES_ID: its pipeline stages (cublasLt.h enum).
-    pub stages_id: i16,
-    /// CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME: how its split partials are reduced (cublasLt.h enum).
-    pub reduction_scheme: u8,
-    /// CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING: whether its CTAs are swizzled.
-    pub cta_swizzling: u8,
+    /// The decision: the first algorithm cuBLASLt's heuristic returned for the key (the value columns; in
+    /// JSON, fields of the row itself).
+    #[serde(flatten)]
+    pub decision: TableRow,
 }
 
 /// The key of a table row (unique within a table): m, n, k, fmt_a, fmt_b, out_dtype, fast_accum, workspace_bytes.
@@ -109,19 +99,6 @@ impl SplitKTableRow {
             out: OutDtype::from_name(self.out_dtype)?,
             fast: self.fast_accum,
         })
-    }
-
-    /// The decision, as the model's embedded tables hold it.
-    pub fn decision(&self) -> TableRow {
-        TableRow {
-            split_s: self.split_s,
-            custom_option: self.custom_option,
-            algo_id: self.algo_id,
-            tile_id: self.tile_id,
-            stages_id: self.stages_id,
-            reduction_scheme: self.reduction_scheme,
-            cta_swizzling: self.cta_swizzling,
-        }
     }
 }
 
@@ -439,13 +416,15 @@ fn decode_batch(path: &Path, batch: &RecordBatch, rows: &mut Vec<SplitKTableRow>
             out_dtype: out[i],
             fast_accum: fast[i],
             workspace_bytes: ws[i],
-            split_s: conv!("split_s", split_s[i]),
-            custom_option: conv!("custom_option", custom[i]),
-            algo_id: conv!("algo_id", algo[i]),
-            tile_id: conv!("tile_id", tile[i]),
-            stages_id: conv!("stages_id", stages[i]),
-            reduction_scheme: conv!("reduction_scheme", reduction[i]),
-            cta_swizzling: conv!("cta_swizzling", cta[i]),
+            decision: TableRow {
+                split_s: conv!("split_s", split_s[i]),
+                custom_option: conv!("custom_option", custom[i]),
+                algo_id: conv!("algo_id", algo[i]),
+                tile_id: conv!("tile_id", tile[i]),
+                stages_id: conv!("stages_id", stages[i]),
+                reduction_scheme: conv!("reduction_scheme", reduction[i]),
+                cta_swizzling: conv!("cta_swizzling", cta[i]),
+            },
         };
         if row.m < 0 || row.n < 0 || row.k < 0 || row.workspace_bytes < 0 {
             return Err(DatasetError::invalid(
@@ -472,7 +451,7 @@ mod tests {
         let t = read_splitk_table(&tables_dir().join("rtx4060-cublaslt-12.8.3.14.parquet")).unwrap();
         assert_eq!(t.rows.len(), 1_228_448);
         assert_eq!(t.sidecar.get("table_id").and_then(|v| v.as_str()), Some("heur_rtx4060_lt12.8.3.14"));
-        assert_eq!(t.rows.iter().filter(|r| r.split_s > 1).count(), 125_980);
+        assert_eq!(t.rows.iter().filter(|r| r.decision.split_s > 1).count(), 125_980);
     }
 
     #[test]

@@ -60,12 +60,12 @@ pub fn settings_summary(rows: &[SplitKTableRow]) -> Vec<Value> {
             BTreeSet::new(),
         ));
         e.0 += 1;
-        if r.split_s > 1 {
+        if r.decision.split_s > 1 {
             e.1 += 1;
             let mn = r.m as u64 * r.n as u64;
             e.2 = Some(e.2.map_or(mn, |x| x.max(mn)));
             e.3 = Some(e.3.map_or(r.k, |x| x.min(r.k)));
-            e.4.insert(r.split_s);
+            e.4.insert(r.decision.split_s);
         }
     }
     settings
@@ -120,13 +120,13 @@ pub fn write_splitk_table(
         strs(&|r| r.out_dtype),
         Arc::new(rows.iter().map(|r| Some(r.fast_accum)).collect::<BooleanArray>()),
         Arc::new(rows.iter().map(|r| r.workspace_bytes).collect::<Int64Array>()),
-        Arc::new(rows.iter().map(|r| r.split_s).collect::<UInt8Array>()),
-        Arc::new(rows.iter().map(|r| r.custom_option).collect::<UInt8Array>()),
-        Arc::new(rows.iter().map(|r| r.algo_id).collect::<Int16Array>()),
-        Arc::new(rows.iter().map(|r| r.tile_id).collect::<Int16Array>()),
-        Arc::new(rows.iter().map(|r| r.stages_id).collect::<Int16Array>()),
-        Arc::new(rows.iter().map(|r| r.reduction_scheme).collect::<UInt8Array>()),
-        Arc::new(rows.iter().map(|r| r.cta_swizzling).collect::<UInt8Array>()),
+        Arc::new(rows.iter().map(|r| r.decision.split_s).collect::<UInt8Array>()),
+        Arc::new(rows.iter().map(|r| r.decision.custom_option).collect::<UInt8Array>()),
+        Arc::new(rows.iter().map(|r| r.decision.algo_id).collect::<Int16Array>()),
+        Arc::new(rows.iter().map(|r| r.decision.tile_id).collect::<Int16Array>()),
+        Arc::new(rows.iter().map(|r| r.decision.stages_id).collect::<Int16Array>()),
+        Arc::new(rows.iter().map(|r| r.decision.reduction_scheme).collect::<UInt8Array>()),
+        Arc::new(rows.iter().map(|r| r.decision.cta_swizzling).collect::<UInt8Array>()),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| werr(e.to_string()))?;
     let kv = vec![

@@ -31,11 +31,11 @@ fn check_table(table: TableId) {
     assert_eq!(t.sidecar["table_id"].as_str(), Some(table.id()));
     assert_eq!(info.rows, t.rows.len() as u64);
     assert_eq!(embedded_rows(table).unwrap(), t.rows.len() as u64, "embedded rows != Parquet rows");
-    assert_eq!(info.split_rows, t.rows.iter().filter(|r| r.split_s > 1).count() as u64);
+    assert_eq!(info.split_rows, t.rows.iter().filter(|r| r.decision.split_s > 1).count() as u64);
 
     let mut mismatches = Vec::new();
     for r in &t.rows {
-        let (key, want) = (r.split_key().expect("a table row's key"), r.decision());
+        let (key, want) = (r.split_key().expect("a table row's key"), r.decision);
         let got = table_lookup(table, &key, r.workspace_bytes as u64);
         if got != Some(want) && mismatches.len() < 10 {
             mismatches.push(format!("{r:?}: embedded {got:?}"));

@@ -22,6 +22,7 @@ use mmaemu_datasets::shard::ShardInfo;
 use mmaemu_datasets::splitk_write::{column_docs, settings_summary, write_splitk_table};
 use mmaemu_datasets::write_file_atomic;
 use mmaemu_datasets::SplitKTableRow;
+use mmaemu_model::splitk::TableRow;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -168,7 +169,7 @@ pub fn run_heuristics(
         }
     }
     report.rows = rows.len() as u64;
-    report.split_rows = rows.iter().filter(|r| r.split_s > 1).count() as u64;
+    report.split_rows = rows.iter().filter(|r| r.decision.split_s > 1).count() as u64;
 
     let workspaces: BTreeSet<i64> = rows.iter().map(|r| r.workspace_bytes).collect();
     let mut platform_json = platform.with_run(caller, None);
@@ -310,12 +311,14 @@ fn table_record(cfg: &CallConfig, a: &AlgoInfo) -> Option<SplitKTableRow> {
         out_dtype: p.out.name(),
         fast_accum: p.fast,
         workspace_bytes: i64::try_from(cfg.workspace_bytes).ok()?,
-        split_s: u8::try_from(a.split_s).ok()?,
-        custom_option: u8::try_from(a.custom_option).ok()?,
-        algo_id: i16::try_from(a.algo_id).ok()?,
-        tile_id: i16::try_from(a.tile_id).ok()?,
-        stages_id: i16::try_from(a.stages_id).ok()?,
-        reduction_scheme: u8::try_from(a.reduction_scheme).ok()?,
-        cta_swizzling: u8::try_from(a.cta_swizzling).ok()?,
+        decision: TableRow {
+            split_s: u8::try_from(a.split_s).ok()?,
+            custom_option: u8::try_from(a.custom_option).ok()?,
+            algo_id: i16::try_from(a.algo_id).ok()?,
+            tile_id: i16::try_from(a.tile_id).ok()?,
+            stages_id: i16::try_from(a.stages_id).ok()?,
+            reduction_scheme: u8::try_from(a.reduction_scheme).ok()?,
+            cta_swizzling: u8::try_from(a.cta_swizzling).ok()?,
+        },
     })
 }

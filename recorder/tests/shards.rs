@@ -15,19 +15,7 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::SMALL_SWEEP;
 
-const GRID: &str = r#"
-kind = "grid"
-name = "sharded-grid"
-grid_chunk_rows = 7
-formats = [["e4m3", "e4m3"], ["e4m3", "e5m2"]]
-out_dtypes = ["bfloat16", "float8_e5m2"]
-fast_accum = [false, true]
-workspace = ["caller", 0, 1048576]
-[[shapes]]
-m = [16, 64]
-n = [64, 1024]
-k = [4096, 8192]
-"#;
+const GRID: &str = include_str!("specs/sharded-grid.toml");
 
 fn parse(text: &str) -> Sweep {
     Sweep::parse(text, mmaemu_recorder::util::sha256_hex(text.as_bytes())).unwrap()

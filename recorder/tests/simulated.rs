@@ -281,13 +281,10 @@ k = [4096, 8192]
     assert_eq!(table.sidecar["rows"], r.rows);
     assert!(sidecar_path(&out).exists());
     // Every row is the hopper profile's table row (the simulated heuristic answers with it).
-    assert!(table.rows.iter().any(|t| t.split_s > 1));
+    assert!(table.rows.iter().any(|t| t.decision.split_s > 1));
     for t in &table.rows {
         let key = t.split_key().expect("a table row's key");
         let want = table_lookup(TableId::H100Pcie, &key, t.workspace_bytes as u64).unwrap();
-        assert_eq!(
-            (t.split_s, t.custom_option, t.algo_id, t.tile_id),
-            (want.split_s, want.custom_option, want.algo_id, want.tile_id)
-        );
+        assert_eq!(t.decision, want);
     }
 }

@@ -129,7 +129,8 @@ type Value7 = (u8, u8, i16, i16, i16, u8, u8);
 type Shape = (u32, u32, u32);
 
 fn value_of(r: &SplitKTableRow) -> Value7 {
-    (r.split_s, r.custom_option, r.algo_id, r.tile_id, r.stages_id, r.reduction_scheme, r.cta_swizzling)
+    let d = &r.decision;
+    (d.split_s, d.custom_option, d.algo_id, d.tile_id, d.stages_id, d.reduction_scheme, d.cta_swizzling)
 }
 
 fn build_blob(table: &SplitKTable) -> Res<(Vec<u8>, Stats)> {
@@ -270,7 +271,7 @@ fn build_blob(table: &SplitKTable) -> Res<(Vec<u8>, Stats)> {
         runs: total_runs,
         run_blocks: run_blocks.len(),
         distinct_shapes,
-        split_rows: table.rows.iter().filter(|r| r.split_s > 1).count(),
+        split_rows: table.rows.iter().filter(|r| r.decision.split_s > 1).count(),
         workspaces,
         setting_rows,
     };

@@ -180,22 +180,24 @@ impl SplitKey {
     }
 }
 
-/// The values of one table row: the first algorithm cuBLASLt's heuristic returned for the key.
+/// The values of one table row: the first algorithm cuBLASLt's heuristic returned for the key. (With the
+/// `serde` feature, the datasets' tables read and write it.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TableRow {
     /// numSplitsK: how many partial sums K is split into (1: unsplit).
     pub split_s: u8,
-    /// customOption: on the RTX 4060 it names the split scheme (§6.4).
+    /// CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION: on the RTX 4060 it names the split scheme (§6.4).
     pub custom_option: u8,
     /// Algorithm id.
     pub algo_id: i16,
-    /// Tile id.
+    /// CUBLASLT_ALGO_CONFIG_TILE_ID: the CTA tile of the algorithm (cublasLt.h enum).
     pub tile_id: i16,
-    /// Stages id.
+    /// CUBLASLT_ALGO_CONFIG_STAGES_ID: its pipeline stages (cublasLt.h enum).
     pub stages_id: i16,
-    /// Reduction scheme (cublasLt enum).
+    /// CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME: how its split partials are reduced (cublasLt.h enum).
     pub reduction_scheme: u8,
-    /// CTA swizzling.
+    /// CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING: whether its CTAs are swizzled.
     pub cta_swizzling: u8,
 }
 

@@ -131,11 +131,11 @@ pub struct SettingStats {
 impl SettingStats {
     fn add(&mut self, r: &SplitKTableRow) {
         self.rows += 1;
-        if r.split_s > 1 {
+        if r.decision.split_s > 1 {
             self.split_rows += 1;
             self.max_split_mn = Some(self.max_split_mn.unwrap_or(0).max(mn(r)));
             self.min_split_k = Some(self.min_split_k.map_or(r.k as u64, |k| k.min(r.k as u64)));
-            self.s_values.insert(r.split_s as u64);
+            self.s_values.insert(r.decision.split_s as u64);
         }
     }
 
@@ -233,7 +233,7 @@ impl Envelope {
         let mut raw: BTreeMap<Setting, Vec<(bool, Option<u64>)>> = BTreeMap::new();
         for r in train {
             let s = setting_of(r);
-            let split = r.split_s > 1;
+            let split = r.decision.split_s > 1;
             let e = per_setting.entry(s).or_insert(None);
             if split {
                 *e = Some(e.unwrap_or(0).max(mn(r)));
@@ -316,7 +316,7 @@ impl Sealed<'_> {
                 None => out.uncovered += 1,
                 Some(b) if mn(r) > b => {
                     out.tested += 1;
-                    if r.split_s > 1 {
+                    if r.decision.split_s > 1 {
                         out.violations.push(Violation { row: *r, bound: b });
                     }
                 }

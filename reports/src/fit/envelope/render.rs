@@ -49,7 +49,7 @@ pub fn json(r: &EnvelopeReport) -> Value {
                 x["m"] = json!(v.row.m);
                 x["n"] = json!(v.row.n);
                 x["k"] = json!(v.row.k);
-                x["s"] = json!(v.row.split_s);
+                x["s"] = json!(v.row.decision.split_s);
                 x["MN"] = json!(mn(&v.row));
                 x["bound"] = json!(v.bound);
                 x
@@ -150,7 +150,7 @@ pub fn text(r: &EnvelopeReport) -> String {
             v.row.n,
             v.row.k,
             setting_text(&setting_of(&v.row)),
-            v.row.split_s,
+            v.row.decision.split_s,
             mn(&v.row),
             v.bound
         );
