@@ -171,8 +171,8 @@ fn nonfinite_value(ra: &[u8], rb: &[u8], fa: Format, fb: Format) -> f32 {
 }
 
 /// §3.5 steps 4–5 with [`ChainEngine::chains`]: for each split, for each chunk, gather the chunk's columns
-/// and run its chains; a fast split's partial is its single chain, a slow one's is ((+0 + c_0) + c_1) + ...
-/// in fp32, an empty split's is +0; then the partials are combined by the plan's scheme (S = 1: as is).
+/// and run its chains; a split's partial is ((+0 + c_0) + c_1) + ... in fp32 (a fast split's single chain,
+/// as it is), an empty split's is +0; then the partials are combined by the plan's scheme (S = 1: as is).
 pub fn run_plan_by_chunks<E: ChainEngine + ?Sized>(
     engine: &E,
     preset: &Preset,
@@ -187,14 +187,10 @@ pub fn run_plan_by_chunks<E: ChainEngine + ?Sized>(
             let ga = gather(ops.a, m, k, chunk);
             let gb = gather(ops.b, n, k, chunk);
             let chains = engine.chains(preset, &Operands { a: &ga, b: &gb, k: chunk.len, ..*ops });
-            if plan.fast() && split.chunks.len() == 1 {
-                // Fast: the split's partial is its single chain.
-                partial = chains;
-            } else {
-                // Slow: ((+0 + c_0) + c_1) + ... in fp32, one chunk at a time (the first adds to +0).
-                for (p, c) in partial.iter_mut().zip(chains) {
-                    *p += c;
-                }
+            // ((+0 + c_0) + c_1) + ... in fp32, one chunk at a time. A fast split has one chunk, and its
+            // partial +0 + c_0 is c_0 itself: a chain from +0 never returns -0 (a zero block result is +0).
+            for (p, c) in partial.iter_mut().zip(chains) {
+                *p += c;
             }
         }
         partials.push(partial);

@@ -106,6 +106,31 @@ mod tests {
 
     #[cfg(target_arch = "x86_64")]
     #[test]
+    fn an_empty_product_returns_before_the_check() {
+        // docs/reference.md §5.2 step 4: M = 0, N = 0 or K = 0 gives zeros with no flush-to-zero check.
+        use crate::{accumulate, Format, Operands, Preset, SplitK};
+        let codes = [0x38u8; 4 * 8];
+        let ops = |m: usize, n: usize, k: usize| Operands {
+            fa: Format::E4m3,
+            fb: Format::E4m3,
+            a: &codes[..m * k],
+            b: &codes[..n * k],
+            m,
+            n,
+            k,
+        };
+        let got = with_mxcsr(1 << 15, || {
+            [(0, 4, 8), (4, 0, 8), (4, 4, 0), (4, 4, 8)]
+                .map(|(m, n, k)| accumulate(&Preset::hopper(), &ops(m, n, k), true, SplitK::NONE))
+        });
+        assert_eq!(got[0].as_deref().ok(), Some(&[][..]));
+        assert_eq!(got[1].as_deref().ok(), Some(&[][..]));
+        assert_eq!(got[2].as_deref().ok(), Some(&[0.0f32; 16][..]));
+        assert!(got[3].is_err());
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
     fn computing_entry_points_check_first() {
         use crate::dtype::Dtype;
         use crate::scaled_mm::ScaledMm;
