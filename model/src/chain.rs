@@ -71,11 +71,6 @@ impl Chain {
         }
     }
 
-    /// Products per block.
-    pub fn nfma(&self) -> usize {
-        self.nfma
-    }
-
     /// Run the chain over `a[k] * b[k]`, k = 0..K-1, from the accumulator `c`: block steps over
     /// [0, nfma), [nfma, 2 nfma), ... (the ragged tail is one shorter block, which equals a zero-padded one).
     /// K = 0 returns c unchanged. NaN results are canonical. `a` and `b` must have equal length.
