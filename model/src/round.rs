@@ -11,7 +11,7 @@
 // `qmin = emin - mbits`; a carry out of `r` moves into the exponent field exactly as it should.
 
 /// Round the finite fp32 value with bits `x` (sign ignored) to nearest, ties to even, in the format with
-/// `mbits` mantissa bits and smallest normal exponent `emin`, and return the magnitude code (exponent
+/// `mbits <= 23` mantissa bits and smallest normal exponent `emin >= -126`, and return the magnitude code (exponent
 /// field and mantissa, no sign). The result may be the code just above the largest finite value (or the
 /// Inf code) when `x` rounds past it: callers saturate or map to Inf as their format requires.
 pub fn round_to_narrow(x: u32, mbits: u32, emin: i32) -> u32 {
@@ -28,9 +28,11 @@ pub fn round_to_narrow(x: u32, mbits: u32, emin: i32) -> u32 {
     let e = xexp + 63 - sig.leading_zeros() as i32;
     let q = e.max(emin) - mbits as i32;
     let shift = q - xexp;
-    let r = if shift <= 0 {
-        // The narrow grid is at least as fine as fp32's here: exact (only reachable for wide formats).
-        sig << (-shift) as u32
+    // A narrow grid is never finer than fp32's (mbits <= 23, emin >= -126), so shift >= 0.
+    debug_assert!(shift >= 0, "round_to_narrow takes formats no wider than fp32");
+    let r = if shift == 0 {
+        // fp32's own grid (mbits = 23): exact.
+        sig
     } else if shift >= 40 {
         // sig < 2^24 <= 2^(shift - 16): far below half a quantum, rounds to zero.
         0
