@@ -335,11 +335,6 @@ pub fn combine(scheme: Scheme, p: &[f32]) -> f32 {
     }
 }
 
-/// The slow-accumulation sum of chunk results: ((+0 + c_0) + c_1) + ... in fp32.
-pub fn sum_chunks(c: &[f32]) -> f32 {
-    c.iter().fold(0.0f32, |acc, &x| acc + x)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

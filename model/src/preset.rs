@@ -35,15 +35,6 @@ impl Maturity {
             Maturity::Custom => "custom",
         }
     }
-    /// Parse a maturity name.
-    pub fn from_name(s: &str) -> Option<Maturity> {
-        match s {
-            "validated" => Some(Maturity::Validated),
-            "experimental" => Some(Maturity::Experimental),
-            "custom" => Some(Maturity::Custom),
-            _ => None,
-        }
-    }
 }
 
 /// Which of the library's own presets a value is; user-defined presets have none.

@@ -25,3 +25,43 @@ fn schemes_and_splits_are_spelled_as_on_the_command_line() {
     assert_eq!(SplitK::new(3, Scheme::Pairwise).unwrap().to_string(), "3,pairwise");
     assert_eq!(SplitK::new(4, Scheme::Contiguous).unwrap().to_string(), "4,contiguous");
 }
+
+#[test]
+fn a_plan_keeps_what_it_was_built_for() {
+    use mmaemu_model::{Plan, Preset};
+    let split = SplitK::new(2, Scheme::Contiguous).unwrap();
+    for fast in [true, false] {
+        let p = Plan::new(&Preset::hopper(), 300, fast, split).unwrap();
+        assert_eq!((p.k(), p.fast(), p.split()), (300, fast, split));
+        // §3.3: T = 3 tiles of 128, q = 2: split 0 owns tiles 0 and 1, split 1 tile 2 (k 256..300).
+        assert_eq!(p.splits().len(), 2);
+        assert_eq!(p.splits()[1].chunks[0].ranges, vec![256..300]);
+    }
+}
+
+#[test]
+fn partials_combine_in_the_schemes_orders() {
+    use mmaemu_model::plan::combine;
+    // §3.2, §3.3: serial and contiguous add p_0 + p_1 + ... left to right; pairwise (S = 4, h = 2) adds
+    // (p_3 + (p_0 + p_2)) + p_1. With 2^24 (where fp32's spacing is 2) the orders differ.
+    let t = 16_777_216.0f32;
+    let p = [t, 1.0, 1.0, -t];
+    assert_eq!(combine(Scheme::Serial, &p), 0.0); // ((2^24 + 1) + 1) - 2^24: each + 1 rounds back to 2^24
+    assert_eq!(combine(Scheme::Contiguous, &p), 0.0);
+    assert_eq!(combine(Scheme::Pairwise, &p), 1.0); // (-2^24 + (2^24 + 1 -> 2^24)) + 1
+                                                    // Exact sums, so only the terms taken matter: S = 2, 3, 4, 5 with distinct powers of two.
+    let q = [1.0f32, 2.0, 4.0, 8.0, 16.0];
+    for s in 2..=5 {
+        let want: f32 = q[..s].iter().sum();
+        for scheme in [Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous] {
+            assert_eq!(combine(scheme, &q[..s]), want, "{scheme} S = {s}");
+        }
+    }
+    // S = 5, pairwise: h = 3, the slots p_0 + p_3, p_1 and p_2 are added to p_4.
+    let r = [t, 1.0, 1.0, 1.0, -t];
+    assert_eq!(combine(Scheme::Pairwise, &r), 2.0); // ((-2^24 + (2^24 + 1 -> 2^24)) + 1) + 1
+    assert_eq!(combine(Scheme::Serial, &r), 0.0);
+    // One partial is itself, none is +0.
+    assert_eq!(combine(Scheme::Pairwise, &[-0.0]).to_bits(), (-0.0f32).to_bits());
+    assert_eq!(combine(Scheme::Serial, &[]).to_bits(), 0);
+}
