@@ -1,0 +1,77 @@
+//! The presets as docs/reference.md §2.1 writes them: the table of the built-in presets, lookup by name and
+//! alias, the refused sm_120 names, and the bounds of a user-defined preset (both ends of each range).
+
+use mmaemu_model::{CEntry, Category, InvalidKind, Maturity, Preset, PresetSpec, Scheme};
+
+type Row = (&'static str, u32, u32, u32, i32, CEntry, Option<u32>, Maturity, &'static [Scheme]);
+
+/// §2.1's table: name, nfma, frac, frac_out, min_exp, c entry, slow_chunk, maturity, split schemes.
+const TABLE: [Row; 3] = [
+    ("ada", 16, 13, 13, -132, CEntry::Early, Some(128), Maturity::Validated, &[Scheme::Serial, Scheme::Pairwise]),
+    ("hopper", 32, 13, 13, -132, CEntry::Early, Some(128), Maturity::Validated, &[Scheme::Contiguous]),
+    ("b200_mma_sync", 32, 25, 23, -133, CEntry::Late, None, Maturity::Experimental, &[]),
+];
+
+#[test]
+fn the_built_in_presets_are_the_table() {
+    assert_eq!(Preset::list(), ["ada", "b200_mma_sync", "hopper"]);
+    for (name, nfma, frac, frac_out, min_exp, c_entry, slow_chunk, maturity, schemes) in TABLE {
+        let p = Preset::by_name(name).unwrap();
+        assert_eq!((p.name(), p.to_string()), (name, name.to_string()));
+        assert_eq!((p.nfma(), p.frac(), p.frac_out(), p.min_exp()), (nfma as usize, frac, frac_out, min_exp), "{name}");
+        assert_eq!((p.c_entry(), p.slow_chunk(), p.maturity()), (c_entry, slow_chunk.map(|c| c as usize), maturity));
+        assert_eq!(p.allowed_schemes(), schemes, "{name}");
+        assert!(p.builtin_kind().is_some());
+    }
+    assert_eq!(Preset::by_name("ada").unwrap(), Preset::ada());
+    assert_eq!(Preset::by_name("hopper").unwrap(), Preset::hopper());
+    assert_eq!(Preset::by_name("blackwell").unwrap(), Preset::b200_mma_sync());
+    let names =
+        [(Maturity::Validated, "validated"), (Maturity::Experimental, "experimental"), (Maturity::Custom, "custom")];
+    for (m, name) in names {
+        assert_eq!(m.name(), name);
+    }
+}
+
+#[test]
+fn unknown_and_sm120_names_are_refused() {
+    for name in ["sm_120", "SM120", "rtx_blackwell", "RTX-Blackwell", "rtx5070ti", "RTX_5070_TI"] {
+        let e = Preset::by_name(name).unwrap_err();
+        assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::UnknownName));
+        assert!(e.message().contains("sm_120 GPUs (RTX 50 series) have no preset"), "{name}: {}", e.message());
+    }
+    for name in ["", "Ada", "HOPPER", "b200", "blackwell ", "custom"] {
+        let e = Preset::by_name(name).unwrap_err();
+        assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::UnknownName));
+        assert_eq!(
+            e.message(),
+            format!("unknown preset '{name}'; known: ['ada', 'b200_mma_sync', 'hopper'] (alias: 'blackwell')")
+        );
+    }
+}
+
+#[test]
+fn a_user_defined_preset_is_checked_at_both_ends_of_each_range() {
+    let spec = |nfma, frac, frac_out, min_exp, slow_chunk| {
+        PresetSpec::custom("mine", nfma, frac, frac_out, min_exp, CEntry::Early, slow_chunk)
+    };
+    for ok in [spec(1, 1, 1, -1000, None), spec(64, 40, 23, 1000, Some(1)), spec(16, 13, 13, -132, Some(128))] {
+        let p = Preset::custom(ok.clone()).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        assert_eq!((p.maturity(), p.builtin_kind(), p.spec()), (Maturity::Custom, None, &ok));
+        assert_eq!(p.allowed_schemes(), [Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous]);
+    }
+    for bad in [
+        spec(0, 13, 13, -132, None),
+        spec(16, 0, 13, -132, None),
+        spec(16, 41, 13, -132, None),
+        spec(16, 13, 0, -132, None),
+        spec(16, 13, 24, -132, None),
+        spec(16, 13, 13, -1001, None),
+        spec(16, 13, 13, 1001, None),
+        spec(16, 13, 13, -132, Some(0)),
+    ] {
+        let e = Preset::custom(bad.clone()).unwrap_err();
+        assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::InvalidValue), "{bad:?}");
+        assert!(e.message().starts_with("preset 'mine': "), "{}", e.message());
+    }
+}
