@@ -140,36 +140,24 @@ impl Profile {
     /// A built-in profile by name (docs/reference.md §6.1). Unknown names (the pre-release names included)
     /// are invalid-argument (unknown name) errors naming the known profiles and the ways to add a GPU.
     pub fn by_name(name: &str) -> Result<Profile> {
-        let ada = |name: &str, caller, ws, align, splitk_maturity, description: &str| Profile {
+        // The two recorded platforms, each under cuBLASLt 12.8.3.14 and torch 2.7.1+cu128: preset, GPU name,
+        // capability, SM count, split-K table, and the name the e4m3 x e4m3 -> e5m2 rejection gives the GPU.
+        struct Gpu(Preset, &'static str, (u32, u32), u32, TableId, &'static str);
+        let rtx4060 = Gpu(Preset::ada(), "NVIDIA GeForce RTX 4060", (8, 9), 24, TableId::Rtx4060, "sm_89");
+        let h100 = Gpu(Preset::hopper(), "NVIDIA H100 PCIe", (9, 0), 114, TableId::H100Pcie, "the H100 (sm_90)");
+        let recorded = |gpu: &Gpu, name: &str, caller, ws, align, splitk_maturity, description: &str| Profile {
             name: name.into(),
-            preset: Preset::ada(),
-            gpu_name: Some("NVIDIA GeForce RTX 4060".into()),
-            capability: (8, 9),
-            sm_count: Some(24),
+            preset: gpu.0.clone(),
+            gpu_name: Some(gpu.1.into()),
+            capability: gpu.2,
+            sm_count: Some(gpu.3),
             cublaslt_version: Some("12.8.3.14".into()),
             caller,
             torch_version: Some("2.7.1+cu128".into()),
             workspace_bytes: Some(ws),
             align,
-            splitk_table: Some(TableId::Rtx4060),
-            rejects: vec![e4m3_to_e5m2_rule("sm_89")],
-            maturity: Maturity::Validated,
-            splitk_maturity: Some(splitk_maturity),
-            description: description.into(),
-        };
-        let hopper = |name: &str, caller, ws, align, splitk_maturity, description: &str| Profile {
-            name: name.into(),
-            preset: Preset::hopper(),
-            gpu_name: Some("NVIDIA H100 PCIe".into()),
-            capability: (9, 0),
-            sm_count: Some(114),
-            cublaslt_version: Some("12.8.3.14".into()),
-            caller,
-            torch_version: Some("2.7.1+cu128".into()),
-            workspace_bytes: Some(ws),
-            align,
-            splitk_table: Some(TableId::H100Pcie),
-            rejects: vec![e4m3_to_e5m2_rule("the H100 (sm_90)")],
+            splitk_table: Some(gpu.4),
+            rejects: vec![e4m3_to_e5m2_rule(gpu.5)],
             maturity: Maturity::Validated,
             splitk_maturity: Some(splitk_maturity),
             description: description.into(),
@@ -194,7 +182,8 @@ impl Profile {
         use Caller::*;
         use Maturity::*;
         Ok(match name {
-            "ada" => ada(
+            "ada" => recorded(
+                &rtx4060,
                 name,
                 TorchScaledMm,
                 MIB,
@@ -202,7 +191,8 @@ impl Profile {
                 Validated,
                 "RTX 4060 (sm_89), cuBLASLt 12.8.3.14, torch 2.7.1 torch._scaled_mm, 1 MiB workspace",
             ),
-            "ada-te" => ada(
+            "ada-te" => recorded(
+                &rtx4060,
                 name,
                 TransformerEngine,
                 4 * MIB,
@@ -210,7 +200,8 @@ impl Profile {
                 Experimental,
                 "RTX 4060 (sm_89), cuBLASLt 12.8.3.14, Transformer Engine 2.3, 4 MiB workspace",
             ),
-            "ada-ws0" => ada(
+            "ada-ws0" => recorded(
+                &rtx4060,
                 name,
                 TorchScaledMm,
                 0,
@@ -218,7 +209,8 @@ impl Profile {
                 Validated,
                 "RTX 4060 (sm_89), cuBLASLt 12.8.3.14, torch._scaled_mm without a cuBLASLt workspace",
             ),
-            "hopper" => hopper(
+            "hopper" => recorded(
+                &h100,
                 name,
                 TorchScaledMm,
                 MIB,
@@ -226,7 +218,8 @@ impl Profile {
                 Validated,
                 "H100 PCIe (sm_90), cuBLASLt 12.8.3.14, torch 2.7.1 torch._scaled_mm, 1 MiB workspace",
             ),
-            "hopper-te" => hopper(
+            "hopper-te" => recorded(
+                &h100,
                 name,
                 TransformerEngine,
                 32 * MIB,
@@ -234,7 +227,8 @@ impl Profile {
                 Experimental,
                 "H100 PCIe (sm_90), cuBLASLt 12.8.3.14, Transformer Engine 2.3, 32 MiB workspace",
             ),
-            "hopper-ws0" => hopper(
+            "hopper-ws0" => recorded(
+                &h100,
                 name,
                 TorchScaledMm,
                 0,
