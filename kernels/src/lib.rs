@@ -266,7 +266,7 @@ impl ChainEngine for CpuEngine {
             return vec![0.0; ops.m * ops.n];
         }
         let job = Job::chains(preset, ops);
-        if job.path() == Path::Scalar || tables::has_nonfinite(ops.a, ops.fa) || tables::has_nonfinite(ops.b, ops.fb) {
+        if job.path() == Path::Scalar || ops.fa.any_nonfinite(ops.a) || ops.fb.any_nonfinite(ops.b) {
             return CpuEngine::scalar_chains(preset, ops);
         }
         self.compute(job, ops, |ops| Job::chains(preset, ops))

@@ -79,11 +79,6 @@ fn decode_format<const MB: u32, const BIAS: i32, const NF: u8>(codes: &[u8], v: 
     }
 }
 
-/// True if any code of `x` is non-finite in format `f`.
-pub fn has_nonfinite(x: &[u8], f: Format) -> bool {
-    f.any_nonfinite(x)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
