@@ -256,38 +256,3 @@ impl fmt::Display for Preset {
         f.write_str(self.name())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::{Category, InvalidKind};
-
-    #[test]
-    fn lookups() {
-        assert_eq!(Preset::by_name("blackwell").unwrap(), Preset::b200_mma_sync());
-        let e = Preset::by_name("RTX5070TI").unwrap_err();
-        assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::UnknownName));
-        assert!(e.message().contains("runbook"));
-        let e = Preset::by_name("hopper-h100").unwrap_err();
-        assert!(e.message().contains("known: ['ada', 'b200_mma_sync', 'hopper']"));
-    }
-
-    #[test]
-    fn custom_validation() {
-        let mut spec = Preset::ada().spec().clone();
-        spec.name = "mine".into();
-        assert!(Preset::custom(spec.clone()).is_ok());
-        for bad in [
-            PresetSpec { nfma: 0, ..spec.clone() },
-            PresetSpec { frac: 0, ..spec.clone() },
-            PresetSpec { frac: 41, ..spec.clone() },
-            PresetSpec { frac_out: 24, ..spec.clone() },
-            PresetSpec { slow_chunk: Some(0), ..spec.clone() },
-        ] {
-            let e = Preset::custom(bad).unwrap_err();
-            assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::InvalidValue));
-        }
-        // A user-defined copy of a built-in preset accepts every scheme.
-        assert_eq!(Preset::custom(spec).unwrap().allowed_schemes().len(), 3);
-    }
-}

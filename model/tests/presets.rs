@@ -38,7 +38,13 @@ fn unknown_and_sm120_names_are_refused() {
     for name in ["sm_120", "SM120", "rtx_blackwell", "RTX-Blackwell", "rtx5070ti", "RTX_5070_TI"] {
         let e = Preset::by_name(name).unwrap_err();
         assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::UnknownName));
-        assert!(e.message().contains("sm_120 GPUs (RTX 50 series) have no preset"), "{name}: {}", e.message());
+        assert_eq!(
+            e.message(),
+            format!(
+                "unknown preset '{name}': sm_120 GPUs (RTX 50 series) have no preset; see the sm_120 bring-up \
+                 runbook (record the GPU with mmaemu-record, then fit a preset)"
+            )
+        );
     }
     for name in ["", "Ada", "HOPPER", "b200", "blackwell ", "custom"] {
         let e = Preset::by_name(name).unwrap_err();
