@@ -6,7 +6,7 @@ set -euo pipefail
 dir="${1:-${TMPDIR:-/tmp}/mmaemu-nvrtc}"
 lib="$dir/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
 if [ ! -f "$lib" ]; then
-    python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$dir" \
+    python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir --no-deps --target "$dir" \
         'nvidia-cuda-nvrtc-cu12==12.8.*' >&2
 fi
 test -f "$lib"

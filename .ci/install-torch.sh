@@ -4,9 +4,10 @@
 # only some of them at import (cudart, cublas, cudnn, cufft, cufile, curand, cusparse, cusparseLt, nccl,
 # nvJitLink, cupti); cusolver, nvrtc, nvtx and triton are used for GPU work only and are left out. The pins
 # are torch's own (its metadata). Elsewhere (another platform) torch is installed with its requirements.
+# No pip cache: these wheels are about 3 GB, and a cached copy of each would double what the disk must hold.
 set -euo pipefail
 py="$1"
-pip=("$py" -m pip install --quiet --disable-pip-version-check)
+pip=("$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir)
 if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
     "${pip[@]}" 'torch==2.7.1'
     exit 0

@@ -2,14 +2,15 @@
 # The Python package's tests: a fresh virtual environment (VENV, default .venv-ci) with maturin, pytest,
 # numpy, ml_dtypes and torch 2.7.1 for CPU use, then `pip install ./python` (the Rust extension built by
 # maturin in release mode) and `pytest python/tests`. pytest's "no tests collected" (exit 5) is a failure.
+# pip keeps no cache (--no-cache-dir): a fresh environment each run gains nothing from one but the disk it takes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${VENV:-.venv-ci}"
 python3 -m venv "$venv"
 py="$venv/bin/python"
-"$py" -m pip install --quiet --disable-pip-version-check maturin pytest numpy ml_dtypes
+"$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir maturin pytest numpy ml_dtypes
 bash .ci/install-torch.sh "$py"
-"$py" -m pip install --quiet --disable-pip-version-check ./python
+"$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir ./python
 # From the repository root, so that `import mmaemu` is the installed package, not python/mmaemu.
 set +e
 "$venv/bin/pytest" python/tests -q -p no:cacheprovider
