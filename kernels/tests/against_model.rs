@@ -16,7 +16,7 @@
 use mmaemu_kernels::cuda::{Gpu, GpuEngine, KERNELS};
 use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::plan::{Scheme, SplitK};
-use mmaemu_model::preset::{CEntry, Maturity, PresetSpec};
+use mmaemu_model::preset::{CEntry, PresetSpec};
 use mmaemu_model::{execute, Chain, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -45,17 +45,10 @@ fn custom_preset(rng: &mut ChaCha8Rng) -> Preset {
     };
     let late = rng.random_ratio(30, 100);
     let slow = (!late || rng.random_ratio(50, 100)).then(|| rng.random_range(1..=300));
-    Preset::custom(PresetSpec {
-        name: "fuzz".into(),
-        nfma,
-        frac: rng.random_range(1..=40),
-        frac_out: rng.random_range(1..=23),
-        min_exp,
-        c_entry: if late { CEntry::Late } else { CEntry::Early },
-        slow_chunk: slow,
-        maturity: Maturity::Custom,
-    })
-    .expect("a valid custom preset")
+    let (frac, frac_out) = (rng.random_range(1..=40), rng.random_range(1..=23));
+    let c_entry = if late { CEntry::Late } else { CEntry::Early };
+    Preset::custom(PresetSpec::custom("fuzz", nfma, frac, frac_out, min_exp, c_entry, slow))
+        .expect("a valid custom preset")
 }
 
 /// One code of format `f` by generator `g`.

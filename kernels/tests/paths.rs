@@ -12,19 +12,10 @@
 // - the scale 2^(frac − E), E >= min_exp, is a normal f32 for every E while min_exp <= frac + 126.
 
 use mmaemu_kernels::CpuEngine;
-use mmaemu_model::{CEntry, Maturity, Preset, PresetSpec};
+use mmaemu_model::{CEntry, Preset, PresetSpec};
 
 fn custom(nfma: u32, frac: u32, min_exp: i32, c_entry: CEntry) -> Preset {
-    let spec = PresetSpec {
-        name: "path".into(),
-        nfma,
-        frac,
-        frac_out: 10,
-        min_exp,
-        c_entry,
-        slow_chunk: None,
-        maturity: Maturity::Custom,
-    };
+    let spec = PresetSpec::custom("path", nfma, frac, 10, min_exp, c_entry, None);
     Preset::custom(spec.clone()).unwrap_or_else(|e| panic!("{spec:?}: {e}"))
 }
 

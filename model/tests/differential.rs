@@ -10,7 +10,7 @@
 //! On a failure the minimal failing case is printed with every input in hex (formats, A and B codes,
 //! c's fp32 bits) and the model's and the oracle's bits.
 
-use mmaemu_model::{accumulate, dot, CEntry, Chain, Format, Maturity, Operands, Preset, PresetSpec, SplitK};
+use mmaemu_model::{accumulate, dot, CEntry, Chain, Format, Operands, Preset, PresetSpec, SplitK};
 use mmaemu_testkit::generators::{self, ChainCase as Case, CodeMode};
 use mmaemu_testkit::oracle;
 use mmaemu_testkit::seed;
@@ -75,17 +75,10 @@ struct Target {
 }
 
 fn custom(name: &str, p: Params) -> Preset {
-    Preset::custom(PresetSpec {
-        name: name.into(),
-        nfma: p.nfma as u32,
-        frac: p.frac as u32,
-        frac_out: p.frac_out as u32,
-        min_exp: p.min_exp as i32,
-        c_entry: if p.late_c { CEntry::Late } else { CEntry::Early },
-        slow_chunk: Some(128),
-        maturity: Maturity::Custom,
-    })
-    .expect("valid custom preset")
+    let c_entry = if p.late_c { CEntry::Late } else { CEntry::Early };
+    let spec =
+        PresetSpec::custom(name, p.nfma as u32, p.frac as u32, p.frac_out as u32, p.min_exp as i32, c_entry, Some(128));
+    Preset::custom(spec).expect("valid custom preset")
 }
 
 fn target(name: &'static str) -> Target {
