@@ -8,9 +8,10 @@ cd "$(dirname "$0")/.."
 venv="${VENV:-.venv-ci}"
 python3 -m venv "$venv"
 py="$venv/bin/python"
-"$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir maturin pytest numpy ml_dtypes
+pip=("$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir)
+"${pip[@]}" maturin pytest numpy ml_dtypes
 bash .ci/install-torch.sh "$py"
-"$py" -m pip install --quiet --disable-pip-version-check --no-cache-dir ./python
+"${pip[@]}" ./python
 # From the repository root, so that `import mmaemu` is the installed package, not python/mmaemu.
 set +e
 "$venv/bin/pytest" python/tests -q -p no:cacheprovider
