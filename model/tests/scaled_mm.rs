@@ -275,7 +275,7 @@ static RAISED: AtomicUsize = AtomicUsize::new(0);
 /// layouts, tensor-wise fp32 scales, an explicit split), so real GEMMs are computed, not only rejections.
 fn steer(case: &Case) -> Case {
     let mut c = case.clone();
-    if case.seed % 2 == 0 {
+    if case.seed.is_multiple_of(2) {
         return c;
     }
     c.n = 16 * (1 + c.n % 3);
@@ -374,8 +374,8 @@ fn run_case(case: &Case) {
         out,
         profile: ProfileArg::Name(profiles[case.profile].into()),
         splitk,
-        backend: if case.seed % 7 == 0 { "cuda".into() } else { "reference".into() },
-        strict: case.seed % 3 == 0,
+        backend: if case.seed.is_multiple_of(7) { "cuda".into() } else { "reference".into() },
+        strict: case.seed.is_multiple_of(3),
     };
     let plan = c.explain();
     match c.run() {

@@ -279,7 +279,7 @@ fn build_blob(table: &SplitKTable) -> Res<(Vec<u8>, Stats)> {
 }
 
 fn unhex(s: &str) -> Res<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(format!("bad hex {s:?}"));
     }
     (0..s.len())

@@ -18,7 +18,7 @@ impl Rng {
         self.0.random_range(0..n.max(1))
     }
     pub(crate) fn one_in(&mut self, n: u64) -> bool {
-        self.next() % n.max(1) == 0
+        self.next().is_multiple_of(n.max(1))
     }
     pub(crate) fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
         &xs[self.below(xs.len())]

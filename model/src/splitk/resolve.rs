@@ -11,7 +11,7 @@ fn group(n: u128) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -80,7 +80,7 @@ fn layout_caveat(s: usize, scheme: Scheme, k: usize, ragged_k_verified: bool) ->
     if scheme != Scheme::Contiguous || s <= 1 {
         return None;
     }
-    if k % 128 != 0 && !ragged_k_verified {
+    if !k.is_multiple_of(128) && !ragged_k_verified {
         return Some(format!("K = {k} is not a multiple of 128 (no replayed split call has a ragged last k-tile)"));
     }
     let t = k.div_ceil(128) as u128;

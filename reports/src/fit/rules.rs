@@ -273,7 +273,7 @@ pub fn layouts(fast: bool) -> Vec<Layout> {
                 out.push(Layout { ownership, width, restart: Some(Restart::Tiles(n)) });
             }
             // "Every 128 elements" is a tile rule when the tile divides 128; otherwise a rule of its own.
-            if RESTART_ELEMENTS % width != 0 {
+            if !RESTART_ELEMENTS.is_multiple_of(width) {
                 out.push(Layout { ownership, width, restart: Some(Restart::Elements(RESTART_ELEMENTS)) });
             } else if !RESTART_TILES.contains(&(RESTART_ELEMENTS / width)) {
                 out.push(Layout { ownership, width, restart: Some(Restart::Tiles(RESTART_ELEMENTS / width)) });
