@@ -401,6 +401,12 @@ const CHAINS: usize = 8;
 /// position) stay in L1 while the tile's rows run over them.
 const STRIP: usize = 512;
 
+/// At most this many rows of A per product-lane tile run the AVX-512 step that decodes B's codes in registers;
+/// it decodes them again for every row, so more rows run the step over rows of B decoded once per group. One
+/// thread, `mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --no-native` (AMD EPYC with AVX-512), codes
+/// against decoded rows in GMAC/s: M = 1 3.1 vs 2.1, M = 2 3.7 vs 3.7, M = 4 4.7 vs 5.2, M = 16 5.2 vs 7.1.
+const CODE_ROWS: usize = 2;
+
 /// Whether the product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada,
 /// hopper, and custom presets of those sizes).
 pub fn products_serve(job: &Job) -> bool {
@@ -409,17 +415,26 @@ pub fn products_serve(job: &Job) -> bool {
 
 /// One product-lane tile (see [`products_serve`]): rows `rows` of A against rows `cols` of B, every split and
 /// chunk, with the lanes along each block's products. Returns `rows.len()` rows of `cols.len()` results.
-/// `X86`: the level has AVX2 (the caller is compiled for it), and the block step runs in its instructions.
+/// `X86`: the block step's instructions ([`X86_NONE`], [`X86_AVX2`] or [`X86_AVX512`]; the caller is compiled for
+/// them).
 #[inline(always)]
-pub fn strip_tile<const HT: bool, const X86: bool>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+pub fn strip_tile<const HT: bool, const X86: u8>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match job.p.nfma {
         16 => strip_tile_with::<16, HT, X86>(job, rows, cols),
         _ => strip_tile_with::<32, HT, X86>(job, rows, cols),
     }
 }
 
+/// The portable block step ([`product_blocks`]).
+pub const X86_NONE: u8 = 0;
+/// The AVX2 block step over decoded rows of B (`x86::product_blocks`).
+pub const X86_AVX2: u8 = 1;
+/// The AVX-512 block step over the codes of B, decoded in registers (`x86::product_blocks_codes`), for tiles of
+/// at most [`CODE_ROWS`] rows; AVX2's for more.
+pub const X86_AVX512: u8 = 2;
+
 #[inline(always)]
-fn strip_tile_with<const NB: usize, const HT: bool, const X86: bool>(
+fn strip_tile_with<const NB: usize, const HT: bool, const X86: u8>(
     job: &Job,
     rows: Range<usize>,
     cols: Range<usize>,
@@ -437,6 +452,7 @@ fn strip_tile_with<const NB: usize, const HT: bool, const X86: bool>(
         gb: vec![0u8; CHAINS * piece_len],
         bv: vec![0f32; CHAINS * piece_len],
         be: vec![ZERO_EXP; CHAINS * piece_len],
+        zeros: vec![0u8; piece_len],
     };
     let acc = job.accumulate(nr * ncp, piece_len, &mut piece);
     let mut out = Vec::with_capacity(nr * nc);
@@ -445,7 +461,7 @@ fn strip_tile_with<const NB: usize, const HT: bool, const X86: bool>(
 }
 
 /// The scratch of a product-lane tile: the tile's rows of A and a group of rows of B, gathered and decoded.
-struct StripPiece<const NB: usize, const HT: bool, const X86: bool> {
+struct StripPiece<const NB: usize, const HT: bool, const X86: u8> {
     rows: Range<usize>,
     cols: Range<usize>,
     ga: Vec<u8>,
@@ -454,9 +470,11 @@ struct StripPiece<const NB: usize, const HT: bool, const X86: bool> {
     gb: Vec<u8>,
     bv: Vec<f32>,
     be: Vec<i8>,
+    /// A piece of zero codes: the rows of a group past the tile.
+    zeros: Vec<u8>,
 }
 
-impl<const NB: usize, const HT: bool, const X86: bool> Piece for StripPiece<NB, HT, X86> {
+impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT, X86> {
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
         let (nr, nc) = (self.rows.len(), self.cols.len());
@@ -466,6 +484,11 @@ impl<const NB: usize, const HT: bool, const X86: bool> Piece for StripPiece<NB, 
         let single = chunk.segments(q0, q1).next().filter(|(off, kr)| *off == 0 && kr.len() == len).map(|(_, kr)| kr);
         let (at, bt) = ((job.a, job.k, &job.la), (job.b, job.k, &job.lb));
         decode_rows(at, self.rows.clone(), chunk, q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
+        #[cfg(target_arch = "x86_64")]
+        if X86 == X86_AVX512 && nr <= CODE_ROWS {
+            self.run_codes(job, chunk, q0, q1, &single, acc);
+            return;
+        }
         // A group of CHAINS rows of B at a time, decoded just before use (rows past the tile are zeros).
         for g in (0..ncp).step_by(CHAINS) {
             let real = CHAINS.min(nc - g);
@@ -480,14 +503,66 @@ impl<const NB: usize, const HT: bool, const X86: bool> Piece for StripPiece<NB, 
                     continue;
                 };
                 let (a, e) = (&self.av[r * len..(r + 1) * len], &self.ae[r * len..(r + 1) * len]);
+                // (An AVX-512 form of this step, over decoded rows, ran M = 16 about 10 % slower than AVX2's:
+                // `mmaemu bench gemm --m 16 --n 4096 --k 4096 --threads 1`, hopper and ada.)
                 #[cfg(target_arch = "x86_64")]
-                if X86 {
-                    // SAFETY: `X86` is true only in the tiles of the AVX2 and AVX-512 levels, which exist only
-                    // after `is_x86_feature_detected!` reported AVX2 (for the AVX-512 level too).
+                if X86 == X86_AVX2 || X86 == X86_AVX512 {
+                    // SAFETY: `X86_AVX2` and `X86_AVX512` are passed only by the tiles of the AVX2 and AVX-512
+                    // levels, which exist only after `is_x86_feature_detected!` reported AVX2.
                     unsafe { crate::x86::product_blocks::<NB>(a, e, bvs, bes, nblk, c, &job.p) };
                     continue;
                 }
                 product_blocks::<NB, CHAINS, HT>(a, e, bvs, bes, nblk, c, &job.p);
+            }
+        }
+    }
+}
+
+impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
+    /// The groups of CHAINS rows of B over one piece with the AVX-512 block step, which reads B's codes: in
+    /// place when the piece is one run of k (`single`), else gathered with zero padding; the tile's rows of A
+    /// are decoded already.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn run_codes(
+        &mut self,
+        job: &Job,
+        chunk: &ChunkPlan,
+        q0: usize,
+        q1: usize,
+        single: &Option<Range<usize>>,
+        acc: &mut [f32],
+    ) {
+        let (nr, nc, k) = (self.rows.len(), self.cols.len(), job.k);
+        let ncp = nc.div_ceil(CHAINS) * CHAINS;
+        let len = q1 - q0;
+        let nblk = len / NB;
+        let e4m3 = job.lb.format() == mmaemu_model::Format::E4m3;
+        for g in (0..ncp).step_by(CHAINS) {
+            let real = CHAINS.min(nc - g);
+            let brows = self.cols.start + g..self.cols.start + g + real;
+            if single.is_none() {
+                gather_rows(job.b, k, brows.clone(), chunk, q0, q1, &mut self.gb[..real * len]);
+            }
+            let codes: [&[u8]; CHAINS] = std::array::from_fn(|t| match single {
+                _ if t >= real => &self.zeros[..len],
+                Some(kr) => &job.b[(brows.start + t) * k + kr.start..(brows.start + t) * k + kr.end],
+                None => &self.gb[t * len..(t + 1) * len],
+            });
+            for r in 0..nr {
+                let Ok(c) = <&mut [f32; CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CHAINS]) else {
+                    continue;
+                };
+                let (a, e) = (&self.av[r * len..(r + 1) * len], &self.ae[r * len..(r + 1) * len]);
+                // SAFETY: `X86_AVX512` is passed only by the tiles of the AVX-512 level, which exists only after
+                // `is_x86_feature_detected!` reported AVX-512F/BW/VL, AVX2 and F16C.
+                unsafe {
+                    if e4m3 {
+                        crate::x86::product_blocks_codes::<NB, true>(a, e, codes, nblk, c, &job.p)
+                    } else {
+                        crate::x86::product_blocks_codes::<NB, false>(a, e, codes, nblk, c, &job.p)
+                    }
+                }
             }
         }
     }

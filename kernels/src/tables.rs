@@ -42,6 +42,11 @@ impl Lut {
 }
 
 impl Lut {
+    /// The format of the table.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
     /// The values (f32) and exponents of codes, as [`Lut::v32`] and [`Lut::e`] give them (a zero may come out
     /// as -0: a zero product adds nothing to a sum started at +0 either way; non-finite codes are zeros, as the
     /// plan executor makes them), computed from the bits rather than looked up, so that the loops vectorise

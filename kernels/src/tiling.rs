@@ -31,8 +31,11 @@ impl Tiling {
 /// per product. Measured with `mmaemu bench gemm --tiling products|panels` (kernels/README.md).
 pub const PRODUCT_ROWS: usize = 16;
 
-/// Outputs per product-lane tile.
-const STRIP_COLS: usize = 16;
+/// Outputs per product-lane tile: A's rows are decoded once per piece of a tile, so wider tiles share that
+/// work among more chains. `mmaemu bench gemm --m M --n 4096 --k 4096 --no-native` (2 threads, AMD EPYC with
+/// AVX-512), 16 against 64 outputs, GMAC/s: M = 1 8.8 vs 9.9, M = 2 8.5–9.7 vs 9.9–10.3, M = 16 15.1–16.0 vs
+/// 16.6; 128 was no faster than 64.
+const STRIP_COLS: usize = 64;
 
 /// The tiling of one GEMM on a level of panel width `w`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,8 +65,8 @@ impl Choice {
         match self.tiling {
             Tiling::Panels => Tiles::panels(job, w),
             Tiling::Products => {
-                // All rows in one tile, STRIP_COLS outputs: a tile streams along k through its rows of B (a
-                // wider tile would jump between thousands of rows, one page each, at every piece).
+                // All rows in one tile, STRIP_COLS outputs (fewer where the threads need more tiles): a tile
+                // streams along k through its rows of B, a group of eight rows at a time.
                 let cols = STRIP_COLS.min(job.n().div_ceil(job.threads()).next_multiple_of(4));
                 Tiles { rows: job.m().max(1), cols, wave: 1 }
             }

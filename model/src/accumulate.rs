@@ -74,6 +74,13 @@ pub trait ChainEngine: Sync {
     fn serves(&self, _preset: &Preset, _fa: Format, _fb: Format) -> bool {
         true
     }
+
+    /// Whether any of `codes` is non-finite in format `f`, as [`Format::any_nonfinite`] answers: the executor
+    /// asks it of both operands of every call, before the plan runs. An engine may scan in parallel (at one
+    /// row of A the scan of B is a large part of a call); it must give the same answer.
+    fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {
+        f.any_nonfinite(codes)
+    }
 }
 
 /// A reference to an engine is an engine: registries hand out `&'static dyn ChainEngine`, and lists of
@@ -90,6 +97,9 @@ impl<E: ChainEngine + ?Sized> ChainEngine for &E {
     }
     fn serves(&self, preset: &Preset, fa: Format, fb: Format) -> bool {
         (**self).serves(preset, fa, fb)
+    }
+    fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {
+        (**self).any_nonfinite(f, codes)
     }
 }
 
@@ -135,8 +145,8 @@ pub fn gather(x: &[u8], rows: usize, k: usize, chunk: &Chunk) -> Vec<u8> {
 }
 
 /// Copy of `x` with every non-finite code replaced by 0x00 (§3.5 step 3), or None if it has none.
-fn sanitised(x: &[u8], f: Format) -> Option<Vec<u8>> {
-    if !f.any_nonfinite(x) {
+fn sanitised(x: &[u8], f: Format, engine: &dyn ChainEngine) -> Option<Vec<u8>> {
+    if !engine.any_nonfinite(f, x) {
         return None;
     }
     Some(x.iter().map(|&c| if f.is_nonfinite(c) { 0 } else { c }).collect())
@@ -221,8 +231,8 @@ pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn Ch
     }
     // docs/reference.md §5.2 step 12: no result is computed while the calling thread flushes subnormals.
     crate::fpenv::check()?;
-    let sa = sanitised(ops.a, ops.fa);
-    let sb = sanitised(ops.b, ops.fb);
+    let sa = sanitised(ops.a, ops.fa, engine);
+    let sb = sanitised(ops.b, ops.fb, engine);
     let a = sa.as_deref().unwrap_or(ops.a);
     let b = sb.as_deref().unwrap_or(ops.b);
     let mut out = engine.run_plan(preset, plan, &Operands { a, b, ..*ops });

@@ -136,7 +136,7 @@ fn non_finite_codes_are_found_wherever_they_stand() {
         }
         assert!(!f.any_nonfinite(&finite));
         assert!(!f.any_nonfinite(&[]));
-        // One non-finite code at any place of 132 (three scan blocks of 64), and two or three in one block.
+        // One non-finite code at any place of 132 (past several vector widths), and two or three close together.
         for &x in &bad {
             for at in [0, 1, 63, 64, 100, 127, 128, 129] {
                 let mut v: Vec<u8> = finite.iter().copied().cycle().take(132).collect();

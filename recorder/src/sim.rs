@@ -261,6 +261,10 @@ impl ChainEngine for MemoEngine {
         self.inner.chains(preset, ops)
     }
 
+    fn any_nonfinite(&self, f: mmaemu_model::Format, codes: &[u8]) -> bool {
+        self.inner.any_nonfinite(f, codes)
+    }
+
     fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
         let shape = (ops.fa, ops.fb, ops.m, ops.n, ops.k);
         let hit =

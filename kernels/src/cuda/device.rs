@@ -184,4 +184,9 @@ impl ChainEngine for CudaEngine {
     fn serves(&self, preset: &Preset, fa: Format, fb: Format) -> bool {
         ChainParams::new(preset, fa, fb).is_ok_and(|p| self.kernels.iter().any(|&k| KERNELS[k].serves(&p).is_ok()))
     }
+
+    /// The scan runs on the CPU: the fallback's.
+    fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {
+        self.fallback.any_nonfinite(f, codes)
+    }
 }
