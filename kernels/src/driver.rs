@@ -1,4 +1,5 @@
-//! Plan execution on the CPU (docs/reference.md §3.5 steps 4–5) in one pass over output tiles, in parallel.
+//! Plan execution on the CPU (docs/reference.md §3.5 steps 4–5) in one pass over output tiles, in parallel: the
+//! jobs, the chunk walk and the panel tiling here, the product-lane tiling in `driver/products.rs`.
 
 // The output [m, n] is cut into tiles of `rows` rows of A by a panel of W rows of B. A tile runs every split and chunk
 // of the plan: the chunk's k positions are cut into pieces of whole blocks; for each piece the panel's codes are
@@ -9,12 +10,15 @@
 // scratch; at the end the partials are combined by the plan's scheme with the model's own `combine`. Tiles run in
 // parallel (rayon), in waves of consecutive row blocks so that the scratch stays bounded by a few rows of the result.
 
-use crate::kernel::{block_steps, product_blocks, Lane, Params, Path};
+use crate::kernel::{block_steps, Lane, Params, Path};
 use crate::tables::{Lut, ZERO_EXP};
 use mmaemu_model::plan::{combine, Plan, Scheme};
 use mmaemu_model::{Operands, Preset};
 use rayon::prelude::*;
 use std::ops::Range;
+
+mod products;
+pub use products::{products_serve, strip_tile, X86_AVX2, X86_AVX512, X86_NONE};
 
 /// Target length of a piece of a chunk (rounded to whole blocks): the panel planes of a piece (5 or 9 bytes
 /// per position and output: 40 to 150 KB) stay in L1 or L2 while every row of the tile runs over them; 256
@@ -358,231 +362,6 @@ fn gather_rows(x: &[u8], k: usize, rows: Range<usize>, chunk: &ChunkPlan, q0: us
     for (off, kr) in chunk.segments(q0, q1) {
         for (r, i) in rows.clone().enumerate() {
             out[r * len + off..r * len + off + kr.len()].copy_from_slice(&x[i * k + kr.start..i * k + kr.end]);
-        }
-    }
-}
-
-/// Rows `rows` of the [_, k] matrix `x` (format table `l`), decoded at positions [q0, q1) of a chunk into
-/// `v` and `e`, row after row: straight from `x` when the piece is one run of k (`single`), else gathered
-/// into `g` with zero padding first.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn decode_rows(
-    (x, k, l): (&[u8], usize, &Lut),
-    rows: Range<usize>,
-    chunk: &ChunkPlan,
-    q0: usize,
-    q1: usize,
-    single: &Option<Range<usize>>,
-    g: &mut [u8],
-    v: &mut [f32],
-    e: &mut [i8],
-) {
-    let len = q1 - q0;
-    let n = rows.len() * len;
-    match single {
-        Some(kr) => {
-            for (t, i) in rows.enumerate() {
-                let r = t * len..(t + 1) * len;
-                l.decode(&x[i * k + kr.start..i * k + kr.end], &mut v[r.clone()], &mut e[r]);
-            }
-        }
-        None => {
-            gather_rows(x, k, rows, chunk, q0, q1, &mut g[..n]);
-            l.decode(&g[..n], &mut v[..n], &mut e[..n]);
-        }
-    }
-}
-
-/// Chains interleaved by the product-lane kernel (see [`product_blocks`]).
-const CHAINS: usize = 8;
-
-/// Positions per piece of the product-lane tiling (whole blocks): the decoded rows of a piece (5 bytes per
-/// position) stay in L1 while the tile's rows run over them.
-const STRIP: usize = 512;
-
-/// At most this many rows of A per product-lane tile run the AVX-512 step that decodes B's codes in registers;
-/// it decodes them again for every row, so more rows run the step over rows of B decoded once per group. One
-/// thread, `mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --no-native` (AMD EPYC with AVX-512), codes
-/// against decoded rows in GMAC/s: M = 1 3.1 vs 2.1, M = 2 3.7 vs 3.7, M = 4 4.7 vs 5.2, M = 16 5.2 vs 7.1.
-const CODE_ROWS: usize = 2;
-
-/// Ask for the next `len` codes of `rows` of B after a piece that is one run `single` of k: the tile reads them
-/// when its other groups are done. Short pieces (slow accumulation's chunks of 128) leave the hardware prefetcher
-/// too little of a stream: at one row of A, slow accumulation ran 20 % faster with this (`mmaemu bench gemm --m 1
-/// --n 4096 --k 4096 --slow --threads 1 --no-native`, 2.2–2.9 against 3.1–3.6 GMAC/s, alternating builds).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn prefetch_next(job: &Job, rows: Range<usize>, single: &Option<Range<usize>>, len: usize) {
-    if let Some(kr) = single {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let k = job.k;
-        for i in rows {
-            let next = &job.b[i * k + kr.end..(i * k + kr.end + len).min((i + 1) * k)];
-            // SAFETY: a prefetch is a hint that reads nothing architecturally; the address is inside `job.b`.
-            next.iter().step_by(64).for_each(|x| unsafe { _mm_prefetch::<_MM_HINT_T0>(x as *const u8 as *const i8) });
-        }
-    }
-}
-
-/// Whether the product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada,
-/// hopper, and custom presets of those sizes).
-pub fn products_serve(job: &Job) -> bool {
-    job.p.path == Path::Narrow && matches!(job.p.nfma, 16 | 32)
-}
-
-/// One product-lane tile (see [`products_serve`]): rows `rows` of A against rows `cols` of B, every split and
-/// chunk, with the lanes along each block's products. Returns `rows.len()` rows of `cols.len()` results.
-/// `X86`: the block step's instructions ([`X86_NONE`], [`X86_AVX2`] or [`X86_AVX512`]; the caller is compiled for
-/// them).
-#[inline(always)]
-pub fn strip_tile<const HT: bool, const X86: u8>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    match job.p.nfma {
-        16 => strip_tile_with::<16, HT, X86>(job, rows, cols),
-        _ => strip_tile_with::<32, HT, X86>(job, rows, cols),
-    }
-}
-
-/// The portable block step ([`product_blocks`]).
-pub const X86_NONE: u8 = 0;
-/// The AVX2 block step over decoded rows of B (`x86::product_blocks`).
-pub const X86_AVX2: u8 = 1;
-/// The AVX-512 block step over the codes of B, decoded in registers (`x86::product_blocks_codes`), for tiles of
-/// at most [`CODE_ROWS`] rows; AVX2's for more.
-pub const X86_AVX512: u8 = 2;
-
-#[inline(always)]
-fn strip_tile_with<const NB: usize, const HT: bool, const X86: u8>(
-    job: &Job,
-    rows: Range<usize>,
-    cols: Range<usize>,
-) -> Vec<f32> {
-    let (nr, nc) = (rows.len(), cols.len());
-    // Outputs rounded up to whole groups of CHAINS; the extra rows of B decode as zeros.
-    let ncp = nc.div_ceil(CHAINS) * CHAINS;
-    let piece_len = NB * (STRIP / NB);
-    let mut piece = StripPiece::<NB, HT, X86> {
-        rows: rows.clone(),
-        cols: cols.clone(),
-        ga: vec![0u8; nr * piece_len],
-        av: vec![0f32; nr * piece_len],
-        ae: vec![ZERO_EXP; nr * piece_len],
-        gb: vec![0u8; CHAINS * piece_len],
-        bv: vec![0f32; CHAINS * piece_len],
-        be: vec![ZERO_EXP; CHAINS * piece_len],
-        zeros: vec![0u8; piece_len],
-    };
-    let acc = job.accumulate(nr * ncp, piece_len, &mut piece);
-    let mut out = Vec::with_capacity(nr * nc);
-    acc.chunks_exact(ncp).for_each(|r| out.extend_from_slice(&r[..nc]));
-    out
-}
-
-/// The scratch of a product-lane tile: the tile's rows of A and a group of rows of B, gathered and decoded.
-struct StripPiece<const NB: usize, const HT: bool, const X86: u8> {
-    rows: Range<usize>,
-    cols: Range<usize>,
-    ga: Vec<u8>,
-    av: Vec<f32>,
-    ae: Vec<i8>,
-    gb: Vec<u8>,
-    bv: Vec<f32>,
-    be: Vec<i8>,
-    /// A piece of zero codes: the rows of a group past the tile.
-    zeros: Vec<u8>,
-}
-
-impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT, X86> {
-    #[inline(always)]
-    fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
-        let (nr, nc) = (self.rows.len(), self.cols.len());
-        let ncp = nc.div_ceil(CHAINS) * CHAINS;
-        let len = q1 - q0;
-        let nblk = len / NB;
-        let single = chunk.segments(q0, q1).next().filter(|(off, kr)| *off == 0 && kr.len() == len).map(|(_, kr)| kr);
-        let (at, bt) = ((job.a, job.k, &job.la), (job.b, job.k, &job.lb));
-        decode_rows(at, self.rows.clone(), chunk, q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
-        #[cfg(target_arch = "x86_64")]
-        if X86 == X86_AVX512 && nr <= CODE_ROWS {
-            self.run_codes(job, chunk, q0, q1, &single, acc);
-            return;
-        }
-        // A group of CHAINS rows of B at a time, decoded just before use (rows past the tile are zeros).
-        for g in (0..ncp).step_by(CHAINS) {
-            let real = CHAINS.min(nc - g);
-            let brows = self.cols.start + g..self.cols.start + g + real;
-            decode_rows(bt, brows, chunk, q0, q1, &single, &mut self.gb, &mut self.bv, &mut self.be);
-            self.bv[real * len..CHAINS * len].fill(0.0);
-            self.be[real * len..CHAINS * len].fill(ZERO_EXP);
-            let bvs: [&[f32]; CHAINS] = std::array::from_fn(|t| &self.bv[t * len..(t + 1) * len]);
-            let bes: [&[i8]; CHAINS] = std::array::from_fn(|t| &self.be[t * len..(t + 1) * len]);
-            for r in 0..nr {
-                let Ok(c) = <&mut [f32; CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CHAINS]) else {
-                    continue;
-                };
-                let (a, e) = (&self.av[r * len..(r + 1) * len], &self.ae[r * len..(r + 1) * len]);
-                // (An AVX-512 form of this step, over decoded rows, ran M = 16 about 10 % slower than AVX2's:
-                // `mmaemu bench gemm --m 16 --n 4096 --k 4096 --threads 1`, hopper and ada.)
-                #[cfg(target_arch = "x86_64")]
-                if X86 == X86_AVX2 || X86 == X86_AVX512 {
-                    // SAFETY: `X86_AVX2` and `X86_AVX512` are passed only by the tiles of the AVX2 and AVX-512
-                    // levels, which exist only after `is_x86_feature_detected!` reported AVX2.
-                    unsafe { crate::x86::product_blocks::<NB>(a, e, bvs, bes, nblk, c, &job.p) };
-                    continue;
-                }
-                product_blocks::<NB, CHAINS, HT>(a, e, bvs, bes, nblk, c, &job.p);
-            }
-        }
-    }
-}
-
-impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
-    /// The groups of CHAINS rows of B over one piece with the AVX-512 block step, which reads B's codes: in
-    /// place when the piece is one run of k (`single`), else gathered with zero padding; the tile's rows of A
-    /// are decoded already.
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    fn run_codes(
-        &mut self,
-        job: &Job,
-        chunk: &ChunkPlan,
-        q0: usize,
-        q1: usize,
-        single: &Option<Range<usize>>,
-        acc: &mut [f32],
-    ) {
-        let (nr, nc, k) = (self.rows.len(), self.cols.len(), job.k);
-        let ncp = nc.div_ceil(CHAINS) * CHAINS;
-        let len = q1 - q0;
-        let nblk = len / NB;
-        let e4m3 = job.lb.format() == mmaemu_model::Format::E4m3;
-        for g in (0..ncp).step_by(CHAINS) {
-            let real = CHAINS.min(nc - g);
-            let brows = self.cols.start + g..self.cols.start + g + real;
-            if single.is_none() {
-                gather_rows(job.b, k, brows.clone(), chunk, q0, q1, &mut self.gb[..real * len]);
-            }
-            let codes: [&[u8]; CHAINS] = std::array::from_fn(|t| match single {
-                _ if t >= real => &self.zeros[..len],
-                Some(kr) => &job.b[(brows.start + t) * k + kr.start..(brows.start + t) * k + kr.end],
-                None => &self.gb[t * len..(t + 1) * len],
-            });
-            prefetch_next(job, brows.clone(), single, len);
-            for r in 0..nr {
-                let Ok(c) = <&mut [f32; CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CHAINS]) else {
-                    continue;
-                };
-                let (a, e) = (&self.av[r * len..(r + 1) * len], &self.ae[r * len..(r + 1) * len]);
-                // SAFETY: `X86_AVX512` is passed only by the tiles of the AVX-512 level, which exists only after
-                // `is_x86_feature_detected!` reported AVX-512F/BW/VL, AVX2 and F16C.
-                unsafe {
-                    if e4m3 {
-                        crate::x86::product_blocks_codes::<NB, true>(a, e, codes, nblk, c, &job.p)
-                    } else {
-                        crate::x86::product_blocks_codes::<NB, false>(a, e, codes, nblk, c, &job.p)
-                    }
-                }
-            }
         }
     }
 }
