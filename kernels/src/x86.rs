@@ -73,7 +73,8 @@ pub unsafe fn product_blocks<const NB: usize>(
 /// an e4m3 code's magnitude moved down one bit (exponent field 0eeee, same mantissa) is the binary16 of its value
 /// times 2^-8, subnormals included, so A's values are multiplied by 2^8 first (exact: |a| * 2^8 < 2^17). The
 /// operand exponents come from the exponent field (`max(field, 1) - bias`), with [`crate::tables::ZERO_EXP`] for
-/// zeros; non-finite codes are read as zeros, as [`crate::tables::Lut::decode`] reads them.
+/// zeros; non-finite codes are read as zeros, as [`crate::tables::Lut::decode`] reads them. The rest is
+/// [`product_blocks`]'s arithmetic, sixteen products per vector.
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW/VL, AVX2 and F16C (the caller holds the AVX-512 level, made after
@@ -89,8 +90,12 @@ pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
     c: &mut [f32; 8],
     p: &Params,
 ) {
-    // Every load below reads inside [0, nblk * NB) of these slices.
-    assert!(bc.iter().all(|x| x.len() >= nblk * NB), "product_blocks_codes: the rows are shorter than the blocks");
+    let len = nblk * NB;
+    // Every load below reads inside [0, len) of these slices.
+    assert!(
+        (NB == 16 || NB == 32) && av.len() >= len && ae.len() >= len && bc.iter().all(|x| x.len() >= len),
+        "product_blocks_codes: the rows are shorter than the blocks"
+    );
     // The format's constants: exponent-field mask, bias, first non-finite magnitude.
     let (field_mask, bias, nonfinite) = if E4M3 { (0x0F, 7, 0x7F) } else { (0x1F, 15, 0x7C) };
     let (mag_mask, one, last_finite) = (_mm512_set1_epi8(0x7F), _mm512_set1_epi8(1), _mm512_set1_epi8(nonfinite - 1));
@@ -99,102 +104,11 @@ pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
     // e4m3's operand exponent of each exponent field, max(field, 1) - 7, looked up in every 128-bit lane.
     let e4m3_exp = _mm512_broadcast_i32x4(_mm_setr_epi8(-6, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8));
     let half_mask = _mm512_set1_epi16(if E4M3 { 0xBFFFu16 as i16 } else { -1 });
+    let a_scale = _mm512_set1_ps(if E4M3 { 256.0 } else { 1.0 });
     let rows = bc.map(|r| r.as_ptr());
-    // A group: the codes with non-finite ones made zeros, and their operand exponents.
-    let group = |j0: usize, o: usize| {
-        let raw = gather_group::<NB>(rows, j0, o);
-        // Zero or non-finite: magnitude - 1 (wrapping) at or above the last finite magnitude.
-        let zero = _mm512_cmpge_epu8_mask(_mm512_sub_epi8(_mm512_and_si512(raw, mag_mask), one), last_finite);
-        let field = if E4M3 { _mm512_srli_epi16::<3>(raw) } else { _mm512_srli_epi16::<2>(raw) };
-        let field = _mm512_and_si512(field, field_mask);
-        let eb = if E4M3 {
-            _mm512_shuffle_epi8(e4m3_exp, field)
-        } else {
-            _mm512_sub_epi8(_mm512_max_epu8(field, one), bias)
-        };
-        (_mm512_mask_mov_epi8(eb, zero, zero_exp), _mm512_maskz_mov_epi8(!zero, raw))
-    };
-    // A chain's values from its group's codes, as binary16 bits (sign-extended bytes: the sign lands in bit 15).
-    let values = |codes: &[__m512i; 4], j: usize, _o: usize| {
-        if NB == 32 {
-            let group = codes[j / 2];
-            let own = match j % 2 {
-                0 => _mm512_castsi512_si256(group),
-                _ => _mm512_extracti64x4_epi64::<1>(group),
-            };
-            let wide = _mm512_cvtepi8_epi16(own);
-            let halves = if E4M3 {
-                _mm512_and_si512(_mm512_slli_epi16::<7>(wide), half_mask)
-            } else {
-                _mm512_slli_epi16::<8>(wide)
-            };
-            (_mm512_cvtph_ps(_mm512_castsi512_si256(halves)), _mm512_cvtph_ps(_mm512_extracti64x4_epi64::<1>(halves)))
-        } else {
-            let group = codes[j / 4];
-            let own = match j % 4 {
-                0 => _mm512_castsi512_si128(group),
-                1 => _mm512_extracti32x4_epi32::<1>(group),
-                2 => _mm512_extracti32x4_epi32::<2>(group),
-                _ => _mm512_extracti32x4_epi32::<3>(group),
-            };
-            let wide = _mm256_cvtepi8_epi16(own);
-            let halves = if E4M3 {
-                _mm256_and_si256(_mm256_slli_epi16::<7>(wide), _mm512_castsi512_si256(half_mask))
-            } else {
-                _mm256_slli_epi16::<8>(wide)
-            };
-            let v = _mm512_cvtph_ps(halves);
-            (v, v)
-        }
-    };
-    blocks_zmm::<NB>(av, ae, nblk, c, p, if E4M3 { 256.0 } else { 1.0 }, group, values);
-}
-
-/// The bytes of chains j0.. (64 / NB of them) at block offset `o` of `rows`, in one vector.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-#[inline]
-unsafe fn gather_group<const NB: usize>(rows: [*const u8; 8], j0: usize, o: usize) -> __m512i {
-    if NB == 32 {
-        let lo = _mm256_loadu_si256(rows[j0].add(o) as *const __m256i);
-        let hi = _mm256_loadu_si256(rows[j0 + 1].add(o) as *const __m256i);
-        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
-    } else {
-        let part = |t: usize| _mm_loadu_si128(rows[j0 + t].add(o) as *const __m128i);
-        let v = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(part(0)), part(1));
-        _mm512_inserti32x4::<3>(_mm512_inserti32x4::<2>(v, part(2)), part(3))
-    }
-}
-
-/// The AVX-512 steps' common part, eight chains of one row of A over `nblk` blocks of `NB` (16 or 32)
-/// products. `group(j0, o)` gives the operand exponents of chains j0.. (64 / NB of them) at block offset `o`
-/// in one vector ([`crate::tables::ZERO_EXP`] for zeros) and a vector that `values(groups, j, o)` reads
-/// chain j's values from (the second of a block of 16 repeats the first); those values times `a_scale` are
-/// B's (A's are multiplied by it first: a power of two, exact).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-#[inline]
-#[allow(clippy::too_many_arguments)]
-unsafe fn blocks_zmm<const NB: usize>(
-    av: &[f32],
-    ae: &[i8],
-    nblk: usize,
-    c: &mut [f32; 8],
-    p: &Params,
-    a_scale: f32,
-    group: impl Fn(usize, usize) -> (__m512i, __m512i),
-    values: impl Fn(&[__m512i; 4], usize, usize) -> (__m512, __m512),
-) {
-    let len = nblk * NB;
-    // Every load below reads inside [0, len) of these slices.
-    assert!(
-        (NB == 16 || NB == 32) && av.len() >= len && ae.len() >= len,
-        "the AVX-512 product-lane step: A's decoded row is shorter than the blocks"
-    );
-    let a_scale = _mm512_set1_ps(a_scale);
     let mut cv = _mm256_loadu_ps(c.as_ptr());
     let lane: [__m512i; 8] = std::array::from_fn(|j| _mm512_set1_epi32(j as i32));
-    // Chains per vector of 64 bytes.
+    // Chains per vector of 64 codes.
     let per = 64 / NB;
     for o in (0..len).step_by(NB) {
         // A's exponents in every block-sized part of a vector.
@@ -203,14 +117,24 @@ unsafe fn blocks_zmm<const NB: usize>(
         } else {
             _mm512_broadcast_i32x4(_mm_loadu_si128(ae.as_ptr().add(o) as *const __m128i))
         };
-        // `per` chains at a time: the saturating i8 sums of the operand exponents, reduced to 16 lanes per chain.
-        let mut groups = [_mm512_setzero_si512(); 4];
+        // `per` chains at a time: the codes with non-finite ones made zeros, and the saturating i8 sums of the
+        // operand exponents reduced to 16 lanes per chain.
+        let mut codes = [_mm512_setzero_si512(); 4];
         let mut x = [_mm_setzero_si128(); 8];
-        for (g, payload) in groups.iter_mut().take(8 / per).enumerate() {
+        for (g, codes) in codes.iter_mut().take(8 / per).enumerate() {
             let j0 = g * per;
-            let (eb, pay) = group(j0, o);
-            *payload = pay;
-            let m = _mm512_adds_epi8(ea, eb);
+            let raw = gather_group::<NB>(rows, j0, o);
+            // Zero or non-finite: magnitude - 1 (wrapping) at or above the last finite magnitude.
+            let zero = _mm512_cmpge_epu8_mask(_mm512_sub_epi8(_mm512_and_si512(raw, mag_mask), one), last_finite);
+            *codes = _mm512_maskz_mov_epi8(!zero, raw);
+            let field = if E4M3 { _mm512_srli_epi16::<3>(raw) } else { _mm512_srli_epi16::<2>(raw) };
+            let field = _mm512_and_si512(field, field_mask);
+            let eb = if E4M3 {
+                _mm512_shuffle_epi8(e4m3_exp, field)
+            } else {
+                _mm512_sub_epi8(_mm512_max_epu8(field, one), bias)
+            };
+            let m = _mm512_adds_epi8(ea, _mm512_mask_mov_epi8(eb, zero, zero_exp));
             if NB == 32 {
                 // Each chain's two halves folded: its maximum in 128-bit lanes 0 (chain j0) and 2 (j0 + 1).
                 let m = _mm512_max_epi8(m, _mm512_shuffle_i64x2::<0b10_11_00_01>(m, m));
@@ -232,23 +156,61 @@ unsafe fn blocks_zmm<const NB: usize>(
         let mut acc = [_mm256_setzero_ps(); 8];
         for (j, accj) in acc.iter_mut().enumerate() {
             let sj = _mm512_permutexvar_ps(lane[j], s16);
-            let term = |a: __m512, b: __m512| {
-                _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(
-                    _mm512_mul_ps(a, b),
-                    sj,
-                ))
+            let term = |a: __m512, h: __m256i| {
+                let t = _mm512_mul_ps(_mm512_mul_ps(a, _mm512_cvtph_ps(h)), sj);
+                _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(t)
             };
-            let (b0, b1) = values(&groups, j, o);
-            let mut t = term(a0, b0);
-            if NB == 32 {
-                t = _mm512_add_ps(t, term(a1, b1));
-            }
+            // The codes as binary16 bits (sign-extended bytes: the sign lands in bit 15).
+            let t = if NB == 32 {
+                let own = match j % 2 {
+                    0 => _mm512_castsi512_si256(codes[j / 2]),
+                    _ => _mm512_extracti64x4_epi64::<1>(codes[j / 2]),
+                };
+                let wide = _mm512_cvtepi8_epi16(own);
+                let halves = if E4M3 {
+                    _mm512_and_si512(_mm512_slli_epi16::<7>(wide), half_mask)
+                } else {
+                    _mm512_slli_epi16::<8>(wide)
+                };
+                let t = term(a0, _mm512_castsi512_si256(halves));
+                _mm512_add_ps(t, term(a1, _mm512_extracti64x4_epi64::<1>(halves)))
+            } else {
+                let own = match j % 4 {
+                    0 => _mm512_castsi512_si128(codes[j / 4]),
+                    1 => _mm512_extracti32x4_epi32::<1>(codes[j / 4]),
+                    2 => _mm512_extracti32x4_epi32::<2>(codes[j / 4]),
+                    _ => _mm512_extracti32x4_epi32::<3>(codes[j / 4]),
+                };
+                let wide = _mm256_cvtepi8_epi16(own);
+                let halves = if E4M3 {
+                    _mm256_and_si256(_mm256_slli_epi16::<7>(wide), _mm512_castsi512_si256(half_mask))
+                } else {
+                    _mm256_slli_epi16::<8>(wide)
+                };
+                term(a0, halves)
+            };
             let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(t)));
             *accj = _mm256_add_ps(_mm512_castps512_ps256(t), hi);
         }
         cv = normalised(acc, cv, s, inv, p);
     }
     _mm256_storeu_ps(c.as_mut_ptr(), cv);
+}
+
+/// The codes of chains j0.. (64 / NB of them) at block offset `o` of `rows`, in one vector.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+unsafe fn gather_group<const NB: usize>(rows: [*const u8; 8], j0: usize, o: usize) -> __m512i {
+    if NB == 32 {
+        let lo = _mm256_loadu_si256(rows[j0].add(o) as *const __m256i);
+        let hi = _mm256_loadu_si256(rows[j0 + 1].add(o) as *const __m256i);
+        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+    } else {
+        let part = |t: usize| _mm_loadu_si128(rows[j0 + t].add(o) as *const __m128i);
+        let v = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(part(0)), part(1));
+        _mm512_inserti32x4::<3>(_mm512_inserti32x4::<2>(v, part(2)), part(3))
+    }
 }
 
 /// The scales of a block of eight chains: `x[j]` holds chain j's saturating i8 sums of operand exponents,
