@@ -16,9 +16,10 @@ use mmaemu_model::plan::{combine, Plan, Scheme};
 use mmaemu_model::{Operands, Preset};
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 mod products;
-pub use products::{products_serve, strip_tile, X86_AVX2, X86_AVX512, X86_NONE};
+pub use products::{products_serve, reads_b_codes, strip_tile, X86_AVX2, X86_AVX512, X86_NONE};
 
 /// Target length of a piece of a chunk (rounded to whole blocks): the panel planes of a piece (5 or 9 bytes
 /// per position and output: 40 to 150 KB) stay in L1 or L2 while every row of the tile runs over them; 256
@@ -72,7 +73,8 @@ impl ChunkPlan {
     }
 }
 
-/// Everything a tile needs: the finite operands, the decoded tables, the kernel parameters and the plan.
+/// Everything a tile needs: the operands (finite, or B watched), the decoded tables, the kernel parameters and the
+/// plan.
 pub struct Job<'a> {
     a: &'a [u8],
     b: &'a [u8],
@@ -85,6 +87,9 @@ pub struct Job<'a> {
     splits: Vec<Vec<ChunkPlan>>,
     fast: bool,
     scheme: Scheme,
+    /// B was not scanned for non-finite codes: the block step that reads B's codes sets this when it meets one
+    /// (it reads them as zeros meanwhile, and the caller discards the result).
+    watch: Option<&'a AtomicBool>,
 }
 
 impl<'a> Job<'a> {
@@ -110,6 +115,7 @@ impl<'a> Job<'a> {
             splits,
             fast: plan.fast(),
             scheme: plan.split().scheme(),
+            watch: None,
         }
     }
 
@@ -129,6 +135,20 @@ impl<'a> Job<'a> {
             splits: vec![vec![ChunkPlan::new(std::slice::from_ref(&(0..l)), l, p.nfma, p.zero_block_is_identity)]],
             fast: true,
             scheme: Scheme::None,
+            watch: None,
+        }
+    }
+
+    /// The job with B unscanned: the step over B's codes records in `seen` whether it met a non-finite code
+    /// (see [`reads_b_codes`] for the jobs whose every code of B it reads).
+    pub fn watching(self, seen: &'a AtomicBool) -> Job<'a> {
+        Job { watch: Some(seen), ..self }
+    }
+
+    /// Record that the step over B's codes met a non-finite code (see [`Job::watching`]).
+    fn saw_nonfinite_b(&self) {
+        if let Some(w) = self.watch {
+            w.store(true, Ordering::Relaxed);
         }
     }
 

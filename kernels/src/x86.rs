@@ -73,7 +73,8 @@ pub unsafe fn product_blocks<const NB: usize>(
 /// an e4m3 code's magnitude moved down one bit (exponent field 0eeee, same mantissa) is the binary16 of its value
 /// times 2^-8, subnormals included, so A's values are multiplied by 2^8 first (exact: |a| * 2^8 < 2^17). The
 /// operand exponents come from the exponent field (`max(field, 1) - bias`), with [`crate::tables::ZERO_EXP`] for
-/// zeros; non-finite codes are read as zeros, as [`crate::tables::Lut::decode`] reads them. The rest is
+/// zeros; non-finite codes are read as zeros, as [`crate::tables::Lut::decode`] reads them, and the step returns
+/// whether it met one (the largest magnitude it read, kept in a running maximum). The rest is
 /// [`product_blocks`]'s arithmetic, sixteen products per vector.
 ///
 /// # Safety
@@ -89,7 +90,7 @@ pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
     nblk: usize,
     c: &mut [f32; 8],
     p: &Params,
-) {
+) -> bool {
     let len = nblk * NB;
     // Every load below reads inside [0, len) of these slices.
     assert!(
@@ -107,6 +108,7 @@ pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
     let a_scale = _mm512_set1_ps(if E4M3 { 256.0 } else { 1.0 });
     let rows = bc.map(|r| r.as_ptr());
     let mut cv = _mm256_loadu_ps(c.as_ptr());
+    let mut most = _mm512_setzero_si512();
     let lane: [__m512i; 8] = std::array::from_fn(|j| _mm512_set1_epi32(j as i32));
     // Chains per vector of 64 codes.
     let per = 64 / NB;
@@ -125,7 +127,9 @@ pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
             let j0 = g * per;
             let raw = gather_group::<NB>(rows, j0, o);
             // Zero or non-finite: magnitude - 1 (wrapping) at or above the last finite magnitude.
-            let zero = _mm512_cmpge_epu8_mask(_mm512_sub_epi8(_mm512_and_si512(raw, mag_mask), one), last_finite);
+            let mag = _mm512_and_si512(raw, mag_mask);
+            most = _mm512_max_epu8(most, mag);
+            let zero = _mm512_cmpge_epu8_mask(_mm512_sub_epi8(mag, one), last_finite);
             *codes = _mm512_maskz_mov_epi8(!zero, raw);
             let field = if E4M3 { _mm512_srli_epi16::<3>(raw) } else { _mm512_srli_epi16::<2>(raw) };
             let field = _mm512_and_si512(field, field_mask);
@@ -195,6 +199,7 @@ pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
         cv = normalised(acc, cv, s, inv, p);
     }
     _mm256_storeu_ps(c.as_mut_ptr(), cv);
+    _mm512_cmpgt_epu8_mask(most, last_finite) != 0
 }
 
 /// The codes of chains j0.. (64 / NB of them) at block offset `o` of `rows`, in one vector.
@@ -264,8 +269,8 @@ mod tests {
     use rand::{RngExt, SeedableRng};
 
     /// The AVX-512 step over codes equals the portable step over the decoded rows, bit for bit, on every code of
-    /// B's format, non-finite ones included (they never reach a GEMM's kernels, which read them as zeros like
-    /// the decoding does), for blocks of 16 (ada) and 32 (hopper) and both formats of A and B.
+    /// B's format, non-finite ones included (read as zeros like the decoding reads them, and reported), for blocks
+    /// of 16 (ada) and 32 (hopper) and both formats of A and B.
     #[test]
     fn codes_step_equals_the_decoded_step() {
         if crate::SimdLevel::by_name("avx512").is_none() {
@@ -331,7 +336,7 @@ mod tests {
                         let (av, ae) = (&av[o..], &ae[o..]);
                         let (mut want, mut got) = ([0f32; 8], [0f32; 8]);
                         // SAFETY: the AVX-512 level exists, so the CPU has the step's features.
-                        unsafe {
+                        let nonfinite = unsafe {
                             if nb == 16 {
                                 product_blocks::<16, 8, true>(av, ae, bv, be, nblk, &mut want, &p);
                                 match fb {
@@ -345,7 +350,10 @@ mod tests {
                                     Format::E5m2 => product_blocks_codes::<32, false>(av, ae, bc, nblk, &mut got, &p),
                                 }
                             }
-                        }
+                        };
+                        // The step tells whether it met a non-finite code.
+                        let held = b.iter().any(|r| r[o..o + nblk * nb].iter().any(|&x| fb.is_nonfinite(x)));
+                        assert_eq!(nonfinite, held, "{} {fa} x {fb} round {round}, positions from {o}", preset.name());
                         (want, got)
                     };
                     // The whole rows; for B's subnormals also every block alone, whose maximum then comes from

@@ -263,3 +263,73 @@ fn b200_mma_sync_against_model() {
 fn custom_presets_against_model() {
     family(3);
 }
+
+/// A decode step (one or two rows of A) on a level whose block step reads B's codes finds B's non-finite codes as
+/// it computes, instead of a scan before it: wherever one non-finite code sits in B (any row, any position of
+/// any chunk or split, any class of either format), `run_plan_checked` answers None, and `execute` gives the
+/// model's bits; without one it gives the model's bits directly.
+#[test]
+fn decode_steps_find_every_nonfinite_code_of_b() {
+    let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) / 25;
+    let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0005) ^ 0xDEC0DE;
+    let cpu: Vec<CpuEngine> =
+        SimdLevel::available().into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
+    let failures: Vec<String> = (0..cases)
+        .into_par_iter()
+        .filter_map(|index| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ index);
+            let preset = if rng.random_ratio(1, 2) { Preset::ada() } else { Preset::hopper() };
+            let (fa, fb) = (Format::ALL[rng.random_range(0..=1)], Format::ALL[rng.random_range(0..=1)]);
+            let (m, n) = (rng.random_range(1..=2), rng.random_range(1..=70));
+            let k = if index % 10 == 0 { rng.random_range(3000..=20_000) } else { rng.random_range(1..=3000) };
+            let plan = plan(&mut rng, &preset, k)?;
+            let g = rng.random_range(0..=5);
+            let a: Vec<u8> = (0..m * k).map(|_| code(&mut rng, fa, g, false)).collect();
+            let mut b: Vec<u8> = (0..n * k).map(|_| code(&mut rng, fb, g, false)).collect();
+            let planted = (index % 4 != 0).then(|| {
+                let at = rng.random_range(0..n * k);
+                let sign = if rng.random_ratio(50, 100) { 0x80 } else { 0 };
+                b[at] = fb.nonfinite_mask() | (rng.random::<u8>() & !fb.nonfinite_mask() & 0x7F) | sign;
+                at
+            });
+            let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+            let want = match execute(&preset, &plan, &ops, &ReferenceEngine) {
+                Ok(w) => w,
+                Err(e) => return Some(format!("case {index}: the model failed: {e}")),
+            };
+            for engine in &cpu {
+                let what = || {
+                    format!(
+                        "case {index}: {} {} {fa} x {fb} [{m}, {n}, {k}] fast {} split {}",
+                        engine.name(),
+                        preset.name(),
+                        plan.fast(),
+                        plan.split()
+                    )
+                };
+                if engine.run_plan_checked(&preset, &plan, &ops).is_some() == planted.is_some() {
+                    return Some(format!("{}: the non-finite code at {planted:?} of B was not told", what()));
+                }
+                let got = match execute(&preset, &plan, &ops, engine) {
+                    Ok(g) => g,
+                    Err(e) => return Some(format!("{}: {e}", what())),
+                };
+                if let Some(i) = (0..want.len()).find(|&i| bits(want[i]) != bits(got[i])) {
+                    return Some(format!(
+                        "{}: output {i} = {:#010x}, model {:#010x}",
+                        what(),
+                        bits(got[i]),
+                        bits(want[i])
+                    ));
+                }
+            }
+            None
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases failed; first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(5)].join("\n")
+    );
+}

@@ -81,6 +81,18 @@ pub trait ChainEngine: Sync {
     fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {
         f.any_nonfinite(codes)
     }
+
+    /// [`ChainEngine::run_plan`] over operands as the caller gave them: the combined partials, or None when an
+    /// operand holds a non-finite code (the executor then replaces those codes and runs `run_plan`, §3.5 step 3).
+    /// The default asks [`ChainEngine::any_nonfinite`] of both operands first. An engine whose kernels read every
+    /// code of an operand may find the non-finite ones as it computes instead, so that a large operand is read
+    /// once (a decode step's B); it must answer None exactly when the scan would have found one.
+    fn run_plan_checked(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Option<Vec<f32>> {
+        if self.any_nonfinite(ops.fa, ops.a) || self.any_nonfinite(ops.fb, ops.b) {
+            return None;
+        }
+        Some(self.run_plan(preset, plan, ops))
+    }
 }
 
 /// A reference to an engine is an engine: registries hand out `&'static dyn ChainEngine`, and lists of
@@ -100,6 +112,9 @@ impl<E: ChainEngine + ?Sized> ChainEngine for &E {
     }
     fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {
         (**self).any_nonfinite(f, codes)
+    }
+    fn run_plan_checked(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Option<Vec<f32>> {
+        (**self).run_plan_checked(preset, plan, ops)
     }
 }
 
@@ -231,6 +246,10 @@ pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn Ch
     }
     // docs/reference.md §5.2 step 12: no result is computed while the calling thread flushes subnormals.
     crate::fpenv::check()?;
+    // Finite operands (the common case) run as they are; the engine tells whether they were.
+    if let Some(out) = engine.run_plan_checked(preset, plan, ops) {
+        return Ok(out);
+    }
     let sa = sanitised(ops.a, ops.fa, engine);
     let sb = sanitised(ops.b, ops.fb, engine);
     let a = sa.as_deref().unwrap_or(ops.a);

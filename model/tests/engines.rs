@@ -49,8 +49,11 @@ impl ChainEngine for Probe {
     }
 }
 
-/// The four answers of an engine, called through the generic parameter (for `&Probe`, the impl for references).
-fn answers<E: ChainEngine>(e: E) -> (String, Vec<f32>, Vec<f32>, [bool; 2]) {
+/// An engine's answers: name, chains, run_plan, run_plan_checked, serves (hopper, ada).
+type Answers = (String, Vec<f32>, Vec<f32>, Option<Vec<f32>>, [bool; 2]);
+
+/// The five answers of an engine, called through the generic parameter (for `&Probe`, the impl for references).
+fn answers<E: ChainEngine>(e: E) -> Answers {
     let (a, b) = (vec![0x38u8; 2 * 16], vec![0x38u8; 3 * 16]);
     let ops = ops(&a, &b, 2, 3, 16);
     let hopper = Preset::hopper();
@@ -59,13 +62,15 @@ fn answers<E: ChainEngine>(e: E) -> (String, Vec<f32>, Vec<f32>, [bool; 2]) {
         e.name(),
         e.chains(&hopper, &ops),
         e.run_plan(&hopper, &plan, &ops),
+        e.run_plan_checked(&hopper, &plan, &ops),
         [e.serves(&hopper, E4, E5), e.serves(&Preset::ada(), E4, E5)],
     )
 }
 
 #[test]
 fn an_engine_behind_a_reference_forwards_every_method() {
-    let want = ("probe".to_string(), vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5], vec![-2.0; 6], [true, false]);
+    let want =
+        ("probe".to_string(), vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5], vec![-2.0; 6], Some(vec![-2.0; 6]), [true, false]);
     assert_eq!(answers(Probe), want);
     assert_eq!(answers(&Probe), want);
 }

@@ -70,6 +70,13 @@ fn prefetch_next(job: &Job, rows: Range<usize>, single: &Option<Range<usize>>, l
     }
 }
 
+/// Whether a product-lane tile of `rows` rows of the job on the AVX-512 level reads every code of B with the block
+/// step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all rows of A, so at
+/// most [`CODE_ROWS`] of them, and the kernel must serve the preset.
+pub fn reads_b_codes(job: &Job) -> bool {
+    products_serve(job) && job.m() <= CODE_ROWS
+}
+
 /// Whether the product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada,
 /// hopper, and custom presets of those sizes).
 pub fn products_serve(job: &Job) -> bool {
@@ -220,12 +227,15 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
                 let (a, e) = (&self.av[r * len..(r + 1) * len], &self.ae[r * len..(r + 1) * len]);
                 // SAFETY: `X86_AVX512` is passed only by the tiles of the AVX-512 level, which exists only after
                 // `is_x86_feature_detected!` reported AVX-512F/BW/VL, AVX2 and F16C.
-                unsafe {
+                let nonfinite = unsafe {
                     if e4m3 {
                         crate::x86::product_blocks_codes::<NB, true>(a, e, codes, nblk, c, &job.p)
                     } else {
                         crate::x86::product_blocks_codes::<NB, false>(a, e, codes, nblk, c, &job.p)
                     }
+                };
+                if nonfinite {
+                    job.saw_nonfinite_b();
                 }
             }
         }
