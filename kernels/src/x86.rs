@@ -67,15 +67,29 @@ pub unsafe fn product_blocks<const NB: usize>(
     _mm256_storeu_ps(c.as_mut_ptr(), cv);
 }
 
-/// [`product_blocks`] for the AVX-512 level with B's codes decoded in registers: `bc` holds the eight rows of B as
-/// FP8 codes (`E4M3`: e4m3, else e5m2), `av`/`ae` the row of A decoded as before. A code of B becomes its value
-/// through the hardware half-precision conversion: e5m2 is the upper byte of the binary16 of the same value, and
-/// an e4m3 code's magnitude moved down one bit (exponent field 0eeee, same mantissa) is the binary16 of its value
-/// times 2^-8, subnormals included, so A's values are multiplied by 2^8 first (exact: |a| * 2^8 < 2^17). The
-/// operand exponents come from the exponent field (`max(field, 1) - bias`), with [`crate::tables::ZERO_EXP`] for
-/// zeros; non-finite codes are read as zeros, as [`crate::tables::Lut::decode`] reads them, and the step returns
-/// whether it met one (the largest magnitude it read, kept in a running maximum). The rest is
-/// [`product_blocks`]'s arithmetic, sixteen products per vector.
+/// Bytes ahead of the block that [`product_blocks_codes`] asks the memory for in every row.
+const AHEAD: usize = 512;
+
+/// Rows of B per call of [`product_blocks_codes`]: one per lane of a vector of f32 accumulators.
+pub const CODE_CHAINS: usize = 16;
+
+/// [`product_blocks`] for the AVX-512 level over B's codes, sixteen chains at a time with the lanes across the
+/// chains: `bc` holds sixteen rows of B as FP8 codes (`E4M3`: e4m3, else e5m2), `av`/`ae` the row of A decoded as
+/// before, `c` the sixteen accumulators. Returns whether a code of B was non-finite.
+///
+/// Per block, the rows' codes are transposed by dwords, so that one vector holds four consecutive positions of
+/// every row (lane r: row r). A code of B becomes its value through the hardware half-precision conversion: e5m2
+/// is the upper byte of the binary16 of the same value, and an e4m3 code's magnitude moved down one bit (exponent
+/// field 0eeee, same mantissa) is the binary16 of its value times 2^-8, subnormals included, so A's values are
+/// multiplied by 2^8 (exact: |a| * 2^8 < 2^17). The operand exponent comes from the exponent field
+/// (`max(field, 1) - bias`), with [`crate::tables::ZERO_EXP`] for zeros. Each f32 lane then holds one chain at
+/// one of four phases of the position: the block maximum is taken over the steps and then over the four bytes of
+/// each dword, the truncated terms (integers below 2^24: exact in any order) are summed over the steps and then
+/// over the four phases, and the sixteen chains' scales and normalisations share the lanes of one vector.
+///
+/// Non-finite codes of B are not made zeros: the step only reports them (the largest magnitude it read), and its
+/// results are then discarded by its caller, which runs it on finite codes or watches B (see
+/// [`crate::driver::Job::watching`]).
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW/VL, AVX2 and F16C (the caller holds the AVX-512 level, made after
@@ -86,9 +100,9 @@ pub unsafe fn product_blocks<const NB: usize>(
 pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
     av: &[f32],
     ae: &[i8],
-    bc: [&[u8]; 8],
+    bc: [&[u8]; CODE_CHAINS],
     nblk: usize,
-    c: &mut [f32; 8],
+    c: &mut [f32; CODE_CHAINS],
     p: &Params,
 ) -> bool {
     let len = nblk * NB;
@@ -97,125 +111,167 @@ pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
         (NB == 16 || NB == 32) && av.len() >= len && ae.len() >= len && bc.iter().all(|x| x.len() >= len),
         "product_blocks_codes: the rows are shorter than the blocks"
     );
-    // The format's constants: exponent-field mask, bias, first non-finite magnitude.
-    let (field_mask, bias, nonfinite) = if E4M3 { (0x0F, 7, 0x7F) } else { (0x1F, 15, 0x7C) };
-    let (mag_mask, one, last_finite) = (_mm512_set1_epi8(0x7F), _mm512_set1_epi8(1), _mm512_set1_epi8(nonfinite - 1));
+    // The format's constants: exponent-field mask and bias, the last finite magnitude.
+    let (field_mask, bias, last_finite) = if E4M3 { (0x0F, 7, 0x7E) } else { (0x1F, 15, 0x7B) };
+    let (mag_mask, one) = (_mm512_set1_epi8(0x7F), _mm512_set1_epi8(1));
     let (field_mask, bias, zero_exp) =
         (_mm512_set1_epi8(field_mask), _mm512_set1_epi8(bias), _mm512_set1_epi8(crate::tables::ZERO_EXP));
     // e4m3's operand exponent of each exponent field, max(field, 1) - 7, looked up in every 128-bit lane.
     let e4m3_exp = _mm512_broadcast_i32x4(_mm_setr_epi8(-6, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8));
     let half_mask = _mm512_set1_epi16(if E4M3 { 0xBFFFu16 as i16 } else { -1 });
     let a_scale = _mm512_set1_ps(if E4M3 { 256.0 } else { 1.0 });
-    let rows = bc.map(|r| r.as_ptr());
-    let mut cv = _mm256_loadu_ps(c.as_ptr());
+    // Lane l of the f32 vector q holds chain 4q + l / 4: the index of its scale.
+    let mut spread = [_mm512_setzero_si512(); 4];
+    for (q, v) in spread.iter_mut().enumerate() {
+        let mut i = [0i32; 16];
+        for (l, x) in i.iter_mut().enumerate() {
+            *x = (4 * q + l / 4) as i32;
+        }
+        *v = _mm512_loadu_si512(i.as_ptr() as *const __m512i);
+    }
+    // Lanes 0, 4, 8, 12 of two vectors, into lanes 0..8.
+    let firsts = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+    let mut rows = [std::ptr::null::<u8>(); CODE_CHAINS];
+    for (r, b) in rows.iter_mut().zip(bc) {
+        *r = b.as_ptr();
+    }
+    let mut cv = _mm512_loadu_ps(c.as_ptr());
     let mut most = _mm512_setzero_si512();
-    let lane: [__m512i; 8] = std::array::from_fn(|j| _mm512_set1_epi32(j as i32));
-    // Chains per vector of 64 codes.
-    let per = 64 / NB;
+    let steps = NB / 4;
+    // (No closures or array maps below: they are not compiled with this function's target features, and calls
+    // to them ran the step four times slower.)
     for o in (0..len).step_by(NB) {
-        // A's exponents in every block-sized part of a vector.
-        let ea = if NB == 32 {
-            _mm512_broadcast_i64x4(_mm256_loadu_si256(ae.as_ptr().add(o) as *const __m256i))
-        } else {
-            _mm512_broadcast_i32x4(_mm_loadu_si128(ae.as_ptr().add(o) as *const __m128i))
-        };
-        // `per` chains at a time: the codes with non-finite ones made zeros, and the saturating i8 sums of the
-        // operand exponents reduced to 16 lanes per chain.
-        let mut codes = [_mm512_setzero_si512(); 4];
-        let mut x = [_mm_setzero_si128(); 8];
-        for (g, codes) in codes.iter_mut().take(8 / per).enumerate() {
-            let j0 = g * per;
-            let raw = gather_group::<NB>(rows, j0, o);
-            // Zero or non-finite: magnitude - 1 (wrapping) at or above the last finite magnitude.
-            let mag = _mm512_and_si512(raw, mag_mask);
-            most = _mm512_max_epu8(most, mag);
-            let zero = _mm512_cmpge_epu8_mask(_mm512_sub_epi8(mag, one), last_finite);
-            *codes = _mm512_maskz_mov_epi8(!zero, raw);
-            let field = if E4M3 { _mm512_srli_epi16::<3>(raw) } else { _mm512_srli_epi16::<2>(raw) };
-            let field = _mm512_and_si512(field, field_mask);
-            let eb = if E4M3 {
-                _mm512_shuffle_epi8(e4m3_exp, field)
-            } else {
-                _mm512_sub_epi8(_mm512_max_epu8(field, one), bias)
-            };
-            let m = _mm512_adds_epi8(ea, _mm512_mask_mov_epi8(eb, zero, zero_exp));
-            if NB == 32 {
-                // Each chain's two halves folded: its maximum in 128-bit lanes 0 (chain j0) and 2 (j0 + 1).
-                let m = _mm512_max_epi8(m, _mm512_shuffle_i64x2::<0b10_11_00_01>(m, m));
-                x[j0] = _mm512_castsi512_si128(m);
-                x[j0 + 1] = _mm512_extracti32x4_epi32::<2>(m);
-            } else {
-                x[j0] = _mm512_castsi512_si128(m);
-                x[j0 + 1] = _mm512_extracti32x4_epi32::<1>(m);
-                x[j0 + 2] = _mm512_extracti32x4_epi32::<2>(m);
-                x[j0 + 3] = _mm512_extracti32x4_epi32::<3>(m);
+        if o % 64 == 0 {
+            for r in rows {
+                // A hint for the line `AHEAD` bytes on (past the slice at its end, where it reads the rows' next
+                // piece): it reads nothing architecturally, and `wrapping_add` makes no claim on the address.
+                _mm_prefetch::<_MM_HINT_T0>(r.wrapping_add(o + AHEAD) as *const i8);
             }
         }
-        let (s, inv) = scales(x, cv, p);
-        // Aligned, truncated terms of each chain, sixteen per vector (integers below 2^24: exact), the sixteen
-        // lanes added into eight.
-        let a0 = _mm512_mul_ps(_mm512_loadu_ps(av.as_ptr().add(o)), a_scale);
-        let a1 = if NB == 32 { _mm512_mul_ps(_mm512_loadu_ps(av.as_ptr().add(o + 16)), a_scale) } else { a0 };
-        let s16 = _mm512_castps256_ps512(s);
-        let mut acc = [_mm256_setzero_ps(); 8];
-        for (j, accj) in acc.iter_mut().enumerate() {
-            let sj = _mm512_permutexvar_ps(lane[j], s16);
-            let term = |a: __m512, h: __m256i| {
-                let t = _mm512_mul_ps(_mm512_mul_ps(a, _mm512_cvtph_ps(h)), sj);
-                _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(t)
-            };
-            // The codes as binary16 bits (sign-extended bytes: the sign lands in bit 15).
-            let t = if NB == 32 {
-                let own = match j % 2 {
-                    0 => _mm512_castsi512_si256(codes[j / 2]),
-                    _ => _mm512_extracti64x4_epi64::<1>(codes[j / 2]),
-                };
-                let wide = _mm512_cvtepi8_epi16(own);
-                let halves = if E4M3 {
-                    _mm512_and_si512(_mm512_slli_epi16::<7>(wide), half_mask)
-                } else {
-                    _mm512_slli_epi16::<8>(wide)
-                };
-                let t = term(a0, _mm512_castsi512_si256(halves));
-                _mm512_add_ps(t, term(a1, _mm512_extracti64x4_epi64::<1>(halves)))
+        let x = transposed::<NB>(&rows, o);
+        // The block maximum: saturating i8 sums of the operand exponents, their maximum over the steps in each
+        // byte, then over the four bytes of each dword.
+        let mut emax = _mm512_set1_epi8(i8::MIN);
+        for (t, &x) in x.iter().enumerate().take(steps) {
+            let ea = _mm512_set1_epi32(std::ptr::read_unaligned(ae.as_ptr().add(o + 4 * t) as *const i32));
+            most = _mm512_max_epu8(most, _mm512_and_si512(x, mag_mask));
+            let zero = _mm512_testn_epi8_mask(x, mag_mask);
+            let eb = if E4M3 {
+                _mm512_shuffle_epi8(e4m3_exp, _mm512_and_si512(_mm512_srli_epi16::<3>(x), field_mask))
             } else {
-                let own = match j % 4 {
-                    0 => _mm512_castsi512_si128(codes[j / 4]),
-                    1 => _mm512_extracti32x4_epi32::<1>(codes[j / 4]),
-                    2 => _mm512_extracti32x4_epi32::<2>(codes[j / 4]),
-                    _ => _mm512_extracti32x4_epi32::<3>(codes[j / 4]),
-                };
-                let wide = _mm256_cvtepi8_epi16(own);
-                let halves = if E4M3 {
-                    _mm256_and_si256(_mm256_slli_epi16::<7>(wide), _mm512_castsi512_si256(half_mask))
-                } else {
-                    _mm256_slli_epi16::<8>(wide)
-                };
-                term(a0, halves)
+                let field = _mm512_and_si512(_mm512_srli_epi16::<2>(x), field_mask);
+                _mm512_sub_epi8(_mm512_max_epu8(field, one), bias)
             };
-            let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(t)));
-            *accj = _mm256_add_ps(_mm512_castps512_ps256(t), hi);
+            emax = _mm512_max_epi8(emax, _mm512_adds_epi8(ea, _mm512_mask_mov_epi8(eb, zero, zero_exp)));
         }
-        cv = normalised(acc, cv, s, inv, p);
+        let emax = _mm512_max_epi8(emax, _mm512_srli_epi32::<8>(emax));
+        let emax = _mm512_max_epi8(emax, _mm512_srli_epi32::<16>(emax));
+        let emax = _mm512_srai_epi32::<24>(_mm512_slli_epi32::<24>(emax));
+        // E = max(products, floor, exponent of c) (a nonzero accumulator is normal; +0 reads as -127).
+        let ec = _mm512_sub_epi32(
+            _mm512_and_si512(_mm512_srli_epi32::<23>(_mm512_castps_si512(cv)), _mm512_set1_epi32(0xFF)),
+            _mm512_set1_epi32(127),
+        );
+        let e = _mm512_max_epi32(_mm512_max_epi32(emax, _mm512_set1_epi32(p.efloor)), ec);
+        let s = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_sub_epi32(_mm512_set1_epi32(127 + p.frac), e)));
+        let inv = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(_mm512_set1_epi32(127 - p.frac), e)));
+        let mut sq = [_mm512_setzero_ps(); 4];
+        for q in 0..4 {
+            sq[q] = _mm512_permutexvar_ps(spread[q], s);
+        }
+        // Aligned, truncated terms: lane l of vector q is chain 4q + l / 4 at positions 4t + l % 4.
+        let mut acc = [_mm512_setzero_ps(); 4];
+        for (t, &x) in x.iter().enumerate().take(steps) {
+            let a = _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_loadu_ps(av.as_ptr().add(o + 4 * t))), a_scale);
+            // The codes as binary16 bits (sign-extended bytes: the sign lands in bit 15), chains 0..8 and 8..16.
+            let mut halves = [
+                _mm512_cvtepi8_epi16(_mm512_castsi512_si256(x)),
+                _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64::<1>(x)),
+            ];
+            for h in halves.iter_mut() {
+                *h = if E4M3 {
+                    _mm512_and_si512(_mm512_slli_epi16::<7>(*h), half_mask)
+                } else {
+                    _mm512_slli_epi16::<8>(*h)
+                };
+            }
+            for (q, acc) in acc.iter_mut().enumerate() {
+                let h = halves[q / 2];
+                let h = if q % 2 == 0 { _mm512_castsi512_si256(h) } else { _mm512_extracti64x4_epi64::<1>(h) };
+                let term = _mm512_mul_ps(_mm512_mul_ps(a, _mm512_cvtph_ps(h)), sq[q]);
+                *acc = _mm512_add_ps(*acc, _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(term));
+            }
+        }
+        // Each chain's four phases added (pairs, then pairs of pairs), then chain r into lane r.
+        for v in acc.iter_mut() {
+            *v = _mm512_add_ps(*v, _mm512_permute_ps::<0b10_11_00_01>(*v));
+            *v = _mm512_add_ps(*v, _mm512_permute_ps::<0b01_00_11_10>(*v));
+        }
+        let lo = _mm512_permutex2var_ps(acc[0], firsts, acc[1]);
+        let hi = _mm512_permutex2var_ps(acc[2], firsts, acc[3]);
+        let sums = _mm512_shuffle_f32x4::<0b01_00_01_00>(lo, hi);
+        // c enters like a term; the sum keeps frac_out bits and is scaled back.
+        let ct = _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(cv, s));
+        let sum = _mm512_add_ps(sums, ct);
+        let kept = _mm512_and_si512(_mm512_castps_si512(sum), _mm512_set1_epi32(p.mask32 as i32));
+        cv = _mm512_mul_ps(_mm512_castsi512_ps(kept), inv);
     }
-    _mm256_storeu_ps(c.as_mut_ptr(), cv);
-    _mm512_cmpgt_epu8_mask(most, last_finite) != 0
+    _mm512_storeu_ps(c.as_mut_ptr(), cv);
+    _mm512_cmpgt_epu8_mask(most, _mm512_set1_epi8(last_finite)) != 0
 }
 
-/// The codes of chains j0.. (64 / NB of them) at block offset `o` of `rows`, in one vector.
+/// The codes of sixteen rows at block offset `o`, transposed by dwords: vector t holds positions o + 4t .. o + 4t + 4
+/// of every row, row r in dword r (NB / 4 vectors: 8 for blocks of 32, 4 for blocks of 16; the rest are zero).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
 #[inline]
-unsafe fn gather_group<const NB: usize>(rows: [*const u8; 8], j0: usize, o: usize) -> __m512i {
+unsafe fn transposed<const NB: usize>(rows: &[*const u8; CODE_CHAINS], o: usize) -> [__m512i; 8] {
+    let mut x = [_mm512_setzero_si512(); 8];
     if NB == 32 {
-        let lo = _mm256_loadu_si256(rows[j0].add(o) as *const __m256i);
-        let hi = _mm256_loadu_si256(rows[j0 + 1].add(o) as *const __m256i);
-        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+        // Rows c and c + 8 in the two halves of vector c; then an 8 x 8 transpose of dwords in each half.
+        let mut z = [_mm512_setzero_si512(); 8];
+        for (c, z) in z.iter_mut().enumerate() {
+            let lo = _mm256_loadu_si256(rows[c].add(o) as *const __m256i);
+            let hi = _mm256_loadu_si256(rows[c + 8].add(o) as *const __m256i);
+            *z = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi);
+        }
+        let mut t = [_mm512_setzero_si512(); 8];
+        for i in (0..8).step_by(2) {
+            t[i] = _mm512_unpacklo_epi32(z[i], z[i + 1]);
+            t[i + 1] = _mm512_unpackhi_epi32(z[i], z[i + 1]);
+        }
+        // u[4g + d]: dword d (d + 4 in the odd 128-bit lanes) of rows 4g..4g + 4 of each half.
+        let mut u = [_mm512_setzero_si512(); 8];
+        for g in 0..2 {
+            for h in 0..2 {
+                let (a, b) = (t[4 * g + h], t[4 * g + 2 + h]);
+                u[4 * g + 2 * h] = _mm512_unpacklo_epi64(a, b);
+                u[4 * g + 2 * h + 1] = _mm512_unpackhi_epi64(a, b);
+            }
+        }
+        let first = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+        let second = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+        for d in 0..4 {
+            x[d] = _mm512_permutex2var_epi64(u[d], first, u[4 + d]);
+            x[d + 4] = _mm512_permutex2var_epi64(u[d], second, u[4 + d]);
+        }
     } else {
-        let part = |t: usize| _mm_loadu_si128(rows[j0 + t].add(o) as *const __m128i);
-        let v = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(part(0)), part(1));
-        _mm512_inserti32x4::<3>(_mm512_inserti32x4::<2>(v, part(2)), part(3))
+        // Rows c, c + 4, c + 8, c + 12 in the 128-bit lanes of vector c; then a 4 x 4 transpose in each lane.
+        let mut z = [_mm512_setzero_si512(); 4];
+        for (c, z) in z.iter_mut().enumerate() {
+            let part = [0, 1, 2, 3].map(|l| rows[c + 4 * l].add(o) as *const __m128i);
+            let v = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(_mm_loadu_si128(part[0])), _mm_loadu_si128(part[1]));
+            let v = _mm512_inserti32x4::<2>(v, _mm_loadu_si128(part[2]));
+            *z = _mm512_inserti32x4::<3>(v, _mm_loadu_si128(part[3]));
+        }
+        let (t0, t1) = (_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
+        let (t2, t3) = (_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
+        x[0] = _mm512_unpacklo_epi64(t0, t2);
+        x[1] = _mm512_unpackhi_epi64(t0, t2);
+        x[2] = _mm512_unpacklo_epi64(t1, t3);
+        x[3] = _mm512_unpackhi_epi64(t1, t3);
     }
+    x
 }
 
 /// The scales of a block of eight chains: `x[j]` holds chain j's saturating i8 sums of operand exponents,
@@ -268,9 +324,9 @@ mod tests {
     use rand::rngs::ChaCha8Rng;
     use rand::{RngExt, SeedableRng};
 
-    /// The AVX-512 step over codes equals the portable step over the decoded rows, bit for bit, on every code of
-    /// B's format, non-finite ones included (read as zeros like the decoding reads them, and reported), for blocks
-    /// of 16 (ada) and 32 (hopper) and both formats of A and B.
+    /// The AVX-512 step over codes equals the portable step over the decoded rows, bit for bit, on every finite code
+    /// of B's format, for blocks of 16 (ada) and 32 (hopper) and both formats of A and B; and it reports a
+    /// non-finite code of B wherever one is planted (its results are then not used).
     #[test]
     fn codes_step_equals_the_decoded_step() {
         if crate::SimdLevel::by_name("avx512").is_none() {
@@ -282,12 +338,14 @@ mod tests {
             let p = Params::new(&preset);
             for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3), (Format::E4m3, Format::E5m2)] {
                 let (la, lb) = (Lut::new(fa), Lut::new(fb));
+                let finite: Vec<u8> = (0..=255u8).filter(|&c| !fb.is_nonfinite(c)).collect();
                 for round in 0..50 {
-                    // Eight rows of B holding every code, shuffled, over 1024 positions (4 of every code per
-                    // row); A's codes random and finite, a tenth of them zeros, the magnitudes of a round drawn
-                    // from a narrower range every other round so that the block maxima vary. One round in four,
-                    // B holds only zeros and subnormals: the block maximum is then a subnormal's exponent (the
-                    // format's lowest) plus A's largest, and the terms of A's small codes fall below the grid.
+                    // Sixteen rows of B holding every finite code, 4 times each, shuffled, then padded with random
+                    // finite codes to 1024 positions; A's codes random and finite, a tenth of them zeros, the
+                    // magnitudes of a round drawn from a narrower range every other round so that the block maxima
+                    // vary. One round in four, B holds only zeros and subnormals: the block maximum is then a
+                    // subnormal's exponent (the format's lowest) plus A's largest, and the terms of A's small codes
+                    // fall below the grid.
                     let len = 1024;
                     let subnormal = round % 4 == 2;
                     let top = if round % 2 == 0 { 0x7F } else { 0x3F };
@@ -303,14 +361,15 @@ mod tests {
                             },
                         })
                         .collect();
-                    let b: Vec<Vec<u8>> = (0..8)
+                    let b: Vec<Vec<u8>> = (0..CODE_CHAINS)
                         .map(|_| {
                             if subnormal {
                                 return (0..len)
                                     .map(|_| rng.random_range(0..below_normal) | (rng.random::<u8>() & 0x80))
                                     .collect();
                             }
-                            let mut r: Vec<u8> = (0..len).map(|i| i as u8).collect();
+                            let mut r: Vec<u8> = finite.iter().cycle().take(4 * finite.len()).copied().collect();
+                            r.extend((r.len()..len).map(|_| finite[rng.random_range(0..finite.len())]));
                             for i in (1..len).rev() {
                                 r.swap(i, rng.random_range(0..=i));
                             }
@@ -327,50 +386,67 @@ mod tests {
                             (v, e)
                         })
                         .collect();
-                    // The chains over positions [o, o + nblk * nb) from +0, by both steps.
                     let nb = preset.nfma();
-                    let run = |o: usize, nblk: usize| {
-                        let bv: [&[f32]; 8] = std::array::from_fn(|j| &decoded[j].0[o..]);
-                        let be: [&[i8]; 8] = std::array::from_fn(|j| &decoded[j].1[o..]);
-                        let bc: [&[u8]; 8] = std::array::from_fn(|j| &b[j][o..]);
-                        let (av, ae) = (&av[o..], &ae[o..]);
-                        let (mut want, mut got) = ([0f32; 8], [0f32; 8]);
+                    // The step over codes on rows `b` at positions [o, o + nblk * nb): its accumulators and report.
+                    let codes = |b: &[Vec<u8>], o: usize, nblk: usize| {
+                        let bc: [&[u8]; CODE_CHAINS] = std::array::from_fn(|j| &b[j][o..]);
+                        let mut got = [0f32; CODE_CHAINS];
                         // SAFETY: the AVX-512 level exists, so the CPU has the step's features.
                         let nonfinite = unsafe {
-                            if nb == 16 {
-                                product_blocks::<16, 8, true>(av, ae, bv, be, nblk, &mut want, &p);
-                                match fb {
-                                    Format::E4m3 => product_blocks_codes::<16, true>(av, ae, bc, nblk, &mut got, &p),
-                                    Format::E5m2 => product_blocks_codes::<16, false>(av, ae, bc, nblk, &mut got, &p),
+                            match (nb, fb) {
+                                (16, Format::E4m3) => {
+                                    product_blocks_codes::<16, true>(&av[o..], &ae[o..], bc, nblk, &mut got, &p)
                                 }
-                            } else {
-                                product_blocks::<32, 8, true>(av, ae, bv, be, nblk, &mut want, &p);
-                                match fb {
-                                    Format::E4m3 => product_blocks_codes::<32, true>(av, ae, bc, nblk, &mut got, &p),
-                                    Format::E5m2 => product_blocks_codes::<32, false>(av, ae, bc, nblk, &mut got, &p),
+                                (16, _) => {
+                                    product_blocks_codes::<16, false>(&av[o..], &ae[o..], bc, nblk, &mut got, &p)
                                 }
+                                (_, Format::E4m3) => {
+                                    product_blocks_codes::<32, true>(&av[o..], &ae[o..], bc, nblk, &mut got, &p)
+                                }
+                                _ => product_blocks_codes::<32, false>(&av[o..], &ae[o..], bc, nblk, &mut got, &p),
                             }
                         };
-                        // The step tells whether it met a non-finite code.
-                        let held = b.iter().any(|r| r[o..o + nblk * nb].iter().any(|&x| fb.is_nonfinite(x)));
-                        assert_eq!(nonfinite, held, "{} {fa} x {fb} round {round}, positions from {o}", preset.name());
-                        (want, got)
+                        (got, nonfinite)
+                    };
+                    // The portable step over the decoded rows.
+                    let portable = |o: usize, nblk: usize| {
+                        let bv: [&[f32]; CODE_CHAINS] = std::array::from_fn(|j| &decoded[j].0[o..]);
+                        let be: [&[i8]; CODE_CHAINS] = std::array::from_fn(|j| &decoded[j].1[o..]);
+                        let mut want = [0f32; CODE_CHAINS];
+                        match nb {
+                            16 => {
+                                product_blocks::<16, CODE_CHAINS, true>(&av[o..], &ae[o..], bv, be, nblk, &mut want, &p)
+                            }
+                            _ => {
+                                product_blocks::<32, CODE_CHAINS, true>(&av[o..], &ae[o..], bv, be, nblk, &mut want, &p)
+                            }
+                        }
+                        want
                     };
                     // The whole rows; for B's subnormals also every block alone, whose maximum then comes from
                     // its products (over whole rows the accumulator's exponent soon wins it).
                     let blocks = if subnormal { len / nb } else { 0 };
                     let runs = std::iter::once((0, len / nb)).chain((0..blocks).map(|blk| (blk * nb, 1)));
                     for (o, nblk) in runs {
-                        let (want, got) = run(o, nblk);
-                        assert_eq!(
-                            got.map(f32::to_bits),
-                            want.map(f32::to_bits),
-                            "{} {fa} x {fb} round {round}, positions from {o}",
-                            preset.name()
-                        );
+                        let (want, (got, nonfinite)) = (portable(o, nblk), codes(&b, o, nblk));
+                        let what = format!("{} {fa} x {fb} round {round}, positions from {o}", preset.name());
+                        assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "{what}");
+                        assert!(!nonfinite, "{what}: a non-finite code reported among finite ones");
                     }
-                    let (want, _) = run(0, len / nb);
+                    let want = portable(0, len / nb);
                     assert!(want.iter().any(|&c| c != 0.0), "the chains are all zero: the test would show nothing");
+                    // One non-finite code (any of the format's, either sign) in one row at one position.
+                    let mut planted = b.clone();
+                    let (row, at) = (rng.random_range(0..CODE_CHAINS), rng.random_range(0..len));
+                    let nonfinite: Vec<u8> = (0..=255u8).filter(|&c| fb.is_nonfinite(c)).collect();
+                    planted[row][at] = nonfinite[rng.random_range(0..nonfinite.len())];
+                    let (_, told) = codes(&planted, 0, len / nb);
+                    assert!(
+                        told,
+                        "{} {fb}: the code {:#04x} at row {row}, position {at}, was not reported",
+                        preset.name(),
+                        planted[row][at]
+                    );
                 }
             }
         }

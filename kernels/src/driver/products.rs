@@ -1,9 +1,13 @@
 //! The product-lane tiling of the plan execution (see `driver.rs`): a tile is all rows of A by a strip of rows of
-//! B; per piece of a chunk its rows of A are decoded, and B's rows run eight at a time through the product-lane
-//! block step, decoded beforehand or, at one or two rows of A on the AVX-512 level, read as codes.
+//! B; per piece of a chunk its rows of A are decoded, and B's rows run through the product-lane block step eight
+//! at a time, decoded beforehand, or, at one or two rows of A on the AVX-512 level, sixteen at a time as codes.
 
 use super::{gather_rows, ChunkPlan, Job, Piece};
 use crate::kernel::{product_blocks, Path};
+#[cfg(target_arch = "x86_64")]
+use crate::x86::CODE_CHAINS;
+#[cfg(not(target_arch = "x86_64"))]
+const CODE_CHAINS: usize = 16;
 use crate::tables::{Lut, ZERO_EXP};
 use std::ops::Range;
 
@@ -42,6 +46,16 @@ fn decode_rows(
 /// Chains interleaved by the product-lane kernel (see [`product_blocks`]).
 const CHAINS: usize = 8;
 
+/// Rows of B per group of the tile: [`CODE_CHAINS`] where the AVX-512 step over codes runs (at most
+/// [`CODE_ROWS`] rows of A), else [`CHAINS`].
+fn group<const X86: u8>(rows: usize) -> usize {
+    if X86 == X86_AVX512 && rows <= CODE_ROWS {
+        CODE_CHAINS
+    } else {
+        CHAINS
+    }
+}
+
 /// Positions per piece of the product-lane tiling (whole blocks): the decoded rows of a piece (5 bytes per
 /// position) stay in L1 while the tile's rows run over them.
 const STRIP: usize = 512;
@@ -51,24 +65,6 @@ const STRIP: usize = 512;
 /// thread, `mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --no-native` (AMD EPYC with AVX-512), codes
 /// against decoded rows in GMAC/s: M = 1 3.1 vs 2.1, M = 2 3.7 vs 3.7, M = 4 4.7 vs 5.2, M = 16 5.2 vs 7.1.
 const CODE_ROWS: usize = 2;
-
-/// Ask for the next `len` codes of `rows` of B after a piece that is one run `single` of k: the tile reads them
-/// when its other groups are done. Short pieces (slow accumulation's chunks of 128) leave the hardware prefetcher
-/// too little of a stream: at one row of A, slow accumulation ran 20 % faster with this (`mmaemu bench gemm --m 1
-/// --n 4096 --k 4096 --slow --threads 1 --no-native`, 2.2–2.9 against 3.1–3.6 GMAC/s, alternating builds).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn prefetch_next(job: &Job, rows: Range<usize>, single: &Option<Range<usize>>, len: usize) {
-    if let Some(kr) = single {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let k = job.k;
-        for i in rows {
-            let next = &job.b[i * k + kr.end..(i * k + kr.end + len).min((i + 1) * k)];
-            // SAFETY: a prefetch is a hint that reads nothing architecturally; the address is inside `job.b`.
-            next.iter().step_by(64).for_each(|x| unsafe { _mm_prefetch::<_MM_HINT_T0>(x as *const u8 as *const i8) });
-        }
-    }
-}
 
 /// Whether a product-lane tile of `rows` rows of the job on the AVX-512 level reads every code of B with the block
 /// step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all rows of A, so at
@@ -110,16 +106,18 @@ fn strip_tile_with<const NB: usize, const HT: bool, const X86: u8>(
     cols: Range<usize>,
 ) -> Vec<f32> {
     let (nr, nc) = (rows.len(), cols.len());
-    // Outputs rounded up to whole groups of CHAINS; the extra rows of B decode as zeros.
-    let ncp = nc.div_ceil(CHAINS) * CHAINS;
+    // Outputs rounded up to whole groups; the extra rows of B are zeros.
+    let unit = group::<X86>(nr);
+    let ncp = nc.div_ceil(unit) * unit;
     let piece_len = NB * (STRIP / NB);
     let mut piece = StripPiece::<NB, HT, X86> {
+        unit,
         rows: rows.clone(),
         cols: cols.clone(),
         ga: vec![0u8; nr * piece_len],
         av: vec![0f32; nr * piece_len],
         ae: vec![ZERO_EXP; nr * piece_len],
-        gb: vec![0u8; CHAINS * piece_len],
+        gb: vec![0u8; unit * piece_len],
         bv: vec![0f32; CHAINS * piece_len],
         be: vec![ZERO_EXP; CHAINS * piece_len],
         zeros: vec![0u8; piece_len],
@@ -132,6 +130,8 @@ fn strip_tile_with<const NB: usize, const HT: bool, const X86: u8>(
 
 /// The scratch of a product-lane tile: the tile's rows of A and a group of rows of B, gathered and decoded.
 struct StripPiece<const NB: usize, const HT: bool, const X86: u8> {
+    /// Rows of B per group ([`group`]): the outputs of a row of the tile are padded to whole groups.
+    unit: usize,
     rows: Range<usize>,
     cols: Range<usize>,
     ga: Vec<u8>,
@@ -148,7 +148,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
         let (nr, nc) = (self.rows.len(), self.cols.len());
-        let ncp = nc.div_ceil(CHAINS) * CHAINS;
+        let ncp = nc.div_ceil(self.unit) * self.unit;
         let len = q1 - q0;
         let nblk = len / NB;
         let single = chunk.segments(q0, q1).next().filter(|(off, kr)| *off == 0 && kr.len() == len).map(|(_, kr)| kr);
@@ -189,7 +189,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
 }
 
 impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
-    /// The groups of CHAINS rows of B over one piece with the AVX-512 block step, which reads B's codes: in
+    /// The groups of CODE_CHAINS rows of B over one piece with the AVX-512 block step, which reads B's codes: in
     /// place when the piece is one run of k (`single`), else gathered with zero padding; the tile's rows of A
     /// are decoded already.
     #[cfg(target_arch = "x86_64")]
@@ -204,24 +204,24 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
         acc: &mut [f32],
     ) {
         let (nr, nc, k) = (self.rows.len(), self.cols.len(), job.k);
-        let ncp = nc.div_ceil(CHAINS) * CHAINS;
+        let ncp = nc.div_ceil(CODE_CHAINS) * CODE_CHAINS;
         let len = q1 - q0;
         let nblk = len / NB;
         let e4m3 = job.lb.format() == mmaemu_model::Format::E4m3;
-        for g in (0..ncp).step_by(CHAINS) {
-            let real = CHAINS.min(nc - g);
+        for g in (0..ncp).step_by(CODE_CHAINS) {
+            let real = CODE_CHAINS.min(nc - g);
             let brows = self.cols.start + g..self.cols.start + g + real;
             if single.is_none() {
                 gather_rows(job.b, k, brows.clone(), chunk, q0, q1, &mut self.gb[..real * len]);
             }
-            let codes: [&[u8]; CHAINS] = std::array::from_fn(|t| match single {
+            let codes: [&[u8]; CODE_CHAINS] = std::array::from_fn(|t| match single {
                 _ if t >= real => &self.zeros[..len],
                 Some(kr) => &job.b[(brows.start + t) * k + kr.start..(brows.start + t) * k + kr.end],
                 None => &self.gb[t * len..(t + 1) * len],
             });
-            prefetch_next(job, brows.clone(), single, len);
             for r in 0..nr {
-                let Ok(c) = <&mut [f32; CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CHAINS]) else {
+                let Ok(c) = <&mut [f32; CODE_CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CODE_CHAINS])
+                else {
                     continue;
                 };
                 let (a, e) = (&self.av[r * len..(r + 1) * len], &self.ae[r * len..(r + 1) * len]);
