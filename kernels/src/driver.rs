@@ -309,6 +309,7 @@ fn tile_with<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
         rows: rows.clone(),
         ncols,
         j0,
+        pc: vec![0u8; piece_len * W],
         pv: vec![L::default(); piece_len * W],
         pe: vec![ZERO_EXP; piece_len * W],
         ga: vec![0u8; nr * piece_len],
@@ -325,6 +326,8 @@ struct PanelPiece<const W: usize, L, const LATE: bool, const HT: bool> {
     rows: Range<usize>,
     ncols: usize,
     j0: usize,
+    /// The panel piece's codes, position-major.
+    pc: Vec<u8>,
     pv: Vec<L>,
     pe: Vec<i8>,
     ga: Vec<u8>,
@@ -334,24 +337,24 @@ impl<const W: usize, L: Lane, const LATE: bool, const HT: bool> Piece for PanelP
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
         let (k, nfma, nr, ncols, j0) = (job.k, job.p.nfma, self.rows.len(), self.ncols, self.j0);
-        let (pv, pe, ga) = (&mut self.pv, &mut self.pe, &mut self.ga);
+        let (pc, pv, pe, ga) = (&mut self.pc, &mut self.pv, &mut self.pe, &mut self.ga);
         let len = q1 - q0;
-        // Decode the panel's codes at this piece's positions; zeros at padding positions and in columns
-        // past n.
+        // The panel's codes at this piece's positions, moved into position-major order (zero codes at padding
+        // positions and in columns past n), then decoded in one pass that vectorises: a copy of bytes and a
+        // decoding from the bits cost less than a table lookup of every code at its place in the panel.
         let real: usize = chunk.segments(q0, q1).map(|(_, kr)| kr.len()).sum();
         if real < len || ncols < W {
-            pv[..len * W].fill(L::default());
-            pe[..len * W].fill(ZERO_EXP);
+            pc[..len * W].fill(0);
         }
         for (off, kr) in chunk.segments(q0, q1) {
             for jj in 0..ncols {
-                let brow = &job.b[(j0 + jj) * k..(j0 + jj + 1) * k];
-                for (t, &code) in brow[kr.clone()].iter().enumerate() {
-                    pv[(off + t) * W + jj] = L::value(&job.lb, code);
-                    pe[(off + t) * W + jj] = job.lb.e[code as usize];
+                let brow = &job.b[(j0 + jj) * k + kr.start..(j0 + jj) * k + kr.end];
+                for (t, &code) in brow.iter().enumerate() {
+                    pc[(off + t) * W + jj] = code;
                 }
             }
         }
+        L::decode(&job.lb, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
         let nblk = len / nfma;
         let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
         let accs = acc.chunks_exact_mut(W).filter_map(|c| <&mut [f32; W]>::try_from(c).ok());
