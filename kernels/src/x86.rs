@@ -1,8 +1,8 @@
-//! The product-lane block step ([`crate::kernel::product_blocks`]) in x86 instructions, eight chains at a time:
-//! each chain's products in the lanes of a vector, and the per-block work of the eight chains (block maximum,
-//! scales, sums, normalisation) gathered into the eight lanes of one vector. In AVX2 over decoded rows of B (the
-//! two x86 levels), and in AVX-512 over B's codes (one or two rows of A). Same arithmetic as the portable source,
-//! exact in every step; tested against the model like every level.
+//! The product-lane block step ([`crate::kernel::product_blocks`]) in x86 instructions. In AVX2 over decoded rows
+//! of B (the two x86 levels), eight chains at a time: each chain's products in the lanes of a vector, the
+//! per-block work of the eight chains gathered into one vector. In AVX-512 over B's codes (one or two rows of A),
+//! sixteen chains at a time, the codes transposed so that the lanes run across the chains. Same arithmetic as the
+//! portable source, exact in every step; tested against the model like every level.
 
 #[cfg(target_arch = "x86_64")]
 use crate::kernel::Params;
