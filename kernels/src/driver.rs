@@ -88,7 +88,7 @@ pub struct Job<'a> {
     fast: bool,
     scheme: Scheme,
     /// B was not scanned for non-finite codes: the block step that reads B's codes sets this when it meets one
-    /// (it reads them as zeros meanwhile, and the caller discards the result).
+    /// (its results are then garbage, and the caller discards them).
     watch: Option<&'a AtomicBool>,
 }
 

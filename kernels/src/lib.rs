@@ -281,6 +281,16 @@ impl CpuEngine {
         }
     }
 
+    /// The plan of `job` (made of `preset`, `plan` and `ops`): by the kernels, or chunk by chunk where they
+    /// cannot compute the preset.
+    fn run_job<'a>(&self, job: Job<'a>, preset: &Preset, plan: &Plan, ops: &Operands<'a>) -> Vec<f32> {
+        if job.path() == Path::Scalar {
+            // Chunk by chunk through `chains`, which runs the model's chain where the kernels cannot.
+            return run_plan_by_chunks(self, preset, plan, ops);
+        }
+        self.compute(job, ops, |ops| Job::new(preset, plan, ops))
+    }
+
     /// The model's chains, one output at a time, rows in parallel: for presets beyond the kernels' bounds
     /// and operands with non-finite codes (which the GEMM paths never pass, see [`ChainEngine::chains`]).
     fn scalar_chains(preset: &Preset, ops: &Operands<'_>) -> Vec<f32> {
@@ -336,29 +346,21 @@ impl ChainEngine for CpuEngine {
         }
         let seen = std::sync::atomic::AtomicBool::new(false);
         let job = Job::new(preset, plan, ops);
-        let choice = self.choice_of(&job);
         let watched = self.level.reads_codes()
-            && choice == (Choice { tiling: Tiling::Products, swap: false })
+            && self.choice_of(&job) == (Choice { tiling: Tiling::Products, swap: false })
             && driver::reads_b_codes(&job);
-        if !watched {
-            if self.any_nonfinite(ops.fb, ops.b) {
-                return None;
-            }
-            return Some(self.run_plan(preset, plan, ops));
+        if !watched && self.any_nonfinite(ops.fb, ops.b) {
+            return None;
         }
-        let out = self.compute(job.watching(&seen), ops, |ops| Job::new(preset, plan, ops));
+        let job = if watched { job.watching(&seen) } else { job };
+        let out = self.run_job(job, preset, plan, ops);
         (!seen.into_inner()).then_some(out)
     }
 
     fn run_plan(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Vec<f32> {
-        // The operands are finite (the plan executor replaced non-finite codes by zeros; the kernels' tables and
-        // decoding read any left as zeros too), so no scan here: at one row it cost a tenth of the call.
-        let job = Job::new(preset, plan, ops);
-        if job.path() == Path::Scalar {
-            // Chunk by chunk through `chains`, which runs the model's chain where the kernels cannot.
-            return run_plan_by_chunks(self, preset, plan, ops);
-        }
-        self.compute(job, ops, |ops| Job::new(preset, plan, ops))
+        // The operands are finite (the plan executor replaced non-finite codes by zeros), so no scan here: at one
+        // row it cost a tenth of the call.
+        self.run_job(Job::new(preset, plan, ops), preset, plan, ops)
     }
 }
 

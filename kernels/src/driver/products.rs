@@ -46,10 +46,14 @@ fn decode_rows(
 /// Chains interleaved by the product-lane kernel (see [`product_blocks`]).
 const CHAINS: usize = 8;
 
-/// Rows of B per group of the tile: [`CODE_CHAINS`] where the AVX-512 step over codes runs (at most
-/// [`CODE_ROWS`] rows of A), else [`CHAINS`].
+/// Whether a tile of `rows` rows of A runs the AVX-512 step over B's codes (at most [`CODE_ROWS`] rows).
+fn reads_codes<const X86: u8>(rows: usize) -> bool {
+    X86 == X86_AVX512 && rows <= CODE_ROWS
+}
+
+/// Rows of B per group of the tile: [`CODE_CHAINS`] where the step over codes runs, else [`CHAINS`].
 fn group<const X86: u8>(rows: usize) -> usize {
-    if X86 == X86_AVX512 && rows <= CODE_ROWS {
+    if reads_codes::<X86>(rows) {
         CODE_CHAINS
     } else {
         CHAINS
@@ -155,7 +159,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
         let (at, bt) = ((job.a, job.k, &job.la), (job.b, job.k, &job.lb));
         decode_rows(at, self.rows.clone(), chunk, q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
         #[cfg(target_arch = "x86_64")]
-        if X86 == X86_AVX512 && nr <= CODE_ROWS {
+        if reads_codes::<X86>(nr) {
             self.run_codes(job, chunk, q0, q1, &single, acc);
             return;
         }
