@@ -162,6 +162,11 @@ impl<'a> Job<'a> {
         self.p.nfma
     }
 
+    /// The preset runs on the narrow path with room for the AVX-512 panel step's bias ([`Params::biased`]).
+    pub fn biased(&self) -> bool {
+        self.p.biased
+    }
+
     /// M: rows of A.
     pub fn m(&self) -> usize {
         self.m
@@ -339,38 +344,149 @@ impl<const W: usize, L: Lane, const LATE: bool, const HT: bool> Piece for PanelP
         let (k, nfma, nr, ncols, j0) = (job.k, job.p.nfma, self.rows.len(), self.ncols, self.j0);
         let (pc, pv, pe, ga) = (&mut self.pc, &mut self.pv, &mut self.pe, &mut self.ga);
         let len = q1 - q0;
-        // The panel's codes at this piece's positions, moved into position-major order (zero codes at padding
-        // positions and in columns past n), then decoded in one pass that vectorises: a copy of bytes and a
-        // decoding from the bits cost less than a table lookup of every code at its place in the panel.
-        let real: usize = chunk.segments(q0, q1).map(|(_, kr)| kr.len()).sum();
-        if real < len || ncols < W {
-            pc[..len * W].fill(0);
-        }
-        for (off, kr) in chunk.segments(q0, q1) {
-            for jj in 0..ncols {
-                let brow = &job.b[(j0 + jj) * k + kr.start..(j0 + jj) * k + kr.end];
-                for (t, &code) in brow.iter().enumerate() {
-                    pc[(off + t) * W + jj] = code;
-                }
-            }
-        }
+        panel_codes::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc);
         L::decode(&job.lb, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
         let nblk = len / nfma;
         let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
+        let single = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut ga[..nr * len]);
+        let (i0, ga) = (self.rows.start, &ga[..]);
+        let row = |r: usize| match single {
+            Some(ref kr) => &job.a[(i0 + r) * k + kr.start..(i0 + r) * k + kr.end],
+            None => &ga[r * len..(r + 1) * len],
+        };
         let accs = acc.chunks_exact_mut(W).filter_map(|c| <&mut [f32; W]>::try_from(c).ok());
-        // The rows of A: read in place when the piece is one run of k, else gathered with padding.
-        let single = chunk.segments(q0, q1).next().filter(|(off, kr)| *off == 0 && kr.len() == len);
-        if let Some((_, kr)) = single {
-            for (c, i) in accs.zip(self.rows.clone()) {
-                let row = &job.a[i * k + kr.start..i * k + kr.end];
-                block_steps::<W, L, LATE, HT>(row, nblk, &job.la, pv, pe, c, &job.p);
-            }
-        } else {
-            gather_rows(job.a, k, self.rows.clone(), chunk, q0, q1, &mut ga[..nr * len]);
-            for (r, c) in accs.enumerate() {
-                block_steps::<W, L, LATE, HT>(&ga[r * len..(r + 1) * len], nblk, &job.la, pv, pe, c, &job.p);
+        for (r, c) in accs.enumerate() {
+            block_steps::<W, L, LATE, HT>(row(r), nblk, &job.la, pv, pe, c, &job.p);
+        }
+    }
+}
+
+/// The panel's codes (`cols` of B, at most W) at positions [q0, q1) of a chunk, moved into position-major order
+/// (W per position; zero codes at padding positions and in the columns past the panel's), ready to be decoded
+/// in one pass that vectorises: a copy of bytes and a decoding from the bits cost less than a table lookup of
+/// every code at its place in the panel.
+#[inline(always)]
+fn panel_codes<const W: usize>(job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, cols: Range<usize>, pc: &mut [u8]) {
+    let (k, len) = (job.k, q1 - q0);
+    let real: usize = chunk.segments(q0, q1).map(|(_, kr)| kr.len()).sum();
+    if real < len || cols.len() < W {
+        pc[..len * W].fill(0);
+    }
+    for (off, kr) in chunk.segments(q0, q1) {
+        for (jj, j) in cols.clone().enumerate() {
+            let brow = &job.b[j * k + kr.start..j * k + kr.end];
+            for (t, &code) in brow.iter().enumerate() {
+                pc[(off + t) * W + jj] = code;
             }
         }
+    }
+}
+
+/// Where a tile's rows of A are read for positions [q0, q1) of a chunk: in place when the piece is one run of k
+/// (its range of k is returned), else gathered with zero padding into `ga` (row after row; None is returned).
+#[inline(always)]
+fn rows_of_a(
+    job: &Job,
+    rows: Range<usize>,
+    chunk: &ChunkPlan,
+    q0: usize,
+    q1: usize,
+    ga: &mut [u8],
+) -> Option<Range<usize>> {
+    let len = q1 - q0;
+    let single = chunk.segments(q0, q1).next().filter(|(off, kr)| *off == 0 && kr.len() == len).map(|(_, kr)| kr);
+    if single.is_none() {
+        gather_rows(job.a, job.k, rows, chunk, q0, q1, ga);
+    }
+    single
+}
+
+/// Positions per piece of the AVX-512 panel tile: its planes (2 x 64 magnitudes and 64 exponents per position,
+/// 36 KB at 64 positions) stay in the first-level cache while every row of the tile runs over them.
+#[cfg(target_arch = "x86_64")]
+const SPLIT_PIECE: usize = 64;
+
+/// One panel tile of the AVX-512 level on the narrow path with room for the bias ([`Params::biased`]): the panel
+/// decoded into magnitudes split by sign, every row through [`crate::x86::panel_blocks`]. Returns `rows.len()`
+/// rows of `cols.len()` results.
+///
+/// # Safety
+/// The CPU must support AVX-512F/BW/VL and AVX2 (the caller is the AVX-512 level's tile).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn tile_split(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    use crate::x86::PANEL;
+    let nfma = job.p.nfma;
+    let nr = rows.len();
+    let ncols = cols.len();
+    let piece_len = nfma * (SPLIT_PIECE / nfma).max(1);
+    let mut piece = SplitPiece {
+        rows: rows.clone(),
+        cols,
+        pc: vec![0u8; piece_len * PANEL],
+        pn: Lines::new(piece_len * 2 * PANEL, 0.0),
+        pe: Lines::new(piece_len * PANEL, ZERO_EXP),
+        ga: vec![0u8; nr * piece_len],
+    };
+    let acc = job.accumulate(nr * PANEL, piece_len, &mut piece);
+    let mut out = Vec::with_capacity(nr * ncols);
+    acc.chunks_exact(PANEL).for_each(|r| out.extend_from_slice(&r[..ncols]));
+    out
+}
+
+/// The scratch of an AVX-512 panel tile: the panel piece's codes, split magnitudes and exponents, and the
+/// gathered rows of A.
+#[cfg(target_arch = "x86_64")]
+struct SplitPiece {
+    rows: Range<usize>,
+    cols: Range<usize>,
+    pc: Vec<u8>,
+    pn: Lines<f32>,
+    pe: Lines<i8>,
+    ga: Vec<u8>,
+}
+
+/// A buffer that starts on a cache line: every 64-byte vector of a panel row is then one line, where a vector
+/// across two lines costs two loads.
+struct Lines<T> {
+    buf: Vec<T>,
+    start: usize,
+    len: usize,
+}
+
+impl<T: Copy> Lines<T> {
+    fn new(len: usize, fill: T) -> Lines<T> {
+        let buf = vec![fill; len + 64];
+        let start = buf.as_ptr().align_offset(64).min(64);
+        Lines { buf, start, len }
+    }
+
+    fn get(&self) -> &[T] {
+        &self.buf[self.start..self.start + self.len]
+    }
+
+    fn get_mut(&mut self) -> &mut [T] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Piece for SplitPiece {
+    #[inline(always)]
+    fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
+        use crate::x86::PANEL;
+        let (k, nr, len) = (job.k, self.rows.len(), q1 - q0);
+        panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), &mut self.pc);
+        let (pn, pe) = (self.pn.get_mut(), self.pe.get_mut());
+        job.lb.decode_split::<PANEL>(&self.pc[..len * PANEL], &mut pn[..len * 2 * PANEL], &mut pe[..len * PANEL]);
+        let nblk = len / job.p.nfma;
+        let single = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
+        let (a, stride) = match single {
+            Some(kr) => (&job.a[self.rows.start * k + kr.start..], k),
+            None => (&self.ga[..nr * len], len),
+        };
+        // SAFETY: this tile runs only on the AVX-512 level (see `tile_split`).
+        unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, self.pn.get(), self.pe.get(), acc, &job.p) };
     }
 }
 

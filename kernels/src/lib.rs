@@ -100,6 +100,12 @@ impl SimdLevel {
         }
     }
 
+    /// Whether this level runs the job's panels with the fused step (AVX-512 and a preset with room for its
+    /// bias: `x86::panel_blocks`).
+    fn fused_panels(self, job: &Job) -> bool {
+        self.0 == Level::Avx512 && job.biased()
+    }
+
     /// One tile of a job on this level with the given tiling.
     fn tile(self, tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
         match self.0 {
@@ -172,6 +178,7 @@ impl fmt::Display for SimdLevel {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
 unsafe fn tile_avx512(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match tiling {
+        Tiling::Panels if job.biased() => driver::tile_split(job, rows, cols),
         Tiling::Panels => driver::tile::<64, true>(job, rows, cols),
         Tiling::Products => driver::strip_tile::<true, { driver::X86_AVX512 }>(job, rows, cols),
     }
@@ -261,7 +268,7 @@ impl CpuEngine {
     }
 
     fn choice_of(&self, job: &Job) -> Choice {
-        let mut choice = Choice::of(job, self.level.width());
+        let mut choice = Choice::of(job, self.level.width(), self.level.fused_panels(job));
         if let Some(t) = self.tiling {
             choice.tiling = if t == Tiling::Products && !driver::products_serve(job) { Tiling::Panels } else { t };
         }

@@ -58,29 +58,78 @@ impl Lut {
             Format::E5m2 => decode_format::<2, 15, 0x7C>(codes, v, e),
         }
     }
+
+    /// The exponents of a panel's codes (W per position, as [`Lut::decode`]) and their magnitudes split by sign
+    /// into two planes, `pn` holding 2W values per position: the magnitudes of the positive codes (0 elsewhere),
+    /// then those of the negative codes (0 elsewhere). The AVX-512 panel step adds nonnegative products only.
+    #[inline(always)]
+    pub fn decode_split<const W: usize>(&self, codes: &[u8], pn: &mut [f32], e: &mut [i8]) {
+        match self.format {
+            Format::E4m3 => split_format::<W, 3, 7, 0x7F>(codes, pn, e),
+            Format::E5m2 => split_format::<W, 2, 15, 0x7C>(codes, pn, e),
+        }
+    }
+}
+
+/// The operand exponent of a code of the format of `MB` mantissa bits and bias `BIAS`, whose magnitudes from
+/// `NF` up are non-finite: max(field, 1) - bias, and the zero exponent for zeros and non-finite codes.
+#[inline(always)]
+fn exponent<const MB: u32, const BIAS: i32, const NF: u8>(c: u8) -> i8 {
+    let mag = c & 0x7F;
+    let field = (mag >> MB) as i8;
+    if mag == 0 || mag >= NF {
+        ZERO_EXP
+    } else {
+        field.max(1) - BIAS as i8
+    }
+}
+
+/// The magnitude of a code (0 for non-finite codes): a normal code's exponent field and mantissa moved into an
+/// f32's, its exponent rebiased (an integer add); a subnormal code's mantissa times 2^(1 - bias - mb) (exact).
+#[inline(always)]
+fn magnitude<const MB: u32, const BIAS: i32, const NF: u8>(c: u8) -> f32 {
+    let rebias = ((127 - BIAS) as u32) << 23;
+    let sub_scale = f32::from_bits(((127 + 1 - BIAS - MB as i32) as u32) << 23);
+    let mag = (c & 0x7F) as u32;
+    let normal = f32::from_bits((mag << (23 - MB)) + rebias);
+    let subnormal = (mag & ((1 << MB) - 1)) as f32 * sub_scale;
+    let magnitude = if mag >> MB == 0 { subnormal } else { normal };
+    if mag >= NF as u32 {
+        0.0
+    } else {
+        magnitude
+    }
+}
+
+/// [`Lut::decode_split`] for one format (see [`decode_format`]).
+#[inline(always)]
+fn split_format<const W: usize, const MB: u32, const BIAS: i32, const NF: u8>(
+    codes: &[u8],
+    pn: &mut [f32],
+    e: &mut [i8],
+) {
+    for (&c, e) in codes.iter().zip(e.iter_mut()) {
+        *e = exponent::<MB, BIAS, NF>(c);
+    }
+    for (row, out) in codes.chunks_exact(W).zip(pn.chunks_exact_mut(2 * W)) {
+        let (pos, neg) = out.split_at_mut(W);
+        for ((&c, p), n) in row.iter().zip(pos.iter_mut()).zip(neg.iter_mut()) {
+            let m = magnitude::<MB, BIAS, NF>(c);
+            (*p, *n) = if c & 0x80 == 0 { (m, 0.0) } else { (0.0, m) };
+        }
+    }
 }
 
 /// [`Lut::decode`] for the format of `MB` mantissa bits and exponent bias `BIAS`, whose magnitudes from `NF`
 /// up are non-finite (constants, so that the shifts are immediates).
 #[inline(always)]
 fn decode_format<const MB: u32, const BIAS: i32, const NF: u8>(codes: &[u8], v: &mut [f32], e: &mut [i8]) {
-    // Exponents in byte lanes: max(field, 1) - bias, and the zero exponent for the zeros.
+    // Exponents in byte lanes; values with the sign bit or'ed in.
     for (&c, e) in codes.iter().zip(e.iter_mut()) {
-        let mag = c & 0x7F;
-        let field = (mag >> MB) as i8;
-        *e = if mag == 0 || mag >= NF { ZERO_EXP } else { field.max(1) - BIAS as i8 };
+        *e = exponent::<MB, BIAS, NF>(c);
     }
-    // Values: a normal code's exponent field and mantissa moved into an f32's, its exponent rebiased (an integer
-    // add); a subnormal code's mantissa times 2^(1 - bias - mb) (exact); the sign bit or'ed in.
-    let rebias = ((127 - BIAS) as u32) << 23;
-    let sub_scale = f32::from_bits(((127 + 1 - BIAS - MB as i32) as u32) << 23);
     for (&c, v) in codes.iter().zip(v.iter_mut()) {
-        let mag = (c & 0x7F) as u32;
-        let normal = f32::from_bits((mag << (23 - MB)) + rebias);
-        let subnormal = (mag & ((1 << MB) - 1)) as f32 * sub_scale;
-        let magnitude = if mag >> MB == 0 { subnormal } else { normal };
-        let magnitude = if mag >= NF as u32 { 0.0 } else { magnitude };
-        *v = f32::from_bits(magnitude.to_bits() | ((c as u32 & 0x80) << 24));
+        *v = f32::from_bits(magnitude::<MB, BIAS, NF>(c).to_bits() | ((c as u32 & 0x80) << 24));
     }
 }
 

@@ -31,6 +31,13 @@ impl Tiling {
 /// per product. Measured with `mmaemu bench gemm --tiling products|panels` (kernels/README.md).
 pub const PRODUCT_ROWS: usize = 16;
 
+/// At most this many rows run with product lanes where the level has the fused panel step (AVX-512, presets with
+/// room for its bias: `crate::x86::panel_blocks`), which needs fewer rows to beat product lanes. `mmaemu bench gemm
+/// --m M --n 4096 --k 4096 --tiling products|panels --no-native --reps 5` (2 threads, Intel Xeon with AVX-512),
+/// GMAC/s, hopper and ada: M = 3 6.5 vs 5.2 and 5.1 vs 4.8, M = 4 7.5 vs 6.6 and 5.7 vs 6.2, M = 8 9.7 vs 10.7 and
+/// 7.0 vs 9.9, M = 16 12.3 vs 16.0 and 8.1 vs 15.4.
+pub const FUSED_PRODUCT_ROWS: usize = 4;
+
 /// Outputs per product-lane tile: A's rows are decoded once per piece of a tile, so wider tiles share that
 /// work among more chains. `mmaemu bench gemm --m M --n 4096 --k 4096 --no-native` (2 threads, AMD EPYC with
 /// AVX-512), 16 against 64 outputs, GMAC/s: M = 1 8.8 vs 9.9, M = 2 8.5–9.7 vs 9.9–10.3, M = 16 15.1–16.0 vs
@@ -49,11 +56,12 @@ pub struct Choice {
 
 impl Choice {
     /// The choice for the operands of a job (see [`Tiling`]): exchange the operands when N < M and either side
-    /// is narrower than a panel, then product lanes for few rows (see [`PRODUCT_ROWS`]) where the kernel serves
-    /// the preset, else panels.
-    pub fn of(job: &Job, w: usize) -> Choice {
+    /// is narrower than a panel, then product lanes for few rows (see [`PRODUCT_ROWS`], or
+    /// [`FUSED_PRODUCT_ROWS`] where the level runs the job's panels with the fused step: `fused`) where the
+    /// kernel serves the preset, else panels.
+    pub fn of(job: &Job, w: usize, fused: bool) -> Choice {
         let (m, n) = (job.m(), job.n());
-        let most = PRODUCT_ROWS.max(job.nfma());
+        let most = if fused { FUSED_PRODUCT_ROWS } else { PRODUCT_ROWS.max(job.nfma()) };
         let swap = n < m && n < w.max(most + 1);
         let rows = if swap { n } else { m };
         let tiling = if rows <= most && products_serve(job) { Tiling::Products } else { Tiling::Panels };

@@ -1,8 +1,9 @@
-//! The product-lane block step ([`crate::kernel::product_blocks`]) in x86 instructions. In AVX2 over decoded rows
-//! of B (the two x86 levels), eight chains at a time: each chain's products in the lanes of a vector, the
-//! per-block work of the eight chains gathered into one vector. In AVX-512 over B's codes (one or two rows of A),
-//! sixteen chains at a time, the codes transposed so that the lanes run across the chains. Same arithmetic as the
-//! portable source, exact in every step; tested against the model like every level.
+//! The block steps in x86 instructions. Product lanes ([`crate::kernel::product_blocks`]): in AVX2 over decoded rows
+//! of B (the two x86 levels), eight chains at a time, each chain's products in the lanes of a vector, the per-block
+//! work of the eight chains gathered into one vector; in AVX-512 over B's codes (one or two rows of A), sixteen chains
+//! at a time, the codes transposed so that the lanes run across the chains. Panels (AVX-512, [`panel_blocks`]): the
+//! scaling, truncation and sum of each term in one fused multiply-add rounded toward zero. Exact in every step, and
+//! tested against the model like every level.
 
 #[cfg(target_arch = "x86_64")]
 use crate::kernel::Params;
@@ -278,6 +279,185 @@ unsafe fn transposed<const NB: usize>(rows: &[*const u8; CODE_CHAINS], o: usize)
     x
 }
 
+/// Outputs of a panel of [`panel_blocks`]: four vectors of sixteen f32 lanes.
+pub const PANEL: usize = 64;
+
+/// The rounding of [`panel_blocks`]'s additions: toward zero, exceptions suppressed (none can occur: every sum
+/// stays in its binade).
+#[cfg(target_arch = "x86_64")]
+const TOWARD_ZERO: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+
+/// The chains of rows of A against a panel of [`PANEL`] rows of B over one piece of `nblk` blocks, for the
+/// AVX-512 level on the narrow path where [`Params::biased`] holds: row r's codes are `a[r * stride..][..len]`
+/// (`la` their table), `pn` holds the panel's magnitudes split by sign ([`crate::tables::Lut::decode_split`]:
+/// 2 x 64 values per position), `pe` its exponents (64 per position), and `acc` the rows' 64 running
+/// accumulators each, row after row.
+///
+/// The arithmetic of [`crate::kernel::block_steps`] with the scaling, the truncation and the sum of each term in
+/// one fused multiply-add rounded toward zero. With the block exponent E and the grid g = E - frac, each chain
+/// keeps two accumulators that start at the bias 2^(g + 23): one takes the terms of positive sign, the other the
+/// magnitudes of the negative ones. A term's magnitude |a| |b| is exact in the fused multiply-add; while the
+/// accumulator stays in [2^(g + 23), 2^(g + 24)) its spacing is 2^g, so rounding acc + |a| |b| toward zero adds
+/// exactly |a| |b| truncated to the grid, which is the model's trunc(p / 2^g) 2^g; `biased` bounds the sums below
+/// 2^23 units of the grid, so the accumulators never leave that binade. The sign of a term is sign(a) xor sign(b):
+/// the row's sign chooses which plane of the panel feeds which accumulator. c enters the same way (its magnitude
+/// rounded toward zero onto the bias of the accumulator of its sign). The block sum is the difference of the two
+/// accumulators, exact (both multiples of 2^g in one binade), +0 when they are equal; clearing its mantissa bits
+/// below frac_out gives the new c directly, the grid being already the true scale.
+///
+/// The block maximum of the next block (the next row's first, after a row's last) runs in the same pass over the
+/// positions as this block's terms: it does not depend on them (only c links the blocks, and it enters after
+/// the maximum), and the integer work fills the lanes the multiply-adds leave.
+///
+/// # Safety
+/// The CPU must support AVX-512F/BW/VL and AVX2 (the caller holds the AVX-512 level, made after
+/// `is_x86_feature_detected!` reported them).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn panel_blocks(
+    a: &[u8],
+    stride: usize,
+    nblk: usize,
+    la: &crate::tables::Lut,
+    pn: &[f32],
+    pe: &[i8],
+    acc: &mut [f32],
+    p: &Params,
+) {
+    let (nfma, rows) = (p.nfma, acc.len() / PANEL);
+    let len = nblk * nfma;
+    // Every load below reads inside these bounds.
+    assert!(
+        p.biased
+            && stride >= len
+            && (rows == 0 || a.len() >= (rows - 1) * stride + len)
+            && pn.len() >= len * 2 * PANEL
+            && pe.len() >= len * PANEL,
+        "panel_blocks: a preset without room for the bias, or rows or a piece shorter than its blocks"
+    );
+    if nblk == 0 || rows == 0 {
+        return;
+    }
+    let (keep, zero) = (_mm512_set1_epi32(p.mask32 as i32), _mm512_setzero_ps());
+    let mut e = block_max(a.as_ptr(), la, pe.as_ptr(), nfma);
+    for r in 0..rows {
+        let c = acc.as_mut_ptr().add(r * PANEL);
+        let row = a.as_ptr().add(r * stride);
+        let mut cv = [zero; 4];
+        for (q, v) in cv.iter_mut().enumerate() {
+            *v = _mm512_loadu_ps(c.add(16 * q));
+        }
+        for blk in 0..nblk {
+            let o = blk * nfma;
+            // E = max(products, floor, exponent of c) per chain; the accumulators start at the bias
+            // 2^(g + 23), c's magnitude added (toward zero) to the one of its sign.
+            let (mut pos, mut neg) = ([zero; 4], [zero; 4]);
+            for q in 0..4 {
+                let eq = _mm512_cvtepi8_epi32(lane_quarter(e, q));
+                let ec = _mm512_sub_epi32(
+                    _mm512_and_si512(_mm512_srli_epi32::<23>(_mm512_castps_si512(cv[q])), _mm512_set1_epi32(0xFF)),
+                    _mm512_set1_epi32(127),
+                );
+                let ee = _mm512_max_epi32(_mm512_max_epi32(eq, _mm512_set1_epi32(p.efloor)), ec);
+                let bias = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
+                    ee,
+                    _mm512_set1_epi32(127 + 23 - p.frac),
+                )));
+                let cneg = _mm512_max_ps(_mm512_sub_ps(zero, cv[q]), zero);
+                pos[q] = _mm512_add_round_ps::<TOWARD_ZERO>(bias, _mm512_max_ps(cv[q], zero));
+                neg[q] = _mm512_add_round_ps::<TOWARD_ZERO>(bias, cneg);
+            }
+            let planes = pn.as_ptr().add(o * 2 * PANEL);
+            // The next block's maximum: this row's, or after its last block the next row's first.
+            let next = if blk + 1 < nblk {
+                Some((row.add(o + nfma), pe.as_ptr().add((o + nfma) * PANEL)))
+            } else if r + 1 < rows {
+                Some((a.as_ptr().add((r + 1) * stride), pe.as_ptr()))
+            } else {
+                None
+            };
+            match next {
+                Some((na, npe)) => e = terms::<true>(row.add(o), la, planes, nfma, &mut pos, &mut neg, na, npe),
+                None => _ = terms::<false>(row.add(o), la, planes, nfma, &mut pos, &mut neg, row, pe.as_ptr()),
+            }
+            // The block sum, truncated to frac_out bits relative to its own exponent.
+            for q in 0..4 {
+                let sum = _mm512_sub_ps(pos[q], neg[q]);
+                cv[q] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sum), keep));
+            }
+        }
+        for (q, v) in cv.iter().enumerate() {
+            _mm512_storeu_ps(c.add(16 * q), *v);
+        }
+    }
+}
+
+/// The 16 bytes of quarter `q` (0..4) of a vector.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+unsafe fn lane_quarter(x: __m512i, q: usize) -> __m128i {
+    match q {
+        0 => _mm512_extracti32x4_epi32::<0>(x),
+        1 => _mm512_extracti32x4_epi32::<1>(x),
+        2 => _mm512_extracti32x4_epi32::<2>(x),
+        _ => _mm512_extracti32x4_epi32::<3>(x),
+    }
+}
+
+/// The block maximum of the 64 chains over `nfma` positions: max of ea + eb in saturating i8 lanes (see the
+/// comment at the top of `crate::kernel`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+unsafe fn block_max(a: *const u8, la: &crate::tables::Lut, pe: *const i8, nfma: usize) -> __m512i {
+    let mut e = _mm512_set1_epi8(i8::MIN);
+    for k in 0..nfma {
+        let ea = _mm512_set1_epi8(la.e[*a.add(k) as usize]);
+        e = _mm512_max_epi8(e, _mm512_adds_epi8(ea, _mm512_loadu_si512(pe.add(k * PANEL) as *const _)));
+    }
+    e
+}
+
+/// One block's terms of [`panel_blocks`] over `nfma` positions (`a`: the row's codes, `planes`: the panel's split
+/// magnitudes) into the accumulators, and with `NEXT` the next block's maximum (`na`: its codes, `npe`: its
+/// exponents), which is returned.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn terms<const NEXT: bool>(
+    a: *const u8,
+    la: &crate::tables::Lut,
+    planes: *const f32,
+    nfma: usize,
+    pos: &mut [__m512; 4],
+    neg: &mut [__m512; 4],
+    na: *const u8,
+    npe: *const i8,
+) -> __m512i {
+    let mut e = _mm512_set1_epi8(i8::MIN);
+    for k in 0..nfma {
+        let code = *a.add(k);
+        let va = _mm512_set1_ps(la.v32[(code & 0x7F) as usize]);
+        // A negative a turns the negative codes of B into positive terms.
+        let flip = (code >> 7) as usize * PANEL;
+        let same = planes.add(k * 2 * PANEL + flip);
+        let other = planes.add(k * 2 * PANEL + (PANEL - flip));
+        for q in 0..4 {
+            pos[q] = _mm512_fmadd_round_ps::<TOWARD_ZERO>(va, _mm512_loadu_ps(same.add(16 * q)), pos[q]);
+            neg[q] = _mm512_fmadd_round_ps::<TOWARD_ZERO>(va, _mm512_loadu_ps(other.add(16 * q)), neg[q]);
+        }
+        if NEXT {
+            let ea = _mm512_set1_epi8(la.e[*na.add(k) as usize]);
+            e = _mm512_max_epi8(e, _mm512_adds_epi8(ea, _mm512_loadu_si512(npe.add(k * PANEL) as *const _)));
+        }
+    }
+    e
+}
+
 /// The scales of a block of eight chains: `x[j]` holds chain j's saturating i8 sums of operand exponents,
 /// reduced to 16 lanes, `cv` the eight accumulators. The block exponent is E = max(products, floor, exponent of
 /// c); returns s = 2^(frac - E) and inv = 2^(E - frac), lane j for chain j.
@@ -327,6 +507,92 @@ mod tests {
     use mmaemu_model::{Format, Preset};
     use rand::rngs::ChaCha8Rng;
     use rand::{RngExt, SeedableRng};
+
+    /// The fused panel step equals the portable panel step, bit for bit: both formats of A and B, blocks of 16 and
+    /// 32, rows of random finite codes against a panel holding every finite code of B's format (a tenth zeros),
+    /// several blocks per row so that c grows and changes sign and enters the block maximum; rows read in place
+    /// with a stride, and accumulators that start from earlier pieces' values.
+    #[test]
+    fn fused_panel_step_equals_the_panel_step() {
+        if crate::SimdLevel::by_name("avx512").is_none() {
+            eprintln!("this CPU has no AVX-512: the step is not run");
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(0x5EED_FA57);
+        for preset in [Preset::ada(), Preset::hopper()] {
+            let p = Params::new(&preset);
+            assert!(p.biased);
+            for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3), (Format::E4m3, Format::E5m2)] {
+                let (la, lb) = (Lut::new(fa), Lut::new(fb));
+                let finite = |f: Format, rng: &mut ChaCha8Rng, top: u8| loop {
+                    let c = rng.random_range(0..=top) | (rng.random::<u8>() & 0x80);
+                    if !f.is_nonfinite(c) {
+                        break c;
+                    }
+                };
+                for round in 0..20 {
+                    let (rows, nblk) = (5, 6);
+                    let len = nblk * p.nfma;
+                    let stride = len + 3;
+                    // Narrower magnitudes every other round, so that the block maxima vary.
+                    let top = if round % 2 == 0 { 0x7F } else { 0x3F };
+                    let a: Vec<u8> = (0..rows * stride)
+                        .map(|_| if rng.random_ratio(1, 10) { 0 } else { finite(fa, &mut rng, top) })
+                        .collect();
+                    let pc: Vec<u8> = (0..len * PANEL)
+                        .map(|_| if rng.random_ratio(1, 10) { 0x80 } else { finite(fb, &mut rng, 0x7F) })
+                        .collect();
+                    let (mut pv, mut pe) = (vec![0f32; len * PANEL], vec![0i8; len * PANEL]);
+                    lb.decode(&pc, &mut pv, &mut pe);
+                    let mut pn = vec![0f32; len * 2 * PANEL];
+                    let mut pe2 = vec![0i8; len * PANEL];
+                    lb.decode_split::<PANEL>(&pc, &mut pn, &mut pe2);
+                    assert_eq!(pe, pe2);
+                    // Accumulators from an earlier piece: results of the portable step over random codes.
+                    let mut want = vec![0f32; rows * PANEL];
+                    for (r, c) in want.chunks_exact_mut(PANEL).enumerate() {
+                        let c: &mut [f32; PANEL] = c.try_into().unwrap();
+                        if r % 2 == 1 {
+                            crate::kernel::block_steps::<PANEL, f32, false, true>(
+                                &a[r * stride..],
+                                1,
+                                &la,
+                                &pv[PANEL * p.nfma..],
+                                &pe[PANEL * p.nfma..],
+                                c,
+                                &p,
+                            );
+                        }
+                    }
+                    let mut got = want.clone();
+                    for (r, c) in want.chunks_exact_mut(PANEL).enumerate() {
+                        let c: &mut [f32; PANEL] = c.try_into().unwrap();
+                        crate::kernel::block_steps::<PANEL, f32, false, true>(
+                            &a[r * stride..r * stride + len],
+                            nblk,
+                            &la,
+                            &pv,
+                            &pe,
+                            c,
+                            &p,
+                        );
+                    }
+                    // SAFETY: the AVX-512 level exists, so the CPU has the step's features.
+                    unsafe { panel_blocks(&a, stride, nblk, &la, &pn, &pe2, &mut got, &p) };
+                    for i in 0..want.len() {
+                        assert_eq!(
+                            got[i].to_bits(),
+                            want[i].to_bits(),
+                            "{} {fa} x {fb} round {round}: row {} output {}",
+                            preset.name(),
+                            i / PANEL,
+                            i % PANEL
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// The AVX-512 step over codes equals the portable step over the decoded rows, bit for bit, on every finite code
     /// of B's format, for blocks of 16 (ada) and 32 (hopper) and both formats of A and B; and it reports a
