@@ -19,6 +19,8 @@ pub struct Lut {
     pub v64: [f64; 256],
     /// Operand exponent e(x) = max(floor(log2|x|), emin) of each nonzero finite code; [`ZERO_EXP`] otherwise.
     pub e: [i8; 256],
+    /// [`Lut::e`] in each of the four bytes of an i32: one load broadcasts it to every byte of a vector.
+    pub e4: [i32; 256],
     /// The format.
     format: Format,
 }
@@ -26,7 +28,7 @@ pub struct Lut {
 impl Lut {
     /// The table of a format.
     pub fn new(f: Format) -> Lut {
-        let mut t = Lut { v32: [0.0; 256], v64: [0.0; 256], e: [ZERO_EXP; 256], format: f };
+        let mut t = Lut { v32: [0.0; 256], v64: [0.0; 256], e: [ZERO_EXP; 256], e4: [0; 256], format: f };
         for code in 0..=255u8 {
             let d = f.decoded(code);
             if d.class != Class::Finite {
@@ -36,6 +38,9 @@ impl Lut {
             t.v64[code as usize] = v;
             t.v32[code as usize] = v as f32; // exact: at most 4 significant bits, exponent within fp32's
             t.e[code as usize] = d.exp;
+        }
+        for (e4, &e) in t.e4.iter_mut().zip(&t.e) {
+            *e4 = i32::from_ne_bytes([e as u8; 4]);
         }
         t
     }

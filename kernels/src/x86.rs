@@ -415,7 +415,7 @@ unsafe fn lane_quarter(x: __m512i, q: usize) -> __m128i {
 unsafe fn block_max(a: *const u8, la: &crate::tables::Lut, pe: *const i8, nfma: usize) -> __m512i {
     let mut e = _mm512_set1_epi8(i8::MIN);
     for k in 0..nfma {
-        let ea = _mm512_set1_epi8(la.e[*a.add(k) as usize]);
+        let ea = _mm512_set1_epi32(la.e4[*a.add(k) as usize]);
         e = _mm512_max_epi8(e, _mm512_adds_epi8(ea, _mm512_loadu_si512(pe.add(k * PANEL) as *const _)));
     }
     e
@@ -451,7 +451,7 @@ unsafe fn terms<const NEXT: bool>(
             neg[q] = _mm512_fmadd_round_ps::<TOWARD_ZERO>(va, _mm512_loadu_ps(other.add(16 * q)), neg[q]);
         }
         if NEXT {
-            let ea = _mm512_set1_epi8(la.e[*na.add(k) as usize]);
+            let ea = _mm512_set1_epi32(la.e4[*na.add(k) as usize]);
             e = _mm512_max_epi8(e, _mm512_adds_epi8(ea, _mm512_loadu_si512(npe.add(k * PANEL) as *const _)));
         }
     }
