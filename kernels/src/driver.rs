@@ -441,8 +441,8 @@ fn rows_of_a(
     single
 }
 
-/// Positions per piece of the AVX-512 panel tile: its planes (2 x 64 magnitudes and 64 exponents per position,
-/// 36 KB at 64 positions) stay in the first-level cache while every row of the tile runs over them.
+/// Positions per piece of the AVX-512 panel tile: its planes (64 magnitudes, 64 exponents and 8 masks per
+/// position, 21 KB at 64 positions) stay in the first-level cache while every row of the tile runs over them.
 #[cfg(target_arch = "x86_64")]
 const SPLIT_PIECE: usize = 64;
 
@@ -455,7 +455,7 @@ const SPLIT_PIECE: usize = 64;
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub unsafe fn tile_split(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    use crate::x86::PANEL;
+    use crate::x86::{MASKS, PANEL};
     let nfma = job.p.nfma;
     let nr = rows.len();
     let ncols = cols.len();
@@ -464,7 +464,8 @@ pub unsafe fn tile_split(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
         rows: rows.clone(),
         cols,
         pc: vec![0u8; piece_len * PANEL],
-        pn: Lines::new(piece_len * 2 * PANEL, 0.0),
+        pm: Lines::new(piece_len * PANEL, 0.0),
+        pk: Lines::new(piece_len * MASKS, 0),
         pe: Lines::new(piece_len * PANEL, ZERO_EXP),
         ga: vec![0u8; nr * piece_len],
     };
@@ -481,7 +482,8 @@ struct SplitPiece {
     rows: Range<usize>,
     cols: Range<usize>,
     pc: Vec<u8>,
-    pn: Lines<f32>,
+    pm: Lines<f32>,
+    pk: Lines<u16>,
     pe: Lines<i8>,
     ga: Vec<u8>,
 }
@@ -514,11 +516,12 @@ impl<T: Copy> Lines<T> {
 impl Piece for SplitPiece {
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
-        use crate::x86::PANEL;
+        use crate::x86::{MASKS, PANEL};
         let (k, nr, len) = (job.k, self.rows.len(), q1 - q0);
         panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), &mut self.pc);
-        let (pn, pe) = (self.pn.get_mut(), self.pe.get_mut());
-        job.lb.decode_split::<PANEL>(&self.pc[..len * PANEL], &mut pn[..len * 2 * PANEL], &mut pe[..len * PANEL]);
+        let (pm, pk, pe) = (self.pm.get_mut(), self.pk.get_mut(), self.pe.get_mut());
+        let (pm, pk, pe) = (&mut pm[..len * PANEL], &mut pk[..len * MASKS], &mut pe[..len * PANEL]);
+        job.lb.decode_magnitudes::<PANEL>(&self.pc[..len * PANEL], pm, pk, pe);
         let nblk = len / job.p.nfma;
         let single = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
         let (a, stride) = match single {
@@ -526,7 +529,8 @@ impl Piece for SplitPiece {
             None => (&self.ga[..nr * len], len),
         };
         // SAFETY: this tile runs only on the AVX-512 level (see `tile_split`).
-        unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, self.pn.get(), self.pe.get(), acc, &job.p) };
+        let (pm, pk, pe) = (self.pm.get(), self.pk.get(), self.pe.get());
+        unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, pk, pe, acc, &job.p) };
     }
 }
 

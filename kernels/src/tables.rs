@@ -64,14 +64,15 @@ impl Lut {
         }
     }
 
-    /// The exponents of a panel's codes (W per position, as [`Lut::decode`]) and their magnitudes split by sign
-    /// into two planes, `pn` holding 2W values per position: the magnitudes of the positive codes (0 elsewhere),
-    /// then those of the negative codes (0 elsewhere). The AVX-512 panel step adds nonnegative products only.
+    /// The exponents of a panel's codes (W per position, as [`Lut::decode`]), their magnitudes (W per position)
+    /// and their signs as bit masks (W / 8 per position: for each 16 codes, bit l set where code l is positive
+    /// or +0; then, for each 16 codes, where it is negative or -0). The AVX-512 panel step adds magnitudes and
+    /// picks the positive terms by mask.
     #[inline(always)]
-    pub fn decode_split<const W: usize>(&self, codes: &[u8], pn: &mut [f32], e: &mut [i8]) {
+    pub fn decode_magnitudes<const W: usize>(&self, codes: &[u8], pm: &mut [f32], pk: &mut [u16], e: &mut [i8]) {
         match self.format {
-            Format::E4m3 => split_format::<W, 3, 7, 0x7F>(codes, pn, e),
-            Format::E5m2 => split_format::<W, 2, 15, 0x7C>(codes, pn, e),
+            Format::E4m3 => magnitudes_format::<W, 3, 7, 0x7F>(codes, pm, pk, e),
+            Format::E5m2 => magnitudes_format::<W, 2, 15, 0x7C>(codes, pm, pk, e),
         }
     }
 }
@@ -106,21 +107,28 @@ fn magnitude<const MB: u32, const BIAS: i32, const NF: u8>(c: u8) -> f32 {
     }
 }
 
-/// [`Lut::decode_split`] for one format (see [`decode_format`]).
+/// [`Lut::decode_magnitudes`] for one format (see [`decode_format`]).
 #[inline(always)]
-fn split_format<const W: usize, const MB: u32, const BIAS: i32, const NF: u8>(
+fn magnitudes_format<const W: usize, const MB: u32, const BIAS: i32, const NF: u8>(
     codes: &[u8],
-    pn: &mut [f32],
+    pm: &mut [f32],
+    pk: &mut [u16],
     e: &mut [i8],
 ) {
     for (&c, e) in codes.iter().zip(e.iter_mut()) {
         *e = exponent::<MB, BIAS, NF>(c);
     }
-    for (row, out) in codes.chunks_exact(W).zip(pn.chunks_exact_mut(2 * W)) {
-        let (pos, neg) = out.split_at_mut(W);
-        for ((&c, p), n) in row.iter().zip(pos.iter_mut()).zip(neg.iter_mut()) {
-            let m = magnitude::<MB, BIAS, NF>(c);
-            (*p, *n) = if c & 0x80 == 0 { (m, 0.0) } else { (0.0, m) };
+    for (&c, m) in codes.iter().zip(pm.iter_mut()) {
+        *m = magnitude::<MB, BIAS, NF>(c);
+    }
+    for (row, masks) in codes.chunks_exact(W).zip(pk.chunks_exact_mut(W / 8)) {
+        let (plus, minus) = masks.split_at_mut(W / 16);
+        for ((sixteen, plus), minus) in row.chunks_exact(16).zip(plus).zip(minus) {
+            let mut negative = 0u16;
+            for (l, &c) in sixteen.iter().enumerate() {
+                negative |= ((c >> 7) as u16) << l;
+            }
+            (*plus, *minus) = (!negative, negative);
         }
     }
 }

@@ -289,25 +289,27 @@ const TOWARD_ZERO: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
 
 /// The chains of rows of A against a panel of [`PANEL`] rows of B over one piece of `nblk` blocks, for the
 /// AVX-512 level on the narrow path where [`Params::biased`] holds: row r's codes are `a[r * stride..][..len]`
-/// (`la` their table), `pn` holds the panel's magnitudes split by sign ([`crate::tables::Lut::decode_split`]:
-/// 2 x 64 values per position), `pe` its exponents (64 per position), and `acc` the rows' 64 running
-/// accumulators each, row after row.
+/// (`la` their table), `pm` holds the panel's magnitudes and `pk` its sign masks
+/// ([`crate::tables::Lut::decode_magnitudes`]: 64 magnitudes and 8 masks per position), `pe` its exponents (64
+/// per position), and `acc` the rows' 64 running accumulators each, row after row.
 ///
 /// The arithmetic of [`crate::kernel::block_steps`] with the scaling, the truncation and the sum of each term in
 /// one fused multiply-add rounded toward zero. With the block exponent E and the grid g = E - frac, each chain
-/// keeps two accumulators that start at the bias 2^(g + 23): one takes the terms of positive sign, the other the
-/// magnitudes of the negative ones. A term's magnitude |a| |b| is exact in the fused multiply-add; while the
-/// accumulator stays in [2^(g + 23), 2^(g + 24)) its spacing is 2^g, so rounding acc + |a| |b| toward zero adds
-/// exactly |a| |b| truncated to the grid, which is the model's trunc(p / 2^g) 2^g; `biased` bounds the sums below
-/// 2^23 units of the grid, so the accumulators never leave that binade. The sign of a term is sign(a) xor sign(b):
-/// the row's sign chooses which plane of the panel feeds which accumulator. c enters the same way (its magnitude
-/// rounded toward zero onto the bias of the accumulator of its sign). The block sum is the difference of the two
-/// accumulators, exact (both multiples of 2^g in one binade), +0 when they are equal; clearing its mantissa bits
-/// below frac_out gives the new c directly, the grid being already the true scale.
+/// keeps two accumulators that start at the bias 2^(g + 23): one takes the magnitudes of all the terms, the other
+/// those of the positive terms only (a masked multiply-add). A term's magnitude |a| |b| is exact in the fused
+/// multiply-add; while an accumulator stays in [2^(g + 23), 2^(g + 24)) its spacing is 2^g, so rounding
+/// acc + |a| |b| toward zero adds exactly |a| |b| truncated to the grid, which is the model's trunc(p / 2^g) 2^g;
+/// `biased` bounds the sums below 2^23 units of the grid, so the accumulators never leave that binade. A term is
+/// positive where sign(a) = sign(b): the row's sign picks the mask of B's positive or negative codes. c enters the
+/// same way (its magnitude rounded toward zero onto both biases, or the first only when negative). With P the
+/// positive sum and T the sum of all magnitudes (each less the bias: exact), the block sum is P - (T - P), exact
+/// (multiples of 2^g below 2^(g + 23)) and +0 when it is zero; clearing its mantissa bits below frac_out gives the
+/// new c directly, the grid being already the true scale.
 ///
-/// The block maximum of the next block (the next row's first, after a row's last) runs in the same pass over the
-/// positions as this block's terms: it does not depend on them (only c links the blocks, and it enters after
-/// the maximum), and the integer work fills the lanes the multiply-adds leave.
+/// Rows run in pairs, which share every load of the panel. The block maximum of the next block (the next pair's
+/// first, after a pair's last) runs in the same pass over the positions as this block's terms: it does not depend
+/// on them (only c links the blocks, and it enters after the maximum), and its integer work fills the lanes the
+/// multiply-adds leave.
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW/VL and AVX2 (the caller holds the AVX-512 level, made after
@@ -321,7 +323,8 @@ pub unsafe fn panel_blocks(
     stride: usize,
     nblk: usize,
     la: &crate::tables::Lut,
-    pn: &[f32],
+    pm: &[f32],
+    pk: &[u16],
     pe: &[i8],
     acc: &mut [f32],
     p: &Params,
@@ -333,65 +336,123 @@ pub unsafe fn panel_blocks(
         p.biased
             && stride >= len
             && (rows == 0 || a.len() >= (rows - 1) * stride + len)
-            && pn.len() >= len * 2 * PANEL
+            && pm.len() >= len * PANEL
+            && pk.len() >= len * MASKS
             && pe.len() >= len * PANEL,
         "panel_blocks: a preset without room for the bias, or rows or a piece shorter than its blocks"
     );
     if nblk == 0 || rows == 0 {
         return;
     }
-    let (keep, zero) = (_mm512_set1_epi32(p.mask32 as i32), _mm512_setzero_ps());
-    let mut e = block_max(a.as_ptr(), la, pe.as_ptr(), nfma);
-    for r in 0..rows {
+    let panel = Panel { pm: pm.as_ptr(), pk: pk.as_ptr(), pe: pe.as_ptr(), nfma, nblk };
+    let row = |r: usize| a.as_ptr().add(r.min(rows - 1) * stride);
+    let mut e = [block_max(row(0), la, pe.as_ptr(), nfma), block_max(row(1), la, pe.as_ptr(), nfma)];
+    for r in (0..rows).step_by(2) {
         let c = acc.as_mut_ptr().add(r * PANEL);
-        let row = a.as_ptr().add(r * stride);
-        let mut cv = [zero; 4];
-        for (q, v) in cv.iter_mut().enumerate() {
-            *v = _mm512_loadu_ps(c.add(16 * q));
+        let next = (r + 2 < rows).then(|| [row(r + 2), row(r + 3)]);
+        if r + 1 < rows {
+            e = rows_over::<2>(&panel, [row(r), row(r + 1)], [c, c.add(PANEL)], e, next, la, p);
+        } else {
+            rows_over::<1>(&panel, [row(r)], [c], [e[0]], None, la, p);
         }
-        for blk in 0..nblk {
-            let o = blk * nfma;
-            // E = max(products, floor, exponent of c) per chain; the accumulators start at the bias
-            // 2^(g + 23), c's magnitude added (toward zero) to the one of its sign.
-            let (mut pos, mut neg) = ([zero; 4], [zero; 4]);
+    }
+}
+
+/// Masks per position of [`panel_blocks`]'s panel: the lanes of B's positive codes in each quarter, then those of
+/// its negative codes.
+pub const MASKS: usize = 8;
+
+/// A panel piece of [`panel_blocks`]: magnitudes, masks and exponents per position, and its blocks.
+#[cfg(target_arch = "x86_64")]
+struct Panel {
+    pm: *const f32,
+    pk: *const u16,
+    pe: *const i8,
+    nfma: usize,
+    nblk: usize,
+}
+
+/// R rows (`a`: their codes, `c`: their accumulators) over every block of the panel, from the maxima `e` of their
+/// first blocks; returns the maxima of the first blocks of the rows `next` (two rows, the second repeated where
+/// there is one), or of nothing.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+// (Index loops over rows and quarters, several arrays at a time, read plainest here.)
+#[allow(clippy::needless_range_loop)]
+unsafe fn rows_over<const R: usize>(
+    panel: &Panel,
+    a: [*const u8; R],
+    c: [*mut f32; R],
+    mut e: [__m512i; R],
+    next: Option<[*const u8; 2]>,
+    la: &crate::tables::Lut,
+    p: &Params,
+) -> [__m512i; 2] {
+    let (nfma, zero) = (panel.nfma, _mm512_setzero_ps());
+    let keep = _mm512_set1_epi32(p.mask32 as i32);
+    let mut cv = [[zero; 4]; R];
+    for r in 0..R {
+        for q in 0..4 {
+            cv[r][q] = _mm512_loadu_ps(c[r].add(16 * q));
+        }
+    }
+    let mut after = [_mm512_setzero_si512(); 2];
+    for blk in 0..panel.nblk {
+        let o = blk * nfma;
+        // E = max(products, floor, exponent of c) per chain; both accumulators start at the bias 2^(g + 23), with
+        // c's magnitude added toward zero (to the positive one only where c is positive).
+        let (mut tot, mut pos, mut bias) = ([[zero; 4]; R], [[zero; 4]; R], [[zero; 4]; R]);
+        for r in 0..R {
             for q in 0..4 {
-                let eq = _mm512_cvtepi8_epi32(lane_quarter(e, q));
+                let eq = _mm512_cvtepi8_epi32(lane_quarter(e[r], q));
                 let ec = _mm512_sub_epi32(
-                    _mm512_and_si512(_mm512_srli_epi32::<23>(_mm512_castps_si512(cv[q])), _mm512_set1_epi32(0xFF)),
+                    _mm512_and_si512(_mm512_srli_epi32::<23>(_mm512_castps_si512(cv[r][q])), _mm512_set1_epi32(0xFF)),
                     _mm512_set1_epi32(127),
                 );
                 let ee = _mm512_max_epi32(_mm512_max_epi32(eq, _mm512_set1_epi32(p.efloor)), ec);
-                let bias = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
+                bias[r][q] = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
                     ee,
                     _mm512_set1_epi32(127 + 23 - p.frac),
                 )));
-                let cneg = _mm512_max_ps(_mm512_sub_ps(zero, cv[q]), zero);
-                pos[q] = _mm512_add_round_ps::<TOWARD_ZERO>(bias, _mm512_max_ps(cv[q], zero));
-                neg[q] = _mm512_add_round_ps::<TOWARD_ZERO>(bias, cneg);
-            }
-            let planes = pn.as_ptr().add(o * 2 * PANEL);
-            // The next block's maximum: this row's, or after its last block the next row's first.
-            let next = if blk + 1 < nblk {
-                Some((row.add(o + nfma), pe.as_ptr().add((o + nfma) * PANEL)))
-            } else if r + 1 < rows {
-                Some((a.as_ptr().add((r + 1) * stride), pe.as_ptr()))
-            } else {
-                None
-            };
-            match next {
-                Some((na, npe)) => e = terms::<true>(row.add(o), la, planes, nfma, &mut pos, &mut neg, na, npe),
-                None => _ = terms::<false>(row.add(o), la, planes, nfma, &mut pos, &mut neg, row, pe.as_ptr()),
-            }
-            // The block sum, truncated to frac_out bits relative to its own exponent.
-            for q in 0..4 {
-                let sum = _mm512_sub_ps(pos[q], neg[q]);
-                cv[q] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sum), keep));
+                let mag = _mm512_castsi512_ps(_mm512_and_si512(
+                    _mm512_castps_si512(cv[r][q]),
+                    _mm512_set1_epi32(0x7FFF_FFFF),
+                ));
+                tot[r][q] = _mm512_add_round_ps::<TOWARD_ZERO>(bias[r][q], mag);
+                pos[r][q] = _mm512_add_round_ps::<TOWARD_ZERO>(bias[r][q], _mm512_max_ps(cv[r][q], zero));
             }
         }
-        for (q, v) in cv.iter().enumerate() {
-            _mm512_storeu_ps(c.add(16 * q), *v);
+        // The next block's maxima: these rows', or after their last block the next rows' first.
+        let o2 = o + nfma;
+        if blk + 1 < panel.nblk {
+            let mut na = [a[0]; 2];
+            for r in 0..R {
+                na[r] = a[r].add(o2);
+            }
+            let m = terms::<R, true>(panel, o, a, la, &mut tot, &mut pos, na, panel.pe.add(o2 * PANEL));
+            e.copy_from_slice(&m[..R]);
+        } else if let Some(na) = next {
+            after = terms::<R, true>(panel, o, a, la, &mut tot, &mut pos, na, panel.pe);
+        } else {
+            terms::<R, false>(panel, o, a, la, &mut tot, &mut pos, [a[0]; 2], panel.pe);
+        }
+        // The block sum P - (T - P), truncated to frac_out bits relative to its own exponent.
+        for r in 0..R {
+            for q in 0..4 {
+                let pp = _mm512_sub_ps(pos[r][q], bias[r][q]);
+                let nn = _mm512_sub_ps(_mm512_sub_ps(tot[r][q], bias[r][q]), pp);
+                let sum = _mm512_sub_ps(pp, nn);
+                cv[r][q] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sum), keep));
+            }
         }
     }
+    for r in 0..R {
+        for q in 0..4 {
+            _mm512_storeu_ps(c[r].add(16 * q), cv[r][q]);
+        }
+    }
+    after
 }
 
 /// The 16 bytes of quarter `q` (0..4) of a vector.
@@ -421,38 +482,46 @@ unsafe fn block_max(a: *const u8, la: &crate::tables::Lut, pe: *const i8, nfma: 
     e
 }
 
-/// One block's terms of [`panel_blocks`] over `nfma` positions (`a`: the row's codes, `planes`: the panel's split
-/// magnitudes) into the accumulators, and with `NEXT` the next block's maximum (`na`: its codes, `npe`: its
-/// exponents), which is returned.
+/// One block's terms of [`rows_over`] at positions [o, o + nfma) for R rows (`a`: their codes) into their
+/// accumulators, and with `NEXT` the block maxima of two rows (`na`: their codes of that block, `npe`: its
+/// exponents), which are returned.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-unsafe fn terms<const NEXT: bool>(
-    a: *const u8,
+unsafe fn terms<const R: usize, const NEXT: bool>(
+    panel: &Panel,
+    o: usize,
+    a: [*const u8; R],
     la: &crate::tables::Lut,
-    planes: *const f32,
-    nfma: usize,
-    pos: &mut [__m512; 4],
-    neg: &mut [__m512; 4],
-    na: *const u8,
+    tot: &mut [[__m512; 4]; R],
+    pos: &mut [[__m512; 4]; R],
+    na: [*const u8; 2],
     npe: *const i8,
-) -> __m512i {
-    let mut e = _mm512_set1_epi8(i8::MIN);
-    for k in 0..nfma {
-        let code = *a.add(k);
-        let va = _mm512_set1_ps(la.v32[(code & 0x7F) as usize]);
-        // A negative a turns the negative codes of B into positive terms.
-        let flip = (code >> 7) as usize * PANEL;
-        let same = planes.add(k * 2 * PANEL + flip);
-        let other = planes.add(k * 2 * PANEL + (PANEL - flip));
-        for q in 0..4 {
-            pos[q] = _mm512_fmadd_round_ps::<TOWARD_ZERO>(va, _mm512_loadu_ps(same.add(16 * q)), pos[q]);
-            neg[q] = _mm512_fmadd_round_ps::<TOWARD_ZERO>(va, _mm512_loadu_ps(other.add(16 * q)), neg[q]);
+) -> [__m512i; 2] {
+    let mut e = [_mm512_set1_epi8(i8::MIN); 2];
+    for k in 0..panel.nfma {
+        let b = panel.pm.add((o + k) * PANEL);
+        let mut bq = [_mm512_setzero_ps(); 4];
+        for (q, bq) in bq.iter_mut().enumerate() {
+            *bq = _mm512_loadu_ps(b.add(16 * q));
+        }
+        for r in 0..R {
+            let code = *a[r].add(o + k);
+            let va = _mm512_set1_ps(la.v32[(code & 0x7F) as usize]);
+            // A term is positive where B's code has a's sign.
+            let masks = panel.pk.add((o + k) * MASKS + (code >> 7) as usize * 4);
+            for q in 0..4 {
+                tot[r][q] = _mm512_fmadd_round_ps::<TOWARD_ZERO>(va, bq[q], tot[r][q]);
+                pos[r][q] = _mm512_mask3_fmadd_round_ps::<TOWARD_ZERO>(va, bq[q], pos[r][q], *masks.add(q));
+            }
         }
         if NEXT {
-            let ea = _mm512_set1_epi32(la.e4[*na.add(k) as usize]);
-            e = _mm512_max_epi8(e, _mm512_adds_epi8(ea, _mm512_loadu_si512(npe.add(k * PANEL) as *const _)));
+            let pe = _mm512_loadu_si512(npe.add(k * PANEL) as *const _);
+            for (e, na) in e.iter_mut().zip(na) {
+                let ea = _mm512_set1_epi32(la.e4[*na.add(k) as usize]);
+                *e = _mm512_max_epi8(*e, _mm512_adds_epi8(ea, pe));
+            }
         }
     }
     e
@@ -531,7 +600,7 @@ mod tests {
                     }
                 };
                 for round in 0..20 {
-                    let (rows, nblk) = (5, 6);
+                    let (rows, nblk) = (5 + round % 2, 6);
                     let len = nblk * p.nfma;
                     let stride = len + 3;
                     // Narrower magnitudes every other round, so that the block maxima vary.
@@ -544,9 +613,9 @@ mod tests {
                         .collect();
                     let (mut pv, mut pe) = (vec![0f32; len * PANEL], vec![0i8; len * PANEL]);
                     lb.decode(&pc, &mut pv, &mut pe);
-                    let mut pn = vec![0f32; len * 2 * PANEL];
+                    let (mut pm, mut pk) = (vec![0f32; len * PANEL], vec![0u16; len * MASKS]);
                     let mut pe2 = vec![0i8; len * PANEL];
-                    lb.decode_split::<PANEL>(&pc, &mut pn, &mut pe2);
+                    lb.decode_magnitudes::<PANEL>(&pc, &mut pm, &mut pk, &mut pe2);
                     assert_eq!(pe, pe2);
                     // Accumulators from an earlier piece: results of the portable step over random codes.
                     let mut want = vec![0f32; rows * PANEL];
@@ -578,7 +647,7 @@ mod tests {
                         );
                     }
                     // SAFETY: the AVX-512 level exists, so the CPU has the step's features.
-                    unsafe { panel_blocks(&a, stride, nblk, &la, &pn, &pe2, &mut got, &p) };
+                    unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &pk, &pe2, &mut got, &p) };
                     for i in 0..want.len() {
                         assert_eq!(
                             got[i].to_bits(),
