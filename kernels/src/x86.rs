@@ -301,10 +301,10 @@ const TOWARD_ZERO: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
 /// acc + |a| |b| toward zero adds exactly |a| |b| truncated to the grid, which is the model's trunc(p / 2^g) 2^g;
 /// `biased` bounds the sums below 2^23 units of the grid, so the accumulators never leave that binade. A term is
 /// positive where sign(a) = sign(b): the row's sign picks the mask of B's positive or negative codes. c enters the
-/// same way (its magnitude rounded toward zero onto both biases, or the first only when negative). With P the
-/// positive sum and T the sum of all magnitudes (each less the bias: exact), the block sum is P - (T - P), exact
-/// (multiples of 2^g below 2^(g + 23)) and +0 when it is zero; clearing its mantissa bits below frac_out gives the
-/// new c directly, the grid being already the true scale.
+/// same way (its magnitude rounded toward zero onto both biases, or the first only when negative). The block sum
+/// is (pos - bias) - (tot - pos): each difference is exact (multiples of 2^g in one binade), and so is theirs
+/// (multiples of 2^g below 2^(g + 23)), +0 when it is zero; clearing its mantissa bits below frac_out gives the new
+/// c directly, the grid being already the true scale.
 ///
 /// Rows run in pairs, which share every load of the panel. The block maximum of the next block (the next pair's
 /// first, after a pair's last) runs in the same pass over the positions as this block's terms: it does not depend
@@ -406,10 +406,8 @@ unsafe fn rows_over<const R: usize>(
         for r in 0..R {
             for q in 0..4 {
                 let eq = _mm512_cvtepi8_epi32(lane_quarter(e[r], q));
-                let ec = _mm512_sub_epi32(
-                    _mm512_and_si512(_mm512_srli_epi32::<23>(_mm512_castps_si512(cv[r][q])), _mm512_set1_epi32(0xFF)),
-                    _mm512_set1_epi32(127),
-                );
+                // (c's exponent: +0 gives -inf, which converts to i32::MIN.)
+                let ec = _mm512_cvtps_epi32(_mm512_getexp_ps(cv[r][q]));
                 let ee = _mm512_max_epi32(_mm512_max_epi32(eq, _mm512_set1_epi32(p.efloor)), ec);
                 bias[r][q] = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
                     ee,
@@ -441,7 +439,7 @@ unsafe fn rows_over<const R: usize>(
         for r in 0..R {
             for q in 0..4 {
                 let pp = _mm512_sub_ps(pos[r][q], bias[r][q]);
-                let nn = _mm512_sub_ps(_mm512_sub_ps(tot[r][q], bias[r][q]), pp);
+                let nn = _mm512_sub_ps(tot[r][q], pos[r][q]);
                 let sum = _mm512_sub_ps(pp, nn);
                 cv[r][q] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sum), keep));
             }
