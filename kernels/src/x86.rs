@@ -575,21 +575,33 @@ mod tests {
     use rand::rngs::ChaCha8Rng;
     use rand::{RngExt, SeedableRng};
 
+    /// The format pairs of the steps' tests: both formats on each side.
+    const PAIRS: [(Format, Format); 3] =
+        [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3), (Format::E4m3, Format::E5m2)];
+
+    /// Whether this CPU runs the AVX-512 steps (said on stderr where it does not).
+    fn avx512() -> bool {
+        let there = crate::SimdLevel::by_name("avx512").is_some();
+        if !there {
+            eprintln!("this CPU has no AVX-512: the step is not run");
+        }
+        there
+    }
+
     /// The fused panel step equals the portable panel step, bit for bit: both formats of A and B, blocks of 16 and
-    /// 32, rows of random finite codes against a panel holding every finite code of B's format (a tenth zeros),
-    /// several blocks per row so that c grows and changes sign and enters the block maximum; rows read in place
-    /// with a stride, and accumulators that start from earlier pieces' values.
+    /// 32, rows of random finite codes (a tenth +0) against a panel of random finite codes (a tenth -0), five or
+    /// six rows (pairs and a single row) of six blocks each, so that c grows, changes sign and enters the block
+    /// maximum; rows read in place with a stride, and accumulators that start from earlier pieces' values.
     #[test]
     fn fused_panel_step_equals_the_panel_step() {
-        if crate::SimdLevel::by_name("avx512").is_none() {
-            eprintln!("this CPU has no AVX-512: the step is not run");
+        if !avx512() {
             return;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(0x5EED_FA57);
         for preset in [Preset::ada(), Preset::hopper()] {
             let p = Params::new(&preset);
             assert!(p.biased);
-            for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3), (Format::E4m3, Format::E5m2)] {
+            for (fa, fb) in PAIRS {
                 let (la, lb) = (Lut::new(fa), Lut::new(fb));
                 let finite = |f: Format, rng: &mut ChaCha8Rng, top: u8| loop {
                     let c = rng.random_range(0..=top) | (rng.random::<u8>() & 0x80);
@@ -666,14 +678,13 @@ mod tests {
     /// non-finite code of B wherever one is planted (its results are then not used).
     #[test]
     fn codes_step_equals_the_decoded_step() {
-        if crate::SimdLevel::by_name("avx512").is_none() {
-            eprintln!("this CPU has no AVX-512: the step is not run");
+        if !avx512() {
             return;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(0x5EED_C0DE);
         for preset in [Preset::ada(), Preset::hopper()] {
             let p = Params::new(&preset);
-            for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3), (Format::E4m3, Format::E5m2)] {
+            for (fa, fb) in PAIRS {
                 let (la, lb) = (Lut::new(fa), Lut::new(fb));
                 let finite: Vec<u8> = (0..=255u8).filter(|&c| !fb.is_nonfinite(c)).collect();
                 for round in 0..50 {
