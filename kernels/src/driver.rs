@@ -444,23 +444,23 @@ fn rows_of_a(
 /// Positions per piece of the AVX-512 panel tile: its planes (64 magnitudes, 64 exponents and 8 masks per
 /// position, 21 KB at 64 positions) stay in the first-level cache while every row of the tile runs over them.
 #[cfg(target_arch = "x86_64")]
-const SPLIT_PIECE: usize = 64;
+const FUSED_PIECE: usize = 64;
 
-/// One panel tile of the AVX-512 level on the narrow path with room for the bias ([`Params::biased`]): the panel
-/// decoded into magnitudes split by sign, every row through [`crate::x86::panel_blocks`]. Returns `rows.len()`
-/// rows of `cols.len()` results.
+/// One panel tile of the AVX-512 level on the narrow path with room for the bias ([`Params::biased`]): each piece
+/// of the panel decoded into magnitudes, sign masks and exponents, every row through the fused step
+/// [`crate::x86::panel_blocks`]. Returns `rows.len()` rows of `cols.len()` results.
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW/VL and AVX2 (the caller is the AVX-512 level's tile).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub unsafe fn tile_split(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     use crate::x86::{MASKS, PANEL};
     let nfma = job.p.nfma;
     let nr = rows.len();
     let ncols = cols.len();
-    let piece_len = nfma * (SPLIT_PIECE / nfma).max(1);
-    let mut piece = SplitPiece {
+    let piece_len = nfma * (FUSED_PIECE / nfma).max(1);
+    let mut piece = FusedPiece {
         rows: rows.clone(),
         cols,
         pc: vec![0u8; piece_len * PANEL],
@@ -475,10 +475,10 @@ pub unsafe fn tile_split(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
     out
 }
 
-/// The scratch of an AVX-512 panel tile: the panel piece's codes, split magnitudes and exponents, and the
+/// The scratch of a fused panel tile: the panel piece's codes, magnitudes, sign masks and exponents, and the
 /// gathered rows of A.
 #[cfg(target_arch = "x86_64")]
-struct SplitPiece {
+struct FusedPiece {
     rows: Range<usize>,
     cols: Range<usize>,
     pc: Vec<u8>,
@@ -490,12 +490,14 @@ struct SplitPiece {
 
 /// A buffer that starts on a cache line: every 64-byte vector of a panel row is then one line, where a vector
 /// across two lines costs two loads.
+#[cfg(target_arch = "x86_64")]
 struct Lines<T> {
     buf: Vec<T>,
     start: usize,
     len: usize,
 }
 
+#[cfg(target_arch = "x86_64")]
 impl<T: Copy> Lines<T> {
     fn new(len: usize, fill: T) -> Lines<T> {
         let buf = vec![fill; len + 64];
@@ -513,7 +515,7 @@ impl<T: Copy> Lines<T> {
 }
 
 #[cfg(target_arch = "x86_64")]
-impl Piece for SplitPiece {
+impl Piece for FusedPiece {
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
         use crate::x86::{MASKS, PANEL};
@@ -528,8 +530,8 @@ impl Piece for SplitPiece {
             Some(kr) => (&job.a[self.rows.start * k + kr.start..], k),
             None => (&self.ga[..nr * len], len),
         };
-        // SAFETY: this tile runs only on the AVX-512 level (see `tile_split`).
         let (pm, pk, pe) = (self.pm.get(), self.pk.get(), self.pe.get());
+        // SAFETY: this tile runs only on the AVX-512 level (see `tile_fused`).
         unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, pk, pe, acc, &job.p) };
     }
 }
