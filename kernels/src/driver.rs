@@ -341,19 +341,15 @@ struct PanelPiece<const W: usize, L, const LATE: bool, const HT: bool> {
 impl<const W: usize, L: Lane, const LATE: bool, const HT: bool> Piece for PanelPiece<W, L, LATE, HT> {
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
-        let (k, nfma, nr, ncols, j0) = (job.k, job.p.nfma, self.rows.len(), self.ncols, self.j0);
+        let (nfma, nr, ncols, j0) = (job.p.nfma, self.rows.len(), self.ncols, self.j0);
         let (pc, pv, pe, ga) = (&mut self.pc, &mut self.pv, &mut self.pe, &mut self.ga);
         let len = q1 - q0;
         panel_codes::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc);
         L::decode(&job.lb, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
         let nblk = len / nfma;
         let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
-        let single = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut ga[..nr * len]);
-        let (i0, ga) = (self.rows.start, &ga[..]);
-        let row = |r: usize| match single {
-            Some(ref kr) => &job.a[(i0 + r) * k + kr.start..(i0 + r) * k + kr.end],
-            None => &ga[r * len..(r + 1) * len],
-        };
+        let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut ga[..nr * len]);
+        let row = |r: usize| &a[r * stride..r * stride + len];
         let accs = acc.chunks_exact_mut(W).filter_map(|c| <&mut [f32; W]>::try_from(c).ok());
         for (r, c) in accs.enumerate() {
             block_steps::<W, L, LATE, HT>(row(r), nblk, &job.la, pv, pe, c, &job.p);
@@ -422,23 +418,26 @@ fn transpose8(x: &mut [u64; 8]) {
     }
 }
 
-/// Where a tile's rows of A are read for positions [q0, q1) of a chunk: in place when the piece is one run of k
-/// (its range of k is returned), else gathered with zero padding into `ga` (row after row; None is returned).
+/// A tile's rows of A at positions [q0, q1) of a chunk, as codes and the stride between rows (row r is
+/// `codes[r * stride..][..q1 - q0]`): read in place when the piece is one run of k, else gathered with zero padding
+/// into `ga` (row after row, stride q1 - q0).
 #[inline(always)]
-fn rows_of_a(
-    job: &Job,
+fn rows_of_a<'x>(
+    job: &'x Job,
     rows: Range<usize>,
     chunk: &ChunkPlan,
     q0: usize,
     q1: usize,
-    ga: &mut [u8],
-) -> Option<Range<usize>> {
+    ga: &'x mut [u8],
+) -> (&'x [u8], usize) {
     let len = q1 - q0;
-    let single = chunk.segments(q0, q1).next().filter(|(off, kr)| *off == 0 && kr.len() == len).map(|(_, kr)| kr);
-    if single.is_none() {
-        gather_rows(job.a, job.k, rows, chunk, q0, q1, ga);
+    match chunk.segments(q0, q1).next() {
+        Some((0, kr)) if kr.len() == len => (job.a.get(rows.start * job.k + kr.start..).unwrap_or_default(), job.k),
+        _ => {
+            gather_rows(job.a, job.k, rows, chunk, q0, q1, ga);
+            (ga, len)
+        }
     }
-    single
 }
 
 /// Positions per piece of the AVX-512 panel tile: its planes (64 magnitudes, 64 exponents and 8 masks per
@@ -519,17 +518,13 @@ impl Piece for FusedPiece {
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
         use crate::x86::{MASKS, PANEL};
-        let (k, nr, len) = (job.k, self.rows.len(), q1 - q0);
+        let (nr, len) = (self.rows.len(), q1 - q0);
         panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), &mut self.pc);
         let (pm, pk, pe) = (self.pm.get_mut(), self.pk.get_mut(), self.pe.get_mut());
         let (pm, pk, pe) = (&mut pm[..len * PANEL], &mut pk[..len * MASKS], &mut pe[..len * PANEL]);
         job.lb.decode_magnitudes::<PANEL>(&self.pc[..len * PANEL], pm, pk, pe);
         let nblk = len / job.p.nfma;
-        let single = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
-        let (a, stride) = match single {
-            Some(kr) => (&job.a[self.rows.start * k + kr.start..], k),
-            None => (&self.ga[..nr * len], len),
-        };
+        let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
         let (pm, pk, pe) = (self.pm.get(), self.pk.get(), self.pe.get());
         // SAFETY: this tile runs only on the AVX-512 level (see `tile_fused`).
         unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, pk, pe, acc, &job.p) };
