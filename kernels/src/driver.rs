@@ -440,13 +440,14 @@ fn rows_of_a<'x>(
     }
 }
 
-/// Positions per piece of the AVX-512 panel tile: its planes (64 magnitudes, 64 exponents and 8 masks per
-/// position, 21 KB at 64 positions) stay in the first-level cache while every row of the tile runs over them.
+/// Positions per piece of the AVX-512 panel tile: its planes (64 magnitudes, 64 exponents and 128 magnitudes by
+/// sign per position, 26 KB at 32 positions) stay in the first-level cache while every row of the tile runs over
+/// them.
 #[cfg(target_arch = "x86_64")]
-const FUSED_PIECE: usize = 64;
+const FUSED_PIECE: usize = 32;
 
 /// One panel tile of the AVX-512 level on the narrow path with room for the bias ([`Params::biased`]): each piece
-/// of the panel decoded into magnitudes, sign masks and exponents, every row through the fused step
+/// of the panel decoded into magnitudes, magnitudes by sign and exponents, every row through the fused step
 /// [`crate::x86::panel_blocks`]. Returns `rows.len()` rows of `cols.len()` results.
 ///
 /// # Safety
@@ -454,7 +455,7 @@ const FUSED_PIECE: usize = 64;
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    use crate::x86::{MASKS, PANEL};
+    use crate::x86::{PANEL, SIDED};
     let nfma = job.p.nfma;
     let nr = rows.len();
     let ncols = cols.len();
@@ -464,7 +465,7 @@ pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
         cols,
         pc: vec![0u8; piece_len * PANEL],
         pm: Lines::new(piece_len * PANEL, 0.0),
-        pk: Lines::new(piece_len * MASKS, 0),
+        ps: Lines::new(piece_len * SIDED, 0.0),
         pe: Lines::new(piece_len * PANEL, ZERO_EXP),
         ga: vec![0u8; nr * piece_len],
     };
@@ -474,7 +475,7 @@ pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
     out
 }
 
-/// The scratch of a fused panel tile: the panel piece's codes, magnitudes, sign masks and exponents, and the
+/// The scratch of a fused panel tile: the panel piece's codes, magnitudes, magnitudes by sign and exponents, and the
 /// gathered rows of A.
 #[cfg(target_arch = "x86_64")]
 struct FusedPiece {
@@ -482,7 +483,7 @@ struct FusedPiece {
     cols: Range<usize>,
     pc: Vec<u8>,
     pm: Lines<f32>,
-    pk: Lines<u16>,
+    ps: Lines<f32>,
     pe: Lines<i8>,
     ga: Vec<u8>,
 }
@@ -517,17 +518,17 @@ impl<T: Copy> Lines<T> {
 impl Piece for FusedPiece {
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
-        use crate::x86::{MASKS, PANEL};
+        use crate::x86::{PANEL, SIDED};
         let (nr, len) = (self.rows.len(), q1 - q0);
         panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), &mut self.pc);
-        let (pm, pk, pe) = (self.pm.get_mut(), self.pk.get_mut(), self.pe.get_mut());
-        let (pm, pk, pe) = (&mut pm[..len * PANEL], &mut pk[..len * MASKS], &mut pe[..len * PANEL]);
-        job.lb.decode_magnitudes::<PANEL>(&self.pc[..len * PANEL], pm, pk, pe);
+        let (pm, ps, pe) = (self.pm.get_mut(), self.ps.get_mut(), self.pe.get_mut());
+        let (pm, ps, pe) = (&mut pm[..len * PANEL], &mut ps[..len * SIDED], &mut pe[..len * PANEL]);
+        job.lb.decode_magnitudes::<PANEL>(&self.pc[..len * PANEL], pm, ps, pe);
         let nblk = len / job.p.nfma;
         let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
-        let (pm, pk, pe) = (self.pm.get(), self.pk.get(), self.pe.get());
+        let (pm, ps, pe) = (self.pm.get(), self.ps.get(), self.pe.get());
         // SAFETY: this tile runs only on the AVX-512 level (see `tile_fused`).
-        unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, pk, pe, acc, &job.p) };
+        unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, ps, pe, acc, &job.p) };
     }
 }
 

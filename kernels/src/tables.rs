@@ -65,14 +65,15 @@ impl Lut {
     }
 
     /// The exponents of a panel's codes (W per position, as [`Lut::decode`]), their magnitudes (W per position)
-    /// and their signs as bit masks (W / 8 per position: for each 16 codes, bit l set where code l is positive
-    /// or +0; then, for each 16 codes, where it is negative or -0). The AVX-512 panel step adds magnitudes and
-    /// picks the positive terms by mask.
+    /// and their magnitudes by sign (2 W per position: the magnitudes of the positive codes and +0, zero in the
+    /// lanes of the negative codes; then those of the negative codes and -0, zero in the others). The AVX-512
+    /// panel step adds the magnitudes of all terms, and those of the positive terms from the side of B that has
+    /// a's sign.
     #[inline(always)]
-    pub fn decode_magnitudes<const W: usize>(&self, codes: &[u8], pm: &mut [f32], pk: &mut [u16], e: &mut [i8]) {
+    pub fn decode_magnitudes<const W: usize>(&self, codes: &[u8], pm: &mut [f32], ps: &mut [f32], e: &mut [i8]) {
         match self.format {
-            Format::E4m3 => magnitudes_format::<W, 3, 7, 0x7F>(codes, pm, pk, e),
-            Format::E5m2 => magnitudes_format::<W, 2, 15, 0x7C>(codes, pm, pk, e),
+            Format::E4m3 => magnitudes_format::<W, 3, 7, 0x7F>(codes, pm, ps, e),
+            Format::E5m2 => magnitudes_format::<W, 2, 15, 0x7C>(codes, pm, ps, e),
         }
     }
 }
@@ -112,7 +113,7 @@ fn magnitude<const MB: u32, const BIAS: i32, const NF: u8>(c: u8) -> f32 {
 fn magnitudes_format<const W: usize, const MB: u32, const BIAS: i32, const NF: u8>(
     codes: &[u8],
     pm: &mut [f32],
-    pk: &mut [u16],
+    ps: &mut [f32],
     e: &mut [i8],
 ) {
     for (&c, e) in codes.iter().zip(e.iter_mut()) {
@@ -121,14 +122,10 @@ fn magnitudes_format<const W: usize, const MB: u32, const BIAS: i32, const NF: u
     for (&c, m) in codes.iter().zip(pm.iter_mut()) {
         *m = magnitude::<MB, BIAS, NF>(c);
     }
-    for (row, masks) in codes.chunks_exact(W).zip(pk.chunks_exact_mut(W / 8)) {
-        let (plus, minus) = masks.split_at_mut(W / 16);
-        for ((sixteen, plus), minus) in row.chunks_exact(16).zip(plus).zip(minus) {
-            let mut negative = 0u16;
-            for (l, &c) in sixteen.iter().enumerate() {
-                negative |= ((c >> 7) as u16) << l;
-            }
-            (*plus, *minus) = (!negative, negative);
+    for ((row, mags), sides) in codes.chunks_exact(W).zip(pm.chunks_exact(W)).zip(ps.chunks_exact_mut(2 * W)) {
+        let (plus, minus) = sides.split_at_mut(W);
+        for (((&c, &m), plus), minus) in row.iter().zip(mags).zip(plus).zip(minus) {
+            (*plus, *minus) = if c >> 7 == 0 { (m, 0.0) } else { (0.0, m) };
         }
     }
 }

@@ -289,18 +289,20 @@ const TOWARD_ZERO: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
 
 /// The chains of rows of A against a panel of [`PANEL`] rows of B over one piece of `nblk` blocks, for the
 /// AVX-512 level on the narrow path where [`Params::biased`] holds: row r's codes are `a[r * stride..][..len]`
-/// (`la` their table), `pm` holds the panel's magnitudes and `pk` its sign masks
-/// ([`crate::tables::Lut::decode_magnitudes`]: 64 magnitudes and 8 masks per position), `pe` its exponents (64
-/// per position), and `acc` the rows' 64 running accumulators each, row after row.
+/// (`la` their table), `pm` holds the panel's magnitudes and `ps` its magnitudes by sign
+/// ([`crate::tables::Lut::decode_magnitudes`]: 64 magnitudes, and [`SIDED`] by sign, per position), `pe` its
+/// exponents (64 per position), and `acc` the rows' 64 running accumulators each, row after row.
 ///
 /// The arithmetic of [`crate::kernel::block_steps`] with the scaling, the truncation and the sum of each term in
 /// one fused multiply-add rounded toward zero. With the block exponent E and the grid g = E - frac, each chain
 /// keeps two accumulators that start at the bias 2^(g + 23): one takes the magnitudes of all the terms, the other
-/// those of the positive terms only (a masked multiply-add). A term's magnitude |a| |b| is exact in the fused
+/// those of the positive terms only. A term's magnitude |a| |b| is exact in the fused
 /// multiply-add; while an accumulator stays in [2^(g + 23), 2^(g + 24)) its spacing is 2^g, so rounding
 /// acc + |a| |b| toward zero adds exactly |a| |b| truncated to the grid, which is the model's trunc(p / 2^g) 2^g;
 /// `biased` bounds the sums below 2^23 units of the grid, so the accumulators never leave that binade. A term is
-/// positive where sign(a) = sign(b): the row's sign picks the mask of B's positive or negative codes. c enters the
+/// positive where sign(a) = sign(b): the second accumulator multiplies |a| by the side of B that has a's sign
+/// (its magnitudes there, zero elsewhere: a zero term leaves an accumulator unchanged), chosen by the address
+/// the row's sign gives — a load, where a mask per 16 lanes would cost a vector port's operation. c enters the
 /// same way (its magnitude rounded toward zero onto both biases, or the first only when negative). The block sum
 /// is (pos - bias) - (tot - pos): each difference is exact (multiples of 2^g in one binade), and so is theirs
 /// (multiples of 2^g below 2^(g + 23)), +0 when it is zero; clearing its mantissa bits below frac_out gives the new
@@ -324,7 +326,7 @@ pub unsafe fn panel_blocks(
     nblk: usize,
     la: &crate::tables::Lut,
     pm: &[f32],
-    pk: &[u16],
+    ps: &[f32],
     pe: &[i8],
     acc: &mut [f32],
     p: &Params,
@@ -337,14 +339,14 @@ pub unsafe fn panel_blocks(
             && stride >= len
             && (rows == 0 || a.len() >= (rows - 1) * stride + len)
             && pm.len() >= len * PANEL
-            && pk.len() >= len * MASKS
+            && ps.len() >= len * SIDED
             && pe.len() >= len * PANEL,
         "panel_blocks: a preset without room for the bias, or rows or a piece shorter than its blocks"
     );
     if nblk == 0 || rows == 0 {
         return;
     }
-    let panel = Panel { pm: pm.as_ptr(), pk: pk.as_ptr(), pe: pe.as_ptr(), nfma, nblk };
+    let panel = Panel { pm: pm.as_ptr(), ps: ps.as_ptr(), pe: pe.as_ptr(), nfma, nblk };
     let row = |r: usize| a.as_ptr().add(r.min(rows - 1) * stride);
     let mut e = [block_max(row(0), la, pe.as_ptr(), nfma), block_max(row(1), la, pe.as_ptr(), nfma)];
     for r in (0..rows).step_by(2) {
@@ -358,15 +360,15 @@ pub unsafe fn panel_blocks(
     }
 }
 
-/// Masks per position of [`panel_blocks`]'s panel: the lanes of B's positive codes in each quarter, then those of
-/// its negative codes.
-pub const MASKS: usize = 8;
+/// Magnitudes by sign per position of [`panel_blocks`]'s panel: those of B's positive codes (zero in the lanes
+/// of its negative codes), then those of its negative codes.
+pub const SIDED: usize = 2 * PANEL;
 
-/// A panel piece of [`panel_blocks`]: magnitudes, masks and exponents per position, and its blocks.
+/// A panel piece of [`panel_blocks`]: magnitudes, magnitudes by sign and exponents per position, and its blocks.
 #[cfg(target_arch = "x86_64")]
 struct Panel {
     pm: *const f32,
-    pk: *const u16,
+    ps: *const f32,
     pe: *const i8,
     nfma: usize,
     nblk: usize,
@@ -508,10 +510,11 @@ unsafe fn terms<const R: usize, const NEXT: bool>(
             let code = *a[r].add(o + k);
             let va = _mm512_set1_ps(la.v32[(code & 0x7F) as usize]);
             // A term is positive where B's code has a's sign.
-            let masks = panel.pk.add((o + k) * MASKS + (code >> 7) as usize * 4);
+            let side = panel.ps.add((o + k) * SIDED + (code >> 7) as usize * PANEL);
             for q in 0..4 {
                 tot[r][q] = _mm512_fmadd_round_ps::<TOWARD_ZERO>(va, bq[q], tot[r][q]);
-                pos[r][q] = _mm512_mask3_fmadd_round_ps::<TOWARD_ZERO>(va, bq[q], pos[r][q], *masks.add(q));
+                let bs = _mm512_loadu_ps(side.add(16 * q));
+                pos[r][q] = _mm512_fmadd_round_ps::<TOWARD_ZERO>(va, bs, pos[r][q]);
             }
         }
         if NEXT {
@@ -623,9 +626,9 @@ mod tests {
                         .collect();
                     let (mut pv, mut pe) = (vec![0f32; len * PANEL], vec![0i8; len * PANEL]);
                     lb.decode(&pc, &mut pv, &mut pe);
-                    let (mut pm, mut pk) = (vec![0f32; len * PANEL], vec![0u16; len * MASKS]);
+                    let (mut pm, mut ps) = (vec![0f32; len * PANEL], vec![0f32; len * SIDED]);
                     let mut pe2 = vec![0i8; len * PANEL];
-                    lb.decode_magnitudes::<PANEL>(&pc, &mut pm, &mut pk, &mut pe2);
+                    lb.decode_magnitudes::<PANEL>(&pc, &mut pm, &mut ps, &mut pe2);
                     assert_eq!(pe, pe2);
                     // Accumulators from an earlier piece: results of the portable step over random codes.
                     let mut want = vec![0f32; rows * PANEL];
@@ -657,7 +660,7 @@ mod tests {
                         );
                     }
                     // SAFETY: the AVX-512 level exists, so the CPU has the step's features.
-                    unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &pk, &pe2, &mut got, &p) };
+                    unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut got, &p) };
                     for i in 0..want.len() {
                         assert_eq!(
                             got[i].to_bits(),
