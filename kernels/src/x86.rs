@@ -404,21 +404,19 @@ unsafe fn rows_over<const R: usize>(
         let o = blk * nfma;
         // E = max(products, floor, exponent of c) per chain; both accumulators start at the bias 2^(g + 23), with
         // c's magnitude added toward zero (to the positive one only where c is positive).
+        // The bias's exponent field is E + 127 + 23 - frac: for the products' maximum and the floor it is made in
+        // the bytes of the maximum (`biased` keeps it below 256, and the floor above 0) and widened, for c it is
+        // c's own field plus 23 - frac (+0's field is 0, below the floor's).
         let (mut tot, mut pos, mut bias) = ([[zero; 4]; R], [[zero; 4]; R], [[zero; 4]; R]);
+        let (floor, field) = (_mm512_set1_epi8(p.efloor as i8), _mm512_set1_epi8((150 - p.frac) as u8 as i8));
         for r in 0..R {
+            let fe = _mm512_add_epi8(_mm512_max_epi8(e[r], floor), field);
             for q in 0..4 {
-                let eq = _mm512_cvtepi8_epi32(lane_quarter(e[r], q));
-                // (c's exponent: +0 gives -inf, which converts to i32::MIN.)
-                let ec = _mm512_cvtps_epi32(_mm512_getexp_ps(cv[r][q]));
-                let ee = _mm512_max_epi32(_mm512_max_epi32(eq, _mm512_set1_epi32(p.efloor)), ec);
-                bias[r][q] = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
-                    ee,
-                    _mm512_set1_epi32(127 + 23 - p.frac),
-                )));
-                let mag = _mm512_castsi512_ps(_mm512_and_si512(
-                    _mm512_castps_si512(cv[r][q]),
-                    _mm512_set1_epi32(0x7FFF_FFFF),
-                ));
+                let mag = _mm512_and_si512(_mm512_castps_si512(cv[r][q]), _mm512_set1_epi32(0x7FFF_FFFF));
+                let fc = _mm512_add_epi32(_mm512_srli_epi32::<23>(mag), _mm512_set1_epi32(23 - p.frac));
+                let f = _mm512_max_epi32(_mm512_cvtepu8_epi32(lane_quarter(fe, q)), fc);
+                bias[r][q] = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(f));
+                let mag = _mm512_castsi512_ps(mag);
                 tot[r][q] = _mm512_add_round_ps::<TOWARD_ZERO>(bias[r][q], mag);
                 pos[r][q] = _mm512_add_round_ps::<TOWARD_ZERO>(bias[r][q], _mm512_max_ps(cv[r][q], zero));
             }
@@ -437,12 +435,13 @@ unsafe fn rows_over<const R: usize>(
         } else {
             terms::<R, false>(panel, o, a, la, &mut tot, &mut pos, [a[0]; 2], panel.pe);
         }
-        // The block sum P - (T - P), truncated to frac_out bits relative to its own exponent.
+        // The block sum P - (T - P), truncated to frac_out bits relative to its own exponent. With the bias B, pos =
+        // B + P and tot = B + P + N: 2 pos - tot = B + P - N lies in (0, 2 B), a multiple of 2^g below 2^(g + 24),
+        // so one multiply-add makes it exactly; less B it is P - N, exact too (+0 when zero).
         for r in 0..R {
             for q in 0..4 {
-                let pp = _mm512_sub_ps(pos[r][q], bias[r][q]);
-                let nn = _mm512_sub_ps(tot[r][q], pos[r][q]);
-                let sum = _mm512_sub_ps(pp, nn);
+                let two = _mm512_set1_ps(2.0);
+                let sum = _mm512_sub_ps(_mm512_fmsub_ps(two, pos[r][q], tot[r][q]), bias[r][q]);
                 cv[r][q] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sum), keep));
             }
         }
