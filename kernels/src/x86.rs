@@ -303,8 +303,9 @@ const TOWARD_ZERO: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
 /// positive where sign(a) = sign(b): the second accumulator multiplies |a| by the side of B that has a's sign
 /// (its magnitudes there, zero elsewhere: a zero term leaves an accumulator unchanged), chosen by the address
 /// the row's sign gives — a load, where a mask per 16 lanes would cost a vector port's operation. c enters the
-/// same way (its magnitude rounded toward zero onto both biases, or the first only when negative). The block sum
-/// is (pos - bias) - (tot - pos): each difference is exact (multiples of 2^g in one binade), and so is theirs
+/// same way (its magnitude rounded toward zero onto both biases, or the first only when negative). With pos =
+/// bias + P and tot = bias + P + N, the block sum P - N is (2 pos - tot) - bias: 2 pos - tot = bias + P - N is a
+/// multiple of 2^g in (0, 2^(g + 24)), made exactly by one multiply-add, and the difference is exact too
 /// (multiples of 2^g below 2^(g + 23)), +0 when it is zero; clearing its mantissa bits below frac_out gives the new
 /// c directly, the grid being already the true scale.
 ///
@@ -336,12 +337,14 @@ pub unsafe fn panel_blocks(
     // Every load below reads inside these bounds.
     assert!(
         p.biased
+            && i8::try_from(p.efloor).is_ok()
             && stride >= len
             && (rows == 0 || a.len() >= (rows - 1) * stride + len)
             && pm.len() >= len * PANEL
             && ps.len() >= len * SIDED
             && pe.len() >= len * PANEL,
-        "panel_blocks: a preset without room for the bias, or rows or a piece shorter than its blocks"
+        "panel_blocks: a preset without room for the bias or with a floor beyond a byte, or rows or a piece shorter \
+         than its blocks"
     );
     if nblk == 0 || rows == 0 {
         return;
