@@ -85,8 +85,9 @@ pub struct Params {
     pub path: Path,
     /// The narrow path's block sums (terms and c) stay below 2^23 and the bias 2^(E - frac + 23) is an f32 for
     /// every block exponent E: the AVX-512 panel step may carry the sums on that bias (`crate::x86::panel_blocks`).
-    /// E is at most max(efloor, 63): products are below 2^32 and |c| at most the sum of K of them, K < 2^31. True
-    /// for the built-in presets.
+    /// E is at most max(efloor, 63): products are below 2^32 and |c| at most the sum of K of them, K < 2^31; and
+    /// efloor fits a byte (the step makes the bias's exponent field in the bytes of the block maximum). True for
+    /// the built-in presets.
     pub biased: bool,
     /// A block of zero products leaves every accumulator of a chain from +0 unchanged, so trailing zero
     /// padding may be skipped: late c (d = +0, and c + 0 = c as c is never -0), or early c with
@@ -122,7 +123,10 @@ impl Params {
         let zero_block_is_identity = late || (frac >= frac_out as i32 && min_exp <= -28 - frac);
         Params {
             zero_block_is_identity,
-            biased: path == Path::Narrow && bound < 1 << 23 && min_exp.max(63) - frac + 23 <= 127,
+            biased: path == Path::Narrow
+                && bound < 1 << 23
+                && min_exp.max(63) - frac + 23 <= 127
+                && i8::try_from(efloor).is_ok(),
             nfma: preset.nfma(),
             frac,
             late,

@@ -337,14 +337,12 @@ pub unsafe fn panel_blocks(
     // Every load below reads inside these bounds.
     assert!(
         p.biased
-            && i8::try_from(p.efloor).is_ok()
             && stride >= len
             && (rows == 0 || a.len() >= (rows - 1) * stride + len)
             && pm.len() >= len * PANEL
             && ps.len() >= len * SIDED
             && pe.len() >= len * PANEL,
-        "panel_blocks: a preset without room for the bias or with a floor beyond a byte, or rows or a piece shorter \
-         than its blocks"
+        "panel_blocks: a preset without room for the bias, or rows or a piece shorter than its blocks"
     );
     if nblk == 0 || rows == 0 {
         return;
@@ -395,7 +393,7 @@ unsafe fn rows_over<const R: usize>(
     p: &Params,
 ) -> [__m512i; 2] {
     let (nfma, zero) = (panel.nfma, _mm512_setzero_ps());
-    let keep = _mm512_set1_epi32(p.mask32 as i32);
+    let (keep, two) = (_mm512_set1_epi32(p.mask32 as i32), _mm512_set1_ps(2.0));
     let mut cv = [[zero; 4]; R];
     for r in 0..R {
         for q in 0..4 {
@@ -443,7 +441,6 @@ unsafe fn rows_over<const R: usize>(
         // so one multiply-add makes it exactly; less B it is P - N, exact too (+0 when zero).
         for r in 0..R {
             for q in 0..4 {
-                let two = _mm512_set1_ps(2.0);
                 let sum = _mm512_sub_ps(_mm512_fmsub_ps(two, pos[r][q], tot[r][q]), bias[r][q]);
                 cv[r][q] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sum), keep));
             }
