@@ -10,6 +10,10 @@ use mmaemu_model::format::{Class, Format};
 /// nonzero accumulator the chains can produce (>= -28 - frac >= -68).
 pub const ZERO_EXP: i8 = -100;
 
+/// The exponent [`Lut::e_marked`] gives a non-finite magnitude: above every operand exponent (at most 15), so that a
+/// step which reads B's codes finds them by the largest exponent it read.
+pub const NONFINITE_EXP: i8 = i8::MAX;
+
 /// The kernel form of one format's 256 codes.
 #[derive(Clone, Debug)]
 pub struct Lut {
@@ -21,6 +25,14 @@ pub struct Lut {
     pub e: [i8; 256],
     /// [`Lut::e`] in each of the four bytes of an i32: one load broadcasts it to every byte of a vector.
     pub e4: [i32; 256],
+    /// Per magnitude (a code's low 7 bits), [`Lut::e`], except [`NONFINITE_EXP`] for the non-finite magnitudes: the
+    /// AVX-512 product-lane step looks it up in registers (`crate::x86::product_blocks_fused`), as it does
+    /// [`Lut::packed`].
+    pub e_marked: [i8; 128],
+    /// Per magnitude, the byte that, moved to bit [`Lut::packed_shift`] of an f32, makes the f32 of the magnitude's
+    /// value times 2^-[`Lut::packed_scale`]: subnormals normalised, 0 for zero and the non-finite magnitudes (a
+    /// normal f32 in every other case: the step's multiply-adds would slow down on subnormal inputs).
+    pub packed: [u8; 128],
     /// The format.
     format: Format,
 }
@@ -28,7 +40,15 @@ pub struct Lut {
 impl Lut {
     /// The table of a format.
     pub fn new(f: Format) -> Lut {
-        let mut t = Lut { v32: [0.0; 256], v64: [0.0; 256], e: [ZERO_EXP; 256], e4: [0; 256], format: f };
+        let mut t = Lut {
+            v32: [0.0; 256],
+            v64: [0.0; 256],
+            e: [ZERO_EXP; 256],
+            e4: [0; 256],
+            e_marked: [NONFINITE_EXP; 128],
+            packed: [0; 128],
+            format: f,
+        };
         for code in 0..=255u8 {
             let d = f.decoded(code);
             if d.class != Class::Finite {
@@ -42,6 +62,15 @@ impl Lut {
         for (e4, &e) in t.e4.iter_mut().zip(&t.e) {
             *e4 = i32::from_ne_bytes([e as u8; 4]);
         }
+        let down = f32::from_bits(((127 - t.packed_scale()) as u32) << 23);
+        for m in 0..128u8 {
+            if !f.is_nonfinite(m) {
+                t.e_marked[m as usize] = t.e[m as usize];
+                // Exact: a power-of-two scale that keeps every FP8 magnitude a normal f32 of at most 4 significant
+                // bits, whose bits from packed_shift up fit a byte (the `packed_bytes_are_the_values` test).
+                t.packed[m as usize] = ((t.v32[m as usize] * down).to_bits() >> t.packed_shift()) as u8;
+            }
+        }
         t
     }
 }
@@ -50,6 +79,24 @@ impl Lut {
     /// The format of the table.
     pub fn format(&self) -> Format {
         self.format
+    }
+
+    /// The f32 bit at which [`Lut::packed`]'s bytes sit: 20 for e4m3 (an exponent of five bits and three mantissa
+    /// bits), 21 for e5m2 (six and two).
+    pub fn packed_shift(&self) -> u32 {
+        match self.format {
+            Format::E4m3 => 20,
+            Format::E5m2 => 21,
+        }
+    }
+
+    /// The power of two by which [`Lut::packed`] scales the magnitudes down: the f32 exponent field is then
+    /// floor(log2 |x|) + 10 (e4m3, 1 to 18) or + 17 (e5m2, 1 to 32).
+    pub fn packed_scale(&self) -> i32 {
+        match self.format {
+            Format::E4m3 => 117,
+            Format::E5m2 => 110,
+        }
     }
 
     /// The values (f32) and exponents of codes, as [`Lut::v32`] and [`Lut::e`] give them (a zero may come out
@@ -161,6 +208,25 @@ mod tests {
                     assert_eq!(t.e[code as usize], ZERO_EXP);
                     assert_eq!(t.v32[code as usize], 0.0);
                 }
+                // The marked exponent tells the non-finite magnitudes.
+                let m = (code & 0x7F) as usize;
+                let marked = if f.is_nonfinite(code) { NONFINITE_EXP } else { t.e[code as usize] };
+                assert_eq!(t.e_marked[m], marked, "{f} code {code:#04x}");
+            }
+        }
+    }
+
+    /// Every packed byte moved to its bit is the f32 of the magnitude's value times 2^-packed_scale, a normal f32
+    /// or zero; the non-finite magnitudes pack to zero.
+    #[test]
+    fn packed_bytes_are_the_values() {
+        for f in Format::ALL {
+            let t = Lut::new(f);
+            for m in 0..128u8 {
+                let x = f32::from_bits((t.packed[m as usize] as u32) << t.packed_shift());
+                let want = if f.is_nonfinite(m) { 0.0 } else { f.to_f64(m) * 2f64.powi(-t.packed_scale()) };
+                assert_eq!(x as f64, want, "{f} magnitude {m:#04x}");
+                assert!(x == 0.0 || x.is_normal(), "{f} magnitude {m:#04x}");
             }
         }
     }

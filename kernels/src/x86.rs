@@ -1,9 +1,9 @@
 //! The block steps in x86 instructions. Product lanes ([`crate::kernel::product_blocks`]): in AVX2 over decoded rows
 //! of B (the two x86 levels), eight chains at a time, each chain's products in the lanes of a vector, the per-block
 //! work of the eight chains gathered into one vector; in AVX-512 over B's codes (one or two rows of A), sixteen chains
-//! at a time, the codes transposed so that the lanes run across the chains. Panels (AVX-512, [`panel_blocks`]): the
-//! scaling, truncation and sum of each term in one fused multiply-add rounded toward zero. Exact in every step, and
-//! tested against the model like every level.
+//! at a time, the codes transposed so that the lanes run across the chains, and in a fused form
+//! ([`product_blocks_fused`]). Panels (AVX-512, [`panel_blocks`]): the scaling, truncation and sum of each term in
+//! one fused multiply-add rounded toward zero. Exact in every step, and tested against the model like every level.
 
 #[cfg(target_arch = "x86_64")]
 use crate::kernel::Params;
@@ -277,6 +277,174 @@ unsafe fn transposed<const NB: usize>(rows: &[*const u8; CODE_CHAINS], o: usize)
         x[3] = _mm512_unpackhi_epi64(t1, t3);
     }
     x
+}
+
+/// The power of two by which [`product_blocks_fused`] takes A's magnitudes: 2^110 keeps every FP8 magnitude
+/// (e5m2's largest is below 2^16) below f32's largest.
+pub const FUSED_A_SCALE: f32 = f32::from_bits((127 + 110) << 23);
+
+/// [`product_blocks_codes`] with the scaling, truncation and sum of each term in one fused multiply-add rounded
+/// toward zero, for presets where [`Params::biased`] holds, on CPUs with AVX-512 VBMI: `am` holds the magnitudes of
+/// A's row times [`FUSED_A_SCALE`], `ae` its exponents and `ac` its codes (for their signs), `bc` sixteen rows of B
+/// as codes (`E4M3`: e4m3, else e5m2; `lb` their table), `c` the sixteen accumulators. Returns whether a code of B
+/// was non-finite (its results are then not used, as with [`product_blocks_codes`]).
+///
+/// The codes are transposed as there (dword r of step t: row r at positions 4t .. 4t + 4), and the f32 vector of
+/// phase q holds the sixteen chains at position 4t + q, so that a's magnitude is one broadcast and the sixteen
+/// chains' scales share the lanes. A byte lookup in registers (`vpermi2b`, the code's low 7 bits into a 128-byte
+/// table) turns the codes into [`crate::tables::Lut::packed`] bytes, and phase q's byte moved to bit
+/// [`crate::tables::Lut::packed_shift`] of its dword (a shift and a mask) is the f32 |b| 2^-D, D =
+/// [`crate::tables::Lut::packed_scale`]: normal or zero, as the multiply-adds run slowly on subnormal inputs. With
+/// A's scale a term comes out as |a| |b| 2^s, s = 110 - D. The operand exponents come the same way from
+/// [`crate::tables::Lut::e_marked`], whose non-finite mark also serves the report.
+///
+/// Each lane keeps the two accumulators of [`panel_blocks`] on the bias 2^(g + 23 + s) of its chain (g = E - frac):
+/// one takes every term's magnitude, the other those of the negative terms only, by a lane mask (a term is negative
+/// where the signs of a and b differ). Rounding toward zero adds the magnitude truncated to the grid 2^(g + s), so
+/// with tot = bias + P + N and neg = bias + N, tot - 2 neg = P - N - bias (in (-2 bias, 0): one exact multiply-add)
+/// and that plus the bias is the phase's part of the block sum times 2^s, a multiple of the grid below 2^(g + 23 + s)
+/// in magnitude: the four parts add exactly, and times 2^-s they are on the true scale (f32 subnormals on the way
+/// are exact too). c's magnitude truncated to the grid (rounded toward zero onto the true bias, then less it) takes
+/// c's sign and is added last; the sum, exact and +0 when zero, keeps frac_out bits, as in [`panel_blocks`].
+///
+/// # Safety
+/// The CPU must support AVX-512F/BW/VL/VBMI and AVX2 (the caller holds the AVX-512 level and saw
+/// `is_x86_feature_detected!("avx512vbmi")`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
+    am: &[f32],
+    ae: &[i8],
+    ac: &[u8],
+    bc: [&[u8]; CODE_CHAINS],
+    nblk: usize,
+    c: &mut [f32; CODE_CHAINS],
+    lb: &crate::tables::Lut,
+    p: &Params,
+) -> bool {
+    let len = nblk * NB;
+    // Every load below reads inside [0, len) of these slices.
+    assert!(
+        (NB == 16 || NB == 32)
+            && p.biased
+            && am.len() >= len
+            && ae.len() >= len
+            && ac.len() >= len
+            && bc.iter().all(|x| x.len() >= len),
+        "product_blocks_fused: a preset without room for the bias, or rows shorter than the blocks"
+    );
+    // The terms' scale 2^s, and the packed byte's bits in the f32 (see above).
+    assert!(lb.packed_shift() == if E4M3 { 20 } else { 21 }, "product_blocks_fused: B's table is of the other format");
+    let s = 110 - lb.packed_scale();
+    let magnitude = _mm512_set1_epi32(0xFF << lb.packed_shift());
+    let unscale = _mm512_set1_ps(f32::from_bits(((127 - s) as u32) << 23));
+    let (ex, packed) = (halves(&lb.e_marked.map(|e| e as u8)), halves(&lb.packed));
+    let sign_of =
+        [_mm512_set1_epi32(0x80), _mm512_set1_epi32(0x8000), _mm512_set1_epi32(0x80_0000), _mm512_set1_epi32(i32::MIN)];
+    let mut rows = [std::ptr::null::<u8>(); CODE_CHAINS];
+    for (r, b) in rows.iter_mut().zip(bc) {
+        *r = b.as_ptr();
+    }
+    let two = _mm512_set1_ps(2.0);
+    let (keep, sign) = (_mm512_set1_epi32(p.mask32 as i32), _mm512_set1_epi32(i32::MIN));
+    let (floor, field) = (_mm512_set1_epi8(p.efloor as i8), _mm512_set1_epi8((150 - p.frac) as u8 as i8));
+    let mut cv = _mm512_loadu_ps(c.as_ptr());
+    let mut most = _mm512_set1_epi8(i8::MIN);
+    let steps = NB / 4;
+    // (No closures below: see `product_blocks_codes`.)
+    for o in (0..len).step_by(NB) {
+        if o % 64 == 0 {
+            for r in rows {
+                // As in `product_blocks_codes`: a hint only.
+                _mm_prefetch::<_MM_HINT_T1>(r.wrapping_add(o + AHEAD) as *const i8);
+            }
+        }
+        let x = transposed::<NB>(&rows, o);
+        // The block maximum: saturating i8 sums of the operand exponents, their maximum over the steps in each
+        // byte, then over the four bytes of each dword (into its byte 0).
+        let mut emax = _mm512_set1_epi8(i8::MIN);
+        for (t, &x) in x.iter().enumerate().take(steps) {
+            let ea = _mm512_set1_epi32(std::ptr::read_unaligned(ae.as_ptr().add(o + 4 * t) as *const i32));
+            let eb = _mm512_permutex2var_epi8(ex.0, x, ex.1);
+            most = _mm512_max_epi8(most, eb);
+            emax = _mm512_max_epi8(emax, _mm512_adds_epi8(ea, eb));
+        }
+        let emax = _mm512_max_epi8(emax, _mm512_srli_epi32::<8>(emax));
+        let emax = _mm512_max_epi8(emax, _mm512_srli_epi32::<16>(emax));
+        // The bias's exponent field per chain, E + 127 + 23 - frac, as in `rows_over`: for the products' maximum and
+        // the floor made in byte 0, for c from its own field; the terms' bias is 2^s times it.
+        let fe = _mm512_and_si512(_mm512_add_epi8(_mm512_max_epi8(emax, floor), field), _mm512_set1_epi32(0xFF));
+        let mag = _mm512_andnot_si512(sign, _mm512_castps_si512(cv));
+        let fc = _mm512_add_epi32(_mm512_srli_epi32::<23>(mag), _mm512_set1_epi32(23 - p.frac));
+        let f = _mm512_max_epi32(fe, fc);
+        let bias = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(f));
+        let lanes = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(f, _mm512_set1_epi32(s))));
+        let (mut tot, mut neg) = ([lanes; 4], [lanes; 4]);
+        for (t, &x) in x.iter().enumerate().take(steps) {
+            // Sign bits set where a term is negative.
+            let signs = _mm512_xor_si512(
+                x,
+                _mm512_set1_epi32(std::ptr::read_unaligned(ac.as_ptr().add(o + 4 * t) as *const i32)),
+            );
+            let y = _mm512_permutex2var_epi8(packed.0, x, packed.1);
+            let b = [
+                if E4M3 { _mm512_slli_epi32::<20>(y) } else { _mm512_slli_epi32::<21>(y) },
+                if E4M3 { _mm512_slli_epi32::<12>(y) } else { _mm512_slli_epi32::<13>(y) },
+                if E4M3 { _mm512_slli_epi32::<4>(y) } else { _mm512_slli_epi32::<5>(y) },
+                if E4M3 { _mm512_srli_epi32::<4>(y) } else { _mm512_srli_epi32::<3>(y) },
+            ];
+            for q in 0..4 {
+                let a = _mm512_set1_ps(*am.get_unchecked(o + 4 * t + q));
+                let b = _mm512_castsi512_ps(_mm512_and_si512(b[q], magnitude));
+                tot[q] = _mm512_fmadd_round_ps::<TOWARD_ZERO>(a, b, tot[q]);
+                neg[q] = masked_fmadd_toward_zero(a, b, neg[q], _mm512_test_epi32_mask(signs, sign_of[q]));
+            }
+        }
+        // Each phase's part, the four added, back on the true scale.
+        let mut part = [_mm512_setzero_ps(); 4];
+        for q in 0..4 {
+            part[q] = _mm512_add_ps(_mm512_fnmadd_ps(two, neg[q], tot[q]), lanes);
+        }
+        let sums =
+            _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(part[0], part[1]), _mm512_add_ps(part[2], part[3])), unscale);
+        // c truncated to the grid, with its sign; the sum keeps frac_out bits.
+        let mag = _mm512_castsi512_ps(mag);
+        let ct = _mm512_sub_ps(_mm512_add_round_ps::<TOWARD_ZERO>(bias, mag), bias);
+        let ct = _mm512_ternarylogic_epi32::<0xD8>(_mm512_castps_si512(ct), _mm512_castps_si512(cv), sign);
+        let sum = _mm512_add_ps(sums, _mm512_castsi512_ps(ct));
+        cv = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sum), keep));
+    }
+    _mm512_storeu_ps(c.as_mut_ptr(), cv);
+    _mm512_cmpeq_epi8_mask(most, _mm512_set1_epi8(crate::tables::NONFINITE_EXP)) != 0
+}
+
+/// `_mm512_mask3_fmadd_round_ps::<TOWARD_ZERO>(a, b, c, k)` as the one instruction it names: the optimiser otherwise
+/// makes it an unmasked multiply-add and a masked move, one more operation on the vector ports.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn masked_fmadd_toward_zero(a: __m512, b: __m512, c: __m512, k: __mmask16) -> __m512 {
+    let mut c = c;
+    // SAFETY: a register-only instruction of AVX-512F, which the caller's features include.
+    std::arch::asm!(
+        "vfmadd231ps {c}{{{k}}}, {a}, {b}, {{rz-sae}}",
+        c = inout(zmm_reg) c,
+        a = in(zmm_reg) a,
+        b = in(zmm_reg) b,
+        k = in(kreg) k,
+        options(pure, nomem, nostack),
+    );
+    c
+}
+
+/// A 128-byte table in two vectors (the sources of a two-source byte permute).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn halves(t: &[u8; 128]) -> (__m512i, __m512i) {
+    (_mm512_loadu_si512(t.as_ptr() as *const __m512i), _mm512_loadu_si512(t.as_ptr().add(64) as *const __m512i))
 }
 
 /// Outputs of a panel of [`panel_blocks`]: four vectors of sixteen f32 lanes.
@@ -675,13 +843,17 @@ mod tests {
         }
     }
 
-    /// The AVX-512 step over codes equals the portable step over the decoded rows, bit for bit, on every finite code
-    /// of B's format, for blocks of 16 (ada) and 32 (hopper) and both formats of A and B; and it reports a
-    /// non-finite code of B wherever one is planted (its results are then not used).
+    /// The AVX-512 steps over codes (the fused one where the CPU has VBMI) equal the portable step over the decoded
+    /// rows, bit for bit, on every finite code of B's format, for blocks of 16 (ada) and 32 (hopper) and both formats
+    /// of A and B; and they report a non-finite code of B wherever one is planted (their results are then not used).
     #[test]
     fn codes_step_equals_the_decoded_step() {
         if !avx512() {
             return;
+        }
+        let vbmi = is_x86_feature_detected!("avx512vbmi");
+        if !vbmi {
+            eprintln!("this CPU has no AVX-512 VBMI: the fused step over codes is not run");
         }
         let mut rng = ChaCha8Rng::seed_from_u64(0x5EED_C0DE);
         for preset in [Preset::ada(), Preset::hopper()] {
@@ -728,6 +900,7 @@ mod tests {
                         .collect();
                     let (mut av, mut ae) = (vec![0f32; len], vec![0i8; len]);
                     la.decode(&a, &mut av, &mut ae);
+                    let am: Vec<f32> = av.iter().map(|v| v.abs() * FUSED_A_SCALE).collect();
                     let decoded: Vec<(Vec<f32>, Vec<i8>)> = b
                         .iter()
                         .map(|r| {
@@ -737,13 +910,55 @@ mod tests {
                         })
                         .collect();
                     let nb = preset.nfma();
-                    // The step over codes on rows `b` at positions [o, o + nblk * nb): its accumulators and report.
-                    let codes = |b: &[Vec<u8>], o: usize, nblk: usize| {
+                    // A step over codes (`fused`: the fused one) on rows `b` at positions [o, o + nblk * nb): its
+                    // accumulators and report.
+                    let codes = |fused: bool, b: &[Vec<u8>], o: usize, nblk: usize| {
                         let bc: [&[u8]; CODE_CHAINS] = std::array::from_fn(|j| &b[j][o..]);
                         let mut got = [0f32; CODE_CHAINS];
-                        // SAFETY: the AVX-512 level exists, so the CPU has the step's features.
+                        // SAFETY: the AVX-512 level exists, so the CPU has the steps' features; the fused step runs
+                        // only where VBMI was detected too.
                         let nonfinite = unsafe {
                             match (nb, fb) {
+                                (16, Format::E4m3) if fused => product_blocks_fused::<16, true>(
+                                    &am[o..],
+                                    &ae[o..],
+                                    &a[o..],
+                                    bc,
+                                    nblk,
+                                    &mut got,
+                                    &lb,
+                                    &p,
+                                ),
+                                (16, _) if fused => product_blocks_fused::<16, false>(
+                                    &am[o..],
+                                    &ae[o..],
+                                    &a[o..],
+                                    bc,
+                                    nblk,
+                                    &mut got,
+                                    &lb,
+                                    &p,
+                                ),
+                                (_, Format::E4m3) if fused => product_blocks_fused::<32, true>(
+                                    &am[o..],
+                                    &ae[o..],
+                                    &a[o..],
+                                    bc,
+                                    nblk,
+                                    &mut got,
+                                    &lb,
+                                    &p,
+                                ),
+                                _ if fused => product_blocks_fused::<32, false>(
+                                    &am[o..],
+                                    &ae[o..],
+                                    &a[o..],
+                                    bc,
+                                    nblk,
+                                    &mut got,
+                                    &lb,
+                                    &p,
+                                ),
                                 (16, Format::E4m3) => {
                                     product_blocks_codes::<16, true>(&av[o..], &ae[o..], bc, nblk, &mut got, &p)
                                 }
@@ -777,11 +992,18 @@ mod tests {
                     // its products (over whole rows the accumulator's exponent soon wins it).
                     let blocks = if subnormal { len / nb } else { 0 };
                     let runs = std::iter::once((0, len / nb)).chain((0..blocks).map(|blk| (blk * nb, 1)));
+                    let steps: &[bool] = if vbmi { &[false, true] } else { &[false] };
                     for (o, nblk) in runs {
-                        let (want, (got, nonfinite)) = (portable(o, nblk), codes(&b, o, nblk));
-                        let what = format!("{} {fa} x {fb} round {round}, positions from {o}", preset.name());
-                        assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "{what}");
-                        assert!(!nonfinite, "{what}: a non-finite code reported among finite ones");
+                        let want = portable(o, nblk);
+                        for &fused in steps {
+                            let (got, nonfinite) = codes(fused, &b, o, nblk);
+                            let what = format!(
+                                "{} {fa} x {fb} round {round}, positions from {o}, fused {fused}",
+                                preset.name()
+                            );
+                            assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "{what}");
+                            assert!(!nonfinite, "{what}: a non-finite code reported among finite ones");
+                        }
                     }
                     let want = portable(0, len / nb);
                     assert!(want.iter().any(|&c| c != 0.0), "the chains are all zero: the test would show nothing");
@@ -790,13 +1012,15 @@ mod tests {
                     let (row, at) = (rng.random_range(0..CODE_CHAINS), rng.random_range(0..len));
                     let nonfinite: Vec<u8> = (0..=255u8).filter(|&c| fb.is_nonfinite(c)).collect();
                     planted[row][at] = nonfinite[rng.random_range(0..nonfinite.len())];
-                    let (_, told) = codes(&planted, 0, len / nb);
-                    assert!(
-                        told,
-                        "{} {fb}: the code {:#04x} at row {row}, position {at}, was not reported",
-                        preset.name(),
-                        planted[row][at]
-                    );
+                    for &fused in steps {
+                        let (_, told) = codes(fused, &planted, 0, len / nb);
+                        assert!(
+                            told,
+                            "{} {fb}, fused {fused}: the code {:#04x} at row {row}, position {at}, was not reported",
+                            preset.name(),
+                            planted[row][at]
+                        );
+                    }
                 }
             }
         }

@@ -5,7 +5,7 @@
 use super::{gather_rows, ChunkPlan, Job, Piece};
 use crate::kernel::{product_blocks, Path};
 #[cfg(target_arch = "x86_64")]
-use crate::x86::CODE_CHAINS;
+use crate::x86::{self, CODE_CHAINS};
 #[cfg(not(target_arch = "x86_64"))]
 const CODE_CHAINS: usize = 16;
 use crate::tables::{Lut, ZERO_EXP};
@@ -99,8 +99,8 @@ pub fn strip_tile<const HT: bool, const X86: u8>(job: &Job, rows: Range<usize>, 
 pub const X86_NONE: u8 = 0;
 /// The AVX2 block step over decoded rows of B (`x86::product_blocks`).
 pub const X86_AVX2: u8 = 1;
-/// The AVX-512 block step over the codes of B, decoded in registers (`x86::product_blocks_codes`), for tiles of
-/// at most [`CODE_ROWS`] rows; AVX2's for more.
+/// The AVX-512 block step over the codes of B, decoded in registers (`x86::product_blocks_fused` where
+/// [`fused_codes`] holds, else `x86::product_blocks_codes`), for tiles of at most [`CODE_ROWS`] rows; AVX2's for more.
 pub const X86_AVX512: u8 = 2;
 
 #[inline(always)]
@@ -125,6 +125,7 @@ fn strip_tile_with<const NB: usize, const HT: bool, const X86: u8>(
         bv: vec![0f32; CHAINS * piece_len],
         be: vec![ZERO_EXP; CHAINS * piece_len],
         zeros: vec![0u8; piece_len],
+        fused: fused_codes::<X86>(job),
     };
     let acc = job.accumulate(nr * ncp, piece_len, &mut piece);
     let mut out = Vec::with_capacity(nr * nc);
@@ -146,6 +147,19 @@ struct StripPiece<const NB: usize, const HT: bool, const X86: u8> {
     be: Vec<i8>,
     /// A piece of zero codes: the rows of a group past the tile.
     zeros: Vec<u8>,
+    /// Whether the step over codes is the fused one ([`fused_codes`]).
+    fused: bool,
+}
+
+/// Whether the AVX-512 step over codes of this job is the fused one (`x86::product_blocks_fused`): the preset has
+/// room for its bias and the CPU has AVX-512 VBMI (its byte permutes); else `x86::product_blocks_codes`.
+fn fused_codes<const X86: u8>(job: &Job) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if X86 == X86_AVX512 {
+        return job.p.biased && std::is_x86_feature_detected!("avx512vbmi");
+    }
+    let _ = job;
+    false
 }
 
 impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT, X86> {
@@ -212,6 +226,11 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
         let len = q1 - q0;
         let nblk = len / NB;
         let e4m3 = job.lb.format() == mmaemu_model::Format::E4m3;
+        let (lb, p) = (&job.lb, &job.p);
+        if self.fused {
+            // The fused step takes A's magnitudes scaled, and its codes for their signs.
+            self.av[..nr * len].iter_mut().for_each(|v| *v = v.abs() * crate::x86::FUSED_A_SCALE);
+        }
         for g in (0..ncp).step_by(CODE_CHAINS) {
             let real = CODE_CHAINS.min(nc - g);
             let brows = self.cols.start + g..self.cols.start + g + real;
@@ -230,9 +249,22 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
                 };
                 let (a, e) = (&self.av[r * len..(r + 1) * len], &self.ae[r * len..(r + 1) * len]);
                 // SAFETY: `X86_AVX512` is passed only by the tiles of the AVX-512 level, which exists only after
-                // `is_x86_feature_detected!` reported AVX-512F/BW/VL, AVX2 and F16C.
+                // `is_x86_feature_detected!` reported AVX-512F/BW/VL, AVX2 and F16C; `fused` only where it also
+                // reported AVX-512 VBMI.
                 let nonfinite = unsafe {
-                    if e4m3 {
+                    if self.fused {
+                        let i = self.rows.start + r;
+                        let ac = match single {
+                            Some(kr) => &job.a[i * k + kr.start..i * k + kr.end],
+                            None => &self.ga[r * len..(r + 1) * len],
+                        };
+                        match (NB, e4m3) {
+                            (16, true) => x86::product_blocks_fused::<16, true>(a, e, ac, codes, nblk, c, lb, p),
+                            (16, false) => x86::product_blocks_fused::<16, false>(a, e, ac, codes, nblk, c, lb, p),
+                            (_, true) => x86::product_blocks_fused::<32, true>(a, e, ac, codes, nblk, c, lb, p),
+                            _ => x86::product_blocks_fused::<32, false>(a, e, ac, codes, nblk, c, lb, p),
+                        }
+                    } else if e4m3 {
                         crate::x86::product_blocks_codes::<NB, true>(a, e, codes, nblk, c, &job.p)
                     } else {
                         crate::x86::product_blocks_codes::<NB, false>(a, e, codes, nblk, c, &job.p)
