@@ -25,6 +25,8 @@ pub struct Lut {
     pub e: [i8; 256],
     /// [`Lut::e`] in each of the four bytes of an i32: one load broadcasts it to every byte of a vector.
     pub e4: [i32; 256],
+    /// The magnitude of [`Lut::v32`] per code: the fused panel step's multiplier, looked up by the code as it is.
+    pub m32: [f32; 256],
     /// Per magnitude (a code's low 7 bits), [`Lut::e`], except [`NONFINITE_EXP`] for the non-finite magnitudes: the
     /// AVX-512 product-lane step looks it up in registers (`crate::x86::product_blocks_fused`), as it does
     /// [`Lut::packed`].
@@ -45,6 +47,7 @@ impl Lut {
             v64: [0.0; 256],
             e: [ZERO_EXP; 256],
             e4: [0; 256],
+            m32: [0.0; 256],
             e_marked: [NONFINITE_EXP; 128],
             packed: [0; 128],
             format: f,
@@ -61,6 +64,9 @@ impl Lut {
         }
         for (e4, &e) in t.e4.iter_mut().zip(&t.e) {
             *e4 = i32::from_ne_bytes([e as u8; 4]);
+        }
+        for (m, v) in t.m32.iter_mut().zip(&t.v32) {
+            *m = v.abs();
         }
         let down = f32::from_bits(((127 - t.packed_scale()) as u32) << 23);
         for m in 0..128u8 {

@@ -675,7 +675,7 @@ unsafe fn terms<const R: usize, const NEXT: bool>(
         }
         for r in 0..R {
             let code = *a[r].add(o + k);
-            let va = _mm512_set1_ps(la.v32[(code & 0x7F) as usize]);
+            let va = _mm512_set1_ps(la.m32[code as usize]);
             // A term is positive where B's code has a's sign.
             let side = panel.ps.add((o + k) * SIDED + (code >> 7) as usize * PANEL);
             for q in 0..4 {
