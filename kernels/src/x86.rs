@@ -340,7 +340,9 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
     let s = 110 - lb.packed_scale();
     let magnitude = _mm512_set1_epi32(0xFF << lb.packed_shift());
     let unscale = _mm512_set1_ps(f32::from_bits(((127 - s) as u32) << 23));
-    let (ex, packed) = (halves(&lb.e_marked.map(|e| e as u8)), halves(&lb.packed));
+    // SAFETY: i8 and u8 have the same size and alignment, and every bit pattern is valid in both.
+    let marked = &*(lb.e_marked.as_ptr() as *const [u8; 128]);
+    let (ex, packed) = (halves(marked), halves(&lb.packed));
     let sign_of =
         [_mm512_set1_epi32(0x80), _mm512_set1_epi32(0x8000), _mm512_set1_epi32(0x80_0000), _mm512_set1_epi32(i32::MIN)];
     let mut rows = [std::ptr::null::<u8>(); CODE_CHAINS];

@@ -237,11 +237,14 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
             if single.is_none() {
                 gather_rows(job.b, k, brows.clone(), chunk, q0, q1, &mut self.gb[..real * len]);
             }
-            let codes: [&[u8]; CODE_CHAINS] = std::array::from_fn(|t| match single {
-                _ if t >= real => &self.zeros[..len],
-                Some(kr) => &job.b[(brows.start + t) * k + kr.start..(brows.start + t) * k + kr.end],
-                None => &self.gb[t * len..(t + 1) * len],
-            });
+            // (A loop rather than `array::from_fn`, whose closure was not inlined.)
+            let mut codes = [&self.zeros[..len]; CODE_CHAINS];
+            for (t, c) in codes.iter_mut().enumerate().take(real) {
+                *c = match single {
+                    Some(kr) => &job.b[(brows.start + t) * k + kr.start..(brows.start + t) * k + kr.end],
+                    None => &self.gb[t * len..(t + 1) * len],
+                };
+            }
             for r in 0..nr {
                 let Ok(c) = <&mut [f32; CODE_CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CODE_CHAINS])
                 else {
