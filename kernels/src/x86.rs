@@ -286,8 +286,10 @@ pub const FUSED_A_SCALE: f32 = f32::from_bits((127 + 110) << 23);
 /// [`product_blocks_codes`] with the scaling, truncation and sum of each term in one fused multiply-add rounded
 /// toward zero, for presets where [`Params::biased`] holds, on CPUs with AVX-512 VBMI: `am` holds the magnitudes of
 /// A's row times [`FUSED_A_SCALE`], `ae` its exponents and `ac` its codes (for their signs), `bc` sixteen rows of B
-/// as codes (`E4M3`: e4m3, else e5m2; `lb` their table), `c` the sixteen accumulators. Returns whether a code of B
-/// was non-finite (its results are then not used, as with [`product_blocks_codes`]).
+/// as codes (`E4M3`: e4m3, else e5m2; `lb` their table), `nblk` the blocks, `c` the sixteen accumulators. With
+/// `restart` > 0 a chain ends after every `restart` blocks: its result is added in fp32 (round to nearest even) into
+/// `sum`, and it starts again from +0 (slow accumulation's chunks, in order). Returns whether a code of B was
+/// non-finite (its results are then not used, as with [`product_blocks_codes`]).
 ///
 /// The codes are transposed as there (dword r of step t: row r at positions 4t .. 4t + 4), and the f32 vector of
 /// phase q holds the sixteen chains at position 4t + q, so that a's magnitude is one broadcast and the sixteen
@@ -319,8 +321,8 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
     ae: &[i8],
     ac: &[u8],
     bc: [&[u8]; CODE_CHAINS],
-    nblk: usize,
-    c: &mut [f32; CODE_CHAINS],
+    (nblk, restart): (usize, usize),
+    (c, sum): (&mut [f32; CODE_CHAINS], &mut [f32; CODE_CHAINS]),
     lb: &crate::tables::Lut,
     p: &Params,
 ) -> bool {
@@ -353,10 +355,15 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
     let (keep, sign) = (_mm512_set1_epi32(p.mask32 as i32), _mm512_set1_epi32(i32::MIN));
     let (floor, field) = (_mm512_set1_epi8(p.efloor as i8), _mm512_set1_epi8((150 - p.frac) as u8 as i8));
     let mut cv = _mm512_loadu_ps(c.as_ptr());
+    let mut sums = _mm512_loadu_ps(sum.as_ptr());
     let mut most = _mm512_set1_epi8(i8::MIN);
     let steps = NB / 4;
     // (No closures below: see `product_blocks_codes`.)
-    for o in (0..len).step_by(NB) {
+    for (blk, o) in (0..len).step_by(NB).enumerate() {
+        if restart > 0 && blk > 0 && blk % restart == 0 {
+            sums = _mm512_add_ps(sums, cv);
+            cv = _mm512_setzero_ps();
+        }
         if o % 64 == 0 {
             for r in rows {
                 // As in `product_blocks_codes`: a hint only.
@@ -418,7 +425,12 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
         let sum = _mm512_add_ps(sums, _mm512_castsi512_ps(ct));
         cv = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sum), keep));
     }
+    if restart > 0 && nblk > 0 && nblk.is_multiple_of(restart) {
+        sums = _mm512_add_ps(sums, cv);
+        cv = _mm512_setzero_ps();
+    }
     _mm512_storeu_ps(c.as_mut_ptr(), cv);
+    _mm512_storeu_ps(sum.as_mut_ptr(), sums);
     _mm512_cmpeq_epi8_mask(most, _mm512_set1_epi8(crate::tables::NONFINITE_EXP)) != 0
 }
 
@@ -847,7 +859,8 @@ mod tests {
 
     /// The AVX-512 steps over codes (the fused one where the CPU has VBMI) equal the portable step over the decoded
     /// rows, bit for bit, on every finite code of B's format, for blocks of 16 (ada) and 32 (hopper) and both formats
-    /// of A and B; and they report a non-finite code of B wherever one is planted (their results are then not used).
+    /// of A and B, the fused one also over chunks of 128 positions added in fp32; and they report a non-finite code
+    /// of B wherever one is planted (their results are then not used).
     #[test]
     fn codes_step_equals_the_decoded_step() {
         if !avx512() {
@@ -926,8 +939,8 @@ mod tests {
                                     &ae[o..],
                                     &a[o..],
                                     bc,
-                                    nblk,
-                                    &mut got,
+                                    (nblk, 0),
+                                    (&mut got, &mut [0.0; CODE_CHAINS]),
                                     &lb,
                                     &p,
                                 ),
@@ -936,8 +949,8 @@ mod tests {
                                     &ae[o..],
                                     &a[o..],
                                     bc,
-                                    nblk,
-                                    &mut got,
+                                    (nblk, 0),
+                                    (&mut got, &mut [0.0; CODE_CHAINS]),
                                     &lb,
                                     &p,
                                 ),
@@ -946,8 +959,8 @@ mod tests {
                                     &ae[o..],
                                     &a[o..],
                                     bc,
-                                    nblk,
-                                    &mut got,
+                                    (nblk, 0),
+                                    (&mut got, &mut [0.0; CODE_CHAINS]),
                                     &lb,
                                     &p,
                                 ),
@@ -956,8 +969,8 @@ mod tests {
                                     &ae[o..],
                                     &a[o..],
                                     bc,
-                                    nblk,
-                                    &mut got,
+                                    (nblk, 0),
+                                    (&mut got, &mut [0.0; CODE_CHAINS]),
                                     &lb,
                                     &p,
                                 ),
@@ -1009,6 +1022,69 @@ mod tests {
                     }
                     let want = portable(0, len / nb);
                     assert!(want.iter().any(|&c| c != 0.0), "the chains are all zero: the test would show nothing");
+                    if vbmi {
+                        // The fused step over chunks of 128 positions, each from +0, their results added in fp32:
+                        // the portable step per chunk, added in order.
+                        let restart = 128 / nb;
+                        let mut want = [0f32; CODE_CHAINS];
+                        for o in (0..len).step_by(128) {
+                            let chunk = portable(o, restart);
+                            for (w, x) in want.iter_mut().zip(chunk) {
+                                *w += x;
+                            }
+                        }
+                        let bc: [&[u8]; CODE_CHAINS] = std::array::from_fn(|j| &b[j][..]);
+                        let (mut c, mut sum) = ([0f32; CODE_CHAINS], [0f32; CODE_CHAINS]);
+                        let chains = (len / nb, restart);
+                        // SAFETY: as above, where VBMI was detected.
+                        unsafe {
+                            match (nb, fb) {
+                                (16, Format::E4m3) => product_blocks_fused::<16, true>(
+                                    &am,
+                                    &ae,
+                                    &a,
+                                    bc,
+                                    chains,
+                                    (&mut c, &mut sum),
+                                    &lb,
+                                    &p,
+                                ),
+                                (16, _) => product_blocks_fused::<16, false>(
+                                    &am,
+                                    &ae,
+                                    &a,
+                                    bc,
+                                    chains,
+                                    (&mut c, &mut sum),
+                                    &lb,
+                                    &p,
+                                ),
+                                (_, Format::E4m3) => product_blocks_fused::<32, true>(
+                                    &am,
+                                    &ae,
+                                    &a,
+                                    bc,
+                                    chains,
+                                    (&mut c, &mut sum),
+                                    &lb,
+                                    &p,
+                                ),
+                                _ => product_blocks_fused::<32, false>(
+                                    &am,
+                                    &ae,
+                                    &a,
+                                    bc,
+                                    chains,
+                                    (&mut c, &mut sum),
+                                    &lb,
+                                    &p,
+                                ),
+                            };
+                        }
+                        let what = format!("{} {fa} x {fb} round {round}, chunks of 128", preset.name());
+                        assert_eq!(sum.map(f32::to_bits), want.map(f32::to_bits), "{what}");
+                        assert_eq!(c.map(f32::to_bits), [0; CODE_CHAINS], "{what}: the chains do not end at +0");
+                    }
                     // One non-finite code (any of the format's, either sign) in one row at one position.
                     let mut planted = b.clone();
                     let (row, at) = (rng.random_range(0..CODE_CHAINS), rng.random_range(0..len));

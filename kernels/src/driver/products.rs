@@ -162,7 +162,46 @@ fn fused_codes<const X86: u8>(job: &Job) -> bool {
     false
 }
 
+/// The first position and the length of `chunks` where each is one run of k of one length (whole blocks of `nb`),
+/// each following the one before (slow accumulation, unsplit or split contiguously): the fused step over codes then
+/// runs several of them in one call.
+fn consecutive(chunks: &[ChunkPlan], nb: usize) -> Option<(usize, usize)> {
+    let l = chunks.first()?.len;
+    let k0 = match chunks[0].ranges.as_slice() {
+        [(0, r)] => r.start,
+        _ => return None,
+    };
+    let each = |(i, c): (usize, &ChunkPlan)| {
+        c.len == l && matches!(c.ranges.as_slice(), [(0, r)] if r.start == k0 + i * l && r.len() == l)
+    };
+    (l > 0 && l.is_multiple_of(nb) && chunks.iter().enumerate().all(each)).then_some((k0, l))
+}
+
 impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT, X86> {
+    /// With the fused step over codes, consecutive chunks (see [`consecutive`]) run a piece of several at a time,
+    /// the step adding each chunk's result into `part` and restarting its chains from +0.
+    #[inline(always)]
+    fn run_chunks(&mut self, job: &Job, chunks: &[ChunkPlan], part: &mut [f32]) -> bool {
+        let piece_len = NB * (STRIP / NB);
+        let codes = self.fused && reads_codes::<X86>(self.rows.len());
+        let Some((k0, l)) = consecutive(chunks, NB).filter(|&(_, l)| codes && l <= piece_len) else {
+            return false;
+        };
+        let span = l * (piece_len / l);
+        let total = chunks.len() * l;
+        // The chains' accumulators: +0 at each chunk's start, as the step leaves them at its end.
+        let mut acc = vec![0f32; part.len()];
+        for q0 in (0..total).step_by(span) {
+            let q1 = (q0 + span).min(total);
+            let single = Some(k0 + q0..k0 + q1);
+            let at = (job.a, job.k, &job.la);
+            decode_rows(at, self.rows.clone(), &chunks[0], q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
+            #[cfg(target_arch = "x86_64")]
+            self.run_codes(job, &chunks[0], (q0, q1), &single, &mut acc, (l / NB, part));
+        }
+        true
+    }
+
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
         let (nr, nc) = (self.rows.len(), self.cols.len());
@@ -174,7 +213,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
         decode_rows(at, self.rows.clone(), chunk, q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
         #[cfg(target_arch = "x86_64")]
         if reads_codes::<X86>(nr) {
-            self.run_codes(job, chunk, q0, q1, &single, acc);
+            self.run_codes(job, chunk, (q0, q1), &single, acc, (0, &mut []));
             return;
         }
         // A group of CHAINS rows of B at a time, decoded just before use (rows past the tile are zeros).
@@ -216,10 +255,10 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
         &mut self,
         job: &Job,
         chunk: &ChunkPlan,
-        q0: usize,
-        q1: usize,
+        (q0, q1): (usize, usize),
         single: &Option<Range<usize>>,
         acc: &mut [f32],
+        (restart, sums): (usize, &mut [f32]),
     ) {
         let (nr, nc, k) = (self.rows.len(), self.cols.len(), job.k);
         let ncp = nc.div_ceil(CODE_CHAINS) * CODE_CHAINS;
@@ -251,6 +290,12 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
                     continue;
                 };
                 let (a, e) = (&self.av[r * len..(r + 1) * len], &self.ae[r * len..(r + 1) * len]);
+                let mut none = [0f32; CODE_CHAINS];
+                let sum = match sums.get_mut(r * ncp + g..r * ncp + g + CODE_CHAINS) {
+                    Some(s) if restart > 0 => <&mut [f32; CODE_CHAINS]>::try_from(s).unwrap_or(&mut none),
+                    _ => &mut none,
+                };
+                let chains = (nblk, restart);
                 // SAFETY: `X86_AVX512` is passed only by the tiles of the AVX-512 level, which exists only after
                 // `is_x86_feature_detected!` reported AVX-512F/BW/VL, AVX2 and F16C; `fused` only where it also
                 // reported AVX-512 VBMI.
@@ -261,11 +306,12 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
                             Some(kr) => &job.a[i * k + kr.start..i * k + kr.end],
                             None => &self.ga[r * len..(r + 1) * len],
                         };
+                        let (c, b) = ((c, sum), codes);
                         match (NB, e4m3) {
-                            (16, true) => x86::product_blocks_fused::<16, true>(a, e, ac, codes, nblk, c, lb, p),
-                            (16, false) => x86::product_blocks_fused::<16, false>(a, e, ac, codes, nblk, c, lb, p),
-                            (_, true) => x86::product_blocks_fused::<32, true>(a, e, ac, codes, nblk, c, lb, p),
-                            _ => x86::product_blocks_fused::<32, false>(a, e, ac, codes, nblk, c, lb, p),
+                            (16, true) => x86::product_blocks_fused::<16, true>(a, e, ac, b, chains, c, lb, p),
+                            (16, false) => x86::product_blocks_fused::<16, false>(a, e, ac, b, chains, c, lb, p),
+                            (_, true) => x86::product_blocks_fused::<32, true>(a, e, ac, b, chains, c, lb, p),
+                            _ => x86::product_blocks_fused::<32, false>(a, e, ac, b, chains, c, lb, p),
                         }
                     } else if e4m3 {
                         crate::x86::product_blocks_codes::<NB, true>(a, e, codes, nblk, c, &job.p)
