@@ -229,10 +229,8 @@ impl<'a> Job<'a> {
         let mut partials = vec![0f32; nsplit * outputs];
         for (s, chunks) in self.splits.iter().enumerate() {
             let part = &mut partials[s * outputs..(s + 1) * outputs];
-            if !(self.fast && chunks.len() == 1) && piece.run_chunks(self, chunks, part) {
-                continue;
-            }
-            for chunk in chunks {
+            let done = if self.fast && chunks.len() == 1 { 0 } else { piece.run_chunks(self, chunks, part) };
+            for chunk in &chunks[done..] {
                 acc.fill(0.0);
                 for q0 in (0..chunk.len).step_by(piece_len) {
                     piece.run(self, chunk, q0, (q0 + piece_len).min(chunk.len), &mut acc);
@@ -265,11 +263,11 @@ trait Piece {
     /// Run the tile's chains over positions [q0, q1) of `chunk` from the running accumulators `acc`.
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]);
 
-    /// Run every chunk of one split at once, each chain from +0, their results added in fp32 into `part` (which
-    /// holds +0) in the order of `chunks`, as [`Job::accumulate`] adds them, where the piece can; false (and
-    /// nothing written) where it cannot.
-    fn run_chunks(&mut self, _job: &Job, _chunks: &[ChunkPlan], _part: &mut [f32]) -> bool {
-        false
+    /// Run the first chunks of one split at once where the piece can, each chain from +0, their results added in
+    /// fp32 into `part` (which holds +0) in the order of `chunks`, as [`Job::accumulate`] adds them; returns how
+    /// many (0: none, and nothing written). The executor runs the rest one by one.
+    fn run_chunks(&mut self, _job: &Job, _chunks: &[ChunkPlan], _part: &mut [f32]) -> usize {
+        0
     }
 }
 

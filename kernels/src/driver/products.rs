@@ -162,33 +162,34 @@ fn fused_codes<const X86: u8>(job: &Job) -> bool {
     false
 }
 
-/// The first position and the length of `chunks` where each is one run of k of one length (whole blocks of `nb`),
-/// each following the one before (slow accumulation, unsplit or split contiguously): the fused step over codes then
-/// runs several of them in one call.
-fn consecutive(chunks: &[ChunkPlan], nb: usize) -> Option<(usize, usize)> {
+/// The first position, the length and the count of the leading `chunks` that are each one run of k of one length
+/// (whole blocks of `nb`), each following the one before (slow accumulation's chunks, unsplit or split
+/// contiguously, but for a ragged last one): the fused step over codes runs several of them in one call.
+fn consecutive(chunks: &[ChunkPlan], nb: usize) -> Option<(usize, usize, usize)> {
     let l = chunks.first()?.len;
     let k0 = match chunks[0].ranges.as_slice() {
         [(0, r)] => r.start,
         _ => return None,
     };
-    let each = |(i, c): (usize, &ChunkPlan)| {
+    let each = |(i, c): &(usize, &ChunkPlan)| {
         c.len == l && matches!(c.ranges.as_slice(), [(0, r)] if r.start == k0 + i * l && r.len() == l)
     };
-    (l > 0 && l.is_multiple_of(nb) && chunks.iter().enumerate().all(each)).then_some((k0, l))
+    let count = chunks.iter().enumerate().take_while(each).count();
+    (l > 0 && l.is_multiple_of(nb) && count > 0).then_some((k0, l, count))
 }
 
 impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT, X86> {
     /// With the fused step over codes, consecutive chunks (see [`consecutive`]) run a piece of several at a time,
     /// the step adding each chunk's result into `part` and restarting its chains from +0.
     #[inline(always)]
-    fn run_chunks(&mut self, job: &Job, chunks: &[ChunkPlan], part: &mut [f32]) -> bool {
+    fn run_chunks(&mut self, job: &Job, chunks: &[ChunkPlan], part: &mut [f32]) -> usize {
         let piece_len = NB * (STRIP / NB);
         let codes = self.fused && reads_codes::<X86>(self.rows.len());
-        let Some((k0, l)) = consecutive(chunks, NB).filter(|&(_, l)| codes && l <= piece_len) else {
-            return false;
+        let Some((k0, l, count)) = consecutive(chunks, NB).filter(|&(_, l, _)| codes && l <= piece_len) else {
+            return 0;
         };
         let span = l * (piece_len / l);
-        let total = chunks.len() * l;
+        let total = count * l;
         // The chains' accumulators: +0 at each chunk's start, as the step leaves them at its end.
         let mut acc = vec![0f32; part.len()];
         for q0 in (0..total).step_by(span) {
@@ -199,7 +200,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
             #[cfg(target_arch = "x86_64")]
             self.run_codes(job, &chunks[0], (q0, q1), &single, &mut acc, (l / NB, part));
         }
-        true
+        count
     }
 
     #[inline(always)]
@@ -324,5 +325,37 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{consecutive, ChunkPlan};
+
+    /// Chunks of 128 from `k0`, the last `last` long (padded to blocks of 32 where shorter).
+    fn chunks(k0: usize, n: usize, last: usize) -> Vec<ChunkPlan> {
+        (0..n)
+            .map(|i| {
+                let len = if i + 1 == n { last } else { 128 };
+                ChunkPlan::new(std::slice::from_ref(&(k0 + 128 * i..k0 + 128 * i + len)), 128, 32, true)
+            })
+            .collect()
+    }
+
+    /// The leading whole chunks that follow each other count, from the split's first position; a ragged last
+    /// chunk, a gap, a chunk of two runs (a tile-strided split) or a length of part of a block end the run.
+    #[test]
+    fn consecutive_counts_the_leading_whole_chunks() {
+        assert_eq!(consecutive(&chunks(0, 4, 128), 32), Some((0, 128, 4)));
+        assert_eq!(consecutive(&chunks(384, 3, 128), 32), Some((384, 128, 3)));
+        assert_eq!(consecutive(&chunks(0, 3, 44), 32), Some((0, 128, 2)));
+        assert_eq!(consecutive(&chunks(0, 1, 44), 32), None, "a single ragged chunk: 64 positions, 44 real");
+        let mut gap = chunks(0, 3, 128);
+        gap[2] = ChunkPlan::new(std::slice::from_ref(&(512..640)), 128, 32, true);
+        assert_eq!(consecutive(&gap, 32), Some((0, 128, 2)));
+        let strided = [ChunkPlan::new(&[0..64, 128..192], 128, 32, true)];
+        assert_eq!(consecutive(&strided, 32), None);
+        assert_eq!(consecutive(&chunks(0, 2, 128), 48), None, "128 positions are not whole blocks of 48");
+        assert_eq!(consecutive(&[], 32), None);
     }
 }
