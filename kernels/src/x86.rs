@@ -146,14 +146,7 @@ pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
     // (No closures or array maps below: they are not compiled with this function's target features, and calls
     // to them ran the step four times slower.)
     for o in (0..len).step_by(NB) {
-        if o % 64 == 0 {
-            for r in rows {
-                // A hint for the line `AHEAD` bytes on (past the slice at its end, where it reads the rows' next
-                // piece): it reads nothing architecturally, and `wrapping_add` makes no claim on the address.
-                _mm_prefetch::<_MM_HINT_T1>(r.wrapping_add(o + AHEAD) as *const i8);
-            }
-        }
-        let x = transposed::<NB>(&rows, o);
+        let x = block_codes::<NB>(&rows, o);
         // The block maximum: saturating i8 sums of the operand exponents, their maximum over the steps in each
         // byte, then over the four bytes of each dword.
         let mut emax = _mm512_set1_epi8(i8::MIN);
@@ -223,6 +216,21 @@ pub unsafe fn product_blocks_codes<const NB: usize, const E4M3: bool>(
     }
     _mm512_storeu_ps(c.as_mut_ptr(), cv);
     _mm512_cmpgt_epu8_mask(most, _mm512_set1_epi8(last_finite)) != 0
+}
+
+/// The codes of sixteen rows at block offset `o`, transposed ([`transposed`]), after asking at every 64 bytes for
+/// each row's line `AHEAD` bytes on, into the second-level cache (past the slice at its end, where it reads the rows'
+/// next piece: a hint reads nothing architecturally, and `wrapping_add` makes no claim on the address).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+unsafe fn block_codes<const NB: usize>(rows: &[*const u8; CODE_CHAINS], o: usize) -> [__m512i; 8] {
+    if o.is_multiple_of(64) {
+        for r in rows {
+            _mm_prefetch::<_MM_HINT_T1>(r.wrapping_add(o + AHEAD) as *const i8);
+        }
+    }
+    transposed::<NB>(rows, o)
 }
 
 /// The codes of sixteen rows at block offset `o`, transposed by dwords: vector t holds positions o + 4t .. o + 4t + 4
@@ -364,13 +372,7 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
             sums = _mm512_add_ps(sums, cv);
             cv = _mm512_setzero_ps();
         }
-        if o % 64 == 0 {
-            for r in rows {
-                // As in `product_blocks_codes`: a hint only.
-                _mm_prefetch::<_MM_HINT_T1>(r.wrapping_add(o + AHEAD) as *const i8);
-            }
-        }
-        let x = transposed::<NB>(&rows, o);
+        let x = block_codes::<NB>(&rows, o);
         // The block maximum: saturating i8 sums of the operand exponents, their maximum over the steps in each
         // byte, then over the four bytes of each dword (into its byte 0).
         let mut emax = _mm512_set1_epi8(i8::MIN);
@@ -432,6 +434,32 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
     _mm512_storeu_ps(c.as_mut_ptr(), cv);
     _mm512_storeu_ps(sum.as_mut_ptr(), sums);
     _mm512_cmpeq_epi8_mask(most, _mm512_set1_epi8(crate::tables::NONFINITE_EXP)) != 0
+}
+
+/// [`product_blocks_fused`] for blocks of `nb` products (16 or 32; other sizes panic in the step's check) and B's
+/// format as `lb` gives it.
+///
+/// # Safety
+/// As for [`product_blocks_fused`].
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn fused_blocks(
+    nb: usize,
+    am: &[f32],
+    ae: &[i8],
+    ac: &[u8],
+    bc: [&[u8]; CODE_CHAINS],
+    chains: (usize, usize),
+    acc: (&mut [f32; CODE_CHAINS], &mut [f32; CODE_CHAINS]),
+    lb: &crate::tables::Lut,
+    p: &Params,
+) -> bool {
+    match (nb, lb.format() == mmaemu_model::Format::E4m3) {
+        (16, true) => product_blocks_fused::<16, true>(am, ae, ac, bc, chains, acc, lb, p),
+        (16, false) => product_blocks_fused::<16, false>(am, ae, ac, bc, chains, acc, lb, p),
+        (_, true) => product_blocks_fused::<32, true>(am, ae, ac, bc, chains, acc, lb, p),
+        _ => product_blocks_fused::<32, false>(am, ae, ac, bc, chains, acc, lb, p),
+    }
 }
 
 /// `_mm512_mask3_fmadd_round_ps::<TOWARD_ZERO>(a, b, c, k)` as the one instruction it names: the optimiser otherwise
@@ -934,37 +962,8 @@ mod tests {
                         // only where VBMI was detected too.
                         let nonfinite = unsafe {
                             match (nb, fb) {
-                                (16, Format::E4m3) if fused => product_blocks_fused::<16, true>(
-                                    &am[o..],
-                                    &ae[o..],
-                                    &a[o..],
-                                    bc,
-                                    (nblk, 0),
-                                    (&mut got, &mut [0.0; CODE_CHAINS]),
-                                    &lb,
-                                    &p,
-                                ),
-                                (16, _) if fused => product_blocks_fused::<16, false>(
-                                    &am[o..],
-                                    &ae[o..],
-                                    &a[o..],
-                                    bc,
-                                    (nblk, 0),
-                                    (&mut got, &mut [0.0; CODE_CHAINS]),
-                                    &lb,
-                                    &p,
-                                ),
-                                (_, Format::E4m3) if fused => product_blocks_fused::<32, true>(
-                                    &am[o..],
-                                    &ae[o..],
-                                    &a[o..],
-                                    bc,
-                                    (nblk, 0),
-                                    (&mut got, &mut [0.0; CODE_CHAINS]),
-                                    &lb,
-                                    &p,
-                                ),
-                                _ if fused => product_blocks_fused::<32, false>(
+                                _ if fused => fused_blocks(
+                                    nb,
                                     &am[o..],
                                     &ae[o..],
                                     &a[o..],
@@ -1037,50 +1036,7 @@ mod tests {
                         let (mut c, mut sum) = ([0f32; CODE_CHAINS], [0f32; CODE_CHAINS]);
                         let chains = (len / nb, restart);
                         // SAFETY: as above, where VBMI was detected.
-                        unsafe {
-                            match (nb, fb) {
-                                (16, Format::E4m3) => product_blocks_fused::<16, true>(
-                                    &am,
-                                    &ae,
-                                    &a,
-                                    bc,
-                                    chains,
-                                    (&mut c, &mut sum),
-                                    &lb,
-                                    &p,
-                                ),
-                                (16, _) => product_blocks_fused::<16, false>(
-                                    &am,
-                                    &ae,
-                                    &a,
-                                    bc,
-                                    chains,
-                                    (&mut c, &mut sum),
-                                    &lb,
-                                    &p,
-                                ),
-                                (_, Format::E4m3) => product_blocks_fused::<32, true>(
-                                    &am,
-                                    &ae,
-                                    &a,
-                                    bc,
-                                    chains,
-                                    (&mut c, &mut sum),
-                                    &lb,
-                                    &p,
-                                ),
-                                _ => product_blocks_fused::<32, false>(
-                                    &am,
-                                    &ae,
-                                    &a,
-                                    bc,
-                                    chains,
-                                    (&mut c, &mut sum),
-                                    &lb,
-                                    &p,
-                                ),
-                            };
-                        }
+                        unsafe { fused_blocks(nb, &am, &ae, &a, bc, chains, (&mut c, &mut sum), &lb, &p) };
                         let what = format!("{} {fa} x {fb} round {round}, chunks of 128", preset.name());
                         assert_eq!(sum.map(f32::to_bits), want.map(f32::to_bits), "{what}");
                         assert_eq!(c.map(f32::to_bits), [0; CODE_CHAINS], "{what}: the chains do not end at +0");

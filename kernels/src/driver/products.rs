@@ -307,13 +307,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
                             Some(kr) => &job.a[i * k + kr.start..i * k + kr.end],
                             None => &self.ga[r * len..(r + 1) * len],
                         };
-                        let (c, b) = ((c, sum), codes);
-                        match (NB, e4m3) {
-                            (16, true) => x86::product_blocks_fused::<16, true>(a, e, ac, b, chains, c, lb, p),
-                            (16, false) => x86::product_blocks_fused::<16, false>(a, e, ac, b, chains, c, lb, p),
-                            (_, true) => x86::product_blocks_fused::<32, true>(a, e, ac, b, chains, c, lb, p),
-                            _ => x86::product_blocks_fused::<32, false>(a, e, ac, b, chains, c, lb, p),
-                        }
+                        x86::fused_blocks(NB, a, e, ac, codes, chains, (c, sum), lb, p)
                     } else if e4m3 {
                         crate::x86::product_blocks_codes::<NB, true>(a, e, codes, nblk, c, &job.p)
                     } else {
