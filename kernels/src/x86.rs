@@ -368,10 +368,6 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
     let steps = NB / 4;
     // (No closures below: see `product_blocks_codes`.)
     for (blk, o) in (0..len).step_by(NB).enumerate() {
-        if restart > 0 && blk > 0 && blk % restart == 0 {
-            sums = _mm512_add_ps(sums, cv);
-            cv = _mm512_setzero_ps();
-        }
         let x = block_codes::<NB>(&rows, o);
         // The block maximum: saturating i8 sums of the operand exponents, their maximum over the steps in each
         // byte, then over the four bytes of each dword (into its byte 0).
@@ -418,18 +414,19 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
         for q in 0..4 {
             part[q] = _mm512_add_ps(_mm512_fnmadd_ps(two, neg[q], tot[q]), lanes);
         }
-        let sums =
+        let terms =
             _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(part[0], part[1]), _mm512_add_ps(part[2], part[3])), unscale);
         // c truncated to the grid, with its sign; the sum keeps frac_out bits.
         let mag = _mm512_castsi512_ps(mag);
         let ct = _mm512_sub_ps(_mm512_add_round_ps::<TOWARD_ZERO>(bias, mag), bias);
         let ct = _mm512_ternarylogic_epi32::<0xD8>(_mm512_castps_si512(ct), _mm512_castps_si512(cv), sign);
-        let sum = _mm512_add_ps(sums, _mm512_castsi512_ps(ct));
-        cv = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sum), keep));
-    }
-    if restart > 0 && nblk > 0 && nblk.is_multiple_of(restart) {
-        sums = _mm512_add_ps(sums, cv);
-        cv = _mm512_setzero_ps();
+        let block = _mm512_add_ps(terms, _mm512_castsi512_ps(ct));
+        cv = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(block), keep));
+        // A chunk's last block: its chain's result joins the sum, and the next chain starts from +0.
+        if restart > 0 && (blk + 1).is_multiple_of(restart) {
+            sums = _mm512_add_ps(sums, cv);
+            cv = _mm512_setzero_ps();
+        }
     }
     _mm512_storeu_ps(c.as_mut_ptr(), cv);
     _mm512_storeu_ps(sum.as_mut_ptr(), sums);
