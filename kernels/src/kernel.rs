@@ -31,7 +31,7 @@
 //
 // The block maximum runs in i8 lanes with saturating adds: operand exponents are in [-14, 15], so real product
 // exponents are in [-28, 30]; a zero code carries `crate::tables::ZERO_EXP`, so a product with a zero operand has an
-// exponent <= -85, below every real product exponent and every nonzero accumulator exponent (>= -28 - frac > -85 for
+// exponent <= -81, below every real product exponent and every nonzero accumulator exponent (>= -28 - frac > -81 for
 // frac <= 48). It can win only when the block holds nothing nonzero, and then every term is 0 whatever E is. The scale
 // exponents are clamped below at `frac - 126` (narrow) or `frac - 1022` (wide), which again only changes E when
 // everything is zero, and keeps `s` and `2^(E - frac)` normal.

@@ -6,13 +6,18 @@ use mmaemu_model::format::{Class, Format};
 /// The exponent a zero code carries. Zeros (and the non-finite codes, which never reach a chain: the plan executor
 /// replaces them by +0 first) have the value 0 and this exponent, far below every real product exponent, so that a
 /// zero product never wins the block maximum (see `kernel.rs` for the bound): with saturating i8 adds, a product
-/// involving a zero has an exponent of at most `ZERO_EXP + 15 = -85`, below every nonzero product (>= -28) and every
-/// nonzero accumulator the chains can produce (>= -28 - frac >= -68).
-pub const ZERO_EXP: i8 = -100;
+/// involving a zero has an exponent of at most `ZERO_EXP + 15 = -81`, below every nonzero product (>= -28) and every
+/// nonzero accumulator the chains can produce (>= -28 - frac >= -68). It is also high enough that a zero plus
+/// [`NONFINITE_EXP`] (31) lies above [`MAX_PRODUCT_EXP`].
+pub const ZERO_EXP: i8 = -96;
 
 /// The exponent [`Lut::e_marked`] gives a non-finite magnitude: above every operand exponent (at most 15), so that a
-/// step which reads B's codes finds them by the largest exponent it read.
+/// step which reads B's codes finds them in its block maxima: a non-finite code of B plus any operand exponent of A
+/// (zeros' included) is above [`MAX_PRODUCT_EXP`].
 pub const NONFINITE_EXP: i8 = i8::MAX;
+
+/// The largest exponent of a product of finite codes: e5m2's largest operand exponent, 15, twice.
+pub const MAX_PRODUCT_EXP: i8 = 30;
 
 /// The kernel form of one format's 256 codes.
 #[derive(Clone, Debug)]

@@ -306,7 +306,8 @@ pub const FUSED_A_SCALE: f32 = f32::from_bits((127 + 110) << 23);
 /// [`crate::tables::Lut::packed_shift`] of its dword (a shift and a mask) is the f32 |b| 2^-D, D =
 /// [`crate::tables::Lut::packed_scale`]: normal or zero, as the multiply-adds run slowly on subnormal inputs. With
 /// A's scale a term comes out as |a| |b| 2^s, s = 110 - D. The operand exponents come the same way from
-/// [`crate::tables::Lut::e_marked`], whose non-finite mark also serves the report.
+/// [`crate::tables::Lut::e_marked`]; its non-finite mark makes the block maximum of such a code's chain exceed every
+/// real product's exponent, whatever A's code ([`crate::tables::ZERO_EXP`]), which is the report.
 ///
 /// Each lane keeps the two accumulators of [`panel_blocks`] on the bias 2^(g + 23 + s) of its chain (g = E - frac):
 /// one takes every term's magnitude, the other those of the negative terms only, by a lane mask (a term is negative
@@ -364,7 +365,8 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
     let (floor, field) = (_mm512_set1_epi8(p.efloor as i8), _mm512_set1_epi8((150 - p.frac) as u8 as i8));
     let mut cv = _mm512_loadu_ps(c.as_ptr());
     let mut sums = _mm512_loadu_ps(sum.as_ptr());
-    let mut most = _mm512_set1_epi8(i8::MIN);
+    // The largest block maximum byte seen: above MAX_PRODUCT_EXP only where B held a non-finite code.
+    let mut worst = _mm512_set1_epi8(i8::MIN);
     let steps = NB / 4;
     // (No closures below: see `product_blocks_codes`.)
     for (blk, o) in (0..len).step_by(NB).enumerate() {
@@ -375,9 +377,9 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
         for (t, &x) in x.iter().enumerate().take(steps) {
             let ea = _mm512_set1_epi32(std::ptr::read_unaligned(ae.as_ptr().add(o + 4 * t) as *const i32));
             let eb = _mm512_permutex2var_epi8(ex.0, x, ex.1);
-            most = _mm512_max_epi8(most, eb);
             emax = _mm512_max_epi8(emax, _mm512_adds_epi8(ea, eb));
         }
+        worst = _mm512_max_epi8(worst, emax);
         let emax = _mm512_max_epi8(emax, _mm512_srli_epi32::<8>(emax));
         let emax = _mm512_max_epi8(emax, _mm512_srli_epi32::<16>(emax));
         // The bias's exponent field per chain, E + 127 + 23 - frac, as in `rows_over`: for the products' maximum and
@@ -430,7 +432,7 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
     }
     _mm512_storeu_ps(c.as_mut_ptr(), cv);
     _mm512_storeu_ps(sum.as_mut_ptr(), sums);
-    _mm512_cmpeq_epi8_mask(most, _mm512_set1_epi8(crate::tables::NONFINITE_EXP)) != 0
+    _mm512_cmpgt_epi8_mask(worst, _mm512_set1_epi8(crate::tables::MAX_PRODUCT_EXP)) != 0
 }
 
 /// [`product_blocks_fused`] for blocks of `nb` products (16 or 32; other sizes panic in the step's check) and B's
@@ -796,9 +798,13 @@ mod tests {
     use rand::rngs::ChaCha8Rng;
     use rand::{RngExt, SeedableRng};
 
-    /// The format pairs of the steps' tests: both formats on each side.
-    const PAIRS: [(Format, Format); 3] =
-        [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3), (Format::E4m3, Format::E5m2)];
+    /// The format pairs of the steps' tests: all four (e5m2 by e5m2 has the largest product exponents).
+    const PAIRS: [(Format, Format); 4] = [
+        (Format::E4m3, Format::E4m3),
+        (Format::E5m2, Format::E4m3),
+        (Format::E4m3, Format::E5m2),
+        (Format::E5m2, Format::E5m2),
+    ];
 
     /// Whether this CPU runs the AVX-512 steps (said on stderr where it does not).
     fn avx512() -> bool {
@@ -1050,19 +1056,35 @@ mod tests {
                         assert_eq!(sum.map(f32::to_bits), want.map(f32::to_bits), "{what}");
                         assert_eq!(c.map(f32::to_bits), [0; CODE_CHAINS], "{what}: the chains do not end at +0");
                     }
-                    // One non-finite code (any of the format's, either sign) in one row at one position.
-                    let mut planted = b.clone();
-                    let (row, at) = (rng.random_range(0..CODE_CHAINS), rng.random_range(0..len));
-                    let nonfinite: Vec<u8> = (0..=255u8).filter(|&c| fb.is_nonfinite(c)).collect();
-                    planted[row][at] = nonfinite[rng.random_range(0..nonfinite.len())];
+                    // One non-finite code (any of the format's, either sign) in one row at one position: a random
+                    // one, and one where A's code is a zero (the lowest operand exponent).
+                    let zero_at = a.iter().position(|&c| c & 0x7F == 0);
+                    for at in [Some(rng.random_range(0..len)), zero_at].into_iter().flatten() {
+                        let mut planted = b.clone();
+                        let row = rng.random_range(0..CODE_CHAINS);
+                        let nonfinite: Vec<u8> = (0..=255u8).filter(|&c| fb.is_nonfinite(c)).collect();
+                        planted[row][at] = nonfinite[rng.random_range(0..nonfinite.len())];
+                        for &fused in steps {
+                            let (_, told) = codes(fused, &planted, 0, len / nb);
+                            assert!(
+                                told,
+                                "{} {fa} x {fb}, fused {fused}: the code {:#04x} at row {row}, position {at} (A's code \
+                                 {:#04x}), was not reported",
+                                preset.name(),
+                                planted[row][at],
+                                a[at]
+                            );
+                        }
+                    }
+                    // B's largest finite magnitude in every row where A's exponent is its largest: the largest real
+                    // products (e5m2 by e5m2: exponent 30, the report's bound) are not reported.
+                    let top_at = (0..len).max_by_key(|&k| ae[k]).unwrap_or(0);
+                    let largest = finite.iter().copied().max_by_key(|&c| (lb.e[c as usize], c & 0x7F)).unwrap_or(0);
+                    let mut edge = b.clone();
+                    edge.iter_mut().for_each(|r| r[top_at] = largest);
                     for &fused in steps {
-                        let (_, told) = codes(fused, &planted, 0, len / nb);
-                        assert!(
-                            told,
-                            "{} {fb}, fused {fused}: the code {:#04x} at row {row}, position {at}, was not reported",
-                            preset.name(),
-                            planted[row][at]
-                        );
+                        let (_, told) = codes(fused, &edge, 0, len / nb);
+                        assert!(!told, "{} {fa} x {fb}, fused {fused}: finite codes reported", preset.name());
                     }
                 }
             }
