@@ -369,7 +369,9 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
     let mut worst = _mm512_set1_epi8(i8::MIN);
     let steps = NB / 4;
     // (No closures below: see `product_blocks_codes`.)
-    for (blk, o) in (0..len).step_by(NB).enumerate() {
+    // Blocks left in the running chunk (no chunks: a count no piece reaches).
+    let mut left = if restart > 0 { restart } else { usize::MAX };
+    for o in (0..len).step_by(NB) {
         let x = block_codes::<NB>(&rows, o);
         // The block maximum: saturating i8 sums of the operand exponents, their maximum over the steps in each
         // byte, then over the four bytes of each dword (into its byte 0).
@@ -425,7 +427,10 @@ pub unsafe fn product_blocks_fused<const NB: usize, const E4M3: bool>(
         let block = _mm512_add_ps(terms, _mm512_castsi512_ps(ct));
         cv = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(block), keep));
         // A chunk's last block: its chain's result joins the sum, and the next chain starts from +0.
-        if restart > 0 && (blk + 1).is_multiple_of(restart) {
+        // (A count down rather than a remainder: no division per block.)
+        left -= 1;
+        if left == 0 {
+            left = restart;
             sums = _mm512_add_ps(sums, cv);
             cv = _mm512_setzero_ps();
         }
