@@ -38,11 +38,14 @@ pub const PRODUCT_ROWS: usize = 16;
 /// 7.0 vs 9.9, M = 16 12.3 vs 16.0 and 8.1 vs 15.4.
 pub const FUSED_PRODUCT_ROWS: usize = 4;
 
-/// Outputs per product-lane tile: A's rows are decoded once per piece of a tile, so wider tiles share that
-/// work among more chains. `mmaemu bench gemm --m M --n 4096 --k 4096 --no-native` (2 threads, AMD EPYC with
-/// AVX-512), 16 against 64 outputs, GMAC/s: M = 1 8.8 vs 9.9, M = 2 8.5–9.7 vs 9.9–10.3, M = 16 15.1–16.0 vs
-/// 16.6; 128 was no faster than 64.
-const STRIP_COLS: usize = 64;
+/// Outputs per product-lane tile: A's rows are decoded once per piece of a tile, and a tile's scratch is made once,
+/// so wider tiles share that work among more chains. `mmaemu bench gemm --m M --n 4096 --k 4096 --no-native` (2
+/// threads, AMD EPYC with AVX-512), 16 against 64 outputs, GMAC/s: M = 1 8.8 vs 9.9, M = 2 8.5–9.7 vs 9.9–10.3,
+/// M = 16 15.1–16.0 vs 16.6. With the fused decode step (Intel Xeon model 207), 128 against 64: one thread, both
+/// builds at once on the two cores (`--m 1 --threads 1 --reps 300`), 1.02 in the median of 6 pairs; two threads,
+/// alternating, `--m 1 --reps 300` 12.4–13.0 → 13.1–13.3 GMAC/s (5 runs each), `--m 4 --reps 100` 8.5–8.6 vs
+/// 8.3–8.7 (3 each). 256 was no better on two threads (fewer tiles to share).
+const STRIP_COLS: usize = 128;
 
 /// The tiling of one GEMM on a level of panel width `w`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
