@@ -526,6 +526,36 @@ impl<T: Copy> Lines<T> {
 impl Piece for FusedPiece {
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
+        self.piece(job, chunk, q0, q1, acc, None);
+    }
+
+    /// Consecutive whole chunks (see [`products::consecutive`]) as one run of pieces, each chunk's last piece ending
+    /// the chains into `part` and restarting them from +0: no pass over the accumulators between chunks.
+    #[inline(always)]
+    fn run_chunks(&mut self, job: &Job, chunks: &[ChunkPlan], part: &mut [f32]) -> usize {
+        let piece_len = job.p.nfma * (FUSED_PIECE / job.p.nfma).max(1);
+        let Some((k0, l, count)) = products::consecutive(chunks, job.p.nfma).filter(|&(_, l, _)| l % piece_len == 0)
+        else {
+            return 0;
+        };
+        let total = count * l;
+        let run = ChunkPlan::new(std::slice::from_ref(&(k0..k0 + total)), total, job.p.nfma, false);
+        let mut acc = vec![0f32; part.len()];
+        for q0 in (0..total).step_by(piece_len) {
+            let q1 = q0 + piece_len;
+            let end = q1.is_multiple_of(l).then_some(&mut *part);
+            self.piece(job, &run, q0, q1, &mut acc, end);
+        }
+        count
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl FusedPiece {
+    /// Positions [q0, q1) of `chunk` for the tile's rows from their accumulators `acc`, the chains ended into `end`
+    /// where given ([`crate::x86::panel_blocks`]).
+    #[inline(always)]
+    fn piece(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32], end: Option<&mut [f32]>) {
         use crate::x86::{PANEL, SIDED};
         let (nr, len) = (self.rows.len(), q1 - q0);
         panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), &mut self.pc);
@@ -536,7 +566,7 @@ impl Piece for FusedPiece {
         let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
         let (pm, ps, pe) = (self.pm.get(), self.ps.get(), self.pe.get());
         // SAFETY: this tile runs only on the AVX-512 level (see `tile_fused`).
-        unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, ps, pe, acc, &job.p) };
+        unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, ps, pe, acc, end, &job.p) };
     }
 }
 

@@ -523,6 +523,10 @@ const TOWARD_ZERO: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
 /// (multiples of 2^g below 2^(g + 23)), +0 when it is zero; clearing its mantissa bits below frac_out gives the new
 /// c directly, the grid being already the true scale.
 ///
+/// With `end` (as long as `acc`), the piece ends the rows' chains (slow accumulation's chunk): each chain's result is
+/// added into its `end` in fp32, rounded to nearest even, as the executor adds a chunk's results, and its accumulator
+/// restarts at +0.
+///
 /// Rows run in pairs, which share every load of the panel. The block maximum of the next block (the next pair's
 /// first, after a pair's last) runs in the same pass over the positions as this block's terms: it does not depend
 /// on them (only c links the blocks, and it enters after the maximum), and its integer work fills the lanes the
@@ -544,6 +548,7 @@ pub unsafe fn panel_blocks(
     ps: &[f32],
     pe: &[i8],
     acc: &mut [f32],
+    mut end: Option<&mut [f32]>,
     p: &Params,
 ) {
     let (nfma, rows) = (p.nfma, acc.len() / PANEL);
@@ -551,6 +556,7 @@ pub unsafe fn panel_blocks(
     // Every load below reads inside these bounds.
     assert!(
         p.biased
+            && end.as_ref().is_none_or(|s| s.len() == acc.len())
             && stride >= len
             && (rows == 0 || a.len() >= (rows - 1) * stride + len)
             && pm.len() >= len * PANEL
@@ -566,6 +572,7 @@ pub unsafe fn panel_blocks(
     let mut e = [block_max(row(0), la, pe.as_ptr(), nfma), block_max(row(1), la, pe.as_ptr(), nfma)];
     for r in (0..rows).step_by(2) {
         let c = acc.as_mut_ptr().add(r * PANEL);
+        let s = end.as_mut().map(|s| s.as_mut_ptr().add(r * PANEL));
         let next = (r + 2 < rows).then(|| [row(r + 2), row(r + 3)]);
         // The codes of the rows ROWS_AHEAD on, asked for now: rows lie a stride apart, and where the stride is a
         // multiple of 4 KiB (K = 4096) they all fall into one set of the first-level cache and few of the second,
@@ -576,9 +583,10 @@ pub unsafe fn panel_blocks(
             _mm_prefetch::<_MM_HINT_T0>(first.add(len - 1) as *const i8);
         }
         if r + 1 < rows {
-            e = rows_over::<2>(&panel, [row(r), row(r + 1)], [c, c.add(PANEL)], e, next, la, p);
+            let s = s.map(|s| [s, s.add(PANEL)]);
+            e = rows_over::<2>(&panel, [row(r), row(r + 1)], ([c, c.add(PANEL)], s), e, next, la, p);
         } else {
-            rows_over::<1>(&panel, [row(r)], [c], [e[0]], None, la, p);
+            rows_over::<1>(&panel, [row(r)], ([c], s.map(|s| [s])), [e[0]], None, la, p);
         }
     }
 }
@@ -602,8 +610,8 @@ struct Panel {
 }
 
 /// R rows (`a`: their codes, `c`: their accumulators) over every block of the panel, from the maxima `e` of their
-/// first blocks; returns the maxima of the first blocks of the rows `next` (two rows, the second repeated where
-/// there is one), or of nothing.
+/// first blocks, their chains ended into `end` where given (see [`panel_blocks`]); returns the maxima of the first
+/// blocks of the rows `next` (two rows, the second repeated where there is one), or of nothing.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
 #[inline]
@@ -612,7 +620,7 @@ struct Panel {
 unsafe fn rows_over<const R: usize>(
     panel: &Panel,
     a: [*const u8; R],
-    c: [*mut f32; R],
+    (c, end): ([*mut f32; R], Option<[*mut f32; R]>),
     mut e: [__m512i; R],
     next: Option<[*const u8; 2]>,
     la: &crate::tables::Lut,
@@ -674,7 +682,14 @@ unsafe fn rows_over<const R: usize>(
     }
     for r in 0..R {
         for q in 0..4 {
-            _mm512_storeu_ps(c[r].add(16 * q), cv[r][q]);
+            match end {
+                Some(s) => {
+                    let sum = _mm512_add_ps(_mm512_loadu_ps(s[r].add(16 * q)), cv[r][q]);
+                    _mm512_storeu_ps(s[r].add(16 * q), sum);
+                    _mm512_storeu_ps(c[r].add(16 * q), zero);
+                }
+                None => _mm512_storeu_ps(c[r].add(16 * q), cv[r][q]),
+            }
         }
     }
     after
@@ -888,17 +903,26 @@ mod tests {
                             &p,
                         );
                     }
+                    // The same piece ending the chains (slow accumulation's chunk) into sums of earlier chunks:
+                    // each sum gains the chain's result in fp32, and the chain restarts at +0.
+                    let mut ended = got.clone();
+                    let earlier: Vec<f32> =
+                        (0..rows * PANEL).map(|_| lb.v32[finite(fb, &mut rng, 0x7F) as usize] * 1024.0).collect();
+                    let mut sums = earlier.clone();
                     // SAFETY: the AVX-512 level exists, so the CPU has the step's features.
-                    unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut got, &p) };
+                    unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut got, None, &p) };
+                    // SAFETY: as above.
+                    unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut ended, Some(&mut sums), &p) };
                     for i in 0..want.len() {
-                        assert_eq!(
-                            got[i].to_bits(),
-                            want[i].to_bits(),
+                        let what = format!(
                             "{} {fa} x {fb} round {round}: row {} output {}",
                             preset.name(),
                             i / PANEL,
                             i % PANEL
                         );
+                        assert_eq!(got[i].to_bits(), want[i].to_bits(), "{what}");
+                        assert_eq!(sums[i].to_bits(), (earlier[i] + want[i]).to_bits(), "{what}: the chunk's sum");
+                        assert_eq!(ended[i].to_bits(), 0, "{what}: the chain does not restart at +0");
                     }
                 }
             }

@@ -164,8 +164,9 @@ fn fused_codes<const X86: u8>(job: &Job) -> bool {
 
 /// The first position, the length and the count of the leading `chunks` that are each one run of k of one length
 /// (whole blocks of `nb`), each following the one before (slow accumulation's chunks, unsplit or split
-/// contiguously, but for a ragged last one): the fused step over codes runs several of them in one call.
-fn consecutive(chunks: &[ChunkPlan], nb: usize) -> Option<(usize, usize, usize)> {
+/// contiguously, but for a ragged last one): the fused step over codes runs several of them in one call, and the
+/// fused panel tile in one run of pieces.
+pub(super) fn consecutive(chunks: &[ChunkPlan], nb: usize) -> Option<(usize, usize, usize)> {
     let l = chunks.first()?.len;
     let k0 = match chunks[0].ranges.as_slice() {
         [(0, r)] => r.start,
