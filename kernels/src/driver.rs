@@ -454,6 +454,12 @@ fn rows_of_a<'x>(
 #[cfg(target_arch = "x86_64")]
 const FUSED_PIECE: usize = 32;
 
+/// The positions of a fused panel piece for blocks of `nfma`: whole blocks, [`FUSED_PIECE`] or one block if longer.
+#[cfg(target_arch = "x86_64")]
+fn fused_piece_len(nfma: usize) -> usize {
+    nfma * (FUSED_PIECE / nfma).max(1)
+}
+
 /// One panel tile of the AVX-512 level on the narrow path with room for the bias ([`Params::biased`]): each piece
 /// of the panel decoded into magnitudes, magnitudes by sign and exponents, every row through the fused step
 /// [`crate::x86::panel_blocks`]. Returns `rows.len()` rows of `cols.len()` results.
@@ -467,7 +473,7 @@ pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
     let nfma = job.p.nfma;
     let nr = rows.len();
     let ncols = cols.len();
-    let piece_len = nfma * (FUSED_PIECE / nfma).max(1);
+    let piece_len = fused_piece_len(nfma);
     let mut piece = FusedPiece {
         rows: rows.clone(),
         cols,
@@ -533,7 +539,7 @@ impl Piece for FusedPiece {
     /// the chains into `part` and restarting them from +0: no pass over the accumulators between chunks.
     #[inline(always)]
     fn run_chunks(&mut self, job: &Job, chunks: &[ChunkPlan], part: &mut [f32]) -> usize {
-        let piece_len = job.p.nfma * (FUSED_PIECE / job.p.nfma).max(1);
+        let piece_len = fused_piece_len(job.p.nfma);
         let Some((k0, l, count)) = products::consecutive(chunks, job.p.nfma).filter(|&(_, l, _)| l % piece_len == 0)
         else {
             return 0;

@@ -914,15 +914,18 @@ mod tests {
                     // SAFETY: as above.
                     unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut ended, Some(&mut sums), &p) };
                     for i in 0..want.len() {
-                        let what = format!(
-                            "{} {fa} x {fb} round {round}: row {} output {}",
-                            preset.name(),
-                            i / PANEL,
-                            i % PANEL
-                        );
-                        assert_eq!(got[i].to_bits(), want[i].to_bits(), "{what}");
-                        assert_eq!(sums[i].to_bits(), (earlier[i] + want[i]).to_bits(), "{what}: the chunk's sum");
-                        assert_eq!(ended[i].to_bits(), 0, "{what}: the chain does not restart at +0");
+                        // (Made only for a failure's message.)
+                        let what = || {
+                            format!(
+                                "{} {fa} x {fb} round {round}: row {} output {}",
+                                preset.name(),
+                                i / PANEL,
+                                i % PANEL
+                            )
+                        };
+                        assert_eq!(got[i].to_bits(), want[i].to_bits(), "{}", what());
+                        assert_eq!(sums[i].to_bits(), (earlier[i] + want[i]).to_bits(), "{}: the chunk's sum", what());
+                        assert_eq!(ended[i].to_bits(), 0, "{}: the chain does not restart at +0", what());
                     }
                 }
             }

@@ -64,6 +64,11 @@ fn group<const X86: u8>(rows: usize) -> usize {
 /// position) stay in L1 while the tile's rows run over them.
 const STRIP: usize = 512;
 
+/// The positions of a product-lane piece for blocks of `NB`: whole blocks, at most [`STRIP`].
+const fn strip_len<const NB: usize>() -> usize {
+    NB * (STRIP / NB)
+}
+
 /// At most this many rows of A per product-lane tile run the AVX-512 step that decodes B's codes in registers;
 /// it decodes them again for every row, so more rows run the step over rows of B decoded once per group. One
 /// thread, `mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --no-native` (AMD EPYC with AVX-512), codes
@@ -113,7 +118,7 @@ fn strip_tile_with<const NB: usize, const HT: bool, const X86: u8>(
     // Outputs rounded up to whole groups; the extra rows of B are zeros.
     let unit = group::<X86>(nr);
     let ncp = nc.div_ceil(unit) * unit;
-    let piece_len = NB * (STRIP / NB);
+    let piece_len = strip_len::<NB>();
     let mut piece = StripPiece::<NB, HT, X86> {
         unit,
         rows: rows.clone(),
@@ -184,7 +189,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
     /// the step adding each chunk's result into `part` and restarting its chains from +0.
     #[inline(always)]
     fn run_chunks(&mut self, job: &Job, chunks: &[ChunkPlan], part: &mut [f32]) -> usize {
-        let piece_len = NB * (STRIP / NB);
+        let piece_len = strip_len::<NB>();
         let codes = self.fused && reads_codes::<X86>(self.rows.len());
         let Some((k0, l, count)) = consecutive(chunks, NB).filter(|&(_, l, _)| codes && l <= piece_len) else {
             return 0;
