@@ -439,13 +439,19 @@ fn rows_of_a<'x>(
     ga: &'x mut [u8],
 ) -> (&'x [u8], usize) {
     let len = q1 - q0;
-    match chunk.segments(q0, q1).next() {
-        Some((0, kr)) if kr.len() == len => (job.a.get(rows.start * job.k + kr.start..).unwrap_or_default(), job.k),
-        _ => {
+    match one_run(chunk, q0, q1) {
+        Some(kr) => (job.a.get(rows.start * job.k + kr.start..).unwrap_or_default(), job.k),
+        None => {
             gather_rows(job.a, job.k, rows, chunk, q0, q1, ga);
             (ga, len)
         }
     }
+}
+
+/// The run of k that positions [q0, q1) of a chunk are, where they are one (no padding, no seam between segments).
+#[inline(always)]
+fn one_run(chunk: &ChunkPlan, q0: usize, q1: usize) -> Option<Range<usize>> {
+    chunk.segments(q0, q1).next().filter(|(off, kr)| *off == 0 && kr.len() == q1 - q0).map(|(_, kr)| kr)
 }
 
 /// Positions per piece of the AVX-512 panel tile: its planes (64 magnitudes, 64 exponents and 128 magnitudes by
@@ -482,6 +488,7 @@ pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
         ps: Lines::new(piece_len * SIDED, 0.0),
         pe: Lines::new(piece_len * PANEL, ZERO_EXP),
         ga: vec![0u8; nr * piece_len],
+        in_place: std::is_x86_feature_detected!("avx512vbmi"),
     };
     let acc = job.accumulate(nr * PANEL, piece_len, &mut piece);
     let mut out = Vec::with_capacity(nr * ncols);
@@ -500,6 +507,9 @@ struct FusedPiece {
     ps: Lines<f32>,
     pe: Lines<i8>,
     ga: Vec<u8>,
+    /// The CPU has AVX-512 VBMI: a whole panel's piece of one run of k is decoded from B in place
+    /// ([`crate::x86::panel_piece`]).
+    in_place: bool,
 }
 
 /// A buffer that starts on a cache line: every 64-byte vector of a panel row is then one line, where a vector
@@ -564,10 +574,19 @@ impl FusedPiece {
     fn piece(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32], end: Option<&mut [f32]>) {
         use crate::x86::{PANEL, SIDED};
         let (nr, len) = (self.rows.len(), q1 - q0);
-        panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), &mut self.pc);
         let (pm, ps, pe) = (self.pm.get_mut(), self.ps.get_mut(), self.pe.get_mut());
         let (pm, ps, pe) = (&mut pm[..len * PANEL], &mut ps[..len * SIDED], &mut pe[..len * PANEL]);
-        job.lb.decode_magnitudes::<PANEL>(&self.pc[..len * PANEL], pm, ps, pe);
+        match one_run(chunk, q0, q1) {
+            Some(kr) if self.in_place && self.cols.len() == PANEL && len.is_multiple_of(16) => {
+                let b = &job.b[self.cols.start * job.k..];
+                // SAFETY: this tile runs only on the AVX-512 level (see `tile_fused`), and `in_place` says VBMI.
+                unsafe { crate::x86::panel_piece(b, (job.k, kr.start, len), &job.lb, (pm, ps, pe)) };
+            }
+            _ => {
+                panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), &mut self.pc);
+                job.lb.decode_magnitudes::<PANEL>(&self.pc[..len * PANEL], pm, ps, pe);
+            }
+        }
         let nblk = len / job.p.nfma;
         let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
         let (pm, ps, pe) = (self.pm.get(), self.ps.get(), self.pe.get());

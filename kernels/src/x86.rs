@@ -591,6 +591,103 @@ pub unsafe fn panel_blocks(
     }
 }
 
+/// The planes of one piece of a panel of [`panel_blocks`], decoded from B's codes in place: `b` holds the panel's
+/// [`PANEL`] rows of B, `k` apart, and the piece is positions `k0 .. k0 + len` of each (`len` a multiple of 16);
+/// `pm`, `ps` and `pe` receive, per position, the magnitudes, the magnitudes by sign and the exponents that
+/// [`crate::tables::Lut::decode_magnitudes`] makes of the same codes in position-major order, bit for bit.
+///
+/// Sixteen positions at a time: vector i holds rows i, 16 + i, 32 + i and 48 + i in its four 128-bit lanes, and a
+/// transpose of 16 by 16 bytes in every lane ([`transposed_16`]) leaves position p of all 64 rows in vector p. Byte
+/// permutes over the low 7 bits (the magnitude) look up the exponent ([`crate::tables::Lut::e`]) and the packed
+/// byte ([`crate::tables::Lut::packed`]), which moved to its bit and scaled back by 2^packed_scale (exact: a power of
+/// two on a normal f32, or +0) is the magnitude; the sign bits of the codes choose the side of each magnitude.
+///
+/// # Safety
+/// The CPU must support AVX-512F/BW/VL/VBMI and AVX2 (the caller holds the AVX-512 level and saw
+/// `is_x86_feature_detected!("avx512vbmi")`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2")]
+#[inline]
+pub unsafe fn panel_piece(
+    b: &[u8],
+    (k, k0, len): (usize, usize, usize),
+    lb: &crate::tables::Lut,
+    (pm, ps, pe): (&mut [f32], &mut [f32], &mut [i8]),
+) {
+    // Every load and store below stays inside these bounds.
+    assert!(
+        len.is_multiple_of(16)
+            && b.len() >= (PANEL - 1) * k + k0 + len
+            && pm.len() >= len * PANEL
+            && ps.len() >= len * SIDED
+            && pe.len() >= len * PANEL,
+        "panel_piece: rows of B or planes shorter than the piece"
+    );
+    // SAFETY: i8 and u8 have the same size and alignment, and every bit pattern is valid in both.
+    let exps = &*(lb.e.as_ptr() as *const [u8; 128]);
+    let (ex, packed) = (halves(exps), halves(&lb.packed));
+    let up = _mm512_set1_ps(f32::from_bits(((127 + lb.packed_scale()) as u32) << 23));
+    let e4m3 = lb.packed_shift() == 20;
+    let (pm, ps, pe) = (pm.as_mut_ptr(), ps.as_mut_ptr(), pe.as_mut_ptr());
+    for h in (0..len).step_by(16) {
+        let mut z = [_mm512_setzero_si512(); 16];
+        for (i, z) in z.iter_mut().enumerate() {
+            let row = [0, 1, 2, 3].map(|l| b.as_ptr().add((16 * l + i) * k + k0 + h) as *const __m128i);
+            let v = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(_mm_loadu_si128(row[0])), _mm_loadu_si128(row[1]));
+            let v = _mm512_inserti32x4::<2>(v, _mm_loadu_si128(row[2]));
+            *z = _mm512_inserti32x4::<3>(v, _mm_loadu_si128(row[3]));
+        }
+        let x = transposed_16(z);
+        for (p, &code) in x.iter().enumerate() {
+            let at = h + p;
+            _mm512_storeu_si512(pe.add(at * PANEL) as *mut __m512i, _mm512_permutex2var_epi8(ex.0, code, ex.1));
+            let y = _mm512_permutex2var_epi8(packed.0, code, packed.1);
+            let negative = _mm512_movepi8_mask(code);
+            for q in 0..4 {
+                let w = _mm512_cvtepu8_epi32(lane_quarter(y, q));
+                let w = if e4m3 { _mm512_slli_epi32::<20>(w) } else { _mm512_slli_epi32::<21>(w) };
+                let m = _mm512_mul_ps(_mm512_castsi512_ps(w), up);
+                let minus = (negative >> (16 * q)) as u16;
+                _mm512_storeu_ps(pm.add(at * PANEL + 16 * q), m);
+                _mm512_storeu_ps(ps.add(at * SIDED + 16 * q), _mm512_maskz_mov_ps(!minus, m));
+                _mm512_storeu_ps(ps.add(at * SIDED + PANEL + 16 * q), _mm512_maskz_mov_ps(minus, m));
+            }
+        }
+    }
+}
+
+/// Four 16 x 16 transposes of bytes, one in each 128-bit lane: byte j of lane l of `z[i]` becomes byte i of lane l
+/// of vector j. Four rounds of interleaving, of bytes, words, dwords and qwords.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+unsafe fn transposed_16(z: [__m512i; 16]) -> [__m512i; 16] {
+    // Each round interleaves vectors 2i and 2i + 1 into i (the low halves of their lanes) and 8 + i (the high
+    // halves). With the row r and the byte j written in bits, an element at vector (r3 r2 r1 r0), byte (j3 j2 j1 j0)
+    // goes to vector (j3 r3 r2 r1), byte (j2 j1 j0 r0); after four rounds it is at vector (j0 j1 j2 j3), byte r.
+    let mut x = z;
+    for round in 0..4 {
+        let mut y = [_mm512_setzero_si512(); 16];
+        for i in 0..8 {
+            let (a, b) = (x[2 * i], x[2 * i + 1]);
+            (y[i], y[8 + i]) = match round {
+                0 => (_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b)),
+                1 => (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b)),
+                2 => (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b)),
+                _ => (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)),
+            };
+        }
+        x = y;
+    }
+    // Vector j of the result is vector (j0 j1 j2 j3), j's bits reversed.
+    const REVERSED: [usize; 16] = [0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15];
+    let mut t = x;
+    for (t, &j) in t.iter_mut().zip(&REVERSED) {
+        *t = x[j];
+    }
+    t
+}
+
 /// How many rows ahead [`panel_blocks`] asks for A's codes: three pairs, about a thousand cycles of multiply-adds
 /// at 32 positions, time enough for a line from the last-level cache.
 const ROWS_AHEAD: usize = 6;
@@ -833,6 +930,46 @@ mod tests {
             eprintln!("this CPU has no AVX-512: the step is not run");
         }
         there
+    }
+
+    /// A panel's piece decoded in place equals the same codes moved into position-major order and decoded by
+    /// `Lut::decode_magnitudes`, bit for bit: both formats, all 256 codes (non-finite ones and both zeros included)
+    /// in the first piece and random codes after it, pieces of 16, 32 and 48 positions at an offset into rows of
+    /// odd length.
+    #[test]
+    fn panel_piece_equals_the_decoded_codes() {
+        if !avx512() || !is_x86_feature_detected!("avx512vbmi") {
+            eprintln!("this CPU has no AVX-512 VBMI: the decoding in place is not run");
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(0xDEC0DE);
+        for f in [Format::E4m3, Format::E5m2] {
+            let lb = Lut::new(f);
+            for (round, len) in [16, 32, 48, 32].into_iter().enumerate() {
+                let (k, k0) = (len + 2 * round + 7, 2 * round + 3);
+                // Every code somewhere in the first round; random codes after it.
+                let b: Vec<u8> =
+                    (0..PANEL * k).map(|i| if round == 0 { (i * 37 % 256) as u8 } else { rng.random() }).collect();
+                let mut pc = vec![0u8; len * PANEL];
+                for (p, codes) in pc.chunks_exact_mut(PANEL).enumerate() {
+                    for (j, c) in codes.iter_mut().enumerate() {
+                        *c = b[j * k + k0 + p];
+                    }
+                }
+                if round == 0 {
+                    assert!((0..=255u8).all(|c| pc.contains(&c)), "the first piece holds every code");
+                }
+                let (mut wm, mut ws, mut we) =
+                    (vec![0f32; len * PANEL], vec![0f32; len * SIDED], vec![0i8; len * PANEL]);
+                lb.decode_magnitudes::<PANEL>(&pc, &mut wm, &mut ws, &mut we);
+                let (mut m, mut s, mut e) = (vec![1f32; len * PANEL], vec![1f32; len * SIDED], vec![1i8; len * PANEL]);
+                unsafe { panel_piece(&b, (k, k0, len), &lb, (&mut m, &mut s, &mut e)) };
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(e, we, "{f:?}, {len} positions: exponents");
+                assert_eq!(bits(&m), bits(&wm), "{f:?}, {len} positions: magnitudes");
+                assert_eq!(bits(&s), bits(&ws), "{f:?}, {len} positions: magnitudes by sign");
+            }
+        }
     }
 
     /// The fused panel step equals the portable panel step, bit for bit: both formats of A and B, blocks of 16 and
