@@ -488,12 +488,21 @@ pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
         ps: Lines::new(piece_len * SIDED, 0.0),
         pe: Lines::new(piece_len * PANEL, ZERO_EXP),
         ga: vec![0u8; nr * piece_len],
-        in_place: std::is_x86_feature_detected!("avx512vbmi"),
+        in_place: panels_in_place(),
     };
     let acc = job.accumulate(nr * PANEL, piece_len, &mut piece);
     let mut out = Vec::with_capacity(nr * ncols);
     acc.chunks_exact(PANEL).for_each(|r| out.extend_from_slice(&r[..ncols]));
     out
+}
+
+/// Whether the fused panel tile decodes whole pieces from B in place ([`crate::x86::panel_piece`]): the CPU has
+/// AVX-512 VBMI.
+pub fn panels_in_place() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::is_x86_feature_detected!("avx512vbmi");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// The scratch of a fused panel tile: the panel piece's codes, magnitudes, magnitudes by sign and exponents, and the

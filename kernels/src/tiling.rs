@@ -38,6 +38,13 @@ pub const PRODUCT_ROWS: usize = 16;
 /// 7.0 vs 9.9, M = 16 12.3 vs 16.0 and 8.1 vs 15.4.
 pub const FUSED_PRODUCT_ROWS: usize = 4;
 
+/// [`FUSED_PRODUCT_ROWS`] where the fused panel tile also decodes its pieces from B in place (AVX-512 VBMI:
+/// `crate::x86::panel_piece`). Product lanes against panels on one thread, both at once, one on each core, the
+/// cores swapped at each pair (`mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --reps 30 --no-native
+/// --tiling products|panels`, Intel Xeon model 207), panels over products, median of 4 pairs: M = 2 0.81 (ada
+/// 0.81, slow 0.92), M = 3 2.44 (ada 3.14, slow with e5m2 B 1.96), M = 4 2.76.
+pub const IN_PLACE_PRODUCT_ROWS: usize = 2;
+
 /// Outputs per product-lane tile: A's rows are decoded once per piece of a tile, and a tile's scratch is made once,
 /// so wider tiles share that work among more chains. `mmaemu bench gemm --m M --n 4096 --k 4096 --no-native` (2
 /// threads, AMD EPYC with AVX-512), 16 against 64 outputs, GMAC/s: M = 1 8.8 vs 9.9, M = 2 8.5–9.7 vs 9.9–10.3,
@@ -60,11 +67,16 @@ pub struct Choice {
 impl Choice {
     /// The choice for the operands of a job (see [`Tiling`]): exchange the operands when N < M and either side
     /// is narrower than a panel, then product lanes for few rows (see [`PRODUCT_ROWS`], or
-    /// [`FUSED_PRODUCT_ROWS`] where the level runs the job's panels with the fused step: `fused`) where the
-    /// kernel serves the preset, else panels.
-    pub fn of(job: &Job, w: usize, fused: bool) -> Choice {
+    /// [`FUSED_PRODUCT_ROWS`] where the level runs the job's panels with the fused step: `fused`, and
+    /// [`IN_PLACE_PRODUCT_ROWS`] where that step's pieces are decoded in place: `in_place`) where the kernel
+    /// serves the preset, else panels.
+    pub fn of(job: &Job, w: usize, fused: bool, in_place: bool) -> Choice {
         let (m, n) = (job.m(), job.n());
-        let most = if fused { FUSED_PRODUCT_ROWS } else { PRODUCT_ROWS.max(job.nfma()) };
+        let most = match (fused, in_place) {
+            (true, true) => IN_PLACE_PRODUCT_ROWS,
+            (true, false) => FUSED_PRODUCT_ROWS,
+            _ => PRODUCT_ROWS.max(job.nfma()),
+        };
         let swap = n < m && n < w.max(most + 1);
         let rows = if swap { n } else { m };
         let tiling = if rows <= most && products_serve(job) { Tiling::Products } else { Tiling::Panels };
