@@ -140,7 +140,8 @@ impl<'a> Job<'a> {
     }
 
     /// The job with B unscanned: the step over B's codes records in `seen` whether it met a non-finite code
-    /// (see [`reads_b_codes`] for the jobs whose every code of B it reads).
+    /// (see [`reads_b_codes`] for the product-lane jobs whose every code of B it reads; the fused panel tile reads
+    /// every code of B as it decodes the pieces of its panel, [`FusedPiece`]).
     pub fn watching(self, seen: &'a AtomicBool) -> Job<'a> {
         Job { watch: Some(seen), ..self }
     }
@@ -589,11 +590,17 @@ impl FusedPiece {
             Some(kr) if self.in_place && self.cols.len() == PANEL && len.is_multiple_of(16) => {
                 let b = &job.b[self.cols.start * job.k..];
                 // SAFETY: this tile runs only on the AVX-512 level (see `tile_fused`), and `in_place` says VBMI.
-                unsafe { crate::x86::panel_piece(b, (job.k, kr.start, len), &job.lb, (pm, ps, pe)) };
+                if unsafe { crate::x86::panel_piece(b, (job.k, kr.start, len), &job.lb, (pm, ps, pe)) } {
+                    job.saw_nonfinite_b();
+                }
             }
             _ => {
-                panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), &mut self.pc);
-                job.lb.decode_magnitudes::<PANEL>(&self.pc[..len * PANEL], pm, ps, pe);
+                let pc = &mut self.pc[..len * PANEL];
+                panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), pc);
+                if job.watch.is_some() && job.lb.format().any_nonfinite(pc) {
+                    job.saw_nonfinite_b();
+                }
+                job.lb.decode_magnitudes::<PANEL>(pc, pm, ps, pe);
             }
         }
         let nblk = len / job.p.nfma;

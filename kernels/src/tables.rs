@@ -92,6 +92,11 @@ impl Lut {
         self.format
     }
 
+    /// The largest finite magnitude (a code's low 7 bits): 0x7E for e4m3, 0x7B for e5m2; a larger one is non-finite.
+    pub fn last_finite(&self) -> u8 {
+        (0..128u8).rev().find(|&m| !self.format.is_nonfinite(m)).unwrap_or(0)
+    }
+
     /// The f32 bit at which [`Lut::packed`]'s bytes sit: 20 for e4m3 (an exponent of five bits and three mantissa
     /// bits), 21 for e5m2 (six and two).
     pub fn packed_shift(&self) -> u32 {

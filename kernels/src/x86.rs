@@ -601,6 +601,7 @@ pub unsafe fn panel_blocks(
 /// permutes over the low 7 bits (the magnitude) look up the exponent ([`crate::tables::Lut::e`]) and the packed
 /// byte ([`crate::tables::Lut::packed`]), which moved to its bit and scaled back by 2^packed_scale (exact: a power of
 /// two on a normal f32, or +0) is the magnitude; the sign bits of the codes choose the side of each magnitude.
+/// Returns whether a code was non-finite (decoded as a zero, as there: see [`crate::driver::Job::watching`]).
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW/VL/VBMI and AVX2 (the caller holds the AVX-512 level and saw
@@ -613,7 +614,7 @@ pub unsafe fn panel_piece(
     (k, k0, len): (usize, usize, usize),
     lb: &crate::tables::Lut,
     (pm, ps, pe): (&mut [f32], &mut [f32], &mut [i8]),
-) {
+) -> bool {
     // Every load and store below stays inside these bounds.
     assert!(
         len.is_multiple_of(16)
@@ -629,6 +630,8 @@ pub unsafe fn panel_piece(
     let up = _mm512_set1_ps(f32::from_bits(((127 + lb.packed_scale()) as u32) << 23));
     let e4m3 = lb.packed_shift() == 20;
     let (pm, ps, pe) = (pm.as_mut_ptr(), ps.as_mut_ptr(), pe.as_mut_ptr());
+    // The largest magnitude read.
+    let (mut most, magnitude) = (_mm512_setzero_si512(), _mm512_set1_epi8(0x7F));
     for h in (0..len).step_by(16) {
         let mut z = [_mm512_setzero_si512(); 16];
         for (i, z) in z.iter_mut().enumerate() {
@@ -643,6 +646,7 @@ pub unsafe fn panel_piece(
             _mm512_storeu_si512(pe.add(at * PANEL) as *mut __m512i, _mm512_permutex2var_epi8(ex.0, code, ex.1));
             let y = _mm512_permutex2var_epi8(packed.0, code, packed.1);
             let negative = _mm512_movepi8_mask(code);
+            most = _mm512_max_epu8(most, _mm512_and_si512(code, magnitude));
             for q in 0..4 {
                 let w = _mm512_cvtepu8_epi32(lane_quarter(y, q));
                 let w = if e4m3 { _mm512_slli_epi32::<20>(w) } else { _mm512_slli_epi32::<21>(w) };
@@ -654,6 +658,7 @@ pub unsafe fn panel_piece(
             }
         }
     }
+    _mm512_cmpgt_epu8_mask(most, _mm512_set1_epi8(lb.last_finite() as i8)) != 0
 }
 
 /// Four 16 x 16 transposes of bytes, one in each 128-bit lane: byte j of lane l of `z[i]` becomes byte i of lane l
@@ -933,9 +938,9 @@ mod tests {
     }
 
     /// A panel's piece decoded in place equals the same codes moved into position-major order and decoded by
-    /// `Lut::decode_magnitudes`, bit for bit: both formats, all 256 codes (non-finite ones and both zeros included)
-    /// in the first piece and random codes after it, pieces of 16, 32 and 48 positions at an offset into rows of
-    /// odd length.
+    /// `Lut::decode_magnitudes`, bit for bit, and reports a non-finite code where there is one: both formats, all
+    /// 256 codes (non-finite ones and both zeros included) in the first piece, random codes after it and finite
+    /// ones only in the last, pieces of 16, 32 and 48 positions at an offset into rows of odd length.
     #[test]
     fn panel_piece_equals_the_decoded_codes() {
         if !avx512() || !is_x86_feature_detected!("avx512vbmi") {
@@ -947,9 +952,14 @@ mod tests {
             let lb = Lut::new(f);
             for (round, len) in [16, 32, 48, 32].into_iter().enumerate() {
                 let (k, k0) = (len + 2 * round + 7, 2 * round + 3);
-                // Every code somewhere in the first round; random codes after it.
-                let b: Vec<u8> =
-                    (0..PANEL * k).map(|i| if round == 0 { (i * 37 % 256) as u8 } else { rng.random() }).collect();
+                // Every code somewhere in the first round, random codes after it, finite ones only in the last.
+                let b: Vec<u8> = (0..PANEL * k)
+                    .map(|i| match (round, rng.random::<u8>()) {
+                        (0, _) => (i * 37 % 256) as u8,
+                        (3, c) if f.is_nonfinite(c) => c & 0xBF,
+                        (_, c) => c,
+                    })
+                    .collect();
                 let mut pc = vec![0u8; len * PANEL];
                 for (p, codes) in pc.chunks_exact_mut(PANEL).enumerate() {
                     for (j, c) in codes.iter_mut().enumerate() {
@@ -963,7 +973,8 @@ mod tests {
                     (vec![0f32; len * PANEL], vec![0f32; len * SIDED], vec![0i8; len * PANEL]);
                 lb.decode_magnitudes::<PANEL>(&pc, &mut wm, &mut ws, &mut we);
                 let (mut m, mut s, mut e) = (vec![1f32; len * PANEL], vec![1f32; len * SIDED], vec![1i8; len * PANEL]);
-                unsafe { panel_piece(&b, (k, k0, len), &lb, (&mut m, &mut s, &mut e)) };
+                let seen = unsafe { panel_piece(&b, (k, k0, len), &lb, (&mut m, &mut s, &mut e)) };
+                assert_eq!(seen, f.any_nonfinite(&pc), "{f:?}, {len} positions: the non-finite report");
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(e, we, "{f:?}, {len} positions: exponents");
                 assert_eq!(bits(&m), bits(&wm), "{f:?}, {len} positions: magnitudes");

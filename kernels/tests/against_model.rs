@@ -264,12 +264,13 @@ fn custom_presets_against_model() {
     family(3);
 }
 
-/// A decode step (one or two rows of A) on a level whose block step reads B's codes finds B's non-finite codes as
-/// it computes, instead of a scan before it: wherever one non-finite code sits in B (any row, any position of
-/// any chunk or split, any class of either format), `run_plan_checked` answers None, and `execute` gives the
-/// model's bits; without one it gives the model's bits directly.
+/// A tile that reads every code of B (a decode step of one or two rows of A on a level whose block step reads B's
+/// codes, or a fused panel tile, which decodes B's codes itself) finds B's non-finite codes as it computes,
+/// instead of a scan before it: wherever one non-finite code sits in B (any row, any position of any chunk or
+/// split, any class of either format; whole panels of 64 rows of B and partial ones), `run_plan_checked` answers
+/// None, and `execute` gives the model's bits; without one it gives the model's bits directly.
 #[test]
-fn decode_steps_find_every_nonfinite_code_of_b() {
+fn watched_tiles_find_every_nonfinite_code_of_b() {
     let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) / 25;
     let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0005) ^ 0xDEC0DE;
     let cpu: Vec<CpuEngine> =
@@ -280,7 +281,8 @@ fn decode_steps_find_every_nonfinite_code_of_b() {
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ index);
             let preset = if rng.random_ratio(1, 2) { Preset::ada() } else { Preset::hopper() };
             let (fa, fb) = (Format::ALL[rng.random_range(0..=1)], Format::ALL[rng.random_range(0..=1)]);
-            let (m, n) = (rng.random_range(1..=2), rng.random_range(1..=70));
+            let m = if index % 3 == 1 { rng.random_range(3..=12) } else { rng.random_range(1..=2) };
+            let n = rng.random_range(1..=140);
             let k = if index % 10 == 0 { rng.random_range(3000..=20_000) } else { rng.random_range(1..=3000) };
             let plan = plan(&mut rng, &preset, k)?;
             let g = rng.random_range(0..=5);
