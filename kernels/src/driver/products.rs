@@ -215,7 +215,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
         let ncp = nc.div_ceil(self.unit) * self.unit;
         let len = q1 - q0;
         let nblk = len / NB;
-        let single = chunk.segments(q0, q1).next().filter(|(off, kr)| *off == 0 && kr.len() == len).map(|(_, kr)| kr);
+        let single = super::one_run(chunk, q0, q1);
         let (at, bt) = ((job.a, job.k, &job.la), (job.b, job.k, &job.lb));
         decode_rows(at, self.rows.clone(), chunk, q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
         #[cfg(target_arch = "x86_64")]
