@@ -141,7 +141,7 @@ impl<'a> Job<'a> {
 
     /// The job with B unscanned: the step over B's codes records in `seen` whether it met a non-finite code
     /// (see [`reads_b_codes`] for the product-lane jobs whose every code of B it reads; the fused panel tile reads
-    /// every code of B as it decodes the pieces of its panel, [`FusedPiece`]).
+    /// every code of B as it decodes the pieces of its panel, `FusedPiece`).
     pub fn watching(self, seen: &'a AtomicBool) -> Job<'a> {
         Job { watch: Some(seen), ..self }
     }
@@ -489,7 +489,7 @@ pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
         ps: Lines::new(piece_len * SIDED, 0.0),
         pe: Lines::new(piece_len * PANEL, ZERO_EXP),
         ga: vec![0u8; nr * piece_len],
-        in_place: panels_in_place(),
+        in_place: vbmi(),
     };
     let acc = job.accumulate(nr * PANEL, piece_len, &mut piece);
     let mut out = Vec::with_capacity(nr * ncols);
@@ -497,9 +497,10 @@ pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
     out
 }
 
-/// Whether the fused panel tile decodes whole pieces from B in place ([`crate::x86::panel_piece`]): the CPU has
-/// AVX-512 VBMI.
-pub fn panels_in_place() -> bool {
+/// Whether the CPU has AVX-512 VBMI, whose byte permutes the fused step over B's codes
+/// (`products::fused_codes`) and the fused panel tile's pieces decoded in place ([`crate::x86::panel_piece`])
+/// need.
+pub fn vbmi() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::is_x86_feature_detected!("avx512vbmi");
     #[cfg(not(target_arch = "x86_64"))]

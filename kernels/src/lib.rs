@@ -269,7 +269,7 @@ impl CpuEngine {
     }
 
     fn choice_of(&self, job: &Job) -> Choice {
-        let mut choice = Choice::of(job, self.level.width(), self.level.fused_panels(job), driver::panels_in_place());
+        let mut choice = Choice::of(job, self.level.width(), self.level.fused_panels(job), driver::vbmi());
         if let Some(t) = self.tiling {
             choice.tiling = if t == Tiling::Products && !driver::products_serve(job) { Tiling::Panels } else { t };
         }

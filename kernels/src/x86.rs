@@ -597,7 +597,7 @@ pub unsafe fn panel_blocks(
 /// [`crate::tables::Lut::decode_magnitudes`] makes of the same codes in position-major order, bit for bit.
 ///
 /// Sixteen positions at a time: vector i holds rows i, 16 + i, 32 + i and 48 + i in its four 128-bit lanes, and a
-/// transpose of 16 by 16 bytes in every lane ([`transposed_16`]) leaves position p of all 64 rows in vector p. Byte
+/// transpose of 16 by 16 bytes in every lane (`transposed_16`) leaves position p of all 64 rows in vector p. Byte
 /// permutes over the low 7 bits (the magnitude) look up the exponent ([`crate::tables::Lut::e`]) and the packed
 /// byte ([`crate::tables::Lut::packed`]), which moved to its bit and scaled back by 2^packed_scale (exact: a power of
 /// two on a normal f32, or +0) is the magnitude; the sign bits of the codes choose the side of each magnitude.

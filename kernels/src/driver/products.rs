@@ -161,7 +161,7 @@ struct StripPiece<const NB: usize, const HT: bool, const X86: u8> {
 fn fused_codes<const X86: u8>(job: &Job) -> bool {
     #[cfg(target_arch = "x86_64")]
     if X86 == X86_AVX512 {
-        return job.p.biased && std::is_x86_feature_detected!("avx512vbmi");
+        return job.p.biased && super::vbmi();
     }
     let _ = job;
     false
