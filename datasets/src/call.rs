@@ -178,7 +178,7 @@ impl BiasSpec {
 #[serde(deny_unknown_fields)]
 pub struct OutSpec {
     pub dtype: String,
-    /// As recorded: usually [r, c]; torch resizes a buffer of another shape (even [0]).
+    /// As recorded: usually `[r, c]`; torch resizes a buffer of another shape (even `[0]`).
     pub shape: Vec<i64>,
     /// False: column-major.
     #[serde(default = "yes")]

@@ -109,7 +109,7 @@ pub fn trial_names(prefix: &str, rows: &[Row]) -> Vec<String> {
     names_of(prefix, rows.iter().map(|r| (r.op.as_str(), r.origin.as_str(), r.id.as_str())))
 }
 
-/// [`trial_names`] from each row's (op, origin, id), as [`crate::select::row_keys`] reads them.
+/// [`trial_names`] from each row's (op, origin, id), as [`mmaemu_datasets::select::row_keys`] reads them.
 pub fn names_of<'a>(prefix: &str, rows: impl Iterator<Item = (&'a str, &'a str, &'a str)>) -> Vec<String> {
     let rows: Vec<(&str, &str, &str)> = rows.collect();
     let base: Vec<String> =
@@ -203,7 +203,7 @@ pub fn exact_prefix(name: &str) -> &str {
 }
 
 /// The one trial named `name` (none if no row has that name), reading only the `id`, `op` and `origin`
-/// columns of its file and then its one row ([`crate::select`]): how `--exact NAME` runs one trial fast.
+/// columns of its file and then its one row ([`mmaemu_datasets::select`]): how `--exact NAME` runs one trial fast.
 pub fn load_exact(paths: &[PathBuf], name: &str) -> Result<Vec<RowTrial>, String> {
     let shown = || paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
     let files = discover(paths).map_err(|e| format!("cannot find the recordings ({}): {e}", shown()))?;

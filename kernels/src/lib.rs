@@ -336,7 +336,7 @@ impl ChainEngine for CpuEngine {
         self.compute(job, ops, |ops| Job::chains(preset, ops))
     }
 
-    /// Pieces of [`NONFINITE_SCAN`] codes in parallel, on the pool the call runs in, each scanned with the
+    /// Pieces of `NONFINITE_SCAN` (2^19) codes in parallel, on the pool the call runs in, each scanned with the
     /// level's instructions.
     fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {
         if codes.len() <= NONFINITE_SCAN {

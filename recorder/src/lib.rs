@@ -8,7 +8,8 @@
 //!   (the simulated device: the mmaemu model);
 //! - [`sweep`] and [`heuristics`]: the two pipelines, chunked, atomic and resumable ([`parts`]), told what
 //!   to do by the same [`options::RunOptions`];
-//! - [`table`]: the split-K table writer; [`dump`]: a raw dump for tools without Parquet.
+//! - [`dump`]: a raw dump for tools without Parquet (the split-K tables are written by
+//!   `mmaemu_datasets::splitk_write`).
 //!
 //! The input generator lives in `mmaemu_datasets::inputs`, so any reader can regenerate operands that a
 //! recording ships by reference.

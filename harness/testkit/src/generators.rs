@@ -187,7 +187,7 @@ pub fn f32_bits() -> impl Strategy<Value = u32> {
 pub enum Pattern {
     /// As drawn.
     None,
-    /// a[2j+1] = -a[2j], b[2j+1] = b[2j]: exact cancellation inside blocks.
+    /// `a[2j+1] = -a[2j]`, `b[2j+1] = b[2j]`: exact cancellation inside blocks.
     PairCancel,
     /// The second half repeats the first with A negated: cancellation across blocks.
     HalfMirror,

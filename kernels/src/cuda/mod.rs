@@ -156,7 +156,7 @@ pub fn pack(d: Decoded) -> i32 {
     }
 }
 
-/// The decode tables of both formats, packed ([0]: e4m3, [1]: e5m2), built from the model's tables.
+/// The decode tables of both formats, packed (`0`: e4m3, `1`: e5m2), built from the model's tables.
 #[derive(Clone, Debug)]
 pub struct DecodeTables(pub [[i32; 256]; 2]);
 

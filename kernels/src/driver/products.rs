@@ -77,7 +77,7 @@ const CODE_ROWS: usize = 2;
 
 /// Whether a product-lane tile of `rows` rows of the job on the AVX-512 level reads every code of B with the block
 /// step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all rows of A, so at
-/// most [`CODE_ROWS`] of them, and the kernel must serve the preset.
+/// most `CODE_ROWS` (2) of them, and the kernel must serve the preset.
 pub fn reads_b_codes(job: &Job) -> bool {
     products_serve(job) && job.m() <= CODE_ROWS
 }
@@ -105,7 +105,8 @@ pub const X86_NONE: u8 = 0;
 /// The AVX2 block step over decoded rows of B (`x86::product_blocks`).
 pub const X86_AVX2: u8 = 1;
 /// The AVX-512 block step over the codes of B, decoded in registers (`x86::product_blocks_fused` where
-/// [`fused_codes`] holds, else `x86::product_blocks_codes`), for tiles of at most [`CODE_ROWS`] rows; AVX2's for more.
+/// `fused_codes` holds, else `x86::product_blocks_codes`), for tiles of at most `CODE_ROWS` (2) rows; AVX2's for
+/// more.
 pub const X86_AVX512: u8 = 2;
 
 #[inline(always)]

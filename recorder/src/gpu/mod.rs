@@ -7,7 +7,7 @@
 //! library, say) into a typed error, so every GPU command fails with a message and exit code 3 or 4.
 //!
 //! [`GpuDevice`] makes each call from a [`Descriptor`] and nothing else: every attribute of the descriptor
-//! is set, in its order, by [`apply`]'s helpers; the algorithm configuration of the heuristic's first result
+//! is set, in its order, by `ltcall::LtCall`; the algorithm configuration of the heuristic's first result
 //! is read back attribute by attribute.
 
 mod ltcall;
