@@ -249,10 +249,7 @@ unsafe fn transposed<const NB: usize>(rows: &[*const u8; CODE_CHAINS], o: usize)
     for (h, x) in x.chunks_exact_mut(4).take(NB / 16).enumerate() {
         let mut z = [_mm512_setzero_si512(); 4];
         for (c, z) in z.iter_mut().enumerate() {
-            let part = [0, 1, 2, 3].map(|l| rows[c + 4 * l].add(o + 16 * h) as *const __m128i);
-            let v = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(_mm_loadu_si128(part[0])), _mm_loadu_si128(part[1]));
-            let v = _mm512_inserti32x4::<2>(v, _mm_loadu_si128(part[2]));
-            *z = _mm512_inserti32x4::<3>(v, _mm_loadu_si128(part[3]));
+            *z = lanes([0, 1, 2, 3].map(|l| rows[c + 4 * l].add(o + 16 * h)));
         }
         let (t0, t1) = (_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
         let (t2, t3) = (_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
@@ -262,6 +259,17 @@ unsafe fn transposed<const NB: usize>(rows: &[*const u8; CODE_CHAINS], o: usize)
         x[3] = _mm512_unpackhi_epi64(t1, t3);
     }
     x
+}
+
+/// The 16 bytes at each of `pieces` in the four 128-bit lanes of a vector, in order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+unsafe fn lanes(pieces: [*const u8; 4]) -> __m512i {
+    let p = pieces.map(|p| p as *const __m128i);
+    let v = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(_mm_loadu_si128(p[0])), _mm_loadu_si128(p[1]));
+    let v = _mm512_inserti32x4::<2>(v, _mm_loadu_si128(p[2]));
+    _mm512_inserti32x4::<3>(v, _mm_loadu_si128(p[3]))
 }
 
 /// The power of two by which [`product_blocks_fused`] takes A's magnitudes: 2^110 keeps every FP8 magnitude
@@ -612,10 +620,7 @@ pub unsafe fn panel_piece(
     for h in (0..len).step_by(16) {
         let mut z = [_mm512_setzero_si512(); 16];
         for (i, z) in z.iter_mut().enumerate() {
-            let row = [0, 1, 2, 3].map(|l| b.as_ptr().add((16 * l + i) * k + k0 + h) as *const __m128i);
-            let v = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(_mm_loadu_si128(row[0])), _mm_loadu_si128(row[1]));
-            let v = _mm512_inserti32x4::<2>(v, _mm_loadu_si128(row[2]));
-            *z = _mm512_inserti32x4::<3>(v, _mm_loadu_si128(row[3]));
+            *z = lanes([0, 1, 2, 3].map(|l| b.as_ptr().add((16 * l + i) * k + k0 + h)));
         }
         let x = transposed_16(z);
         for (p, &code) in x.iter().enumerate() {

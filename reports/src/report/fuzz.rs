@@ -2,9 +2,9 @@
 //! hopper, fast and slow, S = 1..8 with every scheme of the preset, codes drawn from several modes) checked
 //! bit for bit between independent implementations:
 //!
-//! - `plans`: the model's plan executor ([`mmaemu_model::accumulate`](mod@mmaemu_model::accumulate): `Plan` chunks, `execute`) against
-//!   the split-K fit's own chain layouts ([`crate::fit::rules::accumulate_rule`], written separately from
-//!   docs/reference.md §3) for the rule of the plan's scheme — finite codes;
+//! - `plans`: the model's plan executor ([`mmaemu_model::accumulate`](mod@mmaemu_model::accumulate): `Plan`
+//!   chunks, `execute`) against the split-K fit's own chain layouts ([`crate::fit::rules::accumulate_rule`],
+//!   written separately from docs/reference.md §3) for the rule of the plan's scheme — finite codes;
 //! - `backend <name>`: every non-reference backend's chain engine against the model's reference engine
 //!   through the whole GEMM (plan, non-finite inputs, epilogue) — any codes, non-finite included.
 //!
