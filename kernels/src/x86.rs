@@ -925,7 +925,7 @@ mod tests {
     /// ones only in the last, pieces of 16, 32 and 48 positions at an offset into rows of odd length.
     #[test]
     fn panel_piece_equals_the_decoded_codes() {
-        if !avx512() || !is_x86_feature_detected!("avx512vbmi") {
+        if !avx512() || !crate::driver::vbmi() {
             eprintln!("this CPU has no AVX-512 VBMI: the decoding in place is not run");
             return;
         }
@@ -1071,7 +1071,7 @@ mod tests {
         if !avx512() {
             return;
         }
-        let vbmi = is_x86_feature_detected!("avx512vbmi");
+        let vbmi = crate::driver::vbmi();
         if !vbmi {
             eprintln!("this CPU has no AVX-512 VBMI: the fused step over codes is not run");
         }
