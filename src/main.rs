@@ -16,6 +16,10 @@ struct Cli {
     /// 4 GiB, or MMAEMU_MAX_BYTES.
     #[arg(long, global = true)]
     max_bytes: Option<u64>,
+    /// A platform bundle to load (repeatable), so that its profiles are known by name; MMAEMU_PLATFORMS lists
+    /// more. Wherever a profile is taken, `--profile PATH[#NAME]` takes a bundle's profile directly.
+    #[arg(long, global = true, value_name = "DIR")]
+    platform: Vec<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -72,6 +76,11 @@ enum Command {
     },
     /// Run the CUDA kernels' self-test gate: PASS/FAIL per kernel (exit 0 pass, 1 fail, 4 no device).
     Selftest(cmd::selftest::SelftestArgs),
+    /// Platform bundles: build one from a recorded table and recordings, or check one against its recordings.
+    Platform {
+        #[command(subcommand)]
+        command: cmd::platform::PlatformCommand,
+    },
     /// Profiles, presets, backends, split-K tables and environment.
     Info {
         /// Print JSON instead of text.
@@ -95,6 +104,8 @@ impl Command {
             Command::Bench { command: cmd::bench::BenchCommand::Gemm(_) } => "bench gemm",
             Command::Bench { command: cmd::bench::BenchCommand::Suite(_) } => "bench suite",
             Command::Selftest(_) => "selftest",
+            Command::Platform { command: cmd::platform::PlatformCommand::Build(_) } => "platform build",
+            Command::Platform { command: cmd::platform::PlatformCommand::Check { .. } } => "platform check",
             Command::Info { .. } => "info",
         }
     }
@@ -114,6 +125,7 @@ impl Command {
             Command::Report(args) => cmd::report::run(*args),
             Command::Bench { command } => cmd::bench::run(command),
             Command::Selftest(args) => cmd::selftest::run(&args),
+            Command::Platform { command } => cmd::platform::run(command),
             Command::Info { json } => cmd::info::run(json),
         }
     }
@@ -127,7 +139,15 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    // Bundles first (MMAEMU_PLATFORMS, --platform, --profile PATH): every command then knows their profiles by name.
+    let args = match cmd::platform::prepare(std::env::args_os().collect()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("mmaemu: {}", e.message);
+            return ExitCode::from(e.exit.code());
+        }
+    };
+    let cli = Cli::parse_from(args);
     if let Some(bytes) = cli.max_bytes {
         // Still one thread: nothing has started that reads the environment.
         std::env::set_var(mmaemu_datasets::limits::MAX_BYTES_ENV, bytes.to_string());

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn table(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/tables").join(name)
+    let stem = name.strip_suffix(".parquet").unwrap_or(name);
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/platforms").join(stem).join(name)
 }
 
 const RTX: &str = "rtx4060-cublaslt-12.8.3.14.parquet";

@@ -6,7 +6,7 @@
 // `unknown` (with both schemes in one group: a mixture of the two rules), bad input.
 
 use mmaemu_datasets::{read_recording, write_recording, Recording};
-use mmaemu_reports::fit::rules::Rule;
+use mmaemu_reports::fit::rules::of_scheme;
 use mmaemu_reports::fit::splitk::{fit_paths, FitReport, Verdict};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,7 +30,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// The rule docs/reference.md gives a recorded scheme.
 fn expected(label: &str, fast: bool) -> String {
-    Rule::of_scheme(label, fast).unwrap().name()
+    of_scheme(label, fast).unwrap().name()
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod error;
 pub use mmaemu_model::limits;
 pub mod inputs;
 mod merge;
+pub mod platform;
 mod read;
 mod row;
 mod schema;

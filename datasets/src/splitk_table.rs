@@ -210,7 +210,8 @@ pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Resul
     }
     let total = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
     let reader = builder.with_batch_size(1 << 16).build().map_err(|e| corrupt(path, e))?;
-    let mut rows = Vec::with_capacity(total);
+    // The footer's row count is the file's word, not a size to trust: reserve no more than a million rows up front.
+    let mut rows = Vec::with_capacity(total.min(1 << 20));
     for batch in reader {
         let batch = batch.map_err(|e| corrupt(path, e))?;
         decode_batch(path, &batch, &mut rows)?;
@@ -442,13 +443,13 @@ fn decode_batch(path: &Path, batch: &RecordBatch, rows: &mut Vec<SplitKTableRow>
 mod tests {
     use super::*;
 
-    fn tables_dir() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tables")
+    fn table(stem: &str, ext: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms").join(stem).join(format!("{stem}.{ext}"))
     }
 
     #[test]
     fn reads_the_rtx4060_table() {
-        let t = read_splitk_table(&tables_dir().join("rtx4060-cublaslt-12.8.3.14.parquet")).unwrap();
+        let t = read_splitk_table(&table("rtx4060-cublaslt-12.8.3.14", "parquet")).unwrap();
         assert_eq!(t.rows.len(), 1_228_448);
         assert_eq!(t.sidecar.get("table_id").and_then(|v| v.as_str()), Some("heur_rtx4060_lt12.8.3.14"));
         assert_eq!(t.rows.iter().filter(|r| r.decision.split_s > 1).count(), 125_980);
@@ -456,10 +457,9 @@ mod tests {
 
     #[test]
     fn refuses_a_sidecar_of_another_file() {
-        let dir = tables_dir();
         let err = read_splitk_table_with_sidecar(
-            &dir.join("rtx4060-cublaslt-12.8.3.14.parquet"),
-            &dir.join("h100pcie-cublaslt-12.8.3.14.json"),
+            &table("rtx4060-cublaslt-12.8.3.14", "parquet"),
+            &table("h100pcie-cublaslt-12.8.3.14", "json"),
         )
         .unwrap_err();
         assert!(err.to_string().contains("sha256"), "{err}");

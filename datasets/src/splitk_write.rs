@@ -22,7 +22,7 @@ fn dict() -> DataType {
 }
 
 /// The Arrow schema of a split-K table: the same columns and Arrow types as the shipped tables
-/// (`datasets/tables/*.parquet`): int32 m, n, k; dictionary strings for the formats and the out dtype; bool
+/// (`datasets/platforms/*/*.parquet`): int32 m, n, k; dictionary strings for the formats and the out dtype; bool
 /// fast_accum; int64 workspace_bytes; uint8 / int16 value columns.
 pub fn table_schema() -> Schema {
     Schema::new(vec![

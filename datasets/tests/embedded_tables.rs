@@ -6,26 +6,34 @@
 
 use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable};
 use mmaemu_model::{
-    embedded_rows, resolve_splitk, table_info, table_lookup, Format, OutDtype, Scheme, SplitKey, SplitRequest, TableId,
+    embedded_rows, resolve_splitk, table_info, table_lookup, Format, OutDtype, Scheme, SplitKey, SplitRequest,
 };
 use std::path::PathBuf;
 
-mod common;
-
-fn tables_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../datasets/tables")
+fn h100() -> mmaemu_model::Table {
+    mmaemu_model::Table::builtin("h100pcie-cublaslt-12.8.3.14").unwrap()
 }
 
-fn read(table: TableId) -> SplitKTable {
-    let path = tables_dir().join(format!("{}.parquet", table.file_stem()));
+fn rtx4060() -> mmaemu_model::Table {
+    mmaemu_model::Table::builtin("rtx4060-cublaslt-12.8.3.14").unwrap()
+}
+
+mod common;
+
+fn bundle_dir(table: mmaemu_model::Table) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("platforms").join(table.name())
+}
+
+fn read(table: mmaemu_model::Table) -> SplitKTable {
+    let path = bundle_dir(table).join(format!("{}.parquet", table.name()));
     read_splitk_table(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn check_table(table: TableId) {
+fn check_table(table: mmaemu_model::Table) {
     let t = read(table);
-    let info = table_info(table).source;
+    let info = table_info(table).unwrap().source;
     assert_eq!(info.table_id, table.id());
-    assert_eq!(info.file_stem, table.file_stem());
+    assert_eq!(info.file_stem, table.name());
     assert_eq!(info.parquet_sha256, t.sha256, "the embedded data were generated from another Parquet file");
     assert_eq!(info.sidecar_sha256, t.sidecar_sha256, "the embedded data were generated from another sidecar");
     assert_eq!(t.sidecar["table_id"].as_str(), Some(table.id()));
@@ -46,19 +54,19 @@ fn check_table(table: TableId) {
 
 #[test]
 fn rtx4060_table_is_embedded_exactly() {
-    check_table(TableId::Rtx4060);
+    check_table(rtx4060());
 }
 
 #[test]
 fn h100pcie_table_is_embedded_exactly() {
-    check_table(TableId::H100Pcie);
+    check_table(h100());
 }
 
 /// docs/reference.md §6.3/§9.6: the H100 PCIe live split decisions whose key is in the table resolve (splitk =
 /// auto, standard layout) to the logged S and scheme on the profile of the logged workspace.
 #[test]
 fn h100_live_decisions_in_the_table_resolve_to_the_logged_split() {
-    let text = std::fs::read_to_string(tables_dir().join("h100pcie-live-split-decisions.json")).unwrap();
+    let text = std::fs::read_to_string(bundle_dir(h100()).join("h100pcie-live-split-decisions.json")).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     let mut checked = 0;
     for d in doc["decisions"].as_array().unwrap() {
@@ -76,7 +84,7 @@ fn h100_live_decisions_in_the_table_resolve_to_the_logged_split() {
             out: OutDtype::from_name(d["out_dtype"].as_str().unwrap()).unwrap(),
             fast: d["fast_accum"].as_bool().unwrap(),
         };
-        let Some(row) = table_lookup(TableId::H100Pcie, &key, ws) else { continue };
+        let Some(row) = table_lookup(h100(), &key, ws) else { continue };
         let id = d["id"].as_str().unwrap();
         let s = d["split_s"].as_u64().unwrap() as usize;
         assert_eq!(row.split_s as usize, s, "{id}: table row");

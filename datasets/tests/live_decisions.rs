@@ -3,18 +3,21 @@
 //! decides on the profile of the logged workspace; the calls the H100 rejected are ReferenceRejectsError.
 
 use mmaemu_model::dtype::Dtype;
-use mmaemu_model::profile::TableId;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm, Validation};
 use mmaemu_model::splitk::{table_lookup, SplitKey, SplitRequest};
 use mmaemu_model::tensor::View;
 use mmaemu_model::{Format, OutDtype};
 
+fn h100() -> mmaemu_model::Table {
+    mmaemu_model::Table::builtin("h100pcie-cublaslt-12.8.3.14").unwrap()
+}
+
 mod common;
 
 #[test]
 fn explain_gives_the_logged_decisions() {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/tables/h100pcie-live-split-decisions.json");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../datasets/platforms/h100pcie-cublaslt-12.8.3.14/h100pcie-live-split-decisions.json");
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let (mut in_table, mut rejected) = (0, 0);
     for d in doc["decisions"].as_array().unwrap() {
@@ -53,7 +56,7 @@ fn explain_gives_the_logged_decisions() {
             out: OutDtype::from_name(out).unwrap(),
             fast: call.use_fast_accum,
         };
-        if table_lookup(TableId::H100Pcie, &key, ws).is_none() {
+        if table_lookup(h100(), &key, ws).is_none() {
             continue;
         }
         assert_eq!(plan.validation, Validation::Ok, "{id}");

@@ -294,7 +294,7 @@ pub fn auto_split(row: &Row) -> AutoSplit {
     match (&plan.validation, &plan.split) {
         (Validation::Ok, Some(d)) => {
             let recorded = (row.split_s.unwrap_or(1) as usize, row.split_scheme.as_deref().unwrap_or("none"));
-            if (d.s, d.scheme.name()) == recorded {
+            if (d.s, &*d.scheme.name()) == recorded {
                 AutoSplit::Agrees
             } else {
                 AutoSplit::Differs

@@ -14,9 +14,11 @@ pub mod fpenv;
 pub mod gemm;
 pub mod limits;
 pub mod plan;
+pub mod platform;
 pub mod preset;
 pub mod profile;
 pub mod round;
+pub mod rule;
 pub mod scaled_mm;
 pub mod splitk;
 pub mod tensor;
@@ -29,10 +31,12 @@ pub use error::{Category, Error, InvalidKind, Result};
 pub use format::Format;
 pub use gemm::{gemm, gemm_with, Output};
 pub use plan::{Plan, Scheme, SplitK};
+pub use platform::Platform;
 pub use preset::{CEntry, Maturity, Preset, PresetSpec};
-pub use profile::{Caller, Profile, RejectRule, TableId};
+pub use profile::{Caller, Profile, RejectRule};
+pub use rule::SplitRule;
 pub use splitk::{
     embedded_rows, resolve_splitk, table_info, table_lookup, try_table_lookup, SplitDecision, SplitKey, SplitRequest,
-    SplitSource, TableInfo, TableRow, TableSource,
+    SplitSource, Table, TableInfo, TableRow, TableSource,
 };
 pub use warning::{Warning, WarningKind};

@@ -7,6 +7,8 @@
 
 use crate::error::{Error, Result};
 use crate::preset::Preset;
+use crate::rule::SplitRule;
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
@@ -17,44 +19,67 @@ pub const HOPPER_TILE: usize = 128;
 /// Slow chunk of a serial / pairwise split: 2 of the split's own 64-wide tiles.
 pub const INTERLEAVED_SLOW_CHUNK: usize = 2 * ADA_TILE;
 
-/// How the partial sums of a split-K GEMM are laid out and combined.
+/// How the partial sums of a split-K GEMM are laid out and combined: a [`SplitRule`], under one of the names the
+/// reference gives its recorded layouts (§3.2, §3.3) or under the rule's own name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scheme {
     /// S = 1.
     None,
-    /// Interleaved 64-wide tiles, partials added in order (cuBLASLt customOption 0, 2, ... on the RTX 4060).
+    /// `interleaved64/serial/restart2`: the RTX 4060's customOption 0, 2, ...
     Serial,
-    /// Interleaved 64-wide tiles, partials added in the pairwise order (customOption 1 on the RTX 4060).
+    /// `interleaved64/pairwise/restart2`: the RTX 4060's customOption 1.
     Pairwise,
-    /// Contiguous runs of 128-wide tiles, partials added in order (every customOption on the H100).
+    /// `contiguous128/serial/restart1`: every customOption of the H100.
     Contiguous,
+    /// Any other rule, named by itself (a platform's fitted rule).
+    Rule(SplitRule),
 }
 
 impl Scheme {
-    /// `none`, `serial`, `pairwise`, `contiguous`.
-    pub fn name(self) -> &'static str {
+    /// The documented names and their rules.
+    const NAMED: [(Scheme, &'static str); 3] = [
+        (Scheme::Serial, "interleaved64/serial/restart2"),
+        (Scheme::Pairwise, "interleaved64/pairwise/restart2"),
+        (Scheme::Contiguous, "contiguous128/serial/restart1"),
+    ];
+
+    /// `none`, `serial`, `pairwise`, `contiguous`, or the rule's name.
+    pub fn name(self) -> Cow<'static, str> {
         match self {
-            Scheme::None => "none",
-            Scheme::Serial => "serial",
-            Scheme::Pairwise => "pairwise",
-            Scheme::Contiguous => "contiguous",
+            Scheme::None => Cow::Borrowed("none"),
+            Scheme::Serial => Cow::Borrowed("serial"),
+            Scheme::Pairwise => Cow::Borrowed("pairwise"),
+            Scheme::Contiguous => Cow::Borrowed("contiguous"),
+            Scheme::Rule(r) => Cow::Owned(r.name()),
         }
     }
-    /// Parse a scheme name.
+    /// Parse a scheme name: a documented name, or a rule name (a rule equal to a documented one is that name).
     pub fn from_name(s: &str) -> Option<Scheme> {
         match s {
             "none" => Some(Scheme::None),
             "serial" => Some(Scheme::Serial),
             "pairwise" => Some(Scheme::Pairwise),
             "contiguous" => Some(Scheme::Contiguous),
-            _ => None,
+            _ => SplitRule::parse(s).map(Scheme::of_rule),
+        }
+    }
+    /// The scheme of a rule: its documented name where it has one.
+    pub fn of_rule(rule: SplitRule) -> Scheme {
+        Scheme::NAMED.iter().find(|(_, n)| SplitRule::parse(n) == Some(rule)).map_or(Scheme::Rule(rule), |&(s, _)| s)
+    }
+    /// The rule the scheme stands for (None for `none`).
+    pub fn rule(self) -> Option<SplitRule> {
+        match self {
+            Scheme::None => None,
+            Scheme::Rule(r) => Some(r),
+            named => Scheme::NAMED.iter().find(|(s, _)| *s == named).and_then(|(_, n)| SplitRule::parse(n)),
         }
     }
 }
 
 impl fmt::Display for Scheme {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
@@ -146,7 +171,7 @@ pub struct Plan {
 /// multiple). The list is `ranges` (real indices, in chain order) followed by zero padding up to `len`;
 /// every range but the last one is a whole tile, so the real indices are packed at the front. Every range is
 /// nonempty: the callers pass `0..k` with k > 0, or tiles below K (those at or past K are left out).
-fn cut(ranges: &[Range<usize>], len: usize, chunk: usize) -> Vec<Chunk> {
+pub(crate) fn cut(ranges: &[Range<usize>], len: usize, chunk: usize) -> Vec<Chunk> {
     debug_assert!(ranges.iter().all(|r| !r.is_empty()), "cut: an empty range");
     let mut out = Vec::new();
     let mut pos = 0; // position in the split's index list
@@ -177,11 +202,6 @@ fn cut(ranges: &[Range<usize>], len: usize, chunk: usize) -> Vec<Chunk> {
     out
 }
 
-/// The k range of tile t of width w, clipped to K (the clipped part is zero padding).
-fn tile(t: usize, w: usize, k: usize) -> Range<usize> {
-    (t * w).min(k)..((t + 1) * w).min(k)
-}
-
 impl Plan {
     /// Build and validate the plan of `preset` for K, fast or slow accumulation, and a split
     /// (docs/reference.md §3.4, in its order).
@@ -197,8 +217,14 @@ impl Plan {
         if s > 1 && preset.slow_chunk().is_none() {
             return Err(Error::unsupported(format!("split-K is not characterised for preset '{}'", preset.name())));
         }
+        if s > 1 && !fast && split.scheme().rule().is_some_and(|r| r.layout.restart.is_none()) {
+            return Err(Error::invalid_value(format!(
+                "split rule '{}' has no slow restart (`/restart<n>`): it cannot plan slow accumulation",
+                split.scheme()
+            )));
+        }
         if s > 1 && preset.builtin_kind().is_some() && !preset.allowed_schemes().contains(&split.scheme()) {
-            let allowed: Vec<&str> = preset.allowed_schemes().iter().map(|x| x.name()).collect();
+            let allowed: Vec<_> = preset.allowed_schemes().iter().map(|x| x.name()).collect();
             return Err(Error::invalid_value(format!(
                 "scheme '{}' is not a split-K layout of preset '{}': its cuBLASLt kernels split as {}",
                 split.scheme(),
@@ -209,10 +235,9 @@ impl Plan {
         let splits = if k == 0 {
             vec![Split { chunks: Vec::new() }; s]
         } else {
-            match split.scheme() {
-                Scheme::None => Plan::unsplit(preset, k, fast),
-                Scheme::Serial | Scheme::Pairwise => Plan::interleaved(k, fast, s),
-                Scheme::Contiguous => Plan::contiguous(preset, k, fast, s),
+            match split.scheme().rule() {
+                None => Plan::unsplit(preset, k, fast),
+                Some(rule) => rule.plan_splits(k, s, fast),
             }
         };
         Ok(Plan { k, fast, split, splits })
@@ -228,52 +253,6 @@ impl Plan {
             cut(&all, k.div_ceil(c) * c, c)
         };
         vec![Split { chunks }]
-    }
-
-    /// §3.2: T 64-wide tiles padded to a multiple of S; split s owns tiles t = s (mod S) in increasing t;
-    /// slow chains restart every 2 of the split's own tiles.
-    fn interleaved(k: usize, fast: bool, s: usize) -> Vec<Split> {
-        let t = k.div_ceil(ADA_TILE);
-        let tp = t.div_ceil(s) * s;
-        (0..s)
-            .map(|sp| {
-                let tiles = (sp..tp).step_by(s);
-                let len = tiles.len() * ADA_TILE;
-                // Tiles at or past K are pure padding: they add no range.
-                let owned: Vec<Range<usize>> =
-                    tiles.map(|ti| tile(ti, ADA_TILE, k)).filter(|r| !r.is_empty()).collect();
-                let chunks = if fast {
-                    vec![Chunk { ranges: owned.clone(), len }]
-                } else {
-                    cut(&owned, len, INTERLEAVED_SLOW_CHUNK)
-                };
-                Split { chunks: prune_padding_only_split(chunks) }
-            })
-            .collect()
-    }
-
-    /// §3.3: T 128-wide tiles; q = ceil(T / S); split s owns tiles [s q, min((s + 1) q, T)); splits with
-    /// s q >= T are empty; slow chains restart every slow_chunk elements (every tile for the built-ins).
-    fn contiguous(preset: &Preset, k: usize, fast: bool, s: usize) -> Vec<Split> {
-        let t = k.div_ceil(HOPPER_TILE);
-        let q = t.div_ceil(s);
-        (0..s)
-            .map(|sp| {
-                let (lo, hi) = ((sp * q).min(t), ((sp + 1) * q).min(t));
-                if lo == hi {
-                    return Split { chunks: Vec::new() };
-                }
-                let owned: Vec<Range<usize>> = (lo..hi).map(|ti| tile(ti, HOPPER_TILE, k)).collect();
-                let len = (hi - lo) * HOPPER_TILE;
-                let chunks = if fast {
-                    vec![Chunk { ranges: owned, len }]
-                } else {
-                    let c = preset.slow_chunk().unwrap_or(HOPPER_TILE);
-                    cut(&owned, len, c)
-                };
-                Split { chunks }
-            })
-            .collect()
     }
 
     /// K of the plan.
@@ -300,38 +279,14 @@ impl Plan {
     }
 }
 
-/// A split whose every chunk is pure padding has the partial +0; keep it as a split without chunks
-/// (a chain from +0 over zeros is +0 for every preset, so this changes no bits and saves work).
-fn prune_padding_only_split(chunks: Vec<Chunk>) -> Vec<Chunk> {
-    if chunks.iter().all(|c| c.ranges.is_empty()) {
-        Vec::new()
-    } else {
-        chunks
-    }
-}
-
-/// The fp32 combination of split partials by scheme: serial and contiguous ((p0 + p1) + p2) + ...;
-/// pairwise with h = ceil(S/2), slot_i = p_i + p_(i+h) if i + h <= S - 2 else p_i, result
-/// (((p_(S-1) + slot_0) + slot_1) + ...) + slot_(h-1). S = 1: p_0 as is.
+/// The fp32 combination of split partials by the scheme's rule (§3.2, §3.3): serial and contiguous
+/// ((p0 + p1) + p2) + ...; pairwise with h = ceil(S/2), slot_i = p_i + p_(i+h) if i + h <= S - 2 else p_i, result
+/// (((p_(S-1) + slot_0) + slot_1) + ...) + slot_(h-1). S = 1: p_0 as is; none: +0.
 pub fn combine(scheme: Scheme, p: &[f32]) -> f32 {
-    let s = p.len();
-    if s == 0 {
-        return 0.0;
-    }
-    if s == 1 {
-        return p[0];
-    }
-    match scheme {
-        Scheme::Pairwise => {
-            let h = s.div_ceil(2);
-            let mut acc = p[s - 1];
-            for i in 0..h {
-                let slot = if i + h <= s - 2 { p[i] + p[i + h] } else { p[i] };
-                acc += slot;
-            }
-            acc
-        }
-        _ => p[1..].iter().fold(p[0], |acc, &x| acc + x),
+    match (p.len(), scheme.rule()) {
+        (1, _) => p[0],
+        (_, Some(rule)) => rule.combine(p),
+        (_, None) => crate::rule::combine(crate::rule::Order::Serial, p),
     }
 }
 

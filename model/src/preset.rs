@@ -92,11 +92,12 @@ pub struct Preset {
     builtin: Option<Builtin>,
 }
 
-/// Names refused with a pointer to the sm_120 bring-up runbook (compared case-insensitively).
+/// Names refused with a pointer to the bring-up guide (compared case-insensitively).
 const SM120_NAMES: [&str; 6] = ["sm_120", "sm120", "rtx_blackwell", "rtx-blackwell", "rtx5070ti", "rtx_5070_ti"];
 
 /// Where a GPU without a preset or profile is brought up.
-pub const SM120_RUNBOOK: &str = "the sm_120 bring-up runbook (record the GPU with mmaemu-record, then fit a preset)";
+pub const BRING_UP: &str =
+    "docs/bring-up.md (record the GPU with mmaemu-record, fit its split-K rules, build and check a platform bundle)";
 
 impl Preset {
     fn builtin(b: Builtin) -> Preset {
@@ -175,7 +176,7 @@ impl Preset {
     }
 
     /// Look a preset up by name (docs/reference.md §2.1): `ada`, `hopper`, `b200_mma_sync`, and the alias
-    /// `blackwell`. The sm_120 names are refused with a pointer to the bring-up runbook.
+    /// `blackwell`. The sm_120 names are refused with a pointer to the bring-up guide.
     pub fn by_name(name: &str) -> Result<Preset> {
         match name {
             "ada" => return Ok(Preset::ada()),
@@ -185,7 +186,7 @@ impl Preset {
         }
         if SM120_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) {
             return Err(Error::unknown_name(format!(
-                "unknown preset '{name}': sm_120 GPUs (RTX 50 series) have no preset; see {SM120_RUNBOOK}"
+                "unknown preset '{name}': sm_120 GPUs (RTX 50 series) have no preset; see {BRING_UP}"
             )));
         }
         Err(Error::unknown_name(format!(

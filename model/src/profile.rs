@@ -1,37 +1,13 @@
-//! Profiles (docs/reference.md §6.1): one reference platform and caller — the preset, the GPU, cuBLASLt, the
-//! workspace, the split-K table, the profile's cuBLAS rejections and its maturity — and their lookup.
+//! Profiles (docs/reference.md §6.1): one platform and caller — the preset, the GPU, cuBLASLt, the workspace, the
+//! split-K table, the profile's cuBLAS rejections and its maturity — and their lookup among the known platforms.
 
 use crate::epilogue::OutDtype;
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::preset::{Maturity, Preset, SM120_RUNBOOK};
+use crate::platform::Platform;
+use crate::preset::{Maturity, Preset, BRING_UP};
+use crate::splitk::Table;
 use std::fmt;
-
-/// The recorded split-K tables a profile can use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TableId {
-    /// `heur_rtx4060_lt12.8.3.14`: tables/rtx4060-cublaslt-12.8.3.14.parquet.
-    Rtx4060,
-    /// `heur_h100pcie_lt12.8.3.14`: tables/h100pcie-cublaslt-12.8.3.14.parquet.
-    H100Pcie,
-}
-
-impl TableId {
-    /// The table_id string reported in split decisions.
-    pub fn id(self) -> &'static str {
-        match self {
-            TableId::Rtx4060 => "heur_rtx4060_lt12.8.3.14",
-            TableId::H100Pcie => "heur_h100pcie_lt12.8.3.14",
-        }
-    }
-    /// The table's file stem under datasets/tables.
-    pub fn file_stem(self) -> &'static str {
-        match self {
-            TableId::Rtx4060 => "rtx4060-cublaslt-12.8.3.14",
-            TableId::H100Pcie => "h100pcie-cublaslt-12.8.3.14",
-        }
-    }
-}
 
 /// A rejection rule of a profile's cuBLAS (docs/reference.md §5.2 step 6, §9.4): None fields match anything.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +46,10 @@ impl Caller {
             Caller::TransformerEngine => "transformer_engine",
         }
     }
+    /// Parse a caller's name.
+    pub fn from_name(s: &str) -> Option<Caller> {
+        [Caller::TorchScaledMm, Caller::TransformerEngine].into_iter().find(|c| c.name() == s)
+    }
 }
 
 /// An immutable profile.
@@ -96,7 +76,7 @@ pub struct Profile {
     /// MIN_ALIGNMENT preference (Transformer Engine: 256), None for torch.
     pub align: Option<u32>,
     /// The split-K table.
-    pub splitk_table: Option<TableId>,
+    pub splitk_table: Option<Table>,
     /// The profile's cuBLAS rejections.
     pub rejects: Vec<RejectRule>,
     /// Maturity of the profile.
@@ -107,160 +87,35 @@ pub struct Profile {
     pub description: String,
 }
 
-const MIB: u64 = 1 << 20;
-
-/// The profile names, in the order `list_profiles` returns them.
-pub const PROFILE_NAMES: [&str; 8] = [
-    "ada",
-    "ada-te",
-    "ada-ws0",
-    "hopper",
-    "hopper-te",
-    "hopper-ws0",
-    "hopper-experimental",
-    "b200-mma-sync-experimental",
-];
-
 /// The default profile.
 pub const DEFAULT_PROFILE: &str = "hopper";
 
-fn e4m3_to_e5m2_rule(gpu: &str) -> RejectRule {
-    RejectRule {
-        fmt_a: Some(Format::E4m3),
-        fmt_b: Some(Format::E4m3),
-        out: Some(OutDtype::E5m2),
-        message: format!(
-            "cuBLASLt 12.8.3 on {gpu} rejects e4m3 x e4m3 -> e5m2 output (CUBLAS_STATUS_NOT_SUPPORTED); mixed \
-             e4m3/e5m2 inputs may produce e5m2"
-        ),
-    }
+/// The names of the built-in profiles, in the order of docs/reference.md §6.1.
+pub fn builtin_names() -> Vec<String> {
+    Platform::builtins()
+        .map(|ps| ps.iter().flat_map(|p| p.profiles.iter().map(|q| q.name.clone())).collect())
+        .unwrap_or_default()
 }
 
 impl Profile {
-    /// A built-in profile by name (docs/reference.md §6.1). Unknown names (the pre-release names included)
-    /// are invalid-argument (unknown name) errors naming the known profiles and the ways to add a GPU.
+    /// A profile by name (docs/reference.md §6.1): the built-in ones and those of the platforms loaded in this
+    /// process. Unknown names are invalid-argument (unknown name) errors naming the known profiles and the way to
+    /// add a GPU.
     pub fn by_name(name: &str) -> Result<Profile> {
-        // The two recorded platforms, each under cuBLASLt 12.8.3.14 and torch 2.7.1+cu128: preset, GPU name,
-        // capability, SM count, split-K table, and the name the e4m3 x e4m3 -> e5m2 rejection gives the GPU.
-        struct Gpu(Preset, &'static str, (u32, u32), u32, TableId, &'static str);
-        let rtx4060 = Gpu(Preset::ada(), "NVIDIA GeForce RTX 4060", (8, 9), 24, TableId::Rtx4060, "sm_89");
-        let h100 = Gpu(Preset::hopper(), "NVIDIA H100 PCIe", (9, 0), 114, TableId::H100Pcie, "the H100 (sm_90)");
-        let recorded = |gpu: &Gpu, name: &str, caller, ws, align, splitk_maturity, description: &str| Profile {
-            name: name.into(),
-            preset: gpu.0.clone(),
-            gpu_name: Some(gpu.1.into()),
-            capability: gpu.2,
-            sm_count: Some(gpu.3),
-            cublaslt_version: Some("12.8.3.14".into()),
-            caller,
-            torch_version: Some("2.7.1+cu128".into()),
-            workspace_bytes: Some(ws),
-            align,
-            splitk_table: Some(gpu.4),
-            rejects: vec![e4m3_to_e5m2_rule(gpu.5)],
-            maturity: Maturity::Validated,
-            splitk_maturity: Some(splitk_maturity),
-            description: description.into(),
-        };
-        let bare = |name: &str, preset: Preset, capability, description: &str| Profile {
-            name: name.into(),
-            preset,
-            gpu_name: None,
-            capability,
-            sm_count: None,
-            cublaslt_version: None,
-            caller: Caller::TorchScaledMm,
-            torch_version: None,
-            workspace_bytes: None,
-            align: None,
-            splitk_table: None,
-            rejects: vec![],
-            maturity: Maturity::Experimental,
-            splitk_maturity: None,
-            description: description.into(),
-        };
-        use Caller::*;
-        use Maturity::*;
-        Ok(match name {
-            "ada" => recorded(
-                &rtx4060,
-                name,
-                TorchScaledMm,
-                MIB,
-                None,
-                Validated,
-                "RTX 4060 (sm_89), cuBLASLt 12.8.3.14, torch 2.7.1 torch._scaled_mm, 1 MiB workspace",
-            ),
-            "ada-te" => recorded(
-                &rtx4060,
-                name,
-                TransformerEngine,
-                4 * MIB,
-                Some(256),
-                Experimental,
-                "RTX 4060 (sm_89), cuBLASLt 12.8.3.14, Transformer Engine 2.3, 4 MiB workspace",
-            ),
-            "ada-ws0" => recorded(
-                &rtx4060,
-                name,
-                TorchScaledMm,
-                0,
-                None,
-                Validated,
-                "RTX 4060 (sm_89), cuBLASLt 12.8.3.14, torch._scaled_mm without a cuBLASLt workspace",
-            ),
-            "hopper" => recorded(
-                &h100,
-                name,
-                TorchScaledMm,
-                MIB,
-                None,
-                Validated,
-                "H100 PCIe (sm_90), cuBLASLt 12.8.3.14, torch 2.7.1 torch._scaled_mm, 1 MiB workspace",
-            ),
-            "hopper-te" => recorded(
-                &h100,
-                name,
-                TransformerEngine,
-                32 * MIB,
-                Some(256),
-                Experimental,
-                "H100 PCIe (sm_90), cuBLASLt 12.8.3.14, Transformer Engine 2.3, 32 MiB workspace",
-            ),
-            "hopper-ws0" => recorded(
-                &h100,
-                name,
-                TorchScaledMm,
-                0,
-                None,
-                Validated,
-                "H100 PCIe (sm_90), cuBLASLt 12.8.3.14, torch._scaled_mm without a cuBLASLt workspace",
-            ),
-            "hopper-experimental" => bare(
-                name,
-                Preset::hopper(),
-                (9, 0),
-                "the hopper preset without a reference platform: no split-K table, no rejections",
-            ),
-            "b200-mma-sync-experimental" => bare(
-                name,
-                Preset::b200_mma_sync(),
-                (10, 0),
-                "the b200_mma_sync preset (mma.sync via HMMA on sm_90/sm_100); NOT a model of sm_120, NOT B200 cuBLAS",
-            ),
-            _ => {
-                return Err(Error::unknown_name(format!(
-                    "unknown profile '{name}'; known: {}. A GPU without a profile needs a recorded table: see \
-                     mmaemu-record (the recorder) and {SM120_RUNBOOK}",
-                    PROFILE_NAMES.join(", ")
-                )))
-            }
-        })
+        let all = Platform::all()?;
+        if let Some(p) = all.iter().flat_map(|p| p.profiles.iter()).find(|p| p.name == name) {
+            return Ok(p.clone());
+        }
+        let known: Vec<&str> = all.iter().flat_map(|p| p.profiles.iter().map(|q| q.name.as_str())).collect();
+        Err(Error::unknown_name(format!(
+            "unknown profile '{name}'; known: {}. A GPU without a profile is brought up as a platform bundle: see {BRING_UP}",
+            known.join(", ")
+        )))
     }
 
-    /// All built-in profiles, in the order of §6.1.
+    /// All known profiles: the built-in ones in the order of §6.1, then those of loaded platforms.
     pub fn list() -> Vec<Profile> {
-        PROFILE_NAMES.iter().filter_map(|n| Profile::by_name(n).ok()).collect()
+        Platform::all().map(|ps| ps.into_iter().flat_map(|p| p.profiles).collect()).unwrap_or_default()
     }
 
     /// The first rejection rule matching (fa, fb, od), if any.

@@ -12,7 +12,7 @@ fn schemes_and_splits_are_spelled_as_on_the_command_line() {
         (Scheme::Contiguous, "contiguous"),
     ];
     for (scheme, name) in names {
-        assert_eq!((scheme.name(), scheme.to_string()), (name, name.to_string()));
+        assert_eq!((&*scheme.name(), scheme.to_string()), (name, name.to_string()));
         assert_eq!(Scheme::from_name(name), Some(scheme));
     }
     for bad in ["", "None", "interleaved", "serial "] {

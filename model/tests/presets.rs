@@ -41,8 +41,8 @@ fn unknown_and_sm120_names_are_refused() {
         assert_eq!(
             e.message(),
             format!(
-                "unknown preset '{name}': sm_120 GPUs (RTX 50 series) have no preset; see the sm_120 bring-up \
-                 runbook (record the GPU with mmaemu-record, then fit a preset)"
+                "unknown preset '{name}': sm_120 GPUs (RTX 50 series) have no preset; see docs/bring-up.md (record \
+                 the GPU with mmaemu-record, fit its split-K rules, build and check a platform bundle)"
             )
         );
     }

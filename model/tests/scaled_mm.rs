@@ -353,7 +353,8 @@ fn run_case(case: &Case) {
         }),
     };
     // Every shipped profile, and one that does not exist.
-    let profiles: Vec<&str> = mmaemu_model::profile::PROFILE_NAMES.iter().copied().chain(["nope"]).collect();
+    let names = mmaemu_model::profile::builtin_names();
+    let profiles: Vec<&str> = names.iter().map(String::as_str).chain(["nope"]).collect();
     let splitk = match case.split {
         0 => SplitRequest::Auto,
         1 => SplitRequest::Count(case.s),

@@ -3,8 +3,16 @@
 
 use mmaemu_model::{
     resolve_splitk, table_info, table_lookup, try_table_lookup, Category, Format, InvalidKind, OutDtype, Profile,
-    Scheme, SplitDecision, SplitKey, SplitRequest, SplitSource, TableId, Warning, WarningKind,
+    Scheme, SplitDecision, SplitKey, SplitRequest, SplitSource, Warning, WarningKind,
 };
+
+fn h100() -> mmaemu_model::Table {
+    mmaemu_model::Table::builtin("h100pcie-cublaslt-12.8.3.14").unwrap()
+}
+
+fn rtx4060() -> mmaemu_model::Table {
+    mmaemu_model::Table::builtin("rtx4060-cublaslt-12.8.3.14").unwrap()
+}
 
 const E4: Format = Format::E4m3;
 const E5: Format = Format::E5m2;
@@ -90,7 +98,7 @@ fn table_split_rows_take_their_scheme_from_the_custom_option() {
 fn unlisted_h100_custom_options_carry_a_caveat() {
     // A 32 MiB split row with customOption 5 (only the 32 MiB rows have customOption 4 or 5).
     let k = key(65, 8192, 28672, E4, E4, OutDtype::Float32, false);
-    let row = table_lookup(TableId::H100Pcie, &k, 32 * MIB).unwrap();
+    let row = table_lookup(h100(), &k, 32 * MIB).unwrap();
     assert_eq!((row.split_s, row.custom_option), (3, 5));
     let (d, w) = auto("hopper-te", &k);
     assert_eq!((d.s, d.scheme, d.source, d.verified), (3, Scheme::Contiguous, SplitSource::Table, false));
@@ -233,7 +241,7 @@ fn zero_sizes_are_unsplit() {
 fn rtx_envelope_margin_two_strict() {
     // 1 MiB, fp32, fast, e4m3 x e5m2: max split M*N 98,304, bound 196,608; K plays no part.
     let above = key(64, 3088, 8000, E4, E5, OutDtype::Float32, true);
-    assert_eq!(table_lookup(TableId::Rtx4060, &above, MIB), None);
+    assert_eq!(table_lookup(rtx4060(), &above, MIB), None);
     let (d, w) = auto("ada", &above);
     assert_eq!((d.s, d.scheme, d.source, d.verified), (1, Scheme::None, SplitSource::Envelope, true));
     assert_eq!(d.table_id.as_deref(), Some("heur_rtx4060_lt12.8.3.14"));
@@ -353,7 +361,7 @@ fn h100_envelope_k_grid() {
 fn h100_envelope_per_workspace_validation() {
     // 32 MiB (hopper-te): unvalidated -> verified false and an UnvalidatedEnvelopeWarning, every call.
     let k = key(8000, 8000, 8000, E4, E4, OutDtype::Float32, true);
-    assert_eq!(table_lookup(TableId::H100Pcie, &k, 32 * MIB), None);
+    assert_eq!(table_lookup(h100(), &k, 32 * MIB), None);
     for _ in 0..2 {
         let (d, w) = auto("hopper-te", &k);
         assert_eq!((d.s, d.source, d.verified), (1, SplitSource::Envelope, false));
@@ -447,39 +455,39 @@ fn large_k_adds_no_warning_to_verified_explicit_contiguous_splits() {
 #[test]
 fn lookup_rules() {
     let k = key(1, 2048, 8192, E4, E4, OutDtype::Float32, false);
-    assert_eq!(table_lookup(TableId::H100Pcie, &k, MIB).map(|r| r.split_s), Some(2));
-    assert_eq!(table_lookup(TableId::H100Pcie, &k, 2 * MIB), None, "a workspace the table has no rows for");
+    assert_eq!(table_lookup(h100(), &k, MIB).map(|r| r.split_s), Some(2));
+    assert_eq!(table_lookup(h100(), &k, 2 * MIB), None, "a workspace the table has no rows for");
     let unsplit = key(1, 5760, 1920, E4, E4, OutDtype::Float32, false);
-    assert_eq!(table_lookup(TableId::H100Pcie, &unsplit, 0).map(|r| r.split_s), Some(1));
+    assert_eq!(table_lookup(h100(), &unsplit, 0).map(|r| r.split_s), Some(1));
     for big in [
         key(1 << 21, 2048, 8192, E4, E4, OutDtype::Float32, false),
         key(1, 1 << 21, 8192, E4, E4, OutDtype::Float32, false),
         key(1, 2048, 1 << 21, E4, E4, OutDtype::Float32, false),
     ] {
-        assert_eq!(try_table_lookup(TableId::H100Pcie, &big, MIB).unwrap(), None);
+        assert_eq!(try_table_lookup(h100(), &big, MIB).unwrap(), None);
     }
     // Shapes beyond 16 bits never alias a stored one.
     let alias = key(1 + 65536, 2048, 8192, E4, E4, OutDtype::Float32, false);
-    assert_eq!(table_lookup(TableId::H100Pcie, &alias, MIB), None);
-    assert_eq!(table_lookup(TableId::Rtx4060, &key(16, 48, 8192, E5, E5, OutDtype::BFloat16, false), MIB), None);
+    assert_eq!(table_lookup(h100(), &alias, MIB), None);
+    assert_eq!(table_lookup(rtx4060(), &key(16, 48, 8192, E5, E5, OutDtype::BFloat16, false), MIB), None);
 }
 
 #[test]
 fn table_info_names_the_sources() {
-    let r = table_info(TableId::Rtx4060);
+    let r = table_info(rtx4060()).unwrap();
     let rs = &r.source;
     assert_eq!((rs.table_id, rs.file_stem), ("heur_rtx4060_lt12.8.3.14", "rtx4060-cublaslt-12.8.3.14"));
     assert_eq!((rs.rows, rs.split_rows, rs.distinct_shapes), (1_228_448, 125_980, 18_497));
     assert_eq!(rs.parquet_sha256, "ac1ef4ad36acc5b46c4b9f2fcd97da9f3cc7df07abc6774cf7a35dec8e0386fe");
     assert_eq!(rs.workspaces, &[0, 1 << 20, 4 << 20, 32 << 20]);
     assert_eq!((r.envelope, r.verified_combos), ("max_split_MN", 520));
-    let h = table_info(TableId::H100Pcie);
+    let h = table_info(h100()).unwrap();
     let hs = &h.source;
     assert_eq!((hs.rows, hs.split_rows, hs.distinct_shapes), (1_767_416, 36_457, 28_018));
     assert_eq!(hs.parquet_sha256, "2dded3c0e8174cc709cccd6030919a81abf107c06ed3df42b4b7ccd29db1f4d4");
     assert_eq!((h.envelope, h.verified_combos), ("k_grid", 444));
-    assert_eq!(mmaemu_model::embedded_rows(TableId::Rtx4060).unwrap(), 1_228_448);
-    assert_eq!(mmaemu_model::embedded_rows(TableId::H100Pcie).unwrap(), 1_767_416);
+    assert_eq!(mmaemu_model::embedded_rows(rtx4060()).unwrap(), 1_228_448);
+    assert_eq!(mmaemu_model::embedded_rows(h100()).unwrap(), 1_767_416);
 }
 
 #[test]

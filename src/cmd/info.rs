@@ -3,8 +3,9 @@
 
 use super::{CommandResult, Exit};
 use mmaemu_kernels::env;
-use mmaemu_model::profile::{Profile, TableId};
+use mmaemu_model::profile::Profile;
 use mmaemu_model::splitk::table_info;
+use mmaemu_model::Platform;
 use mmaemu_model::Preset;
 use serde_json::{json, Value};
 
@@ -70,17 +71,36 @@ pub fn report() -> Value {
             })
         })
         .collect();
-    let tables: Vec<Value> = [TableId::Rtx4060, TableId::H100Pcie]
-        .into_iter()
-        .map(|t| {
-            let i = table_info(t).source;
+    let platforms = Platform::all().unwrap_or_default();
+    let tables: Vec<Value> = platforms
+        .iter()
+        .filter_map(|p| p.table.map(|t| (p, t)))
+        .map(|(p, t)| match table_info(t) {
+            Ok(i) => json!({
+                "table_id": i.source.table_id,
+                "platform": p.name,
+                "file": if p.builtin {
+                    format!("datasets/platforms/{}/{}.parquet", p.name, i.source.file_stem)
+                } else {
+                    format!("{}.parquet", i.source.file_stem)
+                },
+                "rows": i.source.rows,
+                "split_rows": i.source.split_rows,
+                "parquet_sha256": i.source.parquet_sha256,
+                "embedded": p.builtin,
+            }),
+            Err(e) => json!({"table_id": t.id(), "platform": p.name, "error": e.message()}),
+        })
+        .collect();
+    let platforms: Vec<Value> = platforms
+        .iter()
+        .map(|p| {
             json!({
-                "table_id": i.table_id,
-                "file": format!("datasets/tables/{}.parquet", i.file_stem),
-                "rows": i.rows,
-                "split_rows": i.split_rows,
-                "parquet_sha256": i.parquet_sha256,
-                "embedded": true,
+                "name": p.name,
+                "description": p.description,
+                "builtin": p.builtin,
+                "preset": p.preset.name(),
+                "profiles": p.profiles.iter().map(|q| q.name.clone()).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -90,6 +110,7 @@ pub fn report() -> Value {
         "environment": env::report().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "device": device,
         "profiles": profiles,
+        "platforms": platforms,
         "presets": presets,
         "backends": mmaemu_kernels::registry::registry()
             .describe()
@@ -153,9 +174,25 @@ pub fn text(r: &Value) -> String {
     for b in r["backends"].as_array().into_iter().flatten() {
         s.push_str(&format!("  {}: {}\n", b["name"].as_str().unwrap_or(""), b["status"].as_str().unwrap_or("")));
     }
-    s.push_str("\nsplit-K tables (embedded in the model, generated from the Parquet files):\n");
+    s.push_str("\nplatforms (built-in bundles and those MMAEMU_PLATFORMS loads):\n");
+    for p in r["platforms"].as_array().into_iter().flatten() {
+        let profiles: Vec<&str> = p["profiles"].as_array().into_iter().flatten().filter_map(|x| x.as_str()).collect();
+        s.push_str(&format!(
+            "  {} ({}): preset {}, profiles {} - {}\n",
+            p["name"].as_str().unwrap_or(""),
+            if p["builtin"].as_bool() == Some(true) { "built-in" } else { "loaded" },
+            p["preset"].as_str().unwrap_or(""),
+            profiles.join(", "),
+            p["description"].as_str().unwrap_or(""),
+        ));
+    }
+    s.push_str("\nsplit-K tables (of the platforms: built-in ones embedded, loaded ones read and encoded at load):\n");
     for t in r["tables"].as_array().into_iter().flatten() {
         let sha = t["parquet_sha256"].as_str().unwrap_or("");
+        if let Some(e) = t["error"].as_str() {
+            s.push_str(&format!("  {}: {e}\n", t["table_id"].as_str().unwrap_or("")));
+            continue;
+        }
         s.push_str(&format!(
             "  {} ({}): {} rows, {} split rows, sha256 {}\n",
             t["table_id"].as_str().unwrap_or(""),

@@ -7,6 +7,7 @@ pub mod datasets;
 pub mod explain;
 pub mod fit;
 pub mod info;
+pub mod platform;
 pub mod replay;
 pub mod report;
 pub mod selftest;

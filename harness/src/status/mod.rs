@@ -22,7 +22,7 @@ pub use render::{json, text};
 use crate::files::FileReport;
 use crate::replay::Verdict;
 use mmaemu_datasets::{DatasetError, Expectation, Op, Row, Truth};
-use mmaemu_model::profile::PROFILE_NAMES;
+use mmaemu_model::profile::builtin_names;
 use mmaemu_model::{Format, OutDtype, Preset, Profile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -475,11 +475,12 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
             order.push((ScopeKind::Preset, name.clone(), false));
         }
     }
-    for p in PROFILE_NAMES {
-        order.push((ScopeKind::Profile, p.to_string(), true));
+    let profile_names = builtin_names();
+    for p in &profile_names {
+        order.push((ScopeKind::Profile, p.clone(), true));
     }
     for (kind, name) in scopes.keys() {
-        if *kind == ScopeKind::Profile && !PROFILE_NAMES.contains(&name.as_str()) {
+        if *kind == ScopeKind::Profile && !profile_names.contains(name) {
             order.push((ScopeKind::Profile, name.clone(), false));
         }
     }

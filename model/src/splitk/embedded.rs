@@ -1,4 +1,5 @@
-//! Decoding and lookup of the embedded table rows (format `MMSKEMB1`, see README.md in this directory).
+//! Decoding and lookup of a table's encoded rows (format `MMSKEMB1`, see README.md in this directory), checked
+//! against its sidecar when first used.
 
 use super::sha256::{hex, sha256};
 use super::sidecar::Sidecar;
@@ -43,6 +44,8 @@ struct ShapeSet {
 pub(crate) struct Embedded {
     /// Number of rows (the sum of the settings' shape set sizes).
     pub rows: u64,
+    /// Distinct (M, N, K) over all settings.
+    pub distinct_shapes: u64,
     dim_w: usize,
     start_w: usize,
     value_w: usize,
@@ -95,51 +98,29 @@ fn fmt_of_code(c: u8) -> Option<Format> {
     Format::ALL.get(c as usize).copied()
 }
 
-/// Decodes and checks the blob of table `expected_id` against its generated sidecar data. The blob is checked
-/// completely here (sha256 trailer, the generated checksum, the table_id, the row count and every index), so that a
-/// lookup afterwards is two binary searches and cannot fail. Every problem is a data error (`Category::Data`), never
-/// a panic.
-pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Result<Embedded> {
-    let err = |what: &str| {
-        Error::new(
-            Category::Data,
-            format!(
-                "embedded split-K table {expected_id} ({}): {what}; regenerate it with mmaemu-embed-tables",
-                sc.source.embedded_name
-            ),
-        )
-    };
-    if sc.source.table_id != expected_id {
-        return Err(err(&format!("the generated sidecar data belong to table {}", sc.source.table_id)));
-    }
-    if sc.verified_table_id != sc.source.table_id {
+/// Decodes and checks a table's encoded rows against its sidecar. The blob is checked completely here (sha256
+/// trailer, table_id, the Parquet file it was made from, every index, and every setting's rows and split rows
+/// against the sidecar), so that a lookup afterwards is two binary searches and cannot fail. Every problem is a
+/// data error (`Category::Data`) naming the table, never a panic.
+pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar) -> Result<Embedded> {
+    let expected_id = sc.table_id;
+    let err = |what: &str| Error::new(Category::Data, format!("split-K table {} ({expected_id}): {what}", sc.name));
+    if sc.verified_table_id != sc.table_id {
         return Err(err(&format!(
             "the verified split combinations are for table {}, not {}",
-            sc.verified_table_id, sc.source.table_id
+            sc.verified_table_id, sc.table_id
         )));
     }
     if blob.len() < MAGIC.len() + 32 || &blob[..MAGIC.len()] != MAGIC {
         return Err(err("not an MMSKEMB1 blob"));
     }
-    // One hash in the normal case: the whole blob (trailer included) against the generated checksum. Only
-    // on a mismatch is the body checked against its own trailer, to say whether the blob is corrupt or is
-    // another (self-consistent) blob than the generated data expect.
     let (body, trailer) = blob.split_at(blob.len() - 32);
-    let whole = hex(&sha256(blob));
-    if whole != sc.source.embedded_sha256 || blob.len() as u64 != sc.source.embedded_bytes {
-        let digest = sha256(body);
-        if digest[..] != trailer[..] {
-            return Err(err(&format!(
-                "sha256 {} of the data differs from its trailer {} (corrupt data)",
-                hex(&digest),
-                hex(trailer)
-            )));
-        }
+    let digest = sha256(body);
+    if digest[..] != trailer[..] {
         return Err(err(&format!(
-            "sha256 {whole} ({} bytes) differs from the generated {} ({} bytes)",
-            blob.len(),
-            sc.source.embedded_sha256,
-            sc.source.embedded_bytes
+            "sha256 {} of the encoded rows differs from their trailer {} (corrupt data)",
+            hex(&digest),
+            hex(trailer)
         )));
     }
 
@@ -150,10 +131,10 @@ pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Re
         return Err(err(&format!("the data are for table {table_id}")));
     }
     let parquet_sha = hex(c.take(32)?);
-    if parquet_sha != sc.source.parquet_sha256 {
+    if parquet_sha != sc.parquet_sha256 {
         return Err(err(&format!(
-            "made from a Parquet file with sha256 {parquet_sha}, not {}",
-            sc.source.parquet_sha256
+            "the rows were made from a Parquet file with sha256 {parquet_sha}, the sidecar describes {}",
+            sc.parquet_sha256
         )));
     }
     let rows = c.uint(8)?;
@@ -244,10 +225,16 @@ pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar, expected_id: &str) -> Re
         total += set.count as u64;
         settings.push(s);
     }
-    if total != rows || rows != sc.source.rows {
-        return Err(err(&format!("{total} rows in the settings, {rows} in the header, {} generated", sc.source.rows)));
+    if total != rows || rows != sc.rows {
+        return Err(err(&format!("{total} rows in the settings, {rows} in the header, {} in the sidecar", sc.rows)));
     }
-    Ok(Embedded { rows, dim_w, start_w, value_w, sets, values, settings, starts, vals })
+    let e = Embedded { rows, distinct_shapes: 0, dim_w, start_w, value_w, sets, values, settings, starts, vals };
+    e.check_against(sc).map_err(|m| err(&m))?;
+    let mut shapes: Vec<(u32, u32, u32)> =
+        e.sets.iter().flat_map(|&set| (0..set.count).map(move |j| shape(set, dim_w, j))).collect();
+    shapes.sort_unstable();
+    shapes.dedup();
+    Ok(Embedded { distinct_shapes: shapes.len() as u64, ..e })
 }
 
 #[inline]
@@ -257,6 +244,58 @@ fn shape(set: ShapeSet, w: usize, j: usize) -> (u32, u32, u32) {
 }
 
 impl Embedded {
+    /// Rows and split rows of setting `s`.
+    fn setting_rows(&self, s: &Setting) -> (u64, u64) {
+        let set = self.sets[s.set];
+        let mut split = 0u64;
+        for j in s.first..s.first + s.count {
+            let start = rd(self.starts, j * self.start_w, self.start_w) as usize;
+            let end = if j + 1 < s.first + s.count {
+                rd(self.starts, (j + 1) * self.start_w, self.start_w) as usize
+            } else {
+                set.count
+            };
+            let v = rd(self.vals, j * self.value_w, self.value_w) as usize;
+            if self.values[v].split_s > 1 {
+                split += (end - start) as u64;
+            }
+        }
+        (set.count as u64, split)
+    }
+
+    /// The sidecar's settings must describe exactly the rows: the same settings, rows and split rows.
+    fn check_against(&self, sc: &Sidecar) -> std::result::Result<(), String> {
+        let mut split_total = 0;
+        for s in &self.settings {
+            let (rows, split) = self.setting_rows(s);
+            split_total += split;
+            let listed = sc
+                .settings
+                .iter()
+                .find(|t| (t.ws, t.out, t.fast, t.fa, t.fb) == (s.ws, s.out, s.fast, s.fa, s.fb))
+                .ok_or_else(|| {
+                    format!("the sidecar has no setting (ws={}, out={}, {}, {}, {})", s.ws, s.out, s.fast, s.fa, s.fb)
+                })?;
+            if (listed.rows, listed.split_rows) != (rows, split) {
+                return Err(format!(
+                    "setting (ws={}, out={}, fast={}, {} x {}): the sidecar states {} rows ({} split), the table has {rows} ({split})",
+                    s.ws, s.out, s.fast, s.fa, s.fb, listed.rows, listed.split_rows
+                ));
+            }
+        }
+        if sc.settings.len() != self.settings.len() {
+            return Err(format!(
+                "the sidecar lists {} settings, the table has {}",
+                sc.settings.len(),
+                self.settings.len()
+            ));
+        }
+        if split_total != sc.split_rows {
+            return Err(format!("the sidecar states {} split rows, the table has {split_total}", sc.split_rows));
+        }
+        Ok(())
+    }
+
     /// The row of `key` at workspace `ws`, if the table has one (exact match).
     pub(crate) fn lookup(&self, key: &SplitKey, ws: u64) -> Option<TableRow> {
         let (m, n, k) = (u32::try_from(key.m).ok()?, u32::try_from(key.n).ok()?, u32::try_from(key.k).ok()?);
@@ -292,71 +331,5 @@ impl Embedded {
         let run = s.first + lo.checked_sub(1)?;
         let v = rd(self.vals, run * self.value_w, self.value_w) as usize;
         self.values.get(v).copied()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::{data_h100pcie, data_rtx4060};
-    use super::*;
-
-    fn leak(v: Vec<u8>) -> &'static [u8] {
-        Box::leak(v.into_boxed_slice())
-    }
-
-    #[test]
-    fn both_blobs_decode() {
-        let r = decode(data_rtx4060::BLOB, &data_rtx4060::SIDECAR, "heur_rtx4060_lt12.8.3.14").unwrap();
-        assert_eq!(r.rows, 1_228_448);
-        let h = decode(data_h100pcie::BLOB, &data_h100pcie::SIDECAR, "heur_h100pcie_lt12.8.3.14").unwrap();
-        assert_eq!(h.rows, 1_767_416);
-    }
-
-    #[test]
-    fn a_flipped_bit_is_a_data_error() {
-        let mut v = data_rtx4060::BLOB.to_vec();
-        let mid = v.len() / 2;
-        v[mid] ^= 1;
-        let e = decode(leak(v), &data_rtx4060::SIDECAR, "heur_rtx4060_lt12.8.3.14").unwrap_err();
-        assert_eq!(e.category(), Category::Data);
-        assert!(e.message().contains("sha256"), "{e}");
-    }
-
-    #[test]
-    fn a_truncated_blob_is_a_data_error() {
-        let v = data_rtx4060::BLOB[..100].to_vec();
-        let e = decode(leak(v), &data_rtx4060::SIDECAR, "heur_rtx4060_lt12.8.3.14").unwrap_err();
-        assert_eq!(e.category(), Category::Data);
-    }
-
-    #[test]
-    fn the_data_of_another_table_are_refused() {
-        let e = decode(data_rtx4060::BLOB, &data_h100pcie::SIDECAR, "heur_h100pcie_lt12.8.3.14").unwrap_err();
-        assert_eq!(e.category(), Category::Data);
-        let e = decode(data_rtx4060::BLOB, &data_rtx4060::SIDECAR, "heur_h100pcie_lt12.8.3.14").unwrap_err();
-        assert_eq!(e.category(), Category::Data);
-        assert!(e.message().contains("belong to table heur_rtx4060"), "{e}");
-    }
-
-    #[test]
-    fn verified_combinations_of_another_table_are_refused() {
-        let mut sc = data_rtx4060::SIDECAR;
-        sc.verified_table_id = "heur_h100pcie_lt12.8.3.14";
-        let e = decode(data_rtx4060::BLOB, &sc, "heur_rtx4060_lt12.8.3.14").unwrap_err();
-        assert_eq!(e.category(), Category::Data);
-        assert!(e.message().contains("verified split combinations are for table heur_h100pcie"), "{e}");
-    }
-
-    #[test]
-    fn a_consistent_but_foreign_checksum_is_refused() {
-        // Recompute the trailer after a change: the trailer matches, the generated checksum does not.
-        let mut v = data_rtx4060::BLOB.to_vec();
-        let n = v.len();
-        v[n / 2] ^= 1;
-        let d = sha256(&v[..n - 32]);
-        v[n - 32..].copy_from_slice(&d);
-        let e = decode(leak(v), &data_rtx4060::SIDECAR, "heur_rtx4060_lt12.8.3.14").unwrap_err();
-        assert_eq!(e.category(), Category::Data);
-        assert!(e.message().contains("differs from the generated"), "{e}");
     }
 }

@@ -17,32 +17,29 @@
 //
 // Verification and warnings follow §6.6: every call returns its warnings (no once-per-process state).
 //
-// The embedded data are generated from `datasets/tables/*.parquet` and their JSON sidecars by
-// `cargo run --release -p mmaemu-datasets --bin mmaemu-embed-tables` (see `README.md` in this directory); they carry
-// their table_id and sha256, which are checked when a table is first used (a mismatch is a `Category::Data` error).
+// A table is a [`Table`]: the built-in ones are embedded from the platform bundles under `datasets/platforms` (the
+// sidecar JSON as it is, the Parquet rows encoded by `mmaemu-embed-tables`, see `README.md` in this directory);
+// loaded platforms bring their own. Both are read by the same reader and checked when first used (a mismatch is a
+// `Category::Data` error).
 
 mod embedded;
 mod resolve;
 mod sha256;
 mod sidecar;
-
-#[path = "data/h100pcie.rs"]
-mod data_h100pcie;
-#[path = "data/rtx4060.rs"]
-mod data_rtx4060;
+mod sidecar_json;
+mod table;
 
 use crate::epilogue::OutDtype;
 use crate::error::{Category, Error, Result};
 use crate::format::Format;
 use crate::plan::{Scheme, SplitK};
-use crate::preset::{Maturity, SM120_RUNBOOK};
-use crate::profile::{Profile, TableId};
+use crate::preset::{Maturity, BRING_UP};
+use crate::profile::Profile;
 use crate::warning::{Warning, WarningKind};
-use embedded::Embedded;
 pub use sidecar::TableSource;
 use sidecar::{Envelope, Sidecar, NULL_BOUND};
 use std::fmt;
-use std::sync::OnceLock;
+pub use table::Table;
 
 pub use resolve::resolve_splitk;
 
@@ -201,7 +198,7 @@ pub struct TableRow {
     pub cta_swizzling: u8,
 }
 
-/// What the model embeds of one split-K table.
+/// What the model knows of one split-K table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableInfo {
     /// Where the table comes from and what its embedded rows are.
@@ -212,50 +209,50 @@ pub struct TableInfo {
     pub verified_combos: usize,
 }
 
-fn sidecar_of(table: TableId) -> &'static Sidecar {
-    match table {
-        TableId::Rtx4060 => &data_rtx4060::SIDECAR,
-        TableId::H100Pcie => &data_h100pcie::SIDECAR,
-    }
-}
-
-/// The decoded rows of a table (decoded and checked once, at first use).
-fn embedded(table: TableId) -> Result<&'static Embedded> {
-    static RTX4060: OnceLock<Result<Embedded>> = OnceLock::new();
-    static H100PCIE: OnceLock<Result<Embedded>> = OnceLock::new();
-    let (cell, blob) = match table {
-        TableId::Rtx4060 => (&RTX4060, data_rtx4060::BLOB),
-        TableId::H100Pcie => (&H100PCIE, data_h100pcie::BLOB),
-    };
-    cell.get_or_init(|| embedded::decode(blob, sidecar_of(table), table.id())).as_ref().map_err(Clone::clone)
-}
-
-/// What the model embeds of a table (from the generated data; nothing is decoded).
-pub fn table_info(table: TableId) -> TableInfo {
-    let sc = sidecar_of(table);
-    TableInfo {
-        source: sc.source,
+/// What the model knows of a table: its sources and its rows (decoded and checked first: a table whose rows fail
+/// their check is a `Category::Data` error).
+pub fn table_info(table: Table) -> Result<TableInfo> {
+    let sc = table.sidecar();
+    let e = table.embedded()?;
+    let mut workspaces: Vec<u64> = sc.settings.iter().map(|s| s.ws).collect();
+    workspaces.sort_unstable();
+    workspaces.dedup();
+    Ok(TableInfo {
+        source: TableSource {
+            table_id: sc.table_id,
+            file_stem: sc.name,
+            gpu: sc.gpu,
+            cublaslt: sc.cublaslt,
+            rows: e.rows,
+            split_rows: sc.split_rows,
+            distinct_shapes: e.distinct_shapes,
+            parquet_sha256: sc.parquet_sha256,
+            sidecar_sha256: sc.sidecar_sha256,
+            embedded_bytes: table.rows_bytes(),
+            embedded_sha256: Box::leak(table.rows_sha256().into_boxed_str()),
+            workspaces: Box::leak(workspaces.into_boxed_slice()),
+        },
         envelope: match sc.envelope {
             Some(Envelope::MaxSplitMn { .. }) => "max_split_MN",
             Some(Envelope::KGrid { .. }) => "k_grid",
             None => "none",
         },
         verified_combos: sc.verified.len(),
-    }
+    })
 }
 
 /// Decodes and checks a table's embedded rows (sha256, table_id, structure) and returns the number of rows
 /// the decoded data hold. A failed check is a `Category::Data` error.
-pub fn embedded_rows(table: TableId) -> Result<u64> {
-    embedded(table).map(|e| e.rows)
+pub fn embedded_rows(table: Table) -> Result<u64> {
+    table.embedded().map(|e| e.rows)
 }
 
 /// The table row of `key` at `workspace_bytes` (docs/reference.md §6.4), or None: a workspace the table has no
 /// rows for, any of M, N, K >= 2^21, or a key without a row. A table whose embedded data fail their integrity
 /// check is a `Category::Data` error.
-pub fn try_table_lookup(table: TableId, key: &SplitKey, workspace_bytes: u64) -> Result<Option<TableRow>> {
+pub fn try_table_lookup(table: Table, key: &SplitKey, workspace_bytes: u64) -> Result<Option<TableRow>> {
     const LIMIT: usize = 1 << 21;
-    let e = embedded(table)?;
+    let e = table.embedded()?;
     if key.m >= LIMIT || key.n >= LIMIT || key.k >= LIMIT {
         return Ok(None);
     }
@@ -266,6 +263,6 @@ pub fn try_table_lookup(table: TableId, key: &SplitKey, workspace_bytes: u64) ->
 /// None for a workspace the table has no rows for, any of M, N, K >= 2^21, a key without a row — and for a
 /// table whose embedded data fail their integrity check ([`try_table_lookup`] and [`resolve_splitk`] report
 /// that as a `Category::Data` error).
-pub fn table_lookup(table: TableId, key: &SplitKey, workspace_bytes: u64) -> Option<TableRow> {
+pub fn table_lookup(table: Table, key: &SplitKey, workspace_bytes: u64) -> Option<TableRow> {
     try_table_lookup(table, key, workspace_bytes).ok().flatten()
 }

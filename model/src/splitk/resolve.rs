@@ -148,7 +148,7 @@ fn ways_out(profile: &Profile) -> String {
              the shape, or record the shape there with mmaemu-record (the recorder)",
             profile.cublaslt_version.as_deref().unwrap_or("?")
         ),
-        _ => format!("(3) record the GPU's heuristics with mmaemu-record (the recorder) ({SM120_RUNBOOK})"),
+        _ => format!("(3) record the GPU's heuristics with mmaemu-record (the recorder) ({BRING_UP})"),
     };
     format!(
         "Ways out: (1) pass splitk=1 if the call is known to be unsplit; (2) pass splitk=(S, {}) if the split is \
@@ -343,7 +343,7 @@ pub fn resolve_splitk(
     layout_std: bool,
     strict: bool,
 ) -> Result<(SplitDecision, Vec<Warning>)> {
-    let sc = profile.splitk_table.map(sidecar_of);
+    let sc = profile.splitk_table.map(Table::sidecar);
 
     // 1. explicit
     if let Some(split) = explicit_split(profile, request)? {
@@ -390,7 +390,7 @@ pub fn resolve_splitk(
             ),
         ));
     };
-    let table_id = Some(sc.source.table_id.to_string());
+    let table_id = Some(sc.table_id.to_string());
 
     // 4. zero size
     if key.m == 0 || key.n == 0 || key.k == 0 {

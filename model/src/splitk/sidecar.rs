@@ -1,6 +1,6 @@
-//! The sidecar data of the embedded split-K tables (docs/reference.md §6.4–6.6): the per-setting summaries, the
-//! envelope, the verified split combinations, the customOption → scheme rule and the notes. The values are
-//! generated Rust source (`data/*.rs`, written by `mmaemu-embed-tables`); these are their types.
+//! The sidecar data of a split-K table (docs/reference.md §6.4–6.6): the per-setting summaries, the envelope, the
+//! verified split combinations, the customOption → scheme rule and the notes — the types `sidecar_json` reads the
+//! sidecar's JSON into (leaked: a table lives as long as the process).
 
 use crate::epilogue::OutDtype;
 use crate::format::Format;
@@ -79,12 +79,12 @@ pub(crate) struct Combo {
     pub fb: Format,
 }
 
-/// Where one embedded table comes from and what its embedded rows are ([`super::table_info`] shows it).
+/// Where a table comes from and what its rows are ([`super::table_info`] shows it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableSource {
     /// `heur_rtx4060_lt12.8.3.14`, `heur_h100pcie_lt12.8.3.14`.
     pub table_id: &'static str,
-    /// The table's file stem under `datasets/tables` (`.parquet` and `.json`).
+    /// The table's name (its sidecar's `name`: the file stem of its `.parquet` and `.json`).
     pub file_stem: &'static str,
     /// The GPU it was recorded on.
     pub gpu: &'static str,
@@ -100,11 +100,9 @@ pub struct TableSource {
     pub parquet_sha256: &'static str,
     /// sha256 of its JSON sidecar.
     pub sidecar_sha256: &'static str,
-    /// File name of the embedded rows (under `model/src/splitk/data`).
-    pub embedded_name: &'static str,
-    /// Size of the embedded rows in bytes.
+    /// Size of the encoded rows (`MMSKEMB1`) in bytes.
     pub embedded_bytes: u64,
-    /// sha256 of the embedded rows.
+    /// sha256 of the encoded rows.
     pub embedded_sha256: &'static str,
     /// The workspaces the table has rows for.
     pub workspaces: &'static [u64],
@@ -113,8 +111,21 @@ pub struct TableSource {
 /// Everything the model knows about one table besides its rows.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Sidecar {
-    /// Its sources and embedded rows.
-    pub source: TableSource,
+    /// `heur_rtx4060_lt12.8.3.14`, ...
+    pub table_id: &'static str,
+    /// The table's name (file stem).
+    pub name: &'static str,
+    /// The GPU it was recorded on.
+    pub gpu: &'static str,
+    /// The cuBLASLt version.
+    pub cublaslt: &'static str,
+    /// Rows and split rows the sidecar states.
+    pub rows: u64,
+    pub split_rows: u64,
+    /// sha256 of the Parquet file the sidecar describes.
+    pub parquet_sha256: &'static str,
+    /// sha256 of the sidecar's JSON text.
+    pub sidecar_sha256: &'static str,
     /// customOption → scheme, for the listed customOptions.
     pub custom_schemes: &'static [(u8, Scheme)],
     /// The scheme of an unlisted customOption.
@@ -135,45 +146,3 @@ pub(crate) struct Sidecar {
 
 /// The bound value that stands for a null entry of a k_grid bound list ("infers nothing from here on").
 pub(crate) const NULL_BOUND: u64 = u64::MAX;
-
-/// Short names used by the generated data files.
-pub(crate) mod codes {
-    use super::*;
-    pub(crate) const F32: OutDtype = OutDtype::Float32;
-    pub(crate) const BF16: OutDtype = OutDtype::BFloat16;
-    pub(crate) const F16: OutDtype = OutDtype::Float16;
-    pub(crate) const OE4: OutDtype = OutDtype::E4m3;
-    pub(crate) const OE5: OutDtype = OutDtype::E5m2;
-    pub(crate) const E4: Format = Format::E4m3;
-    pub(crate) const E5: Format = Format::E5m2;
-    pub(crate) const SER: Scheme = Scheme::Serial;
-    pub(crate) const PW: Scheme = Scheme::Pairwise;
-    pub(crate) const CT: Scheme = Scheme::Contiguous;
-
-    /// A setting summary.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) const fn st(
-        ws: u64,
-        out: OutDtype,
-        fast: bool,
-        fa: Format,
-        fb: Format,
-        rows: u64,
-        split_rows: u64,
-        max_split_mn: Option<u64>,
-        min_split_k: Option<u64>,
-        s_values: &'static [u8],
-    ) -> SettingSummary {
-        SettingSummary { ws, out, fast, fa, fb, rows, split_rows, max_split_mn, min_split_k, s_values }
-    }
-
-    /// A k_grid bound list ([`NULL_BOUND`] marks a null entry).
-    pub(crate) const fn kb(ws: u64, out: OutDtype, fast: bool, fa: Format, fb: Format, b: &'static [u64]) -> KBound {
-        KBound { ws, out, fast, fa, fb, b }
-    }
-
-    /// A verified combination.
-    pub(crate) const fn vc(fast: bool, s: u32, scheme: Scheme, out: OutDtype, fa: Format, fb: Format) -> Combo {
-        Combo { fast, s, scheme, out, fa, fb }
-    }
-}

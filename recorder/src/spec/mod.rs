@@ -223,14 +223,14 @@ pub enum SchemePolicy {
 
 impl SchemePolicy {
     /// The `split_scheme` column of a split of `s` parts with customOption `custom` on `preset`.
-    pub fn name(self, preset: &str, s: i64, custom: i64) -> &'static str {
+    pub fn name(self, preset: &str, s: i64, custom: i64) -> std::borrow::Cow<'static, str> {
         if s <= 1 {
-            return "none";
+            return "none".into();
         }
         match self {
             SchemePolicy::Fixed(x) => x.name(),
-            SchemePolicy::Unknown => "unknown",
-            SchemePolicy::Auto => auto_scheme(preset, custom).map_or("unknown", Scheme::name),
+            SchemePolicy::Unknown => "unknown".into(),
+            SchemePolicy::Auto => auto_scheme(preset, custom).map_or("unknown".into(), Scheme::name),
         }
     }
 }

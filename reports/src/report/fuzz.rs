@@ -13,7 +13,7 @@
 //! suite (`cargo test -p mmaemu-harness --test fuzz`) is the wider one.
 
 use super::backends::Backend;
-use crate::fit::rules::{accumulate_rule, Layout, Order, Ownership, Restart, Rule};
+use crate::fit::rules::{accumulate_rule, Layout, Order, Ownership, Restart, SplitRule};
 use mmaemu_model::{accumulate, gemm, gemm_with, Epilogue, Format, Operands, OutDtype, Preset, Scheme, SplitK};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -102,17 +102,17 @@ fn case(rng: &mut ChaCha8Rng, finite: bool) -> Case {
 }
 
 /// The fit rule of a plan (docs/reference.md §3).
-fn rule_of(split: SplitK, fast: bool) -> Option<Rule> {
+fn rule_of(split: SplitK, fast: bool) -> Option<SplitRule> {
     match split.scheme() {
         Scheme::None => {
             // Unsplit: one chain (fast), or 128-element chains added in K order (slow).
             let restart = if fast { None } else { Some(Restart::Tiles(1)) };
-            Some(Rule {
+            Some(SplitRule {
                 layout: Layout { ownership: Ownership::Contiguous, width: 128, restart },
                 order: Order::Serial,
             })
         }
-        s => Rule::of_scheme(s.name(), fast),
+        s => s.rule().map(|r| if fast { r.fast() } else { r }),
     }
 }
 

@@ -121,7 +121,7 @@ fn mixture(all: &[String], members: &[&FitRow], sets: &[BTreeSet<&str>]) -> Opti
 
 fn decide(key: GroupKey, members: &[&FitRow]) -> FitGroup {
     let (gpu, fast, s, label) = key;
-    let all: Vec<String> = candidates(fast).iter().map(Rule::name).collect();
+    let all: Vec<String> = candidates(fast).iter().map(SplitRule::name).collect();
     let sets: Vec<BTreeSet<&str>> = members.iter().map(|r| r.survivors.iter().map(String::as_str).collect()).collect();
     let survivors: Vec<String> =
         all.iter().filter(|c| sets.iter().all(|set| set.contains(c.as_str()))).cloned().collect();
@@ -140,7 +140,7 @@ fn decide(key: GroupKey, members: &[&FitRow]) -> FitGroup {
     // Survivors with the same layout and the same order expression at this S.
     let mut classes: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for name in &survivors {
-        if let Some(rule) = Rule::parse(name) {
+        if let Some(rule) = SplitRule::parse(name) {
             let layout = format!("{:?}", rule.layout);
             classes.entry((layout, order_expression(rule.order, s))).or_default().push(name.clone());
         }

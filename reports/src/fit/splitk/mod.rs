@@ -26,7 +26,7 @@
 mod groups;
 mod render;
 
-use super::rules::{candidates, layouts, order_expression, Layout, Order, Rule};
+use super::rules::{candidates, layouts, order_expression, Layout, Order, SplitRule};
 use groups::group;
 pub use groups::MixturePart;
 use mmaemu_datasets::{discover, read_recording, DatasetError, Expectation, Op, OutSelect, Row, Truth};
@@ -431,12 +431,12 @@ fn all_partials(p: &Prepared, s: usize, fast: bool) -> LayoutPartials {
 }
 
 /// Every candidate rule whose partials reproduce the prepared row, in candidate order.
-fn survivors(p: &Prepared, parts: &LayoutPartials) -> Vec<Rule> {
+fn survivors(p: &Prepared, parts: &LayoutPartials) -> Vec<SplitRule> {
     let mut out = Vec::new();
     for (layout, partials) in parts {
         for order in Order::ALL {
             if reproduces(p, partials, order) {
-                out.push(Rule { layout: *layout, order });
+                out.push(SplitRule { layout: *layout, order });
             }
         }
     }
@@ -498,7 +498,7 @@ pub fn fit_row(row: &Row, file: &Path) -> Result<FitRow, SkippedRow> {
     let p = prepare(row).map_err(skip)?;
     let m = meta(row, file);
     let parts = all_partials(&p, m.s, m.fast);
-    let survivors = survivors(&p, &parts).iter().map(Rule::name).collect();
+    let survivors = survivors(&p, &parts).iter().map(SplitRule::name).collect();
     Ok(m.into_row(survivors))
 }
 
@@ -535,7 +535,7 @@ pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
         .map(|members| {
             let (m0, p0) = &ready[members[0]];
             let parts = all_partials(p0, m0.s, m0.fast);
-            members.iter().map(|&i| (i, survivors(&ready[i].1, &parts).iter().map(Rule::name).collect())).collect()
+            members.iter().map(|&i| (i, survivors(&ready[i].1, &parts).iter().map(SplitRule::name).collect())).collect()
         })
         .collect();
     let mut surv: Vec<Vec<String>> = vec![Vec::new(); ready.len()];

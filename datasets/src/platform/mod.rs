@@ -1,0 +1,197 @@
+//! Platform bundles on disk (`mmaemu-platform/1`, docs/platform-format.md): loading a bundle directory — its file
+//! set and sha256s checked, its table read and encoded — into the model's [`Platform`], `MMAEMU_PLATFORMS`, and
+//! `--profile PATH`. Every defect is a [`DatasetError`] naming the file and the problem; nothing is half-loaded.
+
+mod build;
+mod encode;
+
+pub use build::{build_platform, BuildSpec};
+pub use encode::{encode_table, Stats};
+
+use crate::digest::sha256_file;
+use crate::splitk_table::read_splitk_table_with_sidecar;
+use crate::DatasetError;
+use mmaemu_model::platform::MANIFEST;
+use mmaemu_model::{limits, Platform, Profile, Table};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The environment variable listing directories of platform bundles (or bundles themselves), separated like `PATH`.
+pub const PLATFORMS_ENV: &str = "MMAEMU_PLATFORMS";
+
+/// The largest manifest read (a manifest is a page of TOML).
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+fn invalid(path: &Path, what: impl Into<String>) -> DatasetError {
+    DatasetError::invalid(path, None, what)
+}
+
+/// The bundle directory of `path`: the directory itself, or the directory of a `platform.toml`.
+fn bundle_dir(path: &Path) -> PathBuf {
+    if path.file_name().is_some_and(|n| n == MANIFEST) {
+        path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// The `[files]` table of a manifest (file name → sha256), read before anything else is.
+fn listed_files(manifest: &Path, text: &str) -> Result<BTreeMap<String, String>, DatasetError> {
+    let doc: toml::Table =
+        toml::from_str(text).map_err(|e| invalid(manifest, format!("not TOML: {}", e.to_string().trim())))?;
+    let mut out = BTreeMap::new();
+    if let Some(files) = doc.get("files") {
+        let files = files.as_table().ok_or_else(|| invalid(manifest, "`files` is not a table"))?;
+        for (name, sha) in files {
+            let sha = sha
+                .as_str()
+                .ok_or_else(|| invalid(manifest, format!("[files] {name:?}: the sha256 is not a string")))?;
+            if name.contains('/') || name.contains('\\') || name == ".." || name == "." || name == MANIFEST {
+                return Err(invalid(manifest, format!("[files] {name:?}: not a plain file name of the bundle")));
+            }
+            out.insert(name.clone(), sha.to_ascii_lowercase());
+        }
+    }
+    Ok(out)
+}
+
+/// Check the bundle's files: exactly the listed ones besides the manifest (no missing, no extra file), each a regular
+/// file within the memory ceiling whose sha256 is the listed one.
+fn check_files(dir: &Path, manifest: &Path, listed: &BTreeMap<String, String>) -> Result<(), DatasetError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| DatasetError::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| DatasetError::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != MANIFEST && !listed.contains_key(&name) {
+            return Err(invalid(&entry.path(), format!("a file the bundle's {MANIFEST} does not list in [files]")));
+        }
+    }
+    for (name, want) in listed {
+        let path = dir.join(name);
+        let meta = std::fs::metadata(&path)
+            .map_err(|_| invalid(manifest, format!("[files] lists {name}, which is missing")))?;
+        if !meta.is_file() {
+            return Err(DatasetError::NotRegular { path });
+        }
+        limits::check(&format!("bundle file {name}"), Some(meta.len())).map_err(|e| invalid(&path, e))?;
+        let (got, _) = sha256_file(&path).map_err(|e| DatasetError::io(&path, e))?;
+        if &got != want {
+            return Err(invalid(&path, format!("sha256 {got} differs from the {MANIFEST}'s {want}")));
+        }
+    }
+    Ok(())
+}
+
+/// Load the platform bundle at `path` (its directory or its `platform.toml`): the manifest, the file set and every
+/// sha256, the split-K table (read, encoded and checked against its sidecar now). A profile whose name is a
+/// built-in one is refused.
+pub fn load_platform(path: &Path) -> Result<Platform, DatasetError> {
+    let dir = bundle_dir(path);
+    let manifest = dir.join(MANIFEST);
+    let meta = std::fs::metadata(&manifest).map_err(|_| DatasetError::NotFound { path: manifest.clone() })?;
+    if meta.len() > MAX_MANIFEST_BYTES {
+        return Err(invalid(
+            &manifest,
+            format!("{} bytes, above the {MAX_MANIFEST_BYTES} a manifest may have", meta.len()),
+        ));
+    }
+    let text = std::fs::read_to_string(&manifest).map_err(|e| DatasetError::io(&manifest, e))?;
+    let listed = listed_files(&manifest, &text)?;
+    check_files(&dir, &manifest, &listed)?;
+    let mut table_err = None;
+    let what = manifest.display().to_string();
+    let platform = Platform::from_manifest(&text, &what, false, |file| {
+        let table_path = dir.join(file);
+        let sidecar_path = table_path.with_extension("json");
+        let load = || -> Result<Table, DatasetError> {
+            for p in [&table_path, &sidecar_path] {
+                let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                if !listed.contains_key(&name) {
+                    return Err(invalid(&manifest, format!("[splitk] names {name}, which [files] does not list")));
+                }
+            }
+            let table = read_splitk_table_with_sidecar(&table_path, &sidecar_path)?;
+            let (blob, _) = encode_table(&table).map_err(|e| invalid(&table_path, e))?;
+            let sidecar = std::fs::read_to_string(&sidecar_path).map_err(|e| DatasetError::io(&sidecar_path, e))?;
+            let t = Table::new(&sidecar, blob, &sidecar_path.display().to_string())
+                .map_err(|e| invalid(&sidecar_path, e.message().to_string()))?;
+            t.check().map_err(|e| invalid(&table_path, e.message().to_string()))?;
+            Ok(t)
+        };
+        load().map_err(|e| {
+            let m = mmaemu_model::Error::new(mmaemu_model::Category::Data, e.to_string());
+            table_err = Some(e);
+            m
+        })
+    });
+    let platform = match platform {
+        Ok(p) => p,
+        Err(e) => return Err(table_err.unwrap_or_else(|| invalid(&manifest, e.message().to_string()))),
+    };
+    let builtin = mmaemu_model::profile::builtin_names();
+    if let Some(p) = platform.profiles.iter().find(|p| builtin.contains(&p.name)) {
+        return Err(invalid(&manifest, format!("profile '{}' clashes with a built-in profile", p.name)));
+    }
+    Ok(platform)
+}
+
+/// Load a bundle and add it to the process's registry, so that its profiles are found by name.
+pub fn register_platform(path: &Path) -> Result<Platform, DatasetError> {
+    let platform = load_platform(path)?;
+    Platform::register(platform.clone())
+        .map_err(|e| invalid(&bundle_dir(path).join(MANIFEST), e.message().to_string()))?;
+    Ok(platform)
+}
+
+/// Load and register every bundle `MMAEMU_PLATFORMS` names (a bundle, or a directory whose subdirectories are
+/// bundles). Unset or empty: nothing. Errors name the variable.
+pub fn register_env_platforms() -> Result<Vec<Platform>, DatasetError> {
+    let Some(value) = std::env::var_os(PLATFORMS_ENV).filter(|v| !v.is_empty()) else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for dir in std::env::split_paths(&value) {
+        let named = |e: DatasetError| invalid(&dir, format!("{PLATFORMS_ENV}: {e}"));
+        if dir.join(MANIFEST).is_file() {
+            out.push(register_platform(&dir).map_err(named)?);
+            continue;
+        }
+        let entries = std::fs::read_dir(&dir).map_err(|e| named(DatasetError::io(&dir, e)))?;
+        let mut bundles: Vec<PathBuf> =
+            entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join(MANIFEST).is_file()).collect();
+        bundles.sort();
+        for b in bundles {
+            out.push(register_platform(&b).map_err(named)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a `--profile` argument names a bundle on disk rather than a profile by name: it holds a path separator
+/// or ends in `platform.toml` (an optional `#PROFILE` picks one of the bundle's profiles).
+pub fn is_bundle_arg(arg: &str) -> bool {
+    let path = arg.split('#').next().unwrap_or(arg);
+    path.contains('/') || path.contains(std::path::MAIN_SEPARATOR) || path.ends_with(MANIFEST)
+}
+
+/// The profile of a `--profile PATH[#NAME]` argument: the bundle's only profile, or the one named.
+pub fn load_profile(arg: &str) -> Result<Profile, DatasetError> {
+    let (path, name) = match arg.split_once('#') {
+        Some((p, n)) => (p, Some(n)),
+        None => (arg, None),
+    };
+    let path = Path::new(path);
+    let platform = load_platform(path)?;
+    let names: Vec<&str> = platform.profiles.iter().map(|p| p.name.as_str()).collect();
+    let manifest = bundle_dir(path).join(MANIFEST);
+    match name {
+        Some(n) => {
+            platform.profiles.iter().find(|p| p.name == n).cloned().ok_or_else(|| {
+                invalid(&manifest, format!("no profile '{n}' in the bundle (it has {})", names.join(", ")))
+            })
+        }
+        None if platform.profiles.len() == 1 => Ok(platform.profiles[0].clone()),
+        None => Err(invalid(
+            &manifest,
+            format!("the bundle has {} profiles ({}): name one as PATH#PROFILE", names.len(), names.join(", ")),
+        )),
+    }
+}

@@ -1,0 +1,182 @@
+//! Platform bundles (docs/platform-format.md): a bundle built from the RTX 4060's recorded table decides every split
+//! exactly as the built-in `ada` profile does, and every kind of bad bundle is a data error naming the file.
+
+use mmaemu_datasets::platform::{build_platform, load_platform, load_profile, BuildSpec};
+use mmaemu_model::{resolve_splitk, Format, OutDtype, Profile, SplitKey, SplitRequest};
+use std::path::{Path, PathBuf};
+
+const RTX: &str = "rtx4060-cublaslt-12.8.3.14";
+
+fn shipped(stem: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms").join(stem).join(format!("{stem}.parquet"))
+}
+
+fn spec(name: &str) -> BuildSpec {
+    BuildSpec {
+        name: name.into(),
+        table: Some(shipped(RTX)),
+        preset: "ada".into(),
+        profile: name.into(),
+        caller: "torch._scaled_mm".into(),
+        workspace: 1 << 20,
+        recordings: vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/rtx4060-mma.parquet")],
+    }
+}
+
+/// One bundle per test binary run: building encodes 1.2 million rows.
+fn built() -> &'static (tempfile::TempDir, PathBuf) {
+    static B: std::sync::OnceLock<(tempfile::TempDir, PathBuf)> = std::sync::OnceLock::new();
+    B.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("lab-rtx4060");
+        build_platform(&spec("lab-rtx4060"), &out).unwrap_or_else(|e| panic!("{e}"));
+        (tmp, out)
+    })
+}
+
+/// A copy of the built bundle to damage.
+fn copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(name);
+    std::fs::create_dir(&dir).unwrap();
+    for e in std::fs::read_dir(&built().1).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    (tmp, dir)
+}
+
+fn load_err(dir: &Path) -> String {
+    load_platform(dir).map(|p| p.name).expect_err("a bad bundle loaded").to_string()
+}
+
+#[test]
+fn a_rebuilt_rtx4060_bundle_decides_like_ada() {
+    let lab = load_profile(built().1.to_str().unwrap()).unwrap();
+    let ada = Profile::by_name("ada").unwrap();
+    assert_eq!(lab.gpu_name, ada.gpu_name);
+    assert_eq!(lab.capability, ada.capability);
+    assert_eq!(lab.splitk_table.map(|t| t.id()), ada.splitk_table.map(|t| t.id()));
+    assert_eq!(lab.maturity, mmaemu_model::Maturity::Experimental, "a loaded profile is never declared validated");
+    let mut decided = 0;
+    for (m, n, k) in [(16, 4096, 4096), (1, 5760, 1920), (64, 64, 8192), (128, 1024, 16384), (2, 96, 65536)] {
+        for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E4m3, Format::E5m2)] {
+            for out in [OutDtype::Float32, OutDtype::BFloat16] {
+                for fast in [false, true] {
+                    let key = SplitKey { m, n, k, fa, fb, out, fast };
+                    let a = resolve_splitk(&ada, &key, &SplitRequest::Auto, true, false)
+                        .map(|(d, _)| (d.s, d.scheme, d.source));
+                    let b = resolve_splitk(&lab, &key, &SplitRequest::Auto, true, false)
+                        .map(|(d, _)| (d.s, d.scheme, d.source));
+                    assert_eq!(a.is_ok(), b.is_ok(), "{key:?}");
+                    if let (Ok(a), Ok(b)) = (a, b) {
+                        assert_eq!(a, b, "{key:?}");
+                        decided += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(decided > 20, "only {decided} keys resolved");
+}
+
+#[test]
+fn build_never_overwrites() {
+    let e = build_platform(&spec("again"), &built().1).unwrap_err().to_string();
+    assert!(e.contains("already exists"), "{e}");
+}
+
+#[test]
+fn an_extra_file_is_refused() {
+    let (_t, dir) = copy("extra");
+    std::fs::write(dir.join("notes.txt"), "hello").unwrap();
+    let e = load_err(&dir);
+    assert!(e.contains("notes.txt") && e.contains("does not list"), "{e}");
+}
+
+#[test]
+fn a_missing_file_is_refused() {
+    let (_t, dir) = copy("missing");
+    std::fs::remove_file(dir.join("rtx4060-mma.parquet")).unwrap();
+    let e = load_err(&dir);
+    assert!(e.contains("rtx4060-mma.parquet") && e.contains("missing"), "{e}");
+}
+
+#[test]
+fn an_altered_file_is_refused() {
+    let (_t, dir) = copy("altered");
+    let path = dir.join(format!("{RTX}.json"));
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push('\n');
+    std::fs::write(&path, text).unwrap();
+    let e = load_err(&dir);
+    assert!(e.contains(&format!("{RTX}.json")) && e.contains("sha256"), "{e}");
+}
+
+#[test]
+fn an_unknown_key_is_refused() {
+    let (_t, dir) = copy("unknown-key");
+    let path = dir.join("platform.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replace("[preset]\n", "[preset]\nfrac_bits = 13\n");
+    std::fs::write(&path, text).unwrap();
+    let e = load_err(&dir);
+    assert!(e.contains("platform.toml") && e.contains("frac_bits"), "{e}");
+}
+
+#[test]
+fn a_declared_maturity_is_refused() {
+    let (_t, dir) = copy("declared");
+    let path = dir.join("platform.toml");
+    let text =
+        std::fs::read_to_string(&path).unwrap().replace("workspace = ", "maturity = \"validated\"\nworkspace = ");
+    std::fs::write(&path, text).unwrap();
+    let e = load_err(&dir);
+    assert!(e.contains("never declared"), "{e}");
+}
+
+#[test]
+fn a_table_of_another_gpu_is_refused() {
+    let (_t, dir) = copy("other-gpu");
+    let path = dir.join("platform.toml");
+    let text =
+        std::fs::read_to_string(&path).unwrap().replace("name = \"NVIDIA GeForce RTX 4060\"", "name = \"NVIDIA H200\"");
+    std::fs::write(&path, text).unwrap();
+    let e = load_err(&dir);
+    assert!(e.contains("recorded on NVIDIA GeForce RTX 4060"), "{e}");
+}
+
+#[test]
+fn a_built_in_profile_name_is_refused() {
+    let (_t, dir) = copy("clash");
+    let path = dir.join("platform.toml");
+    let text =
+        std::fs::read_to_string(&path).unwrap().replace("name = \"lab-rtx4060\"\ncaller", "name = \"ada\"\ncaller");
+    std::fs::write(&path, text).unwrap();
+    let e = load_err(&dir);
+    assert!(e.contains("'ada' clashes"), "{e}");
+}
+
+#[test]
+fn the_built_in_bundles_are_not_loadable_as_user_bundles() {
+    // They state their maturity, which only the embedded copies may.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms").join(RTX);
+    assert!(load_err(&dir).contains("never declared"));
+}
+
+#[test]
+fn the_built_in_bundles_list_exactly_their_files() {
+    for p in mmaemu_model::Platform::builtins().unwrap() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms").join(&p.name);
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "platform.toml")
+            .collect();
+        on_disk.sort();
+        assert_eq!(on_disk, p.files.keys().cloned().collect::<Vec<_>>(), "{}", p.name);
+        for (name, sha) in &p.files {
+            let (got, _) = mmaemu_datasets::digest::sha256_file(&dir.join(name)).unwrap();
+            assert_eq!(&got, sha, "{}/{name}", p.name);
+        }
+    }
+}

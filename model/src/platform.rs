@@ -1,0 +1,337 @@
+//! Platforms (docs/platform-format.md): one GPU under one cuBLASLt — its preset, split-K table, rejections and
+//! the profiles of its callers — read from a `platform.toml` manifest. The built-in platforms are embedded
+//! manifests read by the same reader; platforms loaded at run time join them in a process-wide registry.
+
+use crate::epilogue::OutDtype;
+use crate::error::{Category, Error, Result};
+use crate::format::Format;
+use crate::preset::{CEntry, Maturity, Preset, PresetSpec};
+use crate::profile::{Caller, Profile, RejectRule};
+use crate::splitk::Table;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::{OnceLock, RwLock};
+
+/// The manifest's format.
+pub const FORMAT: &str = "mmaemu-platform/1";
+
+/// The file name of a bundle's manifest.
+pub const MANIFEST: &str = "platform.toml";
+
+/// The built-in platforms: (bundle directory name, manifest text).
+const BUILTIN: [(&str, &str); 4] = [
+    ("rtx4060-cublaslt-12.8.3.14", include_str!("../../datasets/platforms/rtx4060-cublaslt-12.8.3.14/platform.toml")),
+    ("h100pcie-cublaslt-12.8.3.14", include_str!("../../datasets/platforms/h100pcie-cublaslt-12.8.3.14/platform.toml")),
+    ("hopper-experimental", include_str!("../../datasets/platforms/hopper-experimental/platform.toml")),
+    ("b200-mma-sync-experimental", include_str!("../../datasets/platforms/b200-mma-sync-experimental/platform.toml")),
+];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    format: String,
+    name: String,
+    description: String,
+    gpu: Option<GpuDoc>,
+    library: Option<LibraryDoc>,
+    preset: PresetDoc,
+    splitk: Option<SplitkDoc>,
+    #[serde(default)]
+    reject: Vec<RejectDoc>,
+    profile: Vec<ProfileDoc>,
+    #[serde(default)]
+    files: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuDoc {
+    name: Option<String>,
+    capability: [u32; 2],
+    sm_count: Option<u32>,
+    driver: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LibraryDoc {
+    cublaslt: String,
+}
+
+/// A built-in preset by name, or its parameters inline (docs/reference.md §2.1).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PresetDoc {
+    builtin: Option<String>,
+    name: Option<String>,
+    nfma: Option<u32>,
+    frac: Option<u32>,
+    frac_out: Option<u32>,
+    min_exp: Option<i32>,
+    c_entry: Option<String>,
+    slow_chunk: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SplitkDoc {
+    /// The table's Parquet file; its sidecar is the same stem with `.json`.
+    table: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RejectDoc {
+    fmt_a: Option<String>,
+    fmt_b: Option<String>,
+    out: Option<String>,
+    message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileDoc {
+    name: String,
+    caller: String,
+    torch_version: Option<String>,
+    workspace: Option<u64>,
+    align: Option<u32>,
+    description: String,
+    /// Built-in bundles only: the status their shipped hardware recordings establish (re-computed by the tests).
+    maturity: Option<String>,
+    splitk_maturity: Option<String>,
+}
+
+/// One platform: the GPU, its library, and the profiles of its callers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Platform {
+    /// The bundle's name.
+    pub name: String,
+    /// Human description.
+    pub description: String,
+    /// The preset of its tensor cores.
+    pub preset: Preset,
+    /// The split-K table, if the platform has one.
+    pub table: Option<Table>,
+    /// The file name of the table (`[splitk] table`).
+    pub table_file: Option<String>,
+    /// The file names of the bundle and their sha256 (`[files]`).
+    pub files: BTreeMap<String, String>,
+    /// The GPU's driver version.
+    pub driver: Option<String>,
+    /// Its profiles.
+    pub profiles: Vec<Profile>,
+    /// Whether it is one of the library's own (embedded) platforms.
+    pub builtin: bool,
+}
+
+fn data_err(what: &str, msg: impl std::fmt::Display) -> Error {
+    Error::new(Category::Data, format!("platform {what}: {msg}"))
+}
+
+fn maturity_of(what: &str, s: Option<&str>) -> Result<Option<Maturity>> {
+    match s {
+        None => Ok(None),
+        Some("validated") => Ok(Some(Maturity::Validated)),
+        Some("experimental") => Ok(Some(Maturity::Experimental)),
+        Some(other) => Err(data_err(what, format!("unknown maturity {other:?} (validated, experimental)"))),
+    }
+}
+
+impl PresetDoc {
+    fn preset(&self, what: &str) -> Result<Preset> {
+        let inline = [self.nfma.is_some(), self.frac.is_some(), self.frac_out.is_some(), self.min_exp.is_some()];
+        match (&self.builtin, inline.iter().any(|&x| x)) {
+            (Some(name), false) => {
+                Preset::by_name(name).map_err(|e| data_err(what, format!("[preset]: {}", e.message())))
+            }
+            (Some(_), true) => Err(data_err(what, "[preset] gives both `builtin` and parameters")),
+            (None, _) => {
+                let need = |x: Option<u32>, k: &str| x.ok_or_else(|| data_err(what, format!("[preset] lacks `{k}`")));
+                let c_entry = match self.c_entry.as_deref() {
+                    None | Some("early") => CEntry::Early,
+                    Some("late") => CEntry::Late,
+                    Some(o) => return Err(data_err(what, format!("[preset] c_entry {o:?} (early, late)"))),
+                };
+                let spec = PresetSpec::custom(
+                    self.name.as_deref().unwrap_or(what),
+                    need(self.nfma, "nfma")?,
+                    need(self.frac, "frac")?,
+                    need(self.frac_out, "frac_out")?,
+                    self.min_exp.ok_or_else(|| data_err(what, "[preset] lacks `min_exp`"))?,
+                    c_entry,
+                    self.slow_chunk,
+                );
+                Preset::custom(spec).map_err(|e| data_err(what, format!("[preset]: {}", e.message())))
+            }
+        }
+    }
+}
+
+impl Platform {
+    /// Read a manifest's text. `table` turns the `[splitk] table` file name into the table (the built-ins embed
+    /// theirs; a loaded bundle reads its files). `builtin` marks the library's own platforms: only they may state
+    /// a maturity, which their shipped recordings establish; every other platform's profiles are experimental.
+    pub fn from_manifest(
+        text: &str,
+        what: &str,
+        builtin: bool,
+        table: impl FnOnce(&str) -> Result<Table>,
+    ) -> Result<Platform> {
+        let m: Manifest =
+            toml::from_str(text).map_err(|e| data_err(what, format!("{MANIFEST}: {}", e.to_string().trim())))?;
+        if m.format != FORMAT {
+            return Err(data_err(what, format!("{MANIFEST}: format {:?}, expected {FORMAT:?}", m.format)));
+        }
+        let preset = m.preset.preset(&m.name)?;
+        let table = m.splitk.as_ref().map(|s| table(&s.table)).transpose()?;
+        if let Some(t) = table {
+            let gpu = m.gpu.as_ref().and_then(|g| g.name.as_deref());
+            if gpu != Some(t.gpu()) {
+                return Err(data_err(what, format!("the split-K table was recorded on {}, not {gpu:?}", t.gpu())));
+            }
+        }
+        if let (Some(t), Some(lib)) = (table, &m.library) {
+            if t.cublaslt() != lib.cublaslt {
+                return Err(data_err(
+                    what,
+                    format!("the split-K table is of cuBLASLt {}, not {}", t.cublaslt(), lib.cublaslt),
+                ));
+            }
+        }
+        let parse_fmt = |s: &Option<String>| -> Result<Option<Format>> {
+            s.as_deref()
+                .map(|f| {
+                    Format::from_name(f).ok_or_else(|| data_err(what, format!("[[reject]]: unknown format {f:?}")))
+                })
+                .transpose()
+        };
+        let mut rejects = Vec::new();
+        for r in &m.reject {
+            let out = r
+                .out
+                .as_deref()
+                .map(|o| {
+                    OutDtype::from_name(o).ok_or_else(|| data_err(what, format!("[[reject]]: unknown out dtype {o:?}")))
+                })
+                .transpose()?;
+            rejects.push(RejectRule {
+                fmt_a: parse_fmt(&r.fmt_a)?,
+                fmt_b: parse_fmt(&r.fmt_b)?,
+                out,
+                message: r.message.clone(),
+            });
+        }
+        if m.profile.is_empty() {
+            return Err(data_err(what, "no [[profile]]"));
+        }
+        let mut profiles = Vec::new();
+        for p in &m.profile {
+            let caller = Caller::from_name(&p.caller)
+                .ok_or_else(|| data_err(what, format!("profile {}: unknown caller {:?}", p.name, p.caller)))?;
+            let declared =
+                (maturity_of(what, p.maturity.as_deref())?, maturity_of(what, p.splitk_maturity.as_deref())?);
+            if !builtin && (declared.0.is_some() || declared.1.is_some()) {
+                return Err(data_err(
+                    what,
+                    format!("profile {}: maturity is computed from recordings, never declared (run `mmaemu platform check`)", p.name),
+                ));
+            }
+            if profiles.iter().any(|q: &Profile| q.name == p.name) {
+                return Err(data_err(what, format!("profile {} is listed twice", p.name)));
+            }
+            let maturity = declared.0.unwrap_or(Maturity::Experimental);
+            let splitk_maturity = table.map(|_| declared.1.unwrap_or(Maturity::Experimental));
+            profiles.push(Profile {
+                name: p.name.clone(),
+                preset: preset.clone(),
+                gpu_name: m.gpu.as_ref().and_then(|g| g.name.clone()),
+                capability: m.gpu.as_ref().map_or((0, 0), |g| (g.capability[0], g.capability[1])),
+                sm_count: m.gpu.as_ref().and_then(|g| g.sm_count),
+                cublaslt_version: m.library.as_ref().map(|l| l.cublaslt.clone()),
+                caller,
+                torch_version: p.torch_version.clone(),
+                workspace_bytes: p.workspace,
+                align: p.align,
+                splitk_table: table,
+                rejects: rejects.clone(),
+                maturity,
+                splitk_maturity,
+                description: p.description.clone(),
+            });
+        }
+        Ok(Platform {
+            name: m.name,
+            description: m.description,
+            preset,
+            table,
+            table_file: m.splitk.map(|s| s.table),
+            files: m.files,
+            driver: m.gpu.and_then(|g| g.driver),
+            profiles,
+            builtin,
+        })
+    }
+
+    /// Whether a file of the bundle is a recording: a Parquet file other than the split-K table.
+    pub fn is_recording(&self, file: &str) -> bool {
+        file.ends_with(".parquet") && self.table_file.as_deref() != Some(file)
+    }
+
+    /// The library's own platforms, in the order of docs/reference.md §6.1 (read once).
+    pub fn builtins() -> Result<&'static [Platform]> {
+        static ALL: OnceLock<Result<Vec<Platform>>> = OnceLock::new();
+        ALL.get_or_init(|| {
+            BUILTIN
+                .iter()
+                .map(|(dir, text)| {
+                    Platform::from_manifest(text, dir, true, |file| {
+                        Table::builtin(file.strip_suffix(".parquet").unwrap_or(file))
+                    })
+                })
+                .collect()
+        })
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(Clone::clone)
+    }
+
+    /// Add a loaded platform to the process's registry, so that its profiles are found by name
+    /// ([`Profile::by_name`], [`Profile::list`]). A profile name that is already known is a data error.
+    pub fn register(platform: Platform) -> Result<()> {
+        let mut reg = registry().write().unwrap_or_else(|e| e.into_inner());
+        for p in &platform.profiles {
+            let clash =
+                Platform::builtins()?.iter().chain(reg.iter()).find(|q| q.profiles.iter().any(|x| x.name == p.name));
+            if let Some(q) = clash {
+                // Registering the very same platform twice is harmless.
+                if q == &platform {
+                    return Ok(());
+                }
+                return Err(data_err(
+                    &platform.name,
+                    format!("profile '{}' clashes with a profile of platform {}", p.name, q.name),
+                ));
+            }
+        }
+        reg.push(platform);
+        Ok(())
+    }
+
+    /// The platforms loaded and registered in this process.
+    pub fn registered() -> Vec<Platform> {
+        registry().read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Every known platform: the built-ins, then the registered ones.
+    pub fn all() -> Result<Vec<Platform>> {
+        let mut v = Platform::builtins()?.to_vec();
+        v.extend(Platform::registered());
+        Ok(v)
+    }
+}
+
+fn registry() -> &'static RwLock<Vec<Platform>> {
+    static REG: OnceLock<RwLock<Vec<Platform>>> = OnceLock::new();
+    REG.get_or_init(|| RwLock::new(Vec::new()))
+}

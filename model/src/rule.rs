@@ -1,0 +1,298 @@
+//! Split-K rules (docs/reference.md §3.2–§3.3, §3.8): how a split GEMM of S splits cuts K into chains and in which
+//! fp32 order it adds the partials — the one type the platforms declare, the plans execute and `fit splitk` searches.
+
+// A rule is a tile width w, an ownership (interleaved: tile t to split t mod S; contiguous: runs of ceil(T / S)
+// tiles), a slow-accumulation restart period and a combination order. Names: `<ownership><width>/<order>` and, with
+// a restart, `/restart<n>` (n own tiles) or `/restart<n>e` (n elements of the split's index list), e.g.
+// `interleaved64/pairwise/restart2`, the RTX 4060's customOption 1.
+
+use crate::plan::{cut, Chunk, Split};
+use std::fmt;
+use std::ops::Range;
+
+/// How the k-tiles are shared out among the splits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Ownership {
+    /// Tile t belongs to split t mod S.
+    Interleaved,
+    /// Split s owns tiles [s q, (s + 1) q), q = ceil(T / S).
+    Contiguous,
+}
+
+impl Ownership {
+    /// `interleaved` or `contiguous`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ownership::Interleaved => "interleaved",
+            Ownership::Contiguous => "contiguous",
+        }
+    }
+}
+
+/// The order of the fp32 additions of the partials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Order {
+    /// ((p0 + p1) + p2) + ...
+    Serial,
+    /// docs/reference.md §3.2 (customOption 1 on the RTX 4060).
+    Pairwise,
+    /// ((p_(S-1) + p_(S-2)) + ...) + p0.
+    Reversed,
+    /// Adjacent pairs, level by level.
+    Tree,
+}
+
+impl Order {
+    /// All orders, in name order of the report.
+    pub const ALL: [Order; 4] = [Order::Serial, Order::Pairwise, Order::Reversed, Order::Tree];
+
+    /// `serial`, `pairwise`, `reversed`, `tree`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Serial => "serial",
+            Order::Pairwise => "pairwise",
+            Order::Reversed => "reversed",
+            Order::Tree => "tree",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Order> {
+        Order::ALL.into_iter().find(|o| o.name() == s)
+    }
+}
+
+/// When a slow split's chain restarts from +0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Restart {
+    /// Every n of the split's own tiles.
+    Tiles(usize),
+    /// Every n elements of the split's index list.
+    Elements(usize),
+}
+
+/// How a rule cuts K into chains: tile width, ownership and (slow accumulation) the restart period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Layout {
+    /// Tile ownership.
+    pub ownership: Ownership,
+    /// Tile width in elements.
+    pub width: usize,
+    /// None: fast accumulation (one chain per split).
+    pub restart: Option<Restart>,
+}
+
+/// One split's chains: each chain is its real k indices, as merged ranges, in chain order.
+pub type SplitChains = Vec<Vec<Range<usize>>>;
+
+impl Layout {
+    /// The chain period in elements of the split's index list (None: one chain per split).
+    pub fn period(&self) -> Option<usize> {
+        match self.restart {
+            None => None,
+            Some(Restart::Tiles(n)) => Some(n * self.width),
+            Some(Restart::Elements(e)) => Some(e),
+        }
+    }
+
+    /// The tiles split `sp` of `s` owns for `t` tiles, in chain order.
+    fn owned(&self, sp: usize, s: usize, t: usize) -> Vec<usize> {
+        match self.ownership {
+            Ownership::Interleaved => (sp..t).step_by(s).collect(),
+            Ownership::Contiguous => {
+                let q = t.div_ceil(s);
+                let (lo, hi) = ((sp * q).min(t), ((sp + 1) * q).min(t));
+                (lo..hi).collect()
+            }
+        }
+    }
+
+    /// The chains of every split for K and S (S >= 1): `out[s]` lists split s's chains in the order their
+    /// results are added (a split without real indices has none: its partial is +0).
+    pub fn splits(&self, k: usize, s: usize) -> Vec<SplitChains> {
+        let s = s.max(1);
+        let w = self.width.max(1);
+        let t = k.div_ceil(w);
+        (0..s)
+            .map(|sp| {
+                let mut chains: SplitChains = Vec::new();
+                for (j, tile) in self.owned(sp, s, t).into_iter().enumerate() {
+                    let (lo, hi) = (tile * w, ((tile + 1) * w).min(k));
+                    // Cut the tile at the chain boundaries: position j w + x of the split's list.
+                    let mut x = lo;
+                    while x < hi {
+                        let pos = j * w + (x - lo);
+                        let (chain, end) = match self.period() {
+                            None => (0, hi),
+                            Some(p) => (pos / p, (x + (p - pos % p)).min(hi)),
+                        };
+                        while chains.len() <= chain {
+                            chains.push(Vec::new());
+                        }
+                        push_merged(&mut chains[chain], x..end);
+                        x = end;
+                    }
+                }
+                chains.retain(|c| !c.is_empty());
+                chains
+            })
+            .collect()
+    }
+
+    /// `interleaved64` and, for slow accumulation, `/restart2`-style suffix parts.
+    fn head(&self) -> String {
+        format!("{}{}", self.ownership.name(), self.width)
+    }
+
+    fn restart_suffix(&self) -> String {
+        match self.restart {
+            None => String::new(),
+            Some(Restart::Tiles(n)) => format!("/restart{n}"),
+            Some(Restart::Elements(e)) => format!("/restart{e}e"),
+        }
+    }
+}
+
+/// Append a range to a chain, merging it with the previous one when they touch.
+fn push_merged(chain: &mut Vec<Range<usize>>, r: Range<usize>) {
+    if let Some(last) = chain.last_mut() {
+        if last.end == r.start {
+            last.end = r.end;
+            return;
+        }
+    }
+    chain.push(r);
+}
+
+/// A candidate reduction rule: a layout and a combination order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SplitRule {
+    /// How K is cut into chains.
+    pub layout: Layout,
+    /// How the partials are added.
+    pub order: Order,
+}
+
+impl SplitRule {
+    /// `<ownership><width>/<order>[/restart<n>]`.
+    pub fn name(&self) -> String {
+        format!("{}/{}{}", self.layout.head(), self.order.name(), self.layout.restart_suffix())
+    }
+
+    /// Parse a rule name (the inverse of [`SplitRule::name`]); None if it is not one.
+    pub fn parse(name: &str) -> Option<SplitRule> {
+        let mut parts = name.split('/');
+        let head = parts.next()?;
+        let order = Order::from_name(parts.next()?)?;
+        let restart = match parts.next() {
+            None => None,
+            Some(r) => {
+                let n = r.strip_prefix("restart")?;
+                Some(match n.strip_suffix('e') {
+                    Some(e) => Restart::Elements(e.parse().ok()?),
+                    None => Restart::Tiles(n.parse().ok()?),
+                })
+            }
+        };
+        if parts.next().is_some() {
+            return None;
+        }
+        let (ownership, width) = if let Some(w) = head.strip_prefix("interleaved") {
+            (Ownership::Interleaved, w)
+        } else if let Some(w) = head.strip_prefix("contiguous") {
+            (Ownership::Contiguous, w)
+        } else {
+            return None;
+        };
+        let width: usize = width.parse().ok()?;
+        if width == 0 {
+            return None;
+        }
+        Some(SplitRule { layout: Layout { ownership, width, restart }, order })
+    }
+}
+
+impl SplitRule {
+    /// The rule for fast accumulation: the same layout without a slow restart.
+    pub fn fast(self) -> SplitRule {
+        SplitRule { layout: Layout { restart: None, ..self.layout }, order: self.order }
+    }
+}
+
+impl fmt::Display for SplitRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl SplitRule {
+    /// The splits of a plan for K (> 0) and S (>= 1) splits (docs/reference.md §3.2, §3.3): each split's chains
+    /// with their zero padding. Interleaved rules pad the tiles to a multiple of S (a split owning padding alone
+    /// has no chains); contiguous rules pad only the ragged last tile. Fast: one chain per split; slow: the
+    /// split's index list cut every restart period (`period`, from the rule's restart; the caller checked that
+    /// a slow plan has one).
+    pub fn plan_splits(&self, k: usize, s: usize, fast: bool) -> Vec<Split> {
+        let w = self.layout.width.max(1);
+        let s = s.max(1);
+        let t = k.div_ceil(w);
+        let period = if fast { None } else { self.layout.period() };
+        let tile = |ti: usize| (ti * w).min(k)..((ti + 1) * w).min(k);
+        (0..s)
+            .map(|sp| {
+                let tiles: Vec<usize> = match self.layout.ownership {
+                    Ownership::Interleaved => (sp..t.div_ceil(s) * s).step_by(s).collect(),
+                    Ownership::Contiguous => self.layout.owned(sp, s, t),
+                };
+                let owned: Vec<Range<usize>> = tiles.iter().map(|&ti| tile(ti)).filter(|r| !r.is_empty()).collect();
+                if owned.is_empty() {
+                    return Split { chunks: Vec::new() };
+                }
+                let len = tiles.len() * w;
+                let chunks = match period {
+                    None => vec![Chunk { ranges: owned, len }],
+                    Some(p) => cut(&owned, len, p),
+                };
+                Split { chunks }
+            })
+            .collect()
+    }
+
+    /// The fp32 combination of the partials in the rule's order (+0 for none).
+    pub fn combine(&self, p: &[f32]) -> f32 {
+        combine(self.order, p)
+    }
+}
+
+/// Combine the partials `p` (non-empty) in the order given, with `add` as the addition. Generic so that
+/// the same code computes fp32 sums and the symbolic expressions of [`order_expression`].
+pub fn combine_with<T: Clone>(order: Order, p: &[T], add: &impl Fn(&T, &T) -> T) -> Option<T> {
+    let s = p.len();
+    let first = p.first()?.clone();
+    if s == 1 {
+        return Some(first);
+    }
+    Some(match order {
+        Order::Serial => p[1..].iter().fold(first, |acc, x| add(&acc, x)),
+        Order::Reversed => p[..s - 1].iter().rev().fold(p[s - 1].clone(), |acc, x| add(&acc, x)),
+        Order::Pairwise => {
+            let h = s.div_ceil(2);
+            let mut acc = p[s - 1].clone();
+            for i in 0..h {
+                let slot = if i + h + 2 <= s { add(&p[i], &p[i + h]) } else { p[i].clone() };
+                acc = add(&acc, &slot);
+            }
+            acc
+        }
+        Order::Tree => {
+            let mut level: Vec<T> = p.to_vec();
+            while level.len() > 1 {
+                level = level.chunks(2).map(|c| if c.len() == 2 { add(&c[0], &c[1]) } else { c[0].clone() }).collect();
+            }
+            level.pop()?
+        }
+    })
+}
+
+/// The fp32 combination (every `+` one IEEE round-to-nearest-even addition); +0 for no partials.
+pub fn combine(order: Order, p: &[f32]) -> f32 {
+    combine_with(order, p, &|a: &f32, b: &f32| a + b).unwrap_or(0.0)
+}

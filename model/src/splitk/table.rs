@@ -1,0 +1,123 @@
+//! A split-K table as a value: its sidecar and its encoded rows, decoded and checked at first use. The built-in
+//! tables (embedded from `datasets/platforms`) and the tables of platforms loaded at run time are the same type.
+
+use super::embedded::{self, Embedded};
+use super::sha256::{hex, sha256};
+use super::sidecar::Sidecar;
+use super::sidecar_json;
+use crate::error::{Category, Error, Result};
+use std::fmt;
+use std::sync::OnceLock;
+
+/// One table's data; leaked, so that a [`Table`] is a `Copy` handle valid for the whole process.
+struct TableData {
+    sidecar: Sidecar,
+    blob: &'static [u8],
+    embedded: OnceLock<Result<Embedded>>,
+}
+
+/// A split-K table (docs/reference.md §6.4): the heuristic's recorded decisions for one GPU and cuBLASLt.
+#[derive(Clone, Copy)]
+pub struct Table(&'static TableData);
+
+/// The built-in tables: (name, sidecar JSON, encoded rows). The sidecars are the bundles' own files; the rows are
+/// their Parquet tables encoded by `mmaemu-embed-tables` (see README.md in this directory).
+const BUILTIN: [(&str, &str, &[u8]); 2] = [
+    (
+        "rtx4060-cublaslt-12.8.3.14",
+        include_str!("../../../datasets/platforms/rtx4060-cublaslt-12.8.3.14/rtx4060-cublaslt-12.8.3.14.json"),
+        include_bytes!("data/rtx4060-cublaslt-12.8.3.14.bin"),
+    ),
+    (
+        "h100pcie-cublaslt-12.8.3.14",
+        include_str!("../../../datasets/platforms/h100pcie-cublaslt-12.8.3.14/h100pcie-cublaslt-12.8.3.14.json"),
+        include_bytes!("data/h100pcie-cublaslt-12.8.3.14.bin"),
+    ),
+];
+
+impl Table {
+    /// A table from its sidecar's JSON text and its encoded rows (`MMSKEMB1`); `what` names it in errors.
+    /// The sidecar is read now; the rows are checked against it at first use (or by [`Table::check`]).
+    pub fn new(sidecar_json: &str, rows: Vec<u8>, what: &str) -> Result<Table> {
+        let sidecar = sidecar_json::parse(sidecar_json, what)?;
+        let blob: &'static [u8] = Box::leak(rows.into_boxed_slice());
+        Ok(Table(Box::leak(Box::new(TableData { sidecar, blob, embedded: OnceLock::new() }))))
+    }
+
+    /// A built-in table by name (`rtx4060-cublaslt-12.8.3.14`, `h100pcie-cublaslt-12.8.3.14`), read once.
+    pub fn builtin(name: &str) -> Result<Table> {
+        static TABLES: OnceLock<Vec<Result<Table>>> = OnceLock::new();
+        let tables = TABLES.get_or_init(|| {
+            BUILTIN
+                .iter()
+                .map(|(n, json, blob)| {
+                    let sidecar = sidecar_json::parse(json, n)?;
+                    Ok(Table(Box::leak(Box::new(TableData { sidecar, blob, embedded: OnceLock::new() }))))
+                })
+                .collect()
+        });
+        match BUILTIN.iter().position(|(n, _, _)| *n == name) {
+            Some(i) => tables[i].clone(),
+            None => Err(Error::new(Category::Data, format!("no built-in split-K table '{name}'"))),
+        }
+    }
+
+    /// The names of the built-in tables.
+    pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+        BUILTIN.iter().map(|(n, _, _)| *n)
+    }
+
+    /// The table_id reported in split decisions (`heur_rtx4060_lt12.8.3.14`, ...).
+    pub fn id(self) -> &'static str {
+        self.0.sidecar.table_id
+    }
+    /// The table's name (its files' stem).
+    pub fn name(self) -> &'static str {
+        self.0.sidecar.name
+    }
+    /// The GPU the table was recorded on.
+    pub fn gpu(self) -> &'static str {
+        self.0.sidecar.gpu
+    }
+    /// The cuBLASLt version it was recorded with.
+    pub fn cublaslt(self) -> &'static str {
+        self.0.sidecar.cublaslt
+    }
+    /// sha256 of the Parquet file the table comes from.
+    pub fn parquet_sha256(self) -> &'static str {
+        self.0.sidecar.parquet_sha256
+    }
+    /// sha256 of the encoded rows.
+    pub fn rows_sha256(self) -> String {
+        hex(&sha256(self.0.blob))
+    }
+    /// Size of the encoded rows in bytes.
+    pub fn rows_bytes(self) -> u64 {
+        self.0.blob.len() as u64
+    }
+    /// Decodes and checks the rows against the sidecar (once; the result is kept).
+    pub fn check(self) -> Result<()> {
+        self.embedded().map(|_| ())
+    }
+
+    pub(crate) fn sidecar(self) -> &'static Sidecar {
+        &self.0.sidecar
+    }
+    pub(crate) fn embedded(self) -> Result<&'static Embedded> {
+        let d = self.0;
+        d.embedded.get_or_init(|| embedded::decode(d.blob, &d.sidecar)).as_ref().map_err(Clone::clone)
+    }
+}
+
+impl PartialEq for Table {
+    fn eq(&self, other: &Table) -> bool {
+        std::ptr::eq(self.0, other.0) || (self.id() == other.id() && self.parquet_sha256() == other.parquet_sha256())
+    }
+}
+impl Eq for Table {}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Table({})", self.id())
+    }
+}
