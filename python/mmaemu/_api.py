@@ -29,6 +29,7 @@ __all__ = [
     "accumulate",
     "get_profile",
     "list_profiles",
+    "load_profile",
     "get_preset",
     "list_presets",
     "backends_status",
@@ -188,7 +189,17 @@ def _splitk(fn: str, splitk: Any) -> Tuple[str, int, str]:
     raise _type_error(fn, "splitk", None, "'auto', int or (int, str)", splitk)
 
 
+def _is_bundle(profile: Any) -> bool:
+    """A path to a platform bundle rather than a profile's name (docs/platform-format.md)."""
+    if isinstance(profile, os.PathLike):
+        return True
+    path = profile.split("#", 1)[0]
+    return "/" in path or os.sep in path or path.endswith("platform.toml")
+
+
 def _profile(fn: str, profile: Any) -> Optional[str]:
+    if profile is not None and (isinstance(profile, os.PathLike) or (isinstance(profile, str) and _is_bundle(profile))):
+        return load_profile(profile).name
     if profile is None or isinstance(profile, str):
         return profile
     if isinstance(profile, Profile):
@@ -518,6 +529,18 @@ def get_profile(name: Optional[str] = None) -> Profile:
     if name is not None and not isinstance(name, str):
         raise TypeError(f"get_profile(): name must be str or None, not {arr.type_name(name)}")
     d = _core.get_profile(name)
+    d["rejects"] = tuple(d["rejects"])
+    return Profile(**d)
+
+
+def load_profile(path: Union[str, "os.PathLike[str]"]) -> Profile:
+    """The profile of a platform bundle (docs/platform-format.md): ``DIR`` (a bundle with one profile) or
+    ``DIR#NAME``. Its platform joins the known ones, so ``profile=`` takes the name afterwards; ``profile=`` also
+    takes the path or the returned profile. A bad bundle (missing or extra file, sha256 mismatch, unknown key, a
+    name clash): ``mmaemu.errors.DataError`` naming the file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load_profile(): path must be str or os.PathLike, not {arr.type_name(path)}")
+    d = _core.load_profile(os.fspath(path))
     d["rejects"] = tuple(d["rejects"])
     return Profile(**d)
 

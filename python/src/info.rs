@@ -50,6 +50,22 @@ pub fn get_profile<'py>(py: Python<'py>, name: Option<String>) -> PyResult<Bound
     })
 }
 
+/// Load a platform bundle's profile (`DIR` or `DIR#NAME`, docs/platform-format.md), add its platform to the
+/// process's registry (so that its profiles are known by name), and return the profile as a dict. A bad bundle
+/// is a data error naming the file.
+#[pyfunction]
+pub fn load_profile<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> {
+    no_panic(|| {
+        let data = |e: mmaemu_datasets::DatasetError| to_py(py, &Error::new(Category::Data, e.to_string()));
+        let p = py.detach(|| {
+            let p = mmaemu_datasets::platform::load_profile(path)?;
+            mmaemu_datasets::platform::register_platform(Path::new(path.split('#').next().unwrap_or(path)))?;
+            Ok(p)
+        });
+        profile_dict(py, &p.map_err(data)?)
+    })
+}
+
 /// The profile names, in the reference's order.
 #[pyfunction]
 pub fn list_profiles() -> Vec<String> {

@@ -22,6 +22,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(model_fns::epilogue, m)?)?;
     m.add_function(wrap_pyfunction!(info::get_profile, m)?)?;
     m.add_function(wrap_pyfunction!(info::list_profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(info::load_profile, m)?)?;
     m.add_function(wrap_pyfunction!(info::get_preset, m)?)?;
     m.add_function(wrap_pyfunction!(info::list_presets, m)?)?;
     m.add_function(wrap_pyfunction!(info::backends_status, m)?)?;
