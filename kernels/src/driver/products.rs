@@ -2,12 +2,14 @@
 //! B; per piece of a chunk its rows of A are decoded, and B's rows run through the product-lane block step eight
 //! at a time, decoded beforehand, or, at one or two rows of A on the AVX-512 level, sixteen at a time as codes.
 
+use super::tiles::{group, reads_codes, strip_len};
 use super::{gather_rows, ChunkPlan, Job, Piece};
-use crate::kernel::{product_blocks, Path};
+use crate::kernel::product_blocks;
 #[cfg(target_arch = "x86_64")]
 use crate::x86::{self, CODE_CHAINS};
+/// Rows of B per call of the step over codes (`x86::CODE_CHAINS` on x86-64).
 #[cfg(not(target_arch = "x86_64"))]
-const CODE_CHAINS: usize = 16;
+pub(super) const CODE_CHAINS: usize = 16;
 use crate::tables::{Lut, ZERO_EXP};
 use std::ops::Range;
 
@@ -44,51 +46,9 @@ fn decode_rows(
 }
 
 /// Chains interleaved by the product-lane kernel (see [`product_blocks`]).
-const CHAINS: usize = 8;
+pub(super) const CHAINS: usize = 8;
 
-/// Whether a tile of `rows` rows of A runs the AVX-512 step over B's codes (at most [`CODE_ROWS`] rows).
-fn reads_codes<const X86: u8>(rows: usize) -> bool {
-    X86 == X86_AVX512 && rows <= CODE_ROWS
-}
-
-/// Rows of B per group of the tile: [`CODE_CHAINS`] where the step over codes runs, else [`CHAINS`].
-fn group<const X86: u8>(rows: usize) -> usize {
-    if reads_codes::<X86>(rows) {
-        CODE_CHAINS
-    } else {
-        CHAINS
-    }
-}
-
-/// Positions per piece of the product-lane tiling (whole blocks): the decoded rows of a piece (5 bytes per
-/// position) stay in L1 while the tile's rows run over them.
-const STRIP: usize = 512;
-
-/// The positions of a product-lane piece for blocks of `NB`: whole blocks, at most [`STRIP`].
-const fn strip_len<const NB: usize>() -> usize {
-    NB * (STRIP / NB)
-}
-
-/// At most this many rows of A per product-lane tile run the AVX-512 step that decodes B's codes in registers;
-/// it decodes them again for every row, so more rows run the step over rows of B decoded once per group. One
-/// thread, `mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --no-native` (AMD EPYC with AVX-512), codes
-/// against decoded rows in GMAC/s: M = 1 3.1 vs 2.1, M = 2 3.7 vs 3.7, M = 4 4.7 vs 5.2, M = 16 5.2 vs 7.1.
-const CODE_ROWS: usize = 2;
-
-/// Whether a product-lane tile of `rows` rows of the job on the AVX-512 level reads every code of B with the block
-/// step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all rows of A, so at
-/// most `CODE_ROWS` (2) of them, and the kernel must serve the preset.
-pub fn reads_b_codes(job: &Job) -> bool {
-    products_serve(job) && job.m() <= CODE_ROWS
-}
-
-/// Whether the product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada,
-/// hopper, and custom presets of those sizes).
-pub fn products_serve(job: &Job) -> bool {
-    job.p.path == Path::Narrow && matches!(job.p.nfma, 16 | 32)
-}
-
-/// One product-lane tile (see [`products_serve`]): rows `rows` of A against rows `cols` of B, every split and
+/// One product-lane tile (see [`super::products_serve`]): rows `rows` of A against rows `cols` of B, every split and
 /// chunk, with the lanes along each block's products. Returns `rows.len()` rows of `cols.len()` results.
 /// `X86`: the block step's instructions ([`X86_NONE`], [`X86_AVX2`] or [`X86_AVX512`]; the caller is compiled for
 /// them).
