@@ -51,7 +51,7 @@ impl SimdLevel {
         let mut v = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
-            // VL, AVX2 and F16C too: the AVX-512 level's product-lane step uses them (`x86.rs`).
+            // VL, AVX2 and F16C too: the AVX-512 level's product-lane step uses them (`x86/codes.rs`).
             if is_x86_feature_detected!("avx512f")
                 && is_x86_feature_detected!("avx512bw")
                 && is_x86_feature_detected!("avx512vl")
