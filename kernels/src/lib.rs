@@ -9,6 +9,7 @@ pub mod bench;
 pub mod cuda;
 pub mod driver;
 pub mod env;
+pub mod fpstate;
 pub mod kernel;
 pub mod native;
 pub mod registry;
