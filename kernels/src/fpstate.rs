@@ -17,6 +17,10 @@ pub struct FpState {
 #[cfg(target_arch = "x86_64")]
 const MXCSR_DEFAULT: u32 = 0x1F80;
 
+/// MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) flags.
+#[cfg(target_arch = "x86_64")]
+const MXCSR_FLUSH: u32 = 0x8040;
+
 /// MXCSR's rounding-control field (bits 13–14); 0b11 is toward zero.
 #[cfg(target_arch = "x86_64")]
 const MXCSR_ROUND_TOWARD_ZERO: u32 = 0x6000;
@@ -73,13 +77,13 @@ impl FpState {
         FpState { _not_send: std::marker::PhantomData }
     }
 
-    /// The caller's state with the rounding of the vector instructions set toward zero for the span (x86-64): a
-    /// step that truncates its terms by a multiply-add rounded by MXCSR needs it; flush-to-zero stays as it was
-    /// (the entry points refuse to compute under it).
+    /// The rounding of the vector instructions set toward zero for the span, exceptions masked (x86-64): a step
+    /// that truncates its terms by a multiply-add rounded by MXCSR needs it; flush-to-zero stays as the caller had
+    /// it (the entry points refuse to compute under it).
     #[cfg(target_arch = "x86_64")]
     pub fn toward_zero() -> FpState {
         let saved = mxcsr();
-        set_mxcsr(saved | MXCSR_ROUND_TOWARD_ZERO);
+        set_mxcsr((saved & MXCSR_FLUSH) | MXCSR_DEFAULT | MXCSR_ROUND_TOWARD_ZERO);
         FpState { saved, _not_send: std::marker::PhantomData }
     }
 }

@@ -8,7 +8,7 @@ use super::*;
 /// cache were gone by then. `mmaemu bench gemm --m 1 --n 4096 --k 4096 --no-native`, hopper, 2 threads, three
 /// alternating runs, into L1 against into L2: fast 7.0–7.8 vs 7.9–9.1, slow 5.4–6.3 vs 6.6–6.9 GMAC/s; 1024 bytes
 /// ahead was no better.
-const AHEAD: usize = 512;
+pub(super) const AHEAD: usize = 512;
 
 /// Rows of B per call of [`product_blocks_codes`]: one per lane of a vector of f32 accumulators.
 pub const CODE_CHAINS: usize = 16;

@@ -1,5 +1,5 @@
 //! The block steps in x86 instructions, one file per step and level: product lanes over decoded rows of B (AVX2),
-//! the decode step over B's codes (AVX-512, plain and fused), the panel step and its planes (AVX-512), and the
+//! the decode step over B's codes (AVX2; AVX-512, plain and fused), the panel step and its planes (AVX-512), and the
 //! register helpers they share here. Exact in every step, and tested against the model like every level.
 
 #[cfg(target_arch = "x86_64")]
@@ -8,6 +8,7 @@ use crate::kernel::Params;
 use std::arch::x86_64::*;
 
 mod codes;
+mod codes_avx2;
 mod fused;
 mod lanes_avx2;
 mod panel;
@@ -16,6 +17,7 @@ mod planes;
 mod tests;
 
 pub use codes::*;
+pub use codes_avx2::*;
 pub use fused::*;
 pub use lanes_avx2::*;
 pub use panel::*;

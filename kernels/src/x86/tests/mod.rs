@@ -25,4 +25,5 @@ fn avx512() -> bool {
 }
 
 mod codes;
+mod codes_avx2;
 mod panel;
