@@ -3,7 +3,7 @@
 
 #[cfg(not(target_arch = "x86_64"))]
 use super::products::CODE_CHAINS;
-use super::products::{CHAINS, X86_AVX512};
+use super::products::{CHAINS, X86_AVX2, X86_AVX512};
 use super::Job;
 use crate::kernel::Path;
 #[cfg(target_arch = "x86_64")]
@@ -63,14 +63,31 @@ pub(super) fn fused_piece_len(nfma: usize) -> usize {
     nfma * (FUSED_PIECE / nfma).max(1)
 }
 
-/// Whether a tile of `rows` rows of A runs the AVX-512 step over B's codes (at most [`CODE_ROWS`] rows).
-pub(super) fn reads_codes<const X86: u8>(rows: usize) -> bool {
-    X86 == X86_AVX512 && rows <= CODE_ROWS
+/// Whether a tile of `rows` rows of the job runs a step over B's codes: the AVX-512 one (at most [`CODE_ROWS`]
+/// rows), or the AVX2 one (at most [`CODE_ROWS_AVX2`] rows, where [`avx2_codes`] holds).
+pub(super) fn reads_codes<const X86: u8>(job: &Job, rows: usize) -> bool {
+    match X86 {
+        X86_AVX512 => rows <= CODE_ROWS,
+        X86_AVX2 => rows <= CODE_ROWS_AVX2 && avx2_codes(job),
+        _ => false,
+    }
+}
+
+/// Whether the AVX2 step over B's codes (`x86::product_blocks_codes_avx2`) serves the job on this CPU: the preset
+/// has room for its bias ([`crate::kernel::Params::biased`]) and the CPU has FMA and F16C besides AVX2.
+pub fn avx2_codes(job: &Job) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return job.p.biased && std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("f16c");
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = job;
+        false
+    }
 }
 
 /// Rows of B per group of the tile: [`CODE_CHAINS`] where the step over codes runs, else [`CHAINS`].
-pub(super) fn group<const X86: u8>(rows: usize) -> usize {
-    if reads_codes::<X86>(rows) {
+pub(super) fn group<const X86: u8>(job: &Job, rows: usize) -> usize {
+    if X86 == X86_AVX512 && reads_codes::<X86>(job, rows) {
         CODE_CHAINS
     } else {
         CHAINS
@@ -92,11 +109,14 @@ pub(super) const fn strip_len<const NB: usize>() -> usize {
 /// against decoded rows in GMAC/s: M = 1 3.1 vs 2.1, M = 2 3.7 vs 3.7, M = 4 4.7 vs 5.2, M = 16 5.2 vs 7.1.
 pub(super) const CODE_ROWS: usize = 2;
 
-/// Whether a product-lane tile of `rows` rows of the job on the AVX-512 level reads every code of B with the block
-/// step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all rows of A, so at
-/// most `CODE_ROWS` (2) of them, and the kernel must serve the preset.
-pub fn reads_b_codes(job: &Job) -> bool {
-    products_serve(job) && job.m() <= CODE_ROWS
+/// At most this many rows of A per product-lane tile run the AVX2 step over B's codes (see [`CODE_ROWS`]).
+pub(super) const CODE_ROWS_AVX2: usize = 2;
+
+/// Whether a product-lane tile of the job on the level of `X86` ([`X86_AVX512`] or [`X86_AVX2`]) reads every code
+/// of B with a block step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all
+/// rows of A, so few enough of them, and the kernel must serve the preset.
+pub fn reads_b_codes<const X86: u8>(job: &Job) -> bool {
+    products_serve(job) && reads_codes::<X86>(job, job.m())
 }
 
 /// Whether the product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada,
