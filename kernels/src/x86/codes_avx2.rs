@@ -3,6 +3,7 @@
 //! multiply-add rounded toward zero (MXCSR, set for the step's span) onto the biased accumulators of the chain.
 
 use super::*;
+#[cfg(target_arch = "x86_64")]
 use crate::fpstate::FpState;
 
 /// Rows of B per call of [`product_blocks_codes_avx2`]: one per lane of a vector of f32 accumulators.
