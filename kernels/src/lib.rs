@@ -9,6 +9,7 @@ pub mod bench;
 pub mod cuda;
 pub mod driver;
 pub mod env;
+pub mod fpstate;
 pub mod kernel;
 pub mod native;
 pub mod registry;
@@ -51,7 +52,7 @@ impl SimdLevel {
         let mut v = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
-            // VL, AVX2 and F16C too: the AVX-512 level's product-lane step uses them (`x86.rs`).
+            // VL, AVX2 and F16C too: the AVX-512 level's product-lane step uses them (`x86/codes.rs`).
             if is_x86_feature_detected!("avx512f")
                 && is_x86_feature_detected!("avx512bw")
                 && is_x86_feature_detected!("avx512vl")
@@ -129,13 +130,16 @@ impl SimdLevel {
 }
 
 impl SimdLevel {
-    /// Whether this level's product-lane tiles read B's codes in their block step (the AVX-512 level).
-    fn reads_codes(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        if self.0 == Level::Avx512 {
-            return true;
+    /// Whether this level's product-lane tiles of the job read every code of B in their block step (the AVX-512
+    /// level's and, where it serves the job, the AVX2 level's step over codes).
+    fn reads_b_codes(self, job: &Job) -> bool {
+        match self.0 {
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx512 => driver::reads_b_codes::<{ driver::X86_AVX512 }>(job),
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 => driver::reads_b_codes::<{ driver::X86_AVX2 }>(job),
+            _ => false,
         }
-        false
     }
 
     /// [`Format::any_nonfinite`] compiled for this level.
@@ -357,7 +361,7 @@ impl ChainEngine for CpuEngine {
         let job = Job::new(preset, plan, ops);
         let watched = match self.choice_of(&job) {
             Choice { swap: true, .. } => false,
-            Choice { tiling: Tiling::Products, .. } => self.level.reads_codes() && driver::reads_b_codes(&job),
+            Choice { tiling: Tiling::Products, .. } => self.level.reads_b_codes(&job),
             Choice { tiling: Tiling::Panels, .. } => self.level.fused_panels(&job),
         };
         if !watched && self.any_nonfinite(ops.fb, ops.b) {

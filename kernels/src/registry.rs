@@ -80,10 +80,11 @@ impl Placement {
     }
 }
 
-/// One SIMD level of the CPU backend and its self-check verdict (computed at first use).
+/// One SIMD level of the CPU backend and its self-check verdict (computed at first use; a failure is kept only
+/// where the calling thread did not flush subnormals, see [`Registry::checked`]).
 struct CpuLevel {
     engine: CpuEngine,
-    check: OnceLock<std::result::Result<(), String>>,
+    check: Mutex<Option<std::result::Result<(), String>>>,
 }
 
 /// One GPU: opened (or why not), its gate reports, and its engines (`cuda` first, then `cuda:<kernel>`
@@ -166,14 +167,25 @@ impl Registry {
     fn new() -> Registry {
         let cpu = SimdLevel::available()
             .into_iter()
-            .map(|level| CpuLevel { engine: CpuEngine::with_level(level), check: OnceLock::new() })
+            .map(|level| CpuLevel { engine: CpuEngine::with_level(level), check: Mutex::new(None) })
             .collect();
         Registry { cpu, gpus: Mutex::new(BTreeMap::new()) }
     }
 
-    /// The self-check verdict of a CPU level (run now if it has not run yet).
+    /// The self-check verdict of a CPU level (run now if it has not run yet). The check runs in the IEEE state
+    /// whatever the caller's ([`selfcheck::run`]); should it fail all the same while the calling thread flushes
+    /// subnormals, the failure is not kept, so that a later call from a thread that does not flush checks again.
     fn checked(level: &CpuLevel) -> std::result::Result<(), String> {
-        level.check.get_or_init(|| selfcheck::run(&level.engine)).clone()
+        let mut verdict = level.check.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = verdict.as_ref() {
+            return v.clone();
+        }
+        let flushing = mmaemu_model::fpenv::flushes();
+        let v = selfcheck::run(&level.engine);
+        if v.is_ok() || !flushing {
+            *verdict = Some(v.clone());
+        }
+        v
     }
 
     /// GPU `ordinal`: opened and gated at its first use, once per process.
@@ -451,5 +463,37 @@ mod tests {
         assert_eq!(e.category(), Category::BackendUnavailable);
         assert!(r.resolve("cpu:sse9").is_err());
         assert!(r.resolve("gpu").is_err());
+    }
+
+    /// A thread that flushes subnormals (MXCSR.FTZ and DAZ) makes the first call of a fresh registry: the CPU
+    /// levels' self-checks run in the IEEE state and pass, the caller's state is as it was after the call, and once
+    /// the thread clears the flags `auto` and `cpu` still choose a CPU kernel level, the best one.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_flushing_first_caller_is_not_remembered() {
+        use crate::fpstate::mxcsr;
+        std::thread::spawn(|| {
+            let set = |csr: u32| {
+                // SAFETY: LDMXCSR of a value read from MXCSR with only its FTZ (15) and DAZ (6) bits changed.
+                unsafe { std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack, preserves_flags)) };
+            };
+            let clear = mxcsr();
+            let r = Registry::new();
+            let best = format!("cpu:{}", SimdLevel::available()[0].name());
+            set(clear | 0x8040);
+            let first = r.resolve("cpu").map(|s| s.name);
+            let flags_after = mxcsr() & 0x8040;
+            set(clear);
+            assert_eq!(flags_after, 0x8040, "the caller's FTZ and DAZ were not restored after the call");
+            assert_eq!(first.ok().as_deref(), Some(best.as_str()), "the first call, from a flushing thread");
+            // `auto` after the GPU (MMAEMU_BACKEND left aside).
+            assert_eq!(r.auto_cpu(vec![], vec![]).name, best);
+            assert_eq!(r.resolve("cpu").map(|s| s.name).ok().as_deref(), Some(best.as_str()));
+            for level in &r.cpu {
+                assert_eq!(Registry::checked(level), Ok(()), "{}", level.engine.name());
+            }
+        })
+        .join()
+        .unwrap();
     }
 }

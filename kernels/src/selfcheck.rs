@@ -8,6 +8,7 @@
 //! smallest magnitudes in one block (truncation), exact cancellation (the +0 rule), subnormals, -0 codes,
 //! blocks where the accumulator dominates, exponent ties with carries, and a row with NaN and Inf codes.
 
+use crate::fpstate::FpState;
 use crate::CpuEngine;
 use mmaemu_model::plan::SplitK;
 use mmaemu_model::preset::{CEntry, PresetSpec};
@@ -87,8 +88,11 @@ fn plans(preset: &Preset, k: usize) -> Vec<Plan> {
     v
 }
 
-/// Run the battery on `engine`: Ok, or the first difference from the model.
+/// Run the battery on `engine`: Ok, or the first difference from the model. It runs in the IEEE default
+/// floating-point state (subnormals kept, round to nearest), set for its span and the caller's restored after it
+/// ([`FpState::ieee`]): the verdict is the engine's, whatever state the calling thread is in.
 pub fn run(engine: &CpuEngine) -> Result<(), String> {
+    let _ieee = FpState::ieee();
     engine.with_every_tiling().iter().try_for_each(battery)
 }
 

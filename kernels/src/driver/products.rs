@@ -2,12 +2,14 @@
 //! B; per piece of a chunk its rows of A are decoded, and B's rows run through the product-lane block step eight
 //! at a time, decoded beforehand, or, at one or two rows of A on the AVX-512 level, sixteen at a time as codes.
 
+use super::tiles::{group, reads_codes, strip_len};
 use super::{gather_rows, ChunkPlan, Job, Piece};
-use crate::kernel::{product_blocks, Path};
+use crate::kernel::product_blocks;
 #[cfg(target_arch = "x86_64")]
 use crate::x86::{self, CODE_CHAINS};
+/// Rows of B per call of the step over codes (`x86::CODE_CHAINS` on x86-64).
 #[cfg(not(target_arch = "x86_64"))]
-const CODE_CHAINS: usize = 16;
+pub(super) const CODE_CHAINS: usize = 16;
 use crate::tables::{Lut, ZERO_EXP};
 use std::ops::Range;
 
@@ -44,51 +46,9 @@ fn decode_rows(
 }
 
 /// Chains interleaved by the product-lane kernel (see [`product_blocks`]).
-const CHAINS: usize = 8;
+pub(super) const CHAINS: usize = 8;
 
-/// Whether a tile of `rows` rows of A runs the AVX-512 step over B's codes (at most [`CODE_ROWS`] rows).
-fn reads_codes<const X86: u8>(rows: usize) -> bool {
-    X86 == X86_AVX512 && rows <= CODE_ROWS
-}
-
-/// Rows of B per group of the tile: [`CODE_CHAINS`] where the step over codes runs, else [`CHAINS`].
-fn group<const X86: u8>(rows: usize) -> usize {
-    if reads_codes::<X86>(rows) {
-        CODE_CHAINS
-    } else {
-        CHAINS
-    }
-}
-
-/// Positions per piece of the product-lane tiling (whole blocks): the decoded rows of a piece (5 bytes per
-/// position) stay in L1 while the tile's rows run over them.
-const STRIP: usize = 512;
-
-/// The positions of a product-lane piece for blocks of `NB`: whole blocks, at most [`STRIP`].
-const fn strip_len<const NB: usize>() -> usize {
-    NB * (STRIP / NB)
-}
-
-/// At most this many rows of A per product-lane tile run the AVX-512 step that decodes B's codes in registers;
-/// it decodes them again for every row, so more rows run the step over rows of B decoded once per group. One
-/// thread, `mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --no-native` (AMD EPYC with AVX-512), codes
-/// against decoded rows in GMAC/s: M = 1 3.1 vs 2.1, M = 2 3.7 vs 3.7, M = 4 4.7 vs 5.2, M = 16 5.2 vs 7.1.
-const CODE_ROWS: usize = 2;
-
-/// Whether a product-lane tile of `rows` rows of the job on the AVX-512 level reads every code of B with the block
-/// step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all rows of A, so at
-/// most `CODE_ROWS` (2) of them, and the kernel must serve the preset.
-pub fn reads_b_codes(job: &Job) -> bool {
-    products_serve(job) && job.m() <= CODE_ROWS
-}
-
-/// Whether the product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada,
-/// hopper, and custom presets of those sizes).
-pub fn products_serve(job: &Job) -> bool {
-    job.p.path == Path::Narrow && matches!(job.p.nfma, 16 | 32)
-}
-
-/// One product-lane tile (see [`products_serve`]): rows `rows` of A against rows `cols` of B, every split and
+/// One product-lane tile (see [`super::products_serve`]): rows `rows` of A against rows `cols` of B, every split and
 /// chunk, with the lanes along each block's products. Returns `rows.len()` rows of `cols.len()` results.
 /// `X86`: the block step's instructions ([`X86_NONE`], [`X86_AVX2`] or [`X86_AVX512`]; the caller is compiled for
 /// them).
@@ -117,7 +77,7 @@ fn strip_tile_with<const NB: usize, const HT: bool, const X86: u8>(
 ) -> Vec<f32> {
     let (nr, nc) = (rows.len(), cols.len());
     // Outputs rounded up to whole groups; the extra rows of B are zeros.
-    let unit = group::<X86>(nr);
+    let unit = group::<X86>(job, nr);
     let ncp = nc.div_ceil(unit) * unit;
     let piece_len = strip_len::<NB>();
     let mut piece = StripPiece::<NB, HT, X86> {
@@ -191,7 +151,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
     #[inline(always)]
     fn run_chunks(&mut self, job: &Job, chunks: &[ChunkPlan], part: &mut [f32]) -> usize {
         let piece_len = strip_len::<NB>();
-        let codes = self.fused && reads_codes::<X86>(self.rows.len());
+        let codes = self.fused && reads_codes::<X86>(job, self.rows.len());
         let Some((k0, l, count)) = consecutive(chunks, NB).filter(|&(_, l, _)| codes && l <= piece_len) else {
             return 0;
         };
@@ -220,8 +180,12 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
         let (at, bt) = ((job.a, job.k, &job.la), (job.b, job.k, &job.lb));
         decode_rows(at, self.rows.clone(), chunk, q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
         #[cfg(target_arch = "x86_64")]
-        if reads_codes::<X86>(nr) {
-            self.run_codes(job, chunk, (q0, q1), &single, acc, (0, &mut []));
+        if reads_codes::<X86>(job, nr) {
+            if X86 == X86_AVX2 {
+                self.run_codes_avx2(job, chunk, (q0, q1), &single, acc);
+            } else {
+                self.run_codes(job, chunk, (q0, q1), &single, acc, (0, &mut []));
+            }
             return;
         }
         // A group of CHAINS rows of B at a time, decoded just before use (rows past the tile are zeros).
@@ -254,6 +218,67 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
 }
 
 impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
+    /// The groups of [`CHAINS`] rows of B over one piece with the AVX2 block step over B's codes
+    /// (`x86::product_blocks_codes_avx2`, where `tiles::avx2_codes` holds): in place when the piece is one run of k
+    /// (`single`), else gathered with zero padding; the tile's rows of A are decoded already.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn run_codes_avx2(
+        &mut self,
+        job: &Job,
+        chunk: &ChunkPlan,
+        (q0, q1): (usize, usize),
+        single: &Option<Range<usize>>,
+        acc: &mut [f32],
+    ) {
+        let (nr, nc, k) = (self.rows.len(), self.cols.len(), job.k);
+        let ncp = nc.div_ceil(CHAINS) * CHAINS;
+        let len = q1 - q0;
+        let nblk = len / NB;
+        let e4m3 = job.lb.format() == mmaemu_model::Format::E4m3;
+        // The step takes A's magnitudes scaled, and its codes for their signs.
+        let scale = x86::avx2_a_scale(e4m3);
+        self.av[..nr * len].iter_mut().for_each(|v| *v = v.abs() * scale);
+        for g in (0..ncp).step_by(CHAINS) {
+            let real = CHAINS.min(nc - g);
+            let brows = self.cols.start + g..self.cols.start + g + real;
+            if single.is_none() {
+                gather_rows(job.b, k, brows.clone(), chunk, q0, q1, &mut self.gb[..real * len]);
+            }
+            let mut codes = [&self.zeros[..len]; CHAINS];
+            for (t, c) in codes.iter_mut().enumerate().take(real) {
+                *c = match single {
+                    Some(kr) => &job.b[(brows.start + t) * k + kr.start..(brows.start + t) * k + kr.end],
+                    None => &self.gb[t * len..(t + 1) * len],
+                };
+            }
+            for r in 0..nr {
+                let Ok(c) = <&mut [f32; CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CHAINS]) else {
+                    continue;
+                };
+                let (a, e) = (&self.av[r * len..(r + 1) * len], &self.ae[r * len..(r + 1) * len]);
+                let i = self.rows.start + r;
+                let ac = match single {
+                    Some(kr) => &job.a[i * k + kr.start..i * k + kr.end],
+                    None => &self.ga[r * len..(r + 1) * len],
+                };
+                // SAFETY: `X86_AVX2` is passed only by the tiles of the AVX2 level, which exists only after
+                // `is_x86_feature_detected!` reported AVX2, and this step runs only where `tiles::avx2_codes` saw
+                // FMA and F16C too.
+                let nonfinite = unsafe {
+                    if e4m3 {
+                        x86::product_blocks_codes_avx2::<NB, true>(a, e, ac, codes, nblk, c, &job.p)
+                    } else {
+                        x86::product_blocks_codes_avx2::<NB, false>(a, e, ac, codes, nblk, c, &job.p)
+                    }
+                };
+                if nonfinite {
+                    job.saw_nonfinite_b();
+                }
+            }
+        }
+    }
+
     /// The groups of CODE_CHAINS rows of B over one piece with the AVX-512 block step, which reads B's codes: in
     /// place when the piece is one run of k (`single`), else gathered with zero padding; the tile's rows of A
     /// are decoded already.

@@ -1,0 +1,163 @@
+//! The panel executor: a tile of rows of A against a panel of W rows of B, each piece of the panel's codes moved
+//! into position-major order and decoded once, then every row of the tile through the portable panel step.
+
+use super::tiles::PIECE;
+use super::{rows_of_a, ChunkPlan, Job, Piece};
+use crate::kernel::{block_steps, Lane, Path};
+use crate::tables::ZERO_EXP;
+use std::ops::Range;
+
+/// One panel tile with the kernel its job's path needs. `HT`: the level truncates in hardware (SSE4.1 and up).
+#[inline(always)]
+pub fn tile<const W: usize, const HT: bool>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    match (job.p.path, job.p.late) {
+        (Path::Narrow, _) => tile_with::<W, f32, false, HT>(job, rows, cols),
+        (_, true) => tile_with::<W, f64, true, HT>(job, rows, cols),
+        (_, false) => tile_with::<W, f64, false, HT>(job, rows, cols),
+    }
+}
+
+/// One panel tile: rows `rows` of A against the panel `cols` of B (at most W rows), every split and chunk, with
+/// the lanes along the panel's outputs. Returns `rows.len()` rows of `cols.len()` results.
+#[inline(always)]
+fn tile_with<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
+    job: &Job,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) -> Vec<f32> {
+    let nfma = job.p.nfma;
+    let nr = rows.len();
+    let (j0, ncols) = (cols.start, cols.len());
+    let piece_len = nfma * (PIECE / nfma).max(1);
+    let mut piece = PanelPiece::<W, L, LATE, HT> {
+        rows: rows.clone(),
+        ncols,
+        j0,
+        pc: vec![0u8; piece_len * W],
+        pv: vec![L::default(); piece_len * W],
+        pe: vec![ZERO_EXP; piece_len * W],
+        ga: vec![0u8; nr * piece_len],
+    };
+    let acc = job.accumulate(nr * W, piece_len, &mut piece);
+    // Drop the padding columns of the panel.
+    let mut out = Vec::with_capacity(nr * ncols);
+    acc.chunks_exact(W).for_each(|r| out.extend_from_slice(&r[..ncols]));
+    out
+}
+
+/// The scratch of a panel tile: the decoded panel piece and the gathered rows of A.
+struct PanelPiece<const W: usize, L, const LATE: bool, const HT: bool> {
+    rows: Range<usize>,
+    ncols: usize,
+    j0: usize,
+    /// The panel piece's codes, position-major.
+    pc: Vec<u8>,
+    pv: Vec<L>,
+    pe: Vec<i8>,
+    ga: Vec<u8>,
+}
+
+impl<const W: usize, L: Lane, const LATE: bool, const HT: bool> Piece for PanelPiece<W, L, LATE, HT> {
+    #[inline(always)]
+    fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
+        let (nfma, nr, ncols, j0) = (job.p.nfma, self.rows.len(), self.ncols, self.j0);
+        let (pc, pv, pe, ga) = (&mut self.pc, &mut self.pv, &mut self.pe, &mut self.ga);
+        let len = q1 - q0;
+        panel_codes::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc);
+        L::decode(&job.lb, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
+        let nblk = len / nfma;
+        let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
+        let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut ga[..nr * len]);
+        let row = |r: usize| &a[r * stride..r * stride + len];
+        let accs = acc.chunks_exact_mut(W).filter_map(|c| <&mut [f32; W]>::try_from(c).ok());
+        for (r, c) in accs.enumerate() {
+            block_steps::<W, L, LATE, HT>(row(r), nblk, &job.la, pv, pe, c, &job.p);
+        }
+    }
+}
+
+/// The panel's codes (`cols` of B, at most W) at positions [q0, q1) of a chunk, moved into position-major order
+/// (W per position; zero codes at padding positions and in the columns past the panel's), ready to be decoded
+/// in one pass that vectorises: a copy of bytes and a decoding from the bits cost less than a table lookup of
+/// every code at its place in the panel. The move runs in squares of 8 columns by 8 positions, transposed in
+/// registers ([`transpose8`]); the edges byte by byte.
+#[inline(always)]
+pub(super) fn panel_codes<const W: usize>(
+    job: &Job,
+    chunk: &ChunkPlan,
+    q0: usize,
+    q1: usize,
+    cols: Range<usize>,
+    pc: &mut [u8],
+) {
+    let (k, len) = (job.k, q1 - q0);
+    let real: usize = chunk.segments(q0, q1).map(|(_, kr)| kr.len()).sum();
+    if real < len || cols.len() < W {
+        pc[..len * W].fill(0);
+    }
+    let pc = &mut pc[..len * W];
+    for (off, kr) in chunk.segments(q0, q1) {
+        let n = kr.len();
+        let row = |j: usize| &job.b[j * k + kr.start..j * k + kr.end];
+        let (whole_cols, whole_pos) = (cols.len() / 8 * 8, n / 8 * 8);
+        for jj in (0..whole_cols).step_by(8) {
+            let rows: [&[u8]; 8] = std::array::from_fn(|i| row(cols.start + jj + i));
+            for t in (0..whole_pos).step_by(8) {
+                let mut x = [0u64; 8];
+                for (x, r) in x.iter_mut().zip(rows) {
+                    *x = u64::from_le_bytes(r[t..t + 8].try_into().unwrap_or([0; 8]));
+                }
+                transpose8(&mut x);
+                for (i, x) in x.iter().enumerate() {
+                    let at = (off + t + i) * W + jj;
+                    pc[at..at + 8].copy_from_slice(&x.to_le_bytes());
+                }
+            }
+            for (i, r) in rows.iter().enumerate() {
+                for t in whole_pos..n {
+                    pc[(off + t) * W + jj + i] = r[t];
+                }
+            }
+        }
+        for jj in whole_cols..cols.len() {
+            for (t, &code) in row(cols.start + jj).iter().enumerate() {
+                pc[(off + t) * W + jj] = code;
+            }
+        }
+    }
+}
+
+/// Transposes the 8 x 8 bytes of `x` (byte c of `x[r]`, least significant first, becomes byte r of `x[c]`): three
+/// rounds of exchanges of 1-, 2- and 4-byte blocks between rows 1, 2 and 4 apart.
+#[inline(always)]
+fn transpose8(x: &mut [u64; 8]) {
+    for (shift, mask, pairs) in [
+        (8, 0x00FF_00FF_00FF_00FFu64, [(0, 1), (2, 3), (4, 5), (6, 7)]),
+        (16, 0x0000_FFFF_0000_FFFF, [(0, 2), (1, 3), (4, 6), (5, 7)]),
+        (32, 0x0000_0000_FFFF_FFFF, [(0, 4), (1, 5), (2, 6), (3, 7)]),
+    ] {
+        for (r, s) in pairs {
+            let t = ((x[r] >> shift) ^ x[s]) & mask;
+            x[s] ^= t;
+            x[r] ^= t << shift;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transpose8;
+
+    /// Byte c of row r lands at byte r of row c, for every r and c.
+    #[test]
+    fn transpose8_transposes() {
+        let mut x = [0u64; 8];
+        for (r, x) in x.iter_mut().enumerate() {
+            *x = u64::from_le_bytes(std::array::from_fn(|c| (16 * r + c) as u8));
+        }
+        transpose8(&mut x);
+        for (c, x) in x.iter().enumerate() {
+            assert_eq!(x.to_le_bytes(), std::array::from_fn(|r| (16 * r + c) as u8), "row {c}");
+        }
+    }
+}

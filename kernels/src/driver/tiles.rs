@@ -1,0 +1,126 @@
+//! The driver's tiling decisions: piece lengths, rows per tile and waves of the panel tiles, which tiles read B's
+//! codes in the product-lane step and how many rows of B they group, and when a GEMM runs on the calling thread.
+
+#[cfg(not(target_arch = "x86_64"))]
+use super::products::CODE_CHAINS;
+use super::products::{CHAINS, X86_AVX2, X86_AVX512};
+use super::Job;
+use crate::kernel::Path;
+#[cfg(target_arch = "x86_64")]
+use crate::x86::CODE_CHAINS;
+
+/// Target length of a piece of a chunk (rounded to whole blocks): the panel planes of a piece (5 or 9 bytes
+/// per position and output: 40 to 150 KB) stay in L1 or L2 while every row of the tile runs over them; 256
+/// ran 1024^3 about 5 % faster than 128 and 512 on one thread (`mmaemu bench gemm --m 1024 --n 1024 --k 1024
+/// --threads 1`, AMD EPYC with AVX-512).
+pub(super) const PIECE: usize = 256;
+
+/// Most rows of A per tile: decoding a panel piece costs a few cycles per code, the kernel a fraction of a
+/// cycle per product, so a decoded piece must serve hundreds of rows.
+const MAX_ROWS: usize = 512;
+
+/// Fewest rows of A per panel tile where M has them.
+const MIN_ROWS: usize = 32;
+
+/// Below this many multiply-adds (about 20 µs of one core) the tiles run on the calling thread: waking the
+/// pool's threads and waiting for them costs more than the work.
+pub(super) const SERIAL_MACS: usize = 1 << 18;
+
+/// How the output is cut into tiles: `rows` rows of A by `cols` rows of B, `wave` row blocks at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tiles {
+    /// Rows of A per tile.
+    pub rows: usize,
+    /// Rows of B (outputs of a row) per tile.
+    pub cols: usize,
+    /// Row blocks per wave (bounds the scratch of a wave to a few rows of the result).
+    pub wave: usize,
+}
+
+impl Tiles {
+    /// The tiles of panels of `w` outputs: up to MAX_ROWS rows per tile (so that a decoded panel piece
+    /// serves many rows), fewer when there are too few tiles to keep every thread busy, but not below
+    /// MIN_ROWS where M allows it (a piece decoded for a few rows costs more than it saves).
+    pub fn panels(job: &Job, w: usize) -> Tiles {
+        let panels = job.n.div_ceil(w);
+        let want = 4 * job.threads();
+        let row_blocks_needed = want.div_ceil(panels);
+        let rows = job.m.div_ceil(row_blocks_needed).clamp(MIN_ROWS.min(job.m).max(1), MAX_ROWS);
+        let wave = row_blocks_needed.clamp(1, job.m.div_ceil(rows));
+        Tiles { rows, cols: w, wave }
+    }
+}
+
+/// Positions per piece of the AVX-512 panel tile: its planes (64 magnitudes, 64 exponents and 128 magnitudes by
+/// sign per position, 26 KB at 32 positions) stay in the first-level cache while every row of the tile runs over
+/// them.
+#[cfg(target_arch = "x86_64")]
+const FUSED_PIECE: usize = 32;
+
+/// The positions of a fused panel piece for blocks of `nfma`: whole blocks, [`FUSED_PIECE`] or one block if longer.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn fused_piece_len(nfma: usize) -> usize {
+    nfma * (FUSED_PIECE / nfma).max(1)
+}
+
+/// Whether a tile of `rows` rows of the job runs a step over B's codes: the AVX-512 one (at most [`CODE_ROWS`]
+/// rows), or the AVX2 one (at most [`CODE_ROWS_AVX2`] rows, where [`avx2_codes`] holds).
+pub(super) fn reads_codes<const X86: u8>(job: &Job, rows: usize) -> bool {
+    match X86 {
+        X86_AVX512 => rows <= CODE_ROWS,
+        X86_AVX2 => rows <= CODE_ROWS_AVX2 && avx2_codes(job),
+        _ => false,
+    }
+}
+
+/// Whether the AVX2 step over B's codes (`x86::product_blocks_codes_avx2`) serves the job on this CPU: the preset
+/// has room for its bias ([`crate::kernel::Params::biased`]) and the CPU has FMA and F16C besides AVX2.
+pub fn avx2_codes(job: &Job) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return job.p.biased && std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("f16c");
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = job;
+        false
+    }
+}
+
+/// Rows of B per group of the tile: [`CODE_CHAINS`] where the step over codes runs, else [`CHAINS`].
+pub(super) fn group<const X86: u8>(job: &Job, rows: usize) -> usize {
+    if X86 == X86_AVX512 && reads_codes::<X86>(job, rows) {
+        CODE_CHAINS
+    } else {
+        CHAINS
+    }
+}
+
+/// Positions per piece of the product-lane tiling (whole blocks): the decoded rows of a piece (5 bytes per
+/// position) stay in L1 while the tile's rows run over them.
+const STRIP: usize = 512;
+
+/// The positions of a product-lane piece for blocks of `NB`: whole blocks, at most [`STRIP`].
+pub(super) const fn strip_len<const NB: usize>() -> usize {
+    NB * (STRIP / NB)
+}
+
+/// At most this many rows of A per product-lane tile run the AVX-512 step that decodes B's codes in registers;
+/// it decodes them again for every row, so more rows run the step over rows of B decoded once per group. One
+/// thread, `mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --no-native` (AMD EPYC with AVX-512), codes
+/// against decoded rows in GMAC/s: M = 1 3.1 vs 2.1, M = 2 3.7 vs 3.7, M = 4 4.7 vs 5.2, M = 16 5.2 vs 7.1.
+pub(super) const CODE_ROWS: usize = 2;
+
+/// At most this many rows of A per product-lane tile run the AVX2 step over B's codes (see [`CODE_ROWS`]).
+pub(super) const CODE_ROWS_AVX2: usize = 2;
+
+/// Whether a product-lane tile of the job on the level of `X86` ([`X86_AVX512`] or [`X86_AVX2`]) reads every code
+/// of B with a block step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all
+/// rows of A, so few enough of them, and the kernel must serve the preset.
+pub fn reads_b_codes<const X86: u8>(job: &Job) -> bool {
+    products_serve(job) && reads_codes::<X86>(job, job.m())
+}
+
+/// Whether the product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada,
+/// hopper, and custom presets of those sizes).
+pub fn products_serve(job: &Job) -> bool {
+    job.p.path == Path::Narrow && matches!(job.p.nfma, 16 | 32)
+}

@@ -1,0 +1,61 @@
+//! The block steps in x86 instructions, one file per step and level: product lanes over decoded rows of B (AVX2),
+//! the decode step over B's codes (AVX2; AVX-512, plain and fused), the panel step and its planes (AVX-512), and the
+//! register helpers they share here. Exact in every step, and tested against the model like every level.
+
+#[cfg(target_arch = "x86_64")]
+use crate::kernel::Params;
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+mod codes;
+mod codes_avx2;
+mod fused;
+mod lanes_avx2;
+mod panel;
+mod planes;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests;
+
+pub use codes::*;
+pub use codes_avx2::*;
+pub use fused::*;
+pub use lanes_avx2::*;
+pub use panel::*;
+pub use planes::*;
+
+/// The 16 bytes at each of `pieces` in the four 128-bit lanes of a vector, in order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+pub(super) unsafe fn lanes(pieces: [*const u8; 4]) -> __m512i {
+    let p = pieces.map(|p| p as *const __m128i);
+    let v = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(_mm_loadu_si128(p[0])), _mm_loadu_si128(p[1]));
+    let v = _mm512_inserti32x4::<2>(v, _mm_loadu_si128(p[2]));
+    _mm512_inserti32x4::<3>(v, _mm_loadu_si128(p[3]))
+}
+
+/// A 128-byte table in two vectors (the sources of a two-source byte permute).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) unsafe fn halves(t: &[u8; 128]) -> (__m512i, __m512i) {
+    (_mm512_loadu_si512(t.as_ptr() as *const __m512i), _mm512_loadu_si512(t.as_ptr().add(64) as *const __m512i))
+}
+
+/// The rounding of [`panel_blocks`]'s additions: toward zero, exceptions suppressed (none can occur: every sum
+/// stays in its binade).
+#[cfg(target_arch = "x86_64")]
+pub(super) const TOWARD_ZERO: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+
+/// The 16 bytes of quarter `q` (0..4) of a vector.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[inline]
+pub(super) unsafe fn lane_quarter(x: __m512i, q: usize) -> __m128i {
+    match q {
+        0 => _mm512_extracti32x4_epi32::<0>(x),
+        1 => _mm512_extracti32x4_epi32::<1>(x),
+        2 => _mm512_extracti32x4_epi32::<2>(x),
+        _ => _mm512_extracti32x4_epi32::<3>(x),
+    }
+}

@@ -1,0 +1,140 @@
+//! The AVX-512 panel step and its planes against the portable panel step and the decoded codes.
+
+use super::*;
+
+/// A panel's piece decoded in place equals the same codes moved into position-major order and decoded by
+/// `Lut::decode_magnitudes`, bit for bit, and reports a non-finite code where there is one: both formats, all
+/// 256 codes (non-finite ones and both zeros included) in the first piece, random codes after it and finite
+/// ones only in the last, pieces of 16, 32 and 48 positions at an offset into rows of odd length.
+#[test]
+fn panel_piece_equals_the_decoded_codes() {
+    if !avx512() || !crate::driver::vbmi() {
+        eprintln!("this CPU has no AVX-512 VBMI: the decoding in place is not run");
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0xDEC0DE);
+    for f in [Format::E4m3, Format::E5m2] {
+        let lb = Lut::new(f);
+        for (round, len) in [16, 32, 48, 32].into_iter().enumerate() {
+            let (k, k0) = (len + 2 * round + 7, 2 * round + 3);
+            // Every code somewhere in the first round, random codes after it, finite ones only in the last.
+            let b: Vec<u8> = (0..PANEL * k)
+                .map(|i| match (round, rng.random::<u8>()) {
+                    (0, _) => (i * 37 % 256) as u8,
+                    (3, c) if f.is_nonfinite(c) => c & 0xBF,
+                    (_, c) => c,
+                })
+                .collect();
+            let mut pc = vec![0u8; len * PANEL];
+            for (p, codes) in pc.chunks_exact_mut(PANEL).enumerate() {
+                for (j, c) in codes.iter_mut().enumerate() {
+                    *c = b[j * k + k0 + p];
+                }
+            }
+            if round == 0 {
+                assert!((0..=255u8).all(|c| pc.contains(&c)), "the first piece holds every code");
+            }
+            let (mut wm, mut ws, mut we) = (vec![0f32; len * PANEL], vec![0f32; len * SIDED], vec![0i8; len * PANEL]);
+            lb.decode_magnitudes::<PANEL>(&pc, &mut wm, &mut ws, &mut we);
+            let (mut m, mut s, mut e) = (vec![1f32; len * PANEL], vec![1f32; len * SIDED], vec![1i8; len * PANEL]);
+            let seen = unsafe { panel_piece(&b, (k, k0, len), &lb, (&mut m, &mut s, &mut e)) };
+            assert_eq!(seen, f.any_nonfinite(&pc), "{f:?}, {len} positions: the non-finite report");
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(e, we, "{f:?}, {len} positions: exponents");
+            assert_eq!(bits(&m), bits(&wm), "{f:?}, {len} positions: magnitudes");
+            assert_eq!(bits(&s), bits(&ws), "{f:?}, {len} positions: magnitudes by sign");
+        }
+    }
+}
+
+/// The fused panel step equals the portable panel step, bit for bit: both formats of A and B, blocks of 16 and
+/// 32, rows of random finite codes (a tenth +0) against a panel of random finite codes (a tenth -0), five or
+/// six rows (pairs and a single row) of six blocks each, so that c grows, changes sign and enters the block
+/// maximum; rows read in place with a stride, and accumulators that start from earlier pieces' values.
+#[test]
+fn fused_panel_step_equals_the_panel_step() {
+    if !avx512() {
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5EED_FA57);
+    for preset in [Preset::ada(), Preset::hopper()] {
+        let p = Params::new(&preset);
+        assert!(p.biased);
+        for (fa, fb) in PAIRS {
+            let (la, lb) = (Lut::new(fa), Lut::new(fb));
+            let finite = |f: Format, rng: &mut ChaCha8Rng, top: u8| loop {
+                let c = rng.random_range(0..=top) | (rng.random::<u8>() & 0x80);
+                if !f.is_nonfinite(c) {
+                    break c;
+                }
+            };
+            for round in 0..20 {
+                let (rows, nblk) = (5 + round % 2, 6);
+                let len = nblk * p.nfma;
+                let stride = len + 3;
+                // Narrower magnitudes every other round, so that the block maxima vary.
+                let top = if round % 2 == 0 { 0x7F } else { 0x3F };
+                let a: Vec<u8> = (0..rows * stride)
+                    .map(|_| if rng.random_ratio(1, 10) { 0 } else { finite(fa, &mut rng, top) })
+                    .collect();
+                let pc: Vec<u8> = (0..len * PANEL)
+                    .map(|_| if rng.random_ratio(1, 10) { 0x80 } else { finite(fb, &mut rng, 0x7F) })
+                    .collect();
+                let (mut pv, mut pe) = (vec![0f32; len * PANEL], vec![0i8; len * PANEL]);
+                lb.decode(&pc, &mut pv, &mut pe);
+                let (mut pm, mut ps) = (vec![0f32; len * PANEL], vec![0f32; len * SIDED]);
+                let mut pe2 = vec![0i8; len * PANEL];
+                lb.decode_magnitudes::<PANEL>(&pc, &mut pm, &mut ps, &mut pe2);
+                assert_eq!(pe, pe2);
+                // Accumulators from an earlier piece: results of the portable step over random codes.
+                let mut want = vec![0f32; rows * PANEL];
+                for (r, c) in want.chunks_exact_mut(PANEL).enumerate() {
+                    let c: &mut [f32; PANEL] = c.try_into().unwrap();
+                    if r % 2 == 1 {
+                        crate::kernel::block_steps::<PANEL, f32, false, true>(
+                            &a[r * stride..],
+                            1,
+                            &la,
+                            &pv[PANEL * p.nfma..],
+                            &pe[PANEL * p.nfma..],
+                            c,
+                            &p,
+                        );
+                    }
+                }
+                let mut got = want.clone();
+                for (r, c) in want.chunks_exact_mut(PANEL).enumerate() {
+                    let c: &mut [f32; PANEL] = c.try_into().unwrap();
+                    crate::kernel::block_steps::<PANEL, f32, false, true>(
+                        &a[r * stride..r * stride + len],
+                        nblk,
+                        &la,
+                        &pv,
+                        &pe,
+                        c,
+                        &p,
+                    );
+                }
+                // The same piece ending the chains (slow accumulation's chunk) into sums of earlier chunks:
+                // each sum gains the chain's result in fp32, and the chain restarts at +0.
+                let mut ended = got.clone();
+                let earlier: Vec<f32> =
+                    (0..rows * PANEL).map(|_| lb.v32[finite(fb, &mut rng, 0x7F) as usize] * 1024.0).collect();
+                let mut sums = earlier.clone();
+                // SAFETY: the AVX-512 level exists, so the CPU has the step's features.
+                unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut got, None, &p) };
+                // SAFETY: as above.
+                unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut ended, Some(&mut sums), &p) };
+                for i in 0..want.len() {
+                    // (Made only for a failure's message.)
+                    let what = || {
+                        format!("{} {fa} x {fb} round {round}: row {} output {}", preset.name(), i / PANEL, i % PANEL)
+                    };
+                    assert_eq!(got[i].to_bits(), want[i].to_bits(), "{}", what());
+                    assert_eq!(sums[i].to_bits(), (earlier[i] + want[i]).to_bits(), "{}: the chunk's sum", what());
+                    assert_eq!(ended[i].to_bits(), 0, "{}: the chain does not restart at +0", what());
+                }
+            }
+        }
+    }
+}
