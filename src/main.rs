@@ -72,6 +72,8 @@ enum Command {
     },
     /// Run the CUDA kernels' self-test gate: PASS/FAIL per kernel (exit 0 pass, 1 fail, 4 no device).
     Selftest(cmd::selftest::SelftestArgs),
+    /// The trace of one output element: plan, every block, every fp32 addition, the epilogue.
+    Trace(Box<cmd::trace::TraceArgs>),
     /// Profiles, presets, backends, split-K tables and environment.
     Info {
         /// Print JSON instead of text.
@@ -96,6 +98,7 @@ impl Command {
             Command::Bench { command: cmd::bench::BenchCommand::Suite(_) } => "bench suite",
             Command::Selftest(_) => "selftest",
             Command::Info { .. } => "info",
+            Command::Trace(_) => "trace",
         }
     }
 
@@ -115,6 +118,7 @@ impl Command {
             Command::Bench { command } => cmd::bench::run(command),
             Command::Selftest(args) => cmd::selftest::run(&args),
             Command::Info { json } => cmd::info::run(json),
+            Command::Trace(args) => cmd::trace::run(*args),
         }
     }
 }

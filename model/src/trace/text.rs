@@ -76,8 +76,11 @@ fn block_text(s: &mut String, t: &Trace, b: &Block, unfold: bool) {
         ExpSource::MinExp => format!("the floor min_exp = {}", t.min_exp),
     };
     let _ = writeln!(s, "      E = {} set by {src}; grid 2^{} (E - {})", b.e, b.g, t.frac);
-    let shown = if unfold || b.terms.len() <= FOLD_TERMS { b.terms.len() } else { FOLD_TERMS };
-    for term in &b.terms[..shown] {
+    // Folded, zero products (an operand ±0: no part in E, nothing added) are counted, not listed.
+    let listed: Vec<&super::block::Term> = b.terms.iter().filter(|x| unfold || x.ep.is_some()).collect();
+    let zeros = b.terms.len() - listed.len();
+    let shown = if unfold || listed.len() <= FOLD_TERMS { listed.len() } else { FOLD_TERMS };
+    for term in &listed[..shown] {
         let ep = term.ep.map_or("zero product".into(), |e| format!("ep {e}"));
         let _ = writeln!(
             s,
@@ -90,10 +93,13 @@ fn block_text(s: &mut String, t: &Trace, b: &Block, unfold: bool) {
             term.dropped.hex()
         );
     }
-    if shown < b.terms.len() {
-        let rest = &b.terms[shown..];
+    if shown < listed.len() {
+        let rest = &listed[shown..];
         let dropped = rest.iter().fold(Exact::zero(), |acc, x| acc.add(&x.dropped));
         let _ = writeln!(s, "      ... {} more products folded (their drops sum to {})", rest.len(), dropped.hex());
+    }
+    if zeros > 0 {
+        let _ = writeln!(s, "      ({zeros} zero products not listed)");
     }
     if let Some((c, kept, dropped)) = &b.c_term {
         let _ = writeln!(s, "      c: {c} -> kept {}, dropped {}", kept.hex(), dropped.hex());
@@ -225,4 +231,56 @@ pub fn render(t: &Trace, unfold: bool) -> String {
     let w = t.dtype.width() * 2;
     let _ = writeln!(s, "result 0x{:0w$X} [{}] = {}", t.bits, t.dtype, t.dtype.to_f64(t.bits));
     s
+}
+
+/// The first step of the trace that loses something (a product or c truncated by the alignment, a block sum cut
+/// by the normalisation, an fp32 addition or an epilogue rounding that is not exact): where a hand check starts.
+pub fn first_lossy_step(t: &Trace) -> String {
+    for sp in &t.splits {
+        for (ci, c) in sp.chains.iter().enumerate() {
+            for b in &c.blocks {
+                let at = format!("split {} chain {ci} block {} (c = {})", sp.index, b.index, f32_text(b.c_in));
+                if let Some(why) = &b.nonfinite {
+                    return format!("{at}: non-finite, {why}");
+                }
+                if let Some(term) = b.terms.iter().find(|x| !x.dropped.is_zero()) {
+                    return format!(
+                        "{at}: E = {}, grid 2^{}; the product at k = {} loses {} to the alignment",
+                        b.e,
+                        b.g,
+                        term.k.unwrap_or(0),
+                        term.dropped.hex()
+                    );
+                }
+                if let Some((_, _, d)) = b.c_term.as_ref().filter(|x| !x.2.is_zero()) {
+                    return format!("{at}: E = {}, grid 2^{}; c loses {} to the alignment", b.e, b.g, d.hex());
+                }
+                if !b.norm_dropped.is_zero() {
+                    return format!("{at}: the normalisation drops {} of the block sum", b.norm_dropped.hex());
+                }
+                if let Some(a) = b.late_add.as_ref().filter(|a| a.error.as_ref().is_some_and(|e| !e.is_zero())) {
+                    return format!("{at}: {}", addition_text(a));
+                }
+            }
+        }
+        if let Some(a) = sp.additions.iter().find(|a| a.error.as_ref().is_some_and(|e| !e.is_zero())) {
+            return format!("split {} {}", sp.index, addition_text(a));
+        }
+    }
+    if let Some(a) = t.combination.iter().find(|a| a.error.as_ref().is_some_and(|e| !e.is_zero())) {
+        return format!("combination {}", addition_text(a));
+    }
+    if let Some(e) = &t.epilogue {
+        let nz = |x: &Option<Exact>| x.as_ref().is_some_and(|e| !e.is_zero());
+        if nz(&e.alpha_error) {
+            return format!("epilogue: alpha = RN32(scale_a x scale_b) rounds by {}", ex(&e.alpha_error));
+        }
+        if nz(&e.y_error) {
+            return format!("epilogue: y = RN32(acc x alpha + (+0)) rounds by {}", ex(&e.y_error));
+        }
+        if e.saturation.is_some() || nz(&e.out_error) {
+            return format!("epilogue: the conversion to {} changes the value by {}", e.out, ex(&e.out_error));
+        }
+    }
+    "every step is exact: start with the block exponents and the final conversion".into()
 }
