@@ -4,7 +4,7 @@
 // The fuzz count per preset is FUZZ_CALLS (2,000, a few seconds in the test profile); the ignored test
 // `fuzz_full_count` runs 10,000 per preset (`cargo test -p mmaemu-model --test trace -- --ignored`).
 
-use mmaemu_model::trace::{trace_dot, trace_element, Exact, ExpSource};
+use mmaemu_model::trace::{attribute, trace_dot, trace_element, Exact, ExpSource, Trace};
 use mmaemu_model::{accumulate, dot, gemm, Epilogue, Format, Operands, OutDtype, Plan, Preset, Scheme, SplitK};
 
 const FUZZ_CALLS: usize = 2_000;
@@ -28,8 +28,8 @@ impl Rng {
 fn code(r: &mut Rng, f: Format, band: u8) -> u8 {
     let sign = (r.below(2) as u8) << 7;
     match r.below(40) {
-        0 => 0x80 * r.below(2) as u8,        // ±0
-        1 => sign | (r.below(8) as u8),      // subnormal or zero
+        0 => 0x80 * r.below(2) as u8,            // ±0
+        1 => sign | (r.below(8) as u8),          // subnormal or zero
         2 if r.below(10) == 0 => r.next() as u8, // any byte, non-finite included
         _ => {
             let c = (band as u64 + r.below(24)) as u8 & 0x7F;
@@ -98,6 +98,7 @@ fn fuzz_one(r: &mut Rng, preset: &Preset) {
     let want = gemm(preset, &ops, fast, split, &epi).unwrap().bits[i * n + j];
     let t = trace_element(preset, &plan, &ops, i, j, Some(&epi)).unwrap();
     assert_eq!(t.bits, want, "gemm: {what}");
+    parts_add_up(&t, &what);
 
     let acc = accumulate(preset, &ops, fast, split).unwrap()[i * n + j];
     let t = trace_element(preset, &plan, &ops, i, j, None).unwrap();
@@ -112,6 +113,33 @@ fn fuzz_one(r: &mut Rng, preset: &Preset) {
     let want = dot(preset, fa, fb, ra, rb, c).unwrap();
     let t = trace_dot(preset, fa, fb, ra, rb, c).unwrap();
     assert_eq!(t.bits, want.to_bits(), "dot with c {c:?}: {what}");
+    parts_add_up(&t, &what);
+}
+
+/// The attribution's parts sum exactly to emulated − exact, and the emulated value is the element's.
+fn parts_add_up(t: &Trace, what: &str) {
+    if let Some(a) = attribute(t) {
+        assert_eq!(a.parts_sum(), a.total, "parts: {what}");
+        assert_eq!(a.emulated.add(&a.exact.neg()), a.total, "total: {what}");
+        assert_eq!(a.emulated.to_f64(), t.dtype.to_f64(t.bits), "emulated: {what}");
+    } else {
+        // Only non-finite values on the way leave no exact difference.
+        let finite = t.dtype.to_f64(t.bits).is_finite() && t.accumulator.is_finite();
+        let epi_finite = t.epilogue.as_ref().is_none_or(|e| {
+            e.alpha.is_finite()
+                && e.y.is_finite()
+                && e.scaled.as_ref().is_none_or(|s| s.1.is_some() && s.2.is_finite())
+                && e.scale_a.is_finite()
+                && e.scale_b.is_finite()
+        });
+        assert!(
+            !(finite
+                && epi_finite
+                && t.patch.is_none()
+                && t.splits.iter().all(|s| s.chains.iter().all(|c| c.start.is_finite()))),
+            "no attribution: {what}"
+        );
+    }
 }
 
 fn fuzz(calls: usize) {
@@ -158,8 +186,9 @@ fn s2_6_small_term_below_the_grid() {
     assert_eq!(b.aligned_sum, exact(256.0));
     assert_eq!(t.bits, 0x4380_0000);
     // 256·1 - 2^-6·1: toward zero, not down: the -2^-6 is dropped whole, the result stays 0x1p+8.
-    let t = trace_dot(&Preset::ada(), Format::E4m3, Format::E4m3, &[e4(256.0), e4(-(2f32.powi(-6)))], &[e4(1.0); 2], None)
-        .unwrap();
+    let t =
+        trace_dot(&Preset::ada(), Format::E4m3, Format::E4m3, &[e4(256.0), e4(-(2f32.powi(-6)))], &[e4(1.0); 2], None)
+            .unwrap();
     let b = &t.splits[0].chains[0].blocks[0];
     assert_eq!(b.exact_sum.hex(), "0x1.fff8p+7");
     assert_eq!(b.terms[1].dropped, exact(-(2f64.powi(-6))));
@@ -175,8 +204,9 @@ fn s2_6_c_sets_the_exponent() {
     assert_eq!(b.exact_sum.hex(), "0x1.00001p+20");
     assert_eq!(t.bits, 2f32.powi(20).to_bits());
     // b200_mma_sync: c = 2^20, product 2^-4 -> RN32 tie to even of 2^20 + 2^-4: the late addition's error is -2^-4.
-    let t = trace_dot(&Preset::b200_mma_sync(), Format::E4m3, Format::E4m3, &[e4(0.25)], &[e4(0.25)], Some(2f32.powi(20)))
-        .unwrap();
+    let t =
+        trace_dot(&Preset::b200_mma_sync(), Format::E4m3, Format::E4m3, &[e4(0.25)], &[e4(0.25)], Some(2f32.powi(20)))
+            .unwrap();
     let add = t.splits[0].chains[0].blocks[0].late_add.clone().unwrap();
     assert_eq!(add.error, Some(exact(-(2f64.powi(-4)))));
     assert_eq!(t.bits, 2f32.powi(20).to_bits());
@@ -230,4 +260,32 @@ fn s4_single_rounding_and_zero_rule() {
     let e = t.epilogue.unwrap();
     assert_eq!(e.product, Some(exact(-(2f64.powi(-151)))));
     assert_eq!(e.y_error, Some(exact(2f64.powi(-151))));
+}
+
+#[test]
+fn docs_trace_md_shows_the_current_trace() {
+    // docs/trace.md traces the §2.6 example "16 × (2^-6·1) at k = 0..15, then 256·1 at k = 16 (K = 32)" on ada and
+    // hopper; its text blocks must be what the printer prints now (on a mismatch the current text is written to
+    // target/trace-md-current.txt).
+    let mut a = vec![0u8; 32];
+    let mut b = vec![0u8; 32];
+    for k in 0..16 {
+        a[k] = e4(2f32.powi(-6));
+        b[k] = e4(1.0);
+    }
+    a[16] = e4(256.0);
+    b[16] = e4(1.0);
+    let mut current = Vec::new();
+    for (preset, want) in [(Preset::ada(), 0x4380_2000u32), (Preset::hopper(), 0x4380_0000)] {
+        let t = trace_dot(&preset, Format::E4m3, Format::E4m3, &a, &b, None).unwrap();
+        assert_eq!(t.bits, want, "§2.6: ada 0x1.004p+8, hopper 0x1.000p+8");
+        current.push(mmaemu_model::trace::text::render(&t, true));
+    }
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/trace.md")).unwrap();
+    let blocks: Vec<&str> = doc.split("```text\n").skip(1).filter_map(|x| x.split("```").next()).collect();
+    if blocks != current {
+        let text = current.join("\n=====\n");
+        let _ = std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/trace-md-current.txt"), &text);
+        panic!("docs/trace.md is not the current trace:\n{text}");
+    }
 }

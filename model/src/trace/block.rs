@@ -92,7 +92,14 @@ pub fn code_value(f: Format, code: u8) -> Exact {
 }
 
 /// Re-execute one block step over `pairs` (chain position, k index or None, code a, code b) from `c`.
-pub fn block(preset: &Preset, fa: Format, fb: Format, index: usize, pairs: &[(usize, Option<usize>, u8, u8)], c: f32) -> Block {
+pub fn block(
+    preset: &Preset,
+    fa: Format,
+    fb: Format,
+    index: usize,
+    pairs: &[(usize, Option<usize>, u8, u8)],
+    c: f32,
+) -> Block {
     let (frac, frac_out, min_exp) = (preset.frac() as i32, preset.frac_out() as i32, preset.min_exp());
     let early = preset.c_entry() == CEntry::Early;
     let padding = pairs.iter().filter(|p| p.1.is_none()).count();

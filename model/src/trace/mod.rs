@@ -6,20 +6,22 @@
 // and the epilogue's roundings are done by an exact rounding to fp32 (`exact.rs`). Tests compare its final bits with
 // the model's and the hardware's.
 
+pub mod attribute;
 pub mod block;
 pub mod call;
 pub mod epilogue;
 pub mod exact;
 pub mod text;
 
+pub use attribute::{attribute, Attribution};
 pub use block::{Block, ExpSource, Term};
 pub use call::trace_scaled_mm;
 pub use epilogue::EpilogueTrace;
 pub use exact::Exact;
 
 use crate::accumulate::Operands;
-use crate::error::{Error, Result};
 use crate::epilogue::{Epilogue, OutDtype};
+use crate::error::{Error, Result};
 use crate::format::{Class, Format};
 use crate::plan::{Chunk, Plan, Scheme, SplitK};
 use crate::preset::Preset;
@@ -170,7 +172,13 @@ pub struct Trace {
 }
 
 /// Re-execute one chain over (position, k, a, b) pairs from `start`.
-fn chain(preset: &Preset, fa: Format, fb: Format, pairs: &[(usize, Option<usize>, u8, u8)], start: f32) -> (Vec<Block>, f32) {
+fn chain(
+    preset: &Preset,
+    fa: Format,
+    fb: Format,
+    pairs: &[(usize, Option<usize>, u8, u8)],
+    start: f32,
+) -> (Vec<Block>, f32) {
     let mut acc = start;
     let mut blocks = Vec::new();
     for (i, blk) in pairs.chunks(preset.nfma()).enumerate() {
@@ -266,10 +274,7 @@ pub fn trace_element(
         return Err(Error::invalid_value(format!("the plan is for K = {}, the operands have K = {}", plan.k(), ops.k)));
     }
     if i >= ops.m || j >= ops.n {
-        return Err(Error::invalid_value(format!(
-            "element ({i}, {j}) is outside the [{}, {}] result",
-            ops.m, ops.n
-        )));
+        return Err(Error::invalid_value(format!("element ({i}, {j}) is outside the [{}, {}] result", ops.m, ops.n)));
     }
     let k = ops.k;
     let op = if epi.is_some() { TraceOp::Gemm } else { TraceOp::Accumulate };
@@ -286,7 +291,8 @@ pub fn trace_element(
     }
     // §3.5 step 3: non-finite codes are replaced by 0x00 before the chains run; §3.7 patches the result after.
     let nonfinite = ops.fa.any_nonfinite(ra) || ops.fb.any_nonfinite(rb);
-    let clean = |f: Format, row: &[u8]| -> Vec<u8> { row.iter().map(|&c| if f.is_nonfinite(c) { 0 } else { c }).collect() };
+    let clean =
+        |f: Format, row: &[u8]| -> Vec<u8> { row.iter().map(|&c| if f.is_nonfinite(c) { 0 } else { c }).collect() };
     let (ca, cb) = (clean(ops.fa, ra), clean(ops.fb, rb));
     if nonfinite {
         t.notes.push("non-finite codes in the row of A or B are replaced by 0x00 for the chains (§3.5 step 3)".into());
@@ -297,7 +303,8 @@ pub fn trace_element(
             let pairs = chunk_pairs(chunk, &ca, &cb);
             let (blocks, result) = chain(preset, ops.fa, ops.fb, &pairs, 0.0);
             st.chains.push(ChainTrace { ranges: chunk.ranges.clone(), len: chunk.len, start: 0.0, blocks, result });
-            let add = Addition::of(if ci == 0 { "+0 + r0".to_string() } else { format!("acc + r{ci}") }, st.partial, result);
+            let add =
+                Addition::of(if ci == 0 { "+0 + r0".to_string() } else { format!("acc + r{ci}") }, st.partial, result);
             st.partial = add.result;
             st.additions.push(add);
         }
@@ -372,7 +379,8 @@ pub fn combine(scheme: Scheme, p: &[f32]) -> (f32, Vec<Addition>) {
 
 /// §3.7: the accumulator of an output whose row of A or B holds a non-finite code, and why.
 fn nonfinite_rule(fa: Format, fb: Format, ra: &[u8], rb: &[u8]) -> (f32, String) {
-    let nan_code = ra.iter().any(|&c| fa.decoded(c).class == Class::Nan) || rb.iter().any(|&c| fb.decoded(c).class == Class::Nan);
+    let nan_code =
+        ra.iter().any(|&c| fa.decoded(c).class == Class::Nan) || rb.iter().any(|&c| fb.decoded(c).class == Class::Nan);
     let (mut pos, mut neg, mut inf_zero) = (false, false, false);
     for (&x, &y) in ra.iter().zip(rb) {
         let (dx, dy) = (fa.decoded(x), fb.decoded(y));

@@ -106,7 +106,13 @@ fn block_text(s: &mut String, t: &Trace, b: &Block, unfold: bool) {
     }
     let _ = writeln!(s, "      exact sum {}; aligned sum {}", b.exact_sum, b.aligned_sum);
     let grid = b.grid_out.map_or("-".into(), |g| format!("2^{g}"));
-    let _ = writeln!(s, "      normalised to {} fraction bits (grid {grid}): d = {}, dropped {}", t.frac_out, f32_text(b.d), b.norm_dropped.hex());
+    let _ = writeln!(
+        s,
+        "      normalised to {} fraction bits (grid {grid}): d = {}, dropped {}",
+        t.frac_out,
+        f32_text(b.d),
+        b.norm_dropped.hex()
+    );
     if let Some(a) = &b.late_add {
         let _ = writeln!(s, "      late c: {}", addition_text(a));
     }
@@ -176,7 +182,13 @@ pub fn render(t: &Trace, unfold: bool) -> String {
     }
     for sp in &t.splits {
         for (ci, c) in sp.chains.iter().enumerate() {
-            let _ = writeln!(s, "split {} chain {ci} (k {}), from {}:", sp.index, ranges_text(&c.ranges), f32_text(c.start));
+            let _ = writeln!(
+                s,
+                "split {} chain {ci} (k {}), from {}:",
+                sp.index,
+                ranges_text(&c.ranges),
+                f32_text(c.start)
+            );
             chain_text(&mut s, t, c, unfold);
         }
         if t.op != TraceOp::Dot {
@@ -227,6 +239,17 @@ pub fn render(t: &Trace, unfold: bool) -> String {
             let _ = writeln!(s, "  NaN rule: {nan}");
         }
         let _ = writeln!(s, "  to {}: {} (rounding error {})", e.out, e.value, ex(&e.out_error));
+    }
+    if let Some(a) = super::attribute::attribute(t) {
+        let _ = writeln!(s, "error against the exact result {}: {}", a.exact.hex(), a.total);
+        for (name, part) in [
+            ("term truncation", &a.term_truncation),
+            ("block truncation", &a.block_truncation),
+            ("chunk and split additions", &a.combination),
+            ("epilogue rounding", &a.epilogue),
+        ] {
+            let _ = writeln!(s, "  {name:<26} {part}");
+        }
     }
     let w = t.dtype.width() * 2;
     let _ = writeln!(s, "result 0x{:0w$X} [{}] = {}", t.bits, t.dtype, t.dtype.to_f64(t.bits));
