@@ -10,7 +10,7 @@ use mmaemu_harness::trace::{expected_bits, flat_index, trace_row};
 use mmaemu_kernels::env;
 use mmaemu_model::scaled_mm::{ScaleTensor, ScaledMm};
 use mmaemu_model::tensor::View;
-use mmaemu_model::trace::{text, trace_scaled_mm, Addition, Block, ChainTrace, Exact, ExpSource, Trace};
+use mmaemu_model::trace::{attribute, text, trace_scaled_mm, Addition, Block, ChainTrace, Exact, ExpSource, Trace};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -109,14 +109,14 @@ pub fn run(args: TraceArgs) -> CommandResult {
         Some(path) => {
             let id = args.row.as_deref().ok_or_else(|| CommandError::bad_input("a recording needs --row ID"))?;
             let rec = read_recording(path).map_err(CommandError::bad_input)?;
-            let row = rec
-                .rows
-                .iter()
-                .find(|r| r.id == id)
-                .ok_or_else(|| {
-                    let ids: Vec<&str> = rec.rows.iter().take(5).map(|r| r.id.as_str()).collect();
-                    CommandError::bad_input(format!("{}: no row with id {id:?} (the first ids: {})", path.display(), ids.join(", ")))
-                })?;
+            let row = rec.rows.iter().find(|r| r.id == id).ok_or_else(|| {
+                let ids: Vec<&str> = rec.rows.iter().take(5).map(|r| r.id.as_str()).collect();
+                CommandError::bad_input(format!(
+                    "{}: no row with id {id:?} (the first ids: {})",
+                    path.display(),
+                    ids.join(", ")
+                ))
+            })?;
             let (t, i, j) = if el.len() == 3 { (el[0], el[1], el[2]) } else { (0, el[0], el[1]) };
             let index = flat_index(row, t, i, j).map_err(CommandError::bad_input)?;
             let trace = trace_row(row, index).map_err(|e| CommandError::bad_input(format!("row {id:?}: {e}")))?;
@@ -151,13 +151,23 @@ fn trace_flags(args: &TraceArgs, el: &[usize]) -> Result<Trace, CommandError> {
         (Some(m), Some(n), Some(k)) => (m, n, k),
         _ => return Err(bad("give a recording FILE with --row, or a call with --m, --n and --k".into())),
     };
+    if el.len() == 2 && (el[0] >= m || el[1] >= n) {
+        return Err(bad(format!("element ({}, {}) is outside the [{m}, {n}] result", el[0], el[1])));
+    }
     if el.len() != 2 {
         return Err(bad("a call's element is I,J".into()));
     }
-    let spec =
-        InputSpec { generator: GENERATOR_V1.into(), seed: args.seed, stream: args.stream, data: data_class(&args.data).map_err(bad)? };
-    limits::check("the operands", limits::sum(&[limits::product(&[m as u64, k as u64]), limits::product(&[n as u64, k as u64])]))
-        .map_err(bad)?;
+    let spec = InputSpec {
+        generator: GENERATOR_V1.into(),
+        seed: args.seed,
+        stream: args.stream,
+        data: data_class(&args.data).map_err(bad)?,
+    };
+    limits::check(
+        "the operands",
+        limits::sum(&[limits::product(&[m as u64, k as u64]), limits::product(&[n as u64, k as u64])]),
+    )
+    .map_err(bad)?;
     let (da, db) = (dtype_arg(&args.a), dtype_arg(&args.b));
     let a = generate(&spec, Operand::A, da.name(), m, k).map_err(bad)?;
     let b = generate(&spec, Operand::B, db.name(), n, k).map_err(bad)?;
@@ -176,7 +186,11 @@ fn trace_flags(args: &TraceArgs, el: &[usize]) -> Result<Trace, CommandError> {
         backend: "reference".into(),
         strict: env::strict(),
     };
-    trace_scaled_mm(&call, el[0], el[1]).map_err(|e| CommandError { exit: Exit::Failed, message: e.to_string(), verbatim: false })
+    trace_scaled_mm(&call, el[0], el[1]).map_err(|e| CommandError {
+        exit: Exit::Failed,
+        message: e.to_string(),
+        verbatim: false,
+    })
 }
 
 fn exact_json(x: &Exact) -> Value {
@@ -190,7 +204,9 @@ fn opt_json(x: &Option<Exact>) -> Value {
 fn f32_json(x: f32) -> Value {
     let bits = format!("0x{:08X}", x.to_bits());
     match Exact::of_f32(x) {
-        Some(e) => json!({"bits": bits, "hex": if e.is_zero() { text::f32_text(x) } else { e.hex() }, "decimal": e.decimal()}),
+        Some(e) => {
+            json!({"bits": bits, "hex": if e.is_zero() { text::f32_text(x) } else { e.hex() }, "decimal": e.decimal()})
+        }
         None => json!({"bits": bits, "hex": x.to_string(), "decimal": x.to_string()}),
     }
 }
@@ -243,8 +259,13 @@ pub fn trace_json(t: &Trace) -> Value {
             "bits": e.bits,
         })
     });
+    let attribution = attribute(t).map(|a| {
+        json!({"exact": exact_json(&a.exact), "emulated": exact_json(&a.emulated), "total": exact_json(&a.total),
+               "term_truncation": exact_json(&a.term_truncation), "block_truncation": exact_json(&a.block_truncation),
+               "combination": exact_json(&a.combination), "epilogue": exact_json(&a.epilogue)})
+    });
     json!({
-        "op": t.op.name(), "preset": t.preset, "nfma": t.nfma, "frac": t.frac, "frac_out": t.frac_out,
+        "op": t.op.name(), "attribution": attribution, "preset": t.preset, "nfma": t.nfma, "frac": t.frac, "frac_out": t.frac_out,
         "min_exp": t.min_exp, "c_early": t.c_early, "fmt_a": t.fa.name(), "fmt_b": t.fb.name(), "k": t.k,
         "element": t.element.map(|(i, j)| [i, j]), "fast": t.fast,
         "split": t.split.map(|s| json!({"s": s.s(), "scheme": s.scheme().name()})), "split_source": t.split_source,

@@ -1,0 +1,88 @@
+//! `mmaemu trace`: the JSON of a recorded row's element ends in the recorded bits (exit 0); a call by flags traces the
+//! element `mmaemu` computes; bad arguments exit 2.
+
+use mmaemu_datasets::{read_recording, Expectation};
+use std::path::Path;
+use std::process::Command;
+
+fn mmaemu(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_mmaemu")).args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
+
+#[test]
+fn recorded_rows_end_in_their_recorded_bits() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings/rtx4060-gemm.parquet");
+    let rec = read_recording(&file).unwrap();
+    // A few rows of different splits and out dtypes, one element each beyond the first.
+    let rows: Vec<_> = rec
+        .rows
+        .iter()
+        .filter(|r| matches!(r.expected, Expectation::Bits(_)) && r.m >= 2 && r.n >= 2)
+        .step_by(97)
+        .take(6)
+        .collect();
+    assert!(rows.len() >= 3);
+    for row in rows {
+        let f = file.to_str().unwrap();
+        let (code, out, err) = mmaemu(&["trace", f, "--row", &row.id, "--element", "1,1", "--json"]);
+        assert_eq!(code, 0, "row {}: {err}", row.id);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["matches_recording"], true, "row {}", row.id);
+        assert_eq!(v["bits"], v["recorded_bits"]);
+        let (code, text, _) = mmaemu(&["trace", f, "--row", &row.id, "--element", "1,1"]);
+        assert_eq!(code, 0);
+        assert!(
+            text.trim_end().ends_with(&format!(
+                "matches the recorded bits 0x{:0w$X}",
+                v["bits"].as_u64().unwrap(),
+                w = 2 * width(row.effective_out_dtype())
+            )),
+            "{text}"
+        );
+    }
+}
+
+fn width(dtype: &str) -> usize {
+    mmaemu_model::OutDtype::from_name(dtype).map_or(1, |d| d.width())
+}
+
+#[test]
+fn a_call_by_flags_and_bad_arguments() {
+    let (code, out, err) = mmaemu(&[
+        "trace",
+        "--m",
+        "2",
+        "--n",
+        "16",
+        "--k",
+        "320",
+        "--profile",
+        "ada",
+        "--out",
+        "bf16",
+        "--element",
+        "1,5",
+        "--splitk",
+        "3,pairwise",
+        "--data",
+        "split",
+        "--seed",
+        "7",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["splits"].as_array().unwrap().len(), 3);
+    assert_eq!(v["combination"].as_array().unwrap().len(), 2);
+    assert_eq!(v["dtype"], "bfloat16");
+    assert_eq!(mmaemu(&["trace", "--m", "2", "--n", "16", "--k", "32", "--element", "x"]).0, 2);
+    assert_eq!(mmaemu(&["trace", "--m", "2", "--n", "16", "--k", "32", "--element", "5,0"]).0, 2);
+    // A call the reference refuses (K not a multiple of 16) exits 1 with its error.
+    assert_eq!(mmaemu(&["trace", "--m", "2", "--n", "16", "--k", "33"]).0, 1);
+    assert_eq!(mmaemu(&["trace", "no-such-file.parquet", "--row", "1"]).0, 2);
+}
