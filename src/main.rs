@@ -74,6 +74,8 @@ enum Command {
     Selftest(cmd::selftest::SelftestArgs),
     /// The trace of one output element: plan, every block, every fp32 addition, the epilogue.
     Trace(Box<cmd::trace::TraceArgs>),
+    /// Attribute every output's error to its sources (exact, for calls up to 2^24 products).
+    Attribute(Box<cmd::attribute::AttributeArgs>),
     /// Profiles, presets, backends, split-K tables and environment.
     Info {
         /// Print JSON instead of text.
@@ -99,6 +101,7 @@ impl Command {
             Command::Selftest(_) => "selftest",
             Command::Info { .. } => "info",
             Command::Trace(_) => "trace",
+            Command::Attribute(_) => "attribute",
         }
     }
 
@@ -119,6 +122,7 @@ impl Command {
             Command::Selftest(args) => cmd::selftest::run(&args),
             Command::Info { json } => cmd::info::run(json),
             Command::Trace(args) => cmd::trace::run(*args),
+            Command::Attribute(args) => cmd::attribute::run(*args),
         }
     }
 }

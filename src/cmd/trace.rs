@@ -31,7 +31,39 @@ pub struct TraceArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// A call by flags: M.
+    /// A call by flags (with operands from the generator).
+    #[command(flatten)]
+    pub call: CallFlags,
+}
+
+fn parse_element(s: &str) -> Result<Vec<usize>, String> {
+    let v: Result<Vec<usize>, _> = s.split(',').map(|x| x.trim().parse::<usize>()).collect();
+    match v {
+        Ok(v) if v.len() == 2 || v.len() == 3 => Ok(v),
+        _ => Err(format!("malformed --element '{s}': expected I,J or T,I,J (non-negative integers)")),
+    }
+}
+
+fn data_class(name: &str) -> Result<DataClass, String> {
+    Ok(match name {
+        "gaussian" => DataClass::Gaussian { scale: 1.0 },
+        "bits" => DataClass::Bits { finite: true },
+        "split" => DataClass::Split { scale: 1.0 },
+        "all_codes" => DataClass::AllCodes { finite: true },
+        "subnormal" => DataClass::Subnormal { scale: 1.0 },
+        "special" => DataClass::Special { scale: 1.0 },
+        other => {
+            return Err(format!(
+                "unknown --data '{other}': expected gaussian, bits, split, all_codes, subnormal or special"
+            ))
+        }
+    })
+}
+
+/// A `torch._scaled_mm` call described by flags, with operands from the `mmaemu-inputs/1` generator.
+#[derive(Args, Debug)]
+pub struct CallFlags {
+    /// M.
     #[arg(long)]
     pub m: Option<usize>,
     /// N.
@@ -78,30 +110,6 @@ pub struct TraceArgs {
     pub stream: u64,
 }
 
-fn parse_element(s: &str) -> Result<Vec<usize>, String> {
-    let v: Result<Vec<usize>, _> = s.split(',').map(|x| x.trim().parse::<usize>()).collect();
-    match v {
-        Ok(v) if v.len() == 2 || v.len() == 3 => Ok(v),
-        _ => Err(format!("malformed --element '{s}': expected I,J or T,I,J (non-negative integers)")),
-    }
-}
-
-fn data_class(name: &str) -> Result<DataClass, String> {
-    Ok(match name {
-        "gaussian" => DataClass::Gaussian { scale: 1.0 },
-        "bits" => DataClass::Bits { finite: true },
-        "split" => DataClass::Split { scale: 1.0 },
-        "all_codes" => DataClass::AllCodes { finite: true },
-        "subnormal" => DataClass::Subnormal { scale: 1.0 },
-        "special" => DataClass::Special { scale: 1.0 },
-        other => {
-            return Err(format!(
-                "unknown --data '{other}': expected gaussian, bits, split, all_codes, subnormal or special"
-            ))
-        }
-    })
-}
-
 /// Run `mmaemu trace`.
 pub fn run(args: TraceArgs) -> CommandResult {
     let el = parse_element(&args.element).map_err(CommandError::bad_input)?;
@@ -146,51 +154,63 @@ pub fn run(args: TraceArgs) -> CommandResult {
 
 /// A call described by flags, operands from the generator.
 fn trace_flags(args: &TraceArgs, el: &[usize]) -> Result<Trace, CommandError> {
-    let bad = |e: String| CommandError::bad_input(e);
-    let (m, n, k) = match (args.m, args.n, args.k) {
-        (Some(m), Some(n), Some(k)) => (m, n, k),
-        _ => return Err(bad("give a recording FILE with --row, or a call with --m, --n and --k".into())),
-    };
-    if el.len() == 2 && (el[0] >= m || el[1] >= n) {
-        return Err(bad(format!("element ({}, {}) is outside the [{m}, {n}] result", el[0], el[1])));
-    }
+    let (m, n, _) = shape(&args.call)?;
     if el.len() != 2 {
-        return Err(bad("a call's element is I,J".into()));
+        return Err(CommandError::bad_input("a call's element is I,J"));
     }
-    let spec = InputSpec {
-        generator: GENERATOR_V1.into(),
-        seed: args.seed,
-        stream: args.stream,
-        data: data_class(&args.data).map_err(bad)?,
-    };
+    if el[0] >= m || el[1] >= n {
+        return Err(CommandError::bad_input(format!("element ({}, {}) is outside the [{m}, {n}] result", el[0], el[1])));
+    }
+    with_call(&args.call, |call| {
+        trace_scaled_mm(call, el[0], el[1]).map_err(|e| CommandError {
+            exit: Exit::Failed,
+            message: e.to_string(),
+            verbatim: false,
+        })
+    })
+}
+
+/// (M, N, K) of a call by flags.
+pub fn shape(f: &CallFlags) -> Result<(usize, usize, usize), CommandError> {
+    match (f.m, f.n, f.k) {
+        (Some(m), Some(n), Some(k)) => Ok((m, n, k)),
+        _ => Err(CommandError::bad_input("give a recording FILE with --row, or a call with --m, --n and --k")),
+    }
+}
+
+/// Generate the operands of a call by flags and hand the call to `f`.
+pub fn with_call<R>(
+    f: &CallFlags,
+    run: impl FnOnce(&ScaledMm<'_>) -> Result<R, CommandError>,
+) -> Result<R, CommandError> {
+    let bad = |e: String| CommandError::bad_input(e);
+    let (m, n, k) = shape(f)?;
+    let spec =
+        InputSpec { generator: GENERATOR_V1.into(), seed: f.seed, stream: f.stream, data: data_class(&f.data).map_err(bad)? };
     limits::check(
         "the operands",
         limits::sum(&[limits::product(&[m as u64, k as u64]), limits::product(&[n as u64, k as u64])]),
     )
     .map_err(bad)?;
-    let (da, db) = (dtype_arg(&args.a), dtype_arg(&args.b));
+    let (da, db) = (dtype_arg(&f.a), dtype_arg(&f.b));
     let a = generate(&spec, Operand::A, da.name(), m, k).map_err(bad)?;
     let b = generate(&spec, Operand::B, db.name(), n, k).map_err(bad)?;
     let call = ScaledMm {
         input: View { dtype: da, shape: vec![m, k], strides: vec![k, 1], offset: 0, storage: &a },
         mat2: View { dtype: db, shape: vec![k, n], strides: vec![1, k], offset: 0, storage: &b },
-        scale_a: ScaleTensor::scalar(args.scale_a),
-        scale_b: ScaleTensor::scalar(args.scale_b),
+        scale_a: ScaleTensor::scalar(f.scale_a),
+        scale_b: ScaleTensor::scalar(f.scale_b),
         bias: None,
-        scale_result: args.scale_result.map(ScaleTensor::scalar),
-        out_dtype: args.out.as_deref().map(dtype_arg),
-        use_fast_accum: args.fast,
+        scale_result: f.scale_result.map(ScaleTensor::scalar),
+        out_dtype: f.out.as_deref().map(dtype_arg),
+        use_fast_accum: f.fast,
         out: None,
-        profile: env::profile_arg(args.profile.as_deref()),
-        splitk: parse_splitk(&args.splitk).map_err(bad)?,
+        profile: env::profile_arg(f.profile.as_deref()),
+        splitk: parse_splitk(&f.splitk).map_err(bad)?,
         backend: "reference".into(),
         strict: env::strict(),
     };
-    trace_scaled_mm(&call, el[0], el[1]).map_err(|e| CommandError {
-        exit: Exit::Failed,
-        message: e.to_string(),
-        verbatim: false,
-    })
+    run(&call)
 }
 
 fn exact_json(x: &Exact) -> Value {

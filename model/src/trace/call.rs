@@ -72,3 +72,37 @@ fn row(v: &crate::tensor::View<'_>, i: usize, name: &str) -> Result<Vec<u8>> {
     r.shape[0] = 1;
     r.gather_bytes(name)
 }
+
+/// Attribute every output of `call` ([`super::summary::attribute_gemm`]) with the call's preset, split and epilogue.
+pub fn attribute_scaled_mm(call: &ScaledMm<'_>) -> Result<super::summary::GemmAttribution> {
+    let plan = call.explain();
+    if let Validation::Error { .. } = plan.validation {
+        return match call.clone().run() {
+            Err(e) => Err(e),
+            Ok(_) => Err(Error::invalid_value("the call's checks disagree between explain and run")),
+        };
+    }
+    let (m, k, n) = (call.input.shape[0], call.input.shape[1], call.mat2.shape[1]);
+    let split = plan.split.ok_or_else(|| Error::invalid_value("a zero-size call has nothing to attribute"))?;
+    let profile = resolve_profile(&call.profile)?;
+    let od_dtype = call
+        .out_dtype
+        .clone()
+        .or_else(|| call.out.as_ref().map(|o| o.dtype.clone()))
+        .unwrap_or_else(|| call.input.dtype.clone());
+    let od = od_dtype.out_dtype().ok_or_else(|| Error::invalid_value(format!("out dtype {od_dtype} is not a GEMM output")))?;
+    let fa = call.input.dtype.format().ok_or_else(|| Error::invalid_value("mat1 is not an FP8 operand"))?;
+    let fb = call.mat2.dtype.format().ok_or_else(|| Error::invalid_value("mat2 is not an FP8 operand"))?;
+    let a = call.input.gather_bytes("mat1")?;
+    let b = call.mat2.t().gather_bytes("mat2")?;
+    let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+    let p = Plan::new(&profile.preset, k, call.use_fast_accum, split.try_splitk()?)?;
+    let scale = |v: &[f64]| v.first().copied().unwrap_or(0.0) as f32;
+    let epi = Epilogue {
+        scale_a: scale(&call.scale_a.values),
+        scale_b: scale(&call.scale_b.values),
+        scale_result: call.scale_result.as_ref().map(|s| scale(&s.values)),
+        out: od,
+    };
+    super::summary::attribute_gemm(&profile.preset, &p, &ops, Some(&epi))
+}

@@ -6,16 +6,20 @@
 // and the epilogue's roundings are done by an exact rounding to fp32 (`exact.rs`). Tests compare its final bits with
 // the model's and the hardware's.
 
+// Chains hold lists of k ranges; a list holding one range (`vec![0..k]`) is meant, not the indices.
+#![allow(clippy::single_range_in_vec_init)]
+
 pub mod attribute;
 pub mod block;
 pub mod call;
 pub mod epilogue;
 pub mod exact;
+pub mod summary;
 pub mod text;
 
 pub use attribute::{attribute, Attribution};
 pub use block::{Block, ExpSource, Term};
-pub use call::trace_scaled_mm;
+pub use call::{attribute_scaled_mm, trace_scaled_mm};
 pub use epilogue::EpilogueTrace;
 pub use exact::Exact;
 
