@@ -86,3 +86,54 @@ fn a_call_by_flags_and_bad_arguments() {
     assert_eq!(mmaemu(&["trace", "--m", "2", "--n", "16", "--k", "33"]).0, 1);
     assert_eq!(mmaemu(&["trace", "no-such-file.parquet", "--row", "1"]).0, 2);
 }
+
+#[test]
+fn attribute_a_generated_call() {
+    let (code, out, err) = mmaemu(&[
+        "attribute",
+        "--m",
+        "8",
+        "--n",
+        "16",
+        "--k",
+        "256",
+        "--profile",
+        "hopper",
+        "--fast",
+        "--out",
+        "e4m3",
+        "--splitk",
+        "2,contiguous",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["outputs"], 128);
+    assert_eq!(v["exact_checks"], v["attributed"]);
+    let sources = v["sources"].as_array().unwrap();
+    let names: Vec<&str> = sources.iter().map(|s| s["source"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["total", "term truncation", "block truncation", "chunk and split additions", "epilogue rounding"]
+    );
+    for s in sources {
+        assert_eq!(s["histogram"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).sum::<u64>(), 128);
+    }
+    // Too large for the exact attribution: a clear error, exit 1.
+    let (code, _, err) = mmaemu(&[
+        "attribute",
+        "--m",
+        "1024",
+        "--n",
+        "1024",
+        "--k",
+        "1024",
+        "--profile",
+        "hopper",
+        "--fast",
+        "--splitk",
+        "1",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("limit"), "{err}");
+}

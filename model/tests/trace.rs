@@ -289,3 +289,31 @@ fn docs_trace_md_shows_the_current_trace() {
         panic!("docs/trace.md is not the current trace:\n{text}");
     }
 }
+
+#[test]
+fn gemm_attribution_adds_up_on_every_output() {
+    // Every output of a few GEMMs per preset: attribute_gemm checks in exact arithmetic that each output's parts sum
+    // to its total (an error otherwise); the summary counts every output once per source.
+    use mmaemu_model::trace::summary::attribute_gemm;
+    let mut r = Rng(0x6174_7472);
+    for p in 0..3 {
+        let preset = preset_of(p);
+        for _ in 0..4 {
+            let (m, n, k) = (3, 4, 16 + r.below(300) as usize);
+            let band = 0x20 + r.below(0x30) as u8;
+            let a: Vec<u8> = (0..m * k).map(|_| code(&mut r, Format::E4m3, band) & 0xF7).collect();
+            let b: Vec<u8> = (0..n * k).map(|_| code(&mut r, Format::E4m3, band) & 0xF7).collect();
+            let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a: &a, b: &b, m, n, k };
+            let fast = preset.slow_chunk().is_none() || r.below(2) == 0;
+            let plan = Plan::new(&preset, k, fast, SplitK::NONE).unwrap();
+            let epi = Epilogue { scale_a: 0.75, scale_b: 1.5, scale_result: None, out: OutDtype::BFloat16 };
+            let g = attribute_gemm(&preset, &plan, &ops, Some(&epi)).unwrap();
+            assert_eq!((g.outputs, g.attributed, g.exact_checks), (m * n, m * n, m * n));
+            for s in &g.sources {
+                assert_eq!(s.histogram.iter().sum::<usize>(), m * n, "{}", s.name);
+            }
+            // bf16 output: the epilogue's second rounding changes almost every output.
+            assert!(g.sources[4].affected > 0);
+        }
+    }
+}

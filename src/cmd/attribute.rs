@@ -4,8 +4,8 @@
 use super::trace::{with_call, CallFlags};
 use super::{CommandError, CommandResult, Exit};
 use clap::Args;
-use mmaemu_model::trace::summary::{GemmAttribution, BIN_EDGES};
 use mmaemu_model::trace::attribute_scaled_mm;
+use mmaemu_model::trace::summary::{GemmAttribution, BIN_EDGES};
 use serde_json::json;
 
 /// The arguments of `mmaemu attribute`.
@@ -22,7 +22,11 @@ pub struct AttributeArgs {
 /// Run `mmaemu attribute`.
 pub fn run(args: AttributeArgs) -> CommandResult {
     let r = with_call(&args.call, |call| {
-        attribute_scaled_mm(call).map_err(|e| CommandError { exit: Exit::Failed, message: e.to_string(), verbatim: false })
+        attribute_scaled_mm(call).map_err(|e| CommandError {
+            exit: Exit::Failed,
+            message: e.to_string(),
+            verbatim: false,
+        })
     })?;
     if args.json {
         println!("{}", to_json(&r));
@@ -60,7 +64,14 @@ pub fn to_text(r: &GemmAttribution) -> String {
         "{} outputs, {} attributed (parts checked to add up exactly on each), {} differ from the exact result\n",
         r.outputs, r.attributed, r.inexact
     );
-    s += &format!("{:<27} {:>9} {:>11} {:>11}  histogram of |part| in ulps {:?}\n", "source", "affected", "mean ulps", "max ulps", bins());
+    s += &format!(
+        "{:<27} {:>9} {:>11} {:>11}  histogram of |part| in ulps {:?}\n",
+        "source",
+        "affected",
+        "mean ulps",
+        "max ulps",
+        bins()
+    );
     for src in &r.sources {
         s += &format!(
             "{:<27} {:>8.2}% {:>11.4} {:>11.4}  {:?}\n",

@@ -159,7 +159,10 @@ fn trace_flags(args: &TraceArgs, el: &[usize]) -> Result<Trace, CommandError> {
         return Err(CommandError::bad_input("a call's element is I,J"));
     }
     if el[0] >= m || el[1] >= n {
-        return Err(CommandError::bad_input(format!("element ({}, {}) is outside the [{m}, {n}] result", el[0], el[1])));
+        return Err(CommandError::bad_input(format!(
+            "element ({}, {}) is outside the [{m}, {n}] result",
+            el[0], el[1]
+        )));
     }
     with_call(&args.call, |call| {
         trace_scaled_mm(call, el[0], el[1]).map_err(|e| CommandError {
@@ -185,8 +188,12 @@ pub fn with_call<R>(
 ) -> Result<R, CommandError> {
     let bad = |e: String| CommandError::bad_input(e);
     let (m, n, k) = shape(f)?;
-    let spec =
-        InputSpec { generator: GENERATOR_V1.into(), seed: f.seed, stream: f.stream, data: data_class(&f.data).map_err(bad)? };
+    let spec = InputSpec {
+        generator: GENERATOR_V1.into(),
+        seed: f.seed,
+        stream: f.stream,
+        data: data_class(&f.data).map_err(bad)?,
+    };
     limits::check(
         "the operands",
         limits::sum(&[limits::product(&[m as u64, k as u64]), limits::product(&[n as u64, k as u64])]),

@@ -90,7 +90,9 @@ pub fn attribute_scaled_mm(call: &ScaledMm<'_>) -> Result<super::summary::GemmAt
         .clone()
         .or_else(|| call.out.as_ref().map(|o| o.dtype.clone()))
         .unwrap_or_else(|| call.input.dtype.clone());
-    let od = od_dtype.out_dtype().ok_or_else(|| Error::invalid_value(format!("out dtype {od_dtype} is not a GEMM output")))?;
+    let od = od_dtype
+        .out_dtype()
+        .ok_or_else(|| Error::invalid_value(format!("out dtype {od_dtype} is not a GEMM output")))?;
     let fa = call.input.dtype.format().ok_or_else(|| Error::invalid_value("mat1 is not an FP8 operand"))?;
     let fb = call.mat2.dtype.format().ok_or_else(|| Error::invalid_value("mat2 is not an FP8 operand"))?;
     let a = call.input.gather_bytes("mat1")?;

@@ -75,7 +75,12 @@ fn summary(name: &'static str, ulps: &[f64]) -> SourceSummary {
 
 /// Attribute every output of the plan over `ops` with the epilogue `epi` (None: the fp32 accumulator). Each output's
 /// parts are checked to sum exactly to its total; a mismatch is an error (it would be a defect of the trace).
-pub fn attribute_gemm(preset: &Preset, plan: &Plan, ops: &Operands<'_>, epi: Option<&Epilogue>) -> Result<GemmAttribution> {
+pub fn attribute_gemm(
+    preset: &Preset,
+    plan: &Plan,
+    ops: &Operands<'_>,
+    epi: Option<&Epilogue>,
+) -> Result<GemmAttribution> {
     ops.check()?;
     let products = (ops.m as u64).saturating_mul(ops.n as u64).saturating_mul(ops.k.max(1) as u64);
     if products > MAX_PRODUCTS {
