@@ -137,3 +137,82 @@ fn attribute_a_generated_call() {
     assert_eq!(code, 1);
     assert!(err.contains("limit"), "{err}");
 }
+
+#[test]
+fn a_generated_call_traces_to_the_calls_own_bits() {
+    // mmaemu trace generates only the rows it reads; its bits must be those of the whole call run by the model on the
+    // whole generated operands, for every data class (special: per-row NaN/Inf, all_codes: offsets by index).
+    use mmaemu_datasets::inputs::{generate, DataClass, InputSpec, Operand, GENERATOR_V1};
+    use mmaemu_model::scaled_mm::ScaledMm;
+    use mmaemu_model::splitk::SplitRequest;
+    use mmaemu_model::tensor::View;
+    let (m, n, k) = (5usize, 16usize, 96usize);
+    for (class, data) in [
+        ("special", DataClass::Special { scale: 1.0 }),
+        ("all_codes", DataClass::AllCodes { finite: true }),
+        ("split", DataClass::Split { scale: 1.0 }),
+    ] {
+        let spec = InputSpec { generator: GENERATOR_V1.into(), seed: 11, stream: 3, data };
+        let a = generate(&spec, Operand::A, "e4m3", m, k).unwrap();
+        let b = generate(&spec, Operand::B, "e5m2", n, k).unwrap();
+        let mut call = ScaledMm::new(
+            View {
+                dtype: mmaemu_model::dtype::Dtype::Float8E4m3fn,
+                shape: vec![m, k],
+                strides: vec![k, 1],
+                offset: 0,
+                storage: &a,
+            },
+            View {
+                dtype: mmaemu_model::dtype::Dtype::Float8E5m2,
+                shape: vec![k, n],
+                strides: vec![1, k],
+                offset: 0,
+                storage: &b,
+            },
+            0.5,
+            3.0,
+        );
+        call.out_dtype = Some(mmaemu_model::dtype::Dtype::Float16);
+        call.profile = mmaemu_model::scaled_mm::ProfileArg::Name("ada".into());
+        call.splitk = SplitRequest::Pair(2, "serial".into());
+        let out = call.run().unwrap().out;
+        for (i, j) in [(0, 0), (3, 7), (4, 15)] {
+            let (code, json, err) = mmaemu(&[
+                "trace",
+                "--m",
+                "5",
+                "--n",
+                "16",
+                "--k",
+                "96",
+                "--a",
+                "e4m3",
+                "--b",
+                "e5m2",
+                "--scale-a",
+                "0.5",
+                "--scale-b",
+                "3",
+                "--out",
+                "fp16",
+                "--profile",
+                "ada",
+                "--splitk",
+                "2,serial",
+                "--data",
+                class,
+                "--seed",
+                "11",
+                "--stream",
+                "3",
+                "--element",
+                &format!("{i},{j}"),
+                "--json",
+            ]);
+            assert_eq!(code, 0, "{err}");
+            let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!(v["bits"].as_u64().unwrap() as u32, out.get(i, j), "{class} ({i}, {j})");
+        }
+    }
+}

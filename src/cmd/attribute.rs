@@ -21,7 +21,7 @@ pub struct AttributeArgs {
 
 /// Run `mmaemu attribute`.
 pub fn run(args: AttributeArgs) -> CommandResult {
-    let r = with_call(&args.call, |call| {
+    let r = with_call(&args.call, None, |call| {
         attribute_scaled_mm(call).map_err(|e| CommandError {
             exit: Exit::Failed,
             message: e.to_string(),

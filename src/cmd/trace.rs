@@ -164,7 +164,9 @@ fn trace_flags(args: &TraceArgs, el: &[usize]) -> Result<Trace, CommandError> {
             el[0], el[1]
         )));
     }
-    with_call(&args.call, |call| {
+    // The generator is counter-based: the first i + 1 rows of A (j + 1 of B) are the same bytes as in the whole
+    // operand, and the trace reads only row i of A and row j of B.
+    with_call(&args.call, Some((el[0] + 1, el[1] + 1)), |call| {
         trace_scaled_mm(call, el[0], el[1]).map_err(|e| CommandError {
             exit: Exit::Failed,
             message: e.to_string(),
@@ -182,8 +184,11 @@ pub fn shape(f: &CallFlags) -> Result<(usize, usize, usize), CommandError> {
 }
 
 /// Generate the operands of a call by flags and hand the call to `f`.
+/// With `rows`, only the first rows of A and of B are generated (the views keep the call's shape; an element
+/// past them reads as outside the storage).
 pub fn with_call<R>(
     f: &CallFlags,
+    rows: Option<(usize, usize)>,
     run: impl FnOnce(&ScaledMm<'_>) -> Result<R, CommandError>,
 ) -> Result<R, CommandError> {
     let bad = |e: String| CommandError::bad_input(e);
@@ -200,8 +205,9 @@ pub fn with_call<R>(
     )
     .map_err(bad)?;
     let (da, db) = (dtype_arg(&f.a), dtype_arg(&f.b));
-    let a = generate(&spec, Operand::A, da.name(), m, k).map_err(bad)?;
-    let b = generate(&spec, Operand::B, db.name(), n, k).map_err(bad)?;
+    let (ra, rb) = rows.map_or((m, n), |(i, j)| (i.min(m), j.min(n)));
+    let a = generate(&spec, Operand::A, da.name(), ra, k).map_err(bad)?;
+    let b = generate(&spec, Operand::B, db.name(), rb, k).map_err(bad)?;
     let call = ScaledMm {
         input: View { dtype: da, shape: vec![m, k], strides: vec![k, 1], offset: 0, storage: &a },
         mat2: View { dtype: db, shape: vec![k, n], strides: vec![1, k], offset: 0, storage: &b },

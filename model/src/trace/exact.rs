@@ -138,8 +138,8 @@ impl Exact {
         let neg = self.is_negative();
         let sign = if neg { 0x8000_0000u32 } else { 0 };
         let mag: BigInt = self.mant.magnitude().clone().into();
-        let lead = mag.bits() as i32 - 1 + self.exp; // floor(log2|x|)
-                                                     // The unit in the last place: 2^(lead - 23) for normals, 2^-149 below 2^-126.
+        // floor(log2|x|), then the unit in the last place: 2^(lead - 23) for normals, 2^-149 below 2^-126.
+        let lead = mag.bits() as i32 - 1 + self.exp;
         let ulp = (lead - 23).max(-149);
         let sh = self.exp - ulp;
         let q: BigInt = if sh >= 0 {
