@@ -81,6 +81,10 @@ enum Command {
         #[command(subcommand)]
         command: cmd::platform::PlatformCommand,
     },
+    /// The trace of one output element: plan, every block, every fp32 addition, the epilogue.
+    Trace(Box<cmd::trace::TraceArgs>),
+    /// Attribute every output's error to its sources (exact, for calls up to 2^24 products).
+    Attribute(Box<cmd::attribute::AttributeArgs>),
     /// Profiles, presets, backends, split-K tables and environment.
     Info {
         /// Print JSON instead of text.
@@ -107,6 +111,8 @@ impl Command {
             Command::Platform { command: cmd::platform::PlatformCommand::Build(_) } => "platform build",
             Command::Platform { command: cmd::platform::PlatformCommand::Check { .. } } => "platform check",
             Command::Info { .. } => "info",
+            Command::Trace(_) => "trace",
+            Command::Attribute(_) => "attribute",
         }
     }
 
@@ -127,6 +133,8 @@ impl Command {
             Command::Selftest(args) => cmd::selftest::run(&args),
             Command::Platform { command } => cmd::platform::run(command),
             Command::Info { json } => cmd::info::run(json),
+            Command::Trace(args) => cmd::trace::run(*args),
+            Command::Attribute(args) => cmd::attribute::run(*args),
         }
     }
 }

@@ -152,7 +152,7 @@ fn element_bytes(dtype: &Dtype, v: f64) -> Vec<u8> {
 }
 
 /// The recorded split as an explicit request.
-fn split_request(row: &Row) -> Result<SplitRequest, String> {
+pub(crate) fn split_request(row: &Row) -> Result<SplitRequest, String> {
     let s = row.split_s.unwrap_or(1) as i64;
     match row.split_scheme.as_deref().unwrap_or("none") {
         "unknown" => Err(format!("split S = {s} with scheme 'unknown': no reduction rule is established")),

@@ -9,5 +9,6 @@ pub mod inspect;
 pub mod recordings;
 pub mod replay;
 pub mod status;
+pub mod trace;
 
 pub use replay::{Failure, Verdict};

@@ -348,6 +348,35 @@ pub fn failure_report(t: &RowTrial, failure: &Failure, computed: Option<&(Vec<u3
         }
     }
     let _ = write!(s, "reproduce: {}", reproduce_command(t));
+    if let (Expectation::Bits(bytes), Some((actual, dtype))) = (&row.expected, computed) {
+        let expected = from_le_bytes(bytes, *dtype);
+        if let Some(i) = (0..expected.len().max(actual.len())).find(|&i| expected.get(i) != actual.get(i)) {
+            let _ =
+                write!(s, "\n{}", explain_element(row, i, expected.get(i).copied(), actual.get(i).copied(), *dtype));
+        }
+    }
+    s
+}
+
+/// The trace of a differing element: expected against computed bits, the first step that loses something (where a
+/// hand check starts), then the folded trace.
+pub fn explain_element(row: &Row, index: usize, expected: Option<u32>, actual: Option<u32>, dtype: OutDtype) -> String {
+    let show = |b: Option<u32>| b.map_or("(missing)".into(), |b| show_bits(b, dtype));
+    let mut s = format!(
+        "trace of the first differing element, index {index} {}: expected {}, computed {}\n",
+        position(row, index),
+        show(expected),
+        show(actual)
+    );
+    match crate::trace::trace_row(row, index) {
+        Ok(t) => {
+            let _ = writeln!(s, "a hand check starts at: {}", mmaemu_model::trace::text::first_lossy_step(&t));
+            s.push_str(&mmaemu_model::trace::text::render(&t, false));
+        }
+        Err(e) => {
+            let _ = writeln!(s, "(no trace: {e})");
+        }
+    }
     s
 }
 

@@ -135,12 +135,12 @@ impl fmt::Display for Failure {
 }
 
 /// A row's operand format.
-fn format_of(name: &str) -> Result<Format, String> {
+pub(crate) fn format_of(name: &str) -> Result<Format, String> {
     Format::from_name(name).ok_or_else(|| format!("operand format '{name}' is not an FP8 format this op replays"))
 }
 
 /// The recorded split of a row.
-fn split_of(row: &Row) -> Result<SplitK, String> {
+pub(crate) fn split_of(row: &Row) -> Result<SplitK, String> {
     let s = row.split_s.unwrap_or(1);
     let scheme = row.split_scheme.as_deref().unwrap_or("none");
     if scheme == "unknown" {

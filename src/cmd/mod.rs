@@ -2,6 +2,7 @@
 //! Every command returns how it ended ([`Exit`]) or why it could not do its work ([`CommandError`]);
 //! `main` prints the error and turns both into the exit status (the table is in the README).
 
+pub mod attribute;
 pub mod bench;
 pub mod datasets;
 pub mod explain;
@@ -11,6 +12,7 @@ pub mod platform;
 pub mod replay;
 pub mod report;
 pub mod selftest;
+pub mod trace;
 
 use std::fmt;
 

@@ -1,0 +1,319 @@
+//! The trace of one element against the model: its final bits equal `gemm`'s, `accumulate`'s and `dot`'s on fuzzed
+//! calls of every preset, and its intermediate values equal the worked examples of docs/reference.md.
+
+// The fuzz count per preset is FUZZ_CALLS (2,000, a few seconds in the test profile); the ignored test
+// `fuzz_full_count` runs 10,000 per preset (`cargo test -p mmaemu-model --test trace -- --ignored`).
+
+use mmaemu_model::trace::{attribute, trace_dot, trace_element, Exact, ExpSource, Trace};
+use mmaemu_model::{accumulate, dot, gemm, Epilogue, Format, Operands, OutDtype, Plan, Preset, Scheme, SplitK};
+
+const FUZZ_CALLS: usize = 2_000;
+
+/// SplitMix64: a fixed, seeded stream for the fuzzed calls.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A code of mostly finite values in a narrow or wide exponent band, sometimes zero, subnormal or non-finite.
+fn code(r: &mut Rng, f: Format, band: u8) -> u8 {
+    let sign = (r.below(2) as u8) << 7;
+    match r.below(40) {
+        0 => 0x80 * r.below(2) as u8,            // ±0
+        1 => sign | (r.below(8) as u8),          // subnormal or zero
+        2 if r.below(10) == 0 => r.next() as u8, // any byte, non-finite included
+        _ => {
+            let c = (band as u64 + r.below(24)) as u8 & 0x7F;
+            if f.is_nonfinite(c) {
+                sign | 0x40
+            } else {
+                sign | c
+            }
+        }
+    }
+}
+
+fn scale(r: &mut Rng) -> f32 {
+    match r.below(8) {
+        0 => 1.0,
+        1 => 0.5,
+        2 => -0.0,
+        3 => f32::from_bits(r.next() as u32 & 0x807F_FFFF), // subnormal
+        4 => 1e30,
+        _ => f32::from_bits((r.next() as u32 & 0x807F_FFFF) | ((100 + r.below(50) as u32) << 23)),
+    }
+}
+
+fn preset_of(i: u64) -> Preset {
+    match i {
+        0 => Preset::ada(),
+        1 => Preset::hopper(),
+        _ => Preset::b200_mma_sync(),
+    }
+}
+
+/// One fuzzed GEMM element and one fuzzed dot: the trace's bits against the model's.
+fn fuzz_one(r: &mut Rng, preset: &Preset) {
+    let fmts = [Format::E4m3, Format::E5m2];
+    let (fa, fb) = (fmts[r.below(2) as usize], fmts[r.below(2) as usize]);
+    let k = match r.below(10) {
+        0 => r.below(1100) as usize,
+        1 => 0,
+        _ => 1 + r.below(300) as usize,
+    };
+    let (m, n) = (1 + r.below(2) as usize, 1 + r.below(3) as usize);
+    let band = r.below(0x60) as u8;
+    let a: Vec<u8> = (0..m * k).map(|_| code(r, fa, band)).collect();
+    let b: Vec<u8> = (0..n * k).map(|_| code(r, fb, band)).collect();
+    let characterised = preset.slow_chunk().is_some();
+    let fast = !characterised || r.below(2) == 0;
+    let split = if !characterised || r.below(3) == 0 {
+        SplitK::NONE
+    } else {
+        let s = 2 + r.below(7) as usize;
+        let schemes = preset.allowed_schemes();
+        SplitK::new(s, schemes[r.below(schemes.len() as u64) as usize]).unwrap()
+    };
+    let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+    let outs = OutDtype::ALL;
+    let epi = Epilogue {
+        scale_a: scale(r),
+        scale_b: scale(r),
+        scale_result: (r.below(2) == 0).then(|| scale(r)),
+        out: outs[r.below(5) as usize],
+    };
+    let (i, j) = (r.below(m as u64) as usize, r.below(n as u64) as usize);
+    let plan = Plan::new(preset, k, fast, split).unwrap();
+    let what = format!("{} {fa:?}x{fb:?} K={k} fast={fast} split={split} {epi:?} element ({i}, {j})", preset.name());
+
+    let want = gemm(preset, &ops, fast, split, &epi).unwrap().bits[i * n + j];
+    let t = trace_element(preset, &plan, &ops, i, j, Some(&epi)).unwrap();
+    assert_eq!(t.bits, want, "gemm: {what}");
+    parts_add_up(&t, &what);
+
+    let acc = accumulate(preset, &ops, fast, split).unwrap()[i * n + j];
+    let t = trace_element(preset, &plan, &ops, i, j, None).unwrap();
+    assert_eq!(t.bits, acc.to_bits(), "accumulate: {what}");
+
+    let c = match r.below(4) {
+        0 => None,
+        1 => Some(f32::from_bits(r.next() as u32)),
+        _ => Some(f32::from_bits((r.next() as u32 & 0x807F_FFFF) | ((110 + r.below(30) as u32) << 23))),
+    };
+    let (ra, rb) = (&a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k]);
+    let want = dot(preset, fa, fb, ra, rb, c).unwrap();
+    let t = trace_dot(preset, fa, fb, ra, rb, c).unwrap();
+    assert_eq!(t.bits, want.to_bits(), "dot with c {c:?}: {what}");
+    parts_add_up(&t, &what);
+}
+
+/// The attribution's parts sum exactly to emulated − exact, and the emulated value is the element's.
+fn parts_add_up(t: &Trace, what: &str) {
+    if let Some(a) = attribute(t) {
+        assert_eq!(a.parts_sum(), a.total, "parts: {what}");
+        assert_eq!(a.emulated.add(&a.exact.neg()), a.total, "total: {what}");
+        assert_eq!(a.emulated.to_f64(), t.dtype.to_f64(t.bits), "emulated: {what}");
+    } else {
+        // Only non-finite values on the way leave no exact difference.
+        let finite = t.dtype.to_f64(t.bits).is_finite() && t.accumulator.is_finite();
+        let epi_finite = t.epilogue.as_ref().is_none_or(|e| {
+            e.alpha.is_finite()
+                && e.y.is_finite()
+                && e.scaled.as_ref().is_none_or(|s| s.1.is_some() && s.2.is_finite())
+                && e.scale_a.is_finite()
+                && e.scale_b.is_finite()
+        });
+        assert!(
+            !(finite
+                && epi_finite
+                && t.patch.is_none()
+                && t.splits.iter().all(|s| s.chains.iter().all(|c| c.start.is_finite()))),
+            "no attribution: {what}"
+        );
+    }
+}
+
+fn fuzz(calls: usize) {
+    for p in 0..3 {
+        let preset = preset_of(p);
+        let mut r = Rng(0x7472_6163_6500 + p);
+        for _ in 0..calls {
+            fuzz_one(&mut r, &preset);
+        }
+    }
+}
+
+#[test]
+fn fuzzed_calls_end_in_the_models_bits() {
+    fuzz(FUZZ_CALLS);
+}
+
+#[test]
+#[ignore = "the full count: 10,000 calls per preset"]
+fn fuzz_full_count() {
+    fuzz(10_000);
+}
+
+fn e4(x: f32) -> u8 {
+    Format::E4m3.from_f32_saturating(x)
+}
+
+fn exact(x: f64) -> Exact {
+    Exact::of_f64(x).unwrap()
+}
+
+#[test]
+fn s2_6_small_term_below_the_grid() {
+    // docs/reference.md §2.6: ada, 256·1 + 2^-6·1 in one block -> 0x1.0000p+8; the small term falls below the grid
+    // 2^(8-13); the exact sum is 0x1.0004p+8.
+    let t = trace_dot(&Preset::ada(), Format::E4m3, Format::E4m3, &[e4(256.0), e4(2f32.powi(-6))], &[e4(1.0); 2], None)
+        .unwrap();
+    let b = &t.splits[0].chains[0].blocks[0];
+    assert_eq!((b.e, b.g, b.source), (8, -5, ExpSource::Product(0)));
+    assert_eq!(b.terms[1].exact, exact(2f64.powi(-6)));
+    assert_eq!(b.terms[1].kept, Exact::zero());
+    assert_eq!(b.terms[1].dropped, exact(2f64.powi(-6)));
+    assert_eq!(b.exact_sum.hex(), "0x1.0004p+8");
+    assert_eq!(b.aligned_sum, exact(256.0));
+    assert_eq!(t.bits, 0x4380_0000);
+    // 256·1 - 2^-6·1: toward zero, not down: the -2^-6 is dropped whole, the result stays 0x1p+8.
+    let t =
+        trace_dot(&Preset::ada(), Format::E4m3, Format::E4m3, &[e4(256.0), e4(-(2f32.powi(-6)))], &[e4(1.0); 2], None)
+            .unwrap();
+    let b = &t.splits[0].chains[0].blocks[0];
+    assert_eq!(b.exact_sum.hex(), "0x1.fff8p+7");
+    assert_eq!(b.terms[1].dropped, exact(-(2f64.powi(-6))));
+    assert_eq!(t.bits, 0x4380_0000);
+}
+
+#[test]
+fn s2_6_c_sets_the_exponent() {
+    // §2.6: ada, c = 2^20, product 1·1 -> 0x1.0000p+20 (exact sum 0x1.00001p+20): c sets E = 20.
+    let t = trace_dot(&Preset::ada(), Format::E4m3, Format::E4m3, &[e4(1.0)], &[e4(1.0)], Some(2f32.powi(20))).unwrap();
+    let b = &t.splits[0].chains[0].blocks[0];
+    assert_eq!((b.e, b.source), (20, ExpSource::Accumulator));
+    assert_eq!(b.exact_sum.hex(), "0x1.00001p+20");
+    assert_eq!(t.bits, 2f32.powi(20).to_bits());
+    // b200_mma_sync: c = 2^20, product 2^-4 -> RN32 tie to even of 2^20 + 2^-4: the late addition's error is -2^-4.
+    let t =
+        trace_dot(&Preset::b200_mma_sync(), Format::E4m3, Format::E4m3, &[e4(0.25)], &[e4(0.25)], Some(2f32.powi(20)))
+            .unwrap();
+    let add = t.splits[0].chains[0].blocks[0].late_add.clone().unwrap();
+    assert_eq!(add.error, Some(exact(-(2f64.powi(-4)))));
+    assert_eq!(t.bits, 2f32.powi(20).to_bits());
+}
+
+#[test]
+fn s3_2_serial_split_keeps_the_small_terms() {
+    // §3.2: K = 128, a = b, a[0] = 1, a[64..79] = 2^-9, fast, ada: unsplit -> 1.0; S = 2 serial -> 0x1.0004p+0,
+    // split 1 sums 2^-14 exactly and the fp32 addition keeps it.
+    let mut a = vec![0u8; 128];
+    a[0] = e4(1.0);
+    for x in &mut a[64..80] {
+        *x = e4(2f32.powi(-9));
+    }
+    let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a: &a, b: &a, m: 1, n: 1, k: 128 };
+    let ada = Preset::ada();
+    let unsplit = Plan::new(&ada, 128, true, SplitK::NONE).unwrap();
+    let t = trace_element(&ada, &unsplit, &ops, 0, 0, None).unwrap();
+    assert_eq!(t.bits, 1f32.to_bits());
+    // The 16 products 2^-18 meet c = 1.0 in block 4 (k 64..79): E = 0, grid 2^-13, each is dropped whole.
+    let b = &t.splits[0].chains[0].blocks[4];
+    assert_eq!((b.e, b.source), (0, ExpSource::Accumulator));
+    assert!(b.terms.iter().all(|x| x.kept.is_zero() && x.dropped == exact(2f64.powi(-18))));
+    let split = Plan::new(&ada, 128, true, SplitK::new(2, Scheme::Serial).unwrap()).unwrap();
+    let t = trace_element(&ada, &split, &ops, 0, 0, None).unwrap();
+    assert_eq!(t.splits[1].partial, 2f32.powi(-14));
+    assert_eq!(t.combination.len(), 1);
+    assert_eq!(t.combination[0].error, Some(Exact::zero()));
+    assert_eq!(t.bits, (1.0f32 + 2f32.powi(-14)).to_bits());
+}
+
+#[test]
+fn s4_single_rounding_and_zero_rule() {
+    // §4 step 2: an exactly zero product gives +0 (acc = 0, alpha = -1); -2^-151 underflows to -0.
+    let ada = Preset::ada();
+    let zero = [0u8; 16];
+    let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a: &zero, b: &zero, m: 1, n: 1, k: 16 };
+    let plan = Plan::new(&ada, 16, true, SplitK::NONE).unwrap();
+    let epi = Epilogue { scale_a: -1.0, scale_b: 1.0, scale_result: None, out: OutDtype::Float32 };
+    let t = trace_element(&ada, &plan, &ops, 0, 0, Some(&epi)).unwrap();
+    assert_eq!(t.bits, 0);
+    assert!(t.epilogue.unwrap().y_rule.unwrap().contains("exactly zero"));
+    let mut a = zero;
+    a[0] = e4(2f32.powi(-5));
+    let mut bb = zero;
+    bb[0] = e4(1.0);
+    let ops = Operands { a: &a, b: &bb, ..ops };
+    let epi = Epilogue { scale_a: -(2f32.powi(-126)), scale_b: 2f32.powi(-20), ..epi };
+    let t = trace_element(&ada, &plan, &ops, 0, 0, Some(&epi)).unwrap();
+    assert_eq!(t.bits, 0x8000_0000);
+    let e = t.epilogue.unwrap();
+    assert_eq!(e.product, Some(exact(-(2f64.powi(-151)))));
+    assert_eq!(e.y_error, Some(exact(2f64.powi(-151))));
+}
+
+#[test]
+fn docs_trace_md_shows_the_current_trace() {
+    // docs/trace.md traces the §2.6 example "16 × (2^-6·1) at k = 0..15, then 256·1 at k = 16 (K = 32)" on ada and
+    // hopper; its text blocks must be what the printer prints now (on a mismatch the current text is written to
+    // target/trace-md-current.txt).
+    let mut a = vec![0u8; 32];
+    let mut b = vec![0u8; 32];
+    for k in 0..16 {
+        a[k] = e4(2f32.powi(-6));
+        b[k] = e4(1.0);
+    }
+    a[16] = e4(256.0);
+    b[16] = e4(1.0);
+    let mut current = Vec::new();
+    for (preset, want) in [(Preset::ada(), 0x4380_2000u32), (Preset::hopper(), 0x4380_0000)] {
+        let t = trace_dot(&preset, Format::E4m3, Format::E4m3, &a, &b, None).unwrap();
+        assert_eq!(t.bits, want, "§2.6: ada 0x1.004p+8, hopper 0x1.000p+8");
+        current.push(mmaemu_model::trace::text::render(&t, true));
+    }
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/trace.md")).unwrap();
+    let blocks: Vec<&str> = doc.split("```text\n").skip(1).filter_map(|x| x.split("```").next()).collect();
+    if blocks != current {
+        let text = current.join("\n=====\n");
+        let _ = std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/trace-md-current.txt"), &text);
+        panic!("docs/trace.md is not the current trace:\n{text}");
+    }
+}
+
+#[test]
+fn gemm_attribution_adds_up_on_every_output() {
+    // Every output of a few GEMMs per preset: attribute_gemm checks in exact arithmetic that each output's parts sum
+    // to its total (an error otherwise); the summary counts every output once per source.
+    use mmaemu_model::trace::summary::attribute_gemm;
+    let mut r = Rng(0x6174_7472);
+    for p in 0..3 {
+        let preset = preset_of(p);
+        for _ in 0..4 {
+            let (m, n, k) = (3, 4, 16 + r.below(300) as usize);
+            let band = 0x20 + r.below(0x30) as u8;
+            let a: Vec<u8> = (0..m * k).map(|_| code(&mut r, Format::E4m3, band) & 0xF7).collect();
+            let b: Vec<u8> = (0..n * k).map(|_| code(&mut r, Format::E4m3, band) & 0xF7).collect();
+            let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a: &a, b: &b, m, n, k };
+            let fast = preset.slow_chunk().is_none() || r.below(2) == 0;
+            let plan = Plan::new(&preset, k, fast, SplitK::NONE).unwrap();
+            let epi = Epilogue { scale_a: 0.75, scale_b: 1.5, scale_result: None, out: OutDtype::BFloat16 };
+            let g = attribute_gemm(&preset, &plan, &ops, Some(&epi)).unwrap();
+            assert_eq!((g.outputs, g.attributed, g.exact_checks), (m * n, m * n, m * n));
+            for s in &g.sources {
+                assert_eq!(s.histogram.iter().sum::<usize>(), m * n, "{}", s.name);
+            }
+            // bf16 output: the epilogue's second rounding changes almost every output.
+            assert!(g.sources[4].affected > 0);
+        }
+    }
+}

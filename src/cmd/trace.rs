@@ -1,0 +1,311 @@
+//! `mmaemu trace`: the trace of one output element (docs/reference.md §2–§4 step by step), of a recorded row or of a
+//! call described by flags with operands from the `mmaemu-inputs/1` generator; text (folded) or JSON.
+
+use super::explain::{dtype_arg, parse_splitk};
+use super::{CommandError, CommandResult, Exit};
+use clap::Args;
+use mmaemu_datasets::inputs::{generate, DataClass, InputSpec, Operand, GENERATOR_V1};
+use mmaemu_datasets::{limits, read_recording};
+use mmaemu_harness::trace::{expected_bits, flat_index, trace_row};
+use mmaemu_kernels::env;
+use mmaemu_model::scaled_mm::{ScaleTensor, ScaledMm};
+use mmaemu_model::tensor::View;
+use mmaemu_model::trace::{attribute, text, trace_scaled_mm, Addition, Block, ChainTrace, Exact, ExpSource, Trace};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// The arguments of `mmaemu trace`.
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// A recording file: trace an element of its row `--row`.
+    pub file: Option<PathBuf>,
+    /// The row id (with FILE).
+    #[arg(long)]
+    pub row: Option<String>,
+    /// The element: `I,J` (or `T,I,J` for a batched row); default 0,0.
+    #[arg(long, default_value = "0,0")]
+    pub element: String,
+    /// Show every block and every product (long chains are folded by default).
+    #[arg(long)]
+    pub unfold: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// A call by flags (with operands from the generator).
+    #[command(flatten)]
+    pub call: CallFlags,
+}
+
+fn parse_element(s: &str) -> Result<Vec<usize>, String> {
+    let v: Result<Vec<usize>, _> = s.split(',').map(|x| x.trim().parse::<usize>()).collect();
+    match v {
+        Ok(v) if v.len() == 2 || v.len() == 3 => Ok(v),
+        _ => Err(format!("malformed --element '{s}': expected I,J or T,I,J (non-negative integers)")),
+    }
+}
+
+fn data_class(name: &str) -> Result<DataClass, String> {
+    Ok(match name {
+        "gaussian" => DataClass::Gaussian { scale: 1.0 },
+        "bits" => DataClass::Bits { finite: true },
+        "split" => DataClass::Split { scale: 1.0 },
+        "all_codes" => DataClass::AllCodes { finite: true },
+        "subnormal" => DataClass::Subnormal { scale: 1.0 },
+        "special" => DataClass::Special { scale: 1.0 },
+        other => {
+            return Err(format!(
+                "unknown --data '{other}': expected gaussian, bits, split, all_codes, subnormal or special"
+            ))
+        }
+    })
+}
+
+/// A `torch._scaled_mm` call described by flags, with operands from the `mmaemu-inputs/1` generator.
+#[derive(Args, Debug)]
+pub struct CallFlags {
+    /// M.
+    #[arg(long)]
+    pub m: Option<usize>,
+    /// N.
+    #[arg(long)]
+    pub n: Option<usize>,
+    /// K.
+    #[arg(long)]
+    pub k: Option<usize>,
+    /// Format of A.
+    #[arg(long, default_value = "e4m3")]
+    pub a: String,
+    /// Format of B.
+    #[arg(long, default_value = "e4m3")]
+    pub b: String,
+    /// out_dtype (default: the input's dtype).
+    #[arg(long)]
+    pub out: Option<String>,
+    /// use_fast_accum.
+    #[arg(long)]
+    pub fast: bool,
+    /// Profile (default: MMAEMU_PROFILE or hopper).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Split-K: auto, S, or S,scheme.
+    #[arg(long, default_value = "auto")]
+    pub splitk: String,
+    /// scale_a.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale_a: f32,
+    /// scale_b.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale_b: f32,
+    /// scale_result.
+    #[arg(long)]
+    pub scale_result: Option<f32>,
+    /// Data class of the generator: gaussian, bits, split, all_codes, subnormal, special.
+    #[arg(long, default_value = "gaussian")]
+    pub data: String,
+    /// The generator's seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The generator's stream.
+    #[arg(long, default_value_t = 0)]
+    pub stream: u64,
+}
+
+/// Run `mmaemu trace`.
+pub fn run(args: TraceArgs) -> CommandResult {
+    let el = parse_element(&args.element).map_err(CommandError::bad_input)?;
+    let (trace, expected) = match &args.file {
+        Some(path) => {
+            let id = args.row.as_deref().ok_or_else(|| CommandError::bad_input("a recording needs --row ID"))?;
+            let rec = read_recording(path).map_err(CommandError::bad_input)?;
+            let row = rec.rows.iter().find(|r| r.id == id).ok_or_else(|| {
+                let ids: Vec<&str> = rec.rows.iter().take(5).map(|r| r.id.as_str()).collect();
+                CommandError::bad_input(format!(
+                    "{}: no row with id {id:?} (the first ids: {})",
+                    path.display(),
+                    ids.join(", ")
+                ))
+            })?;
+            let (t, i, j) = if el.len() == 3 { (el[0], el[1], el[2]) } else { (0, el[0], el[1]) };
+            let index = flat_index(row, t, i, j).map_err(CommandError::bad_input)?;
+            let trace = trace_row(row, index).map_err(|e| CommandError::bad_input(format!("row {id:?}: {e}")))?;
+            let expected = expected_bits(row, index, trace.dtype);
+            (trace, expected)
+        }
+        None => (trace_flags(&args, &el)?, None),
+    };
+    if args.json {
+        let mut v = trace_json(&trace);
+        if let Some(e) = expected {
+            v["recorded_bits"] = json!(e);
+            v["matches_recording"] = json!(e == trace.bits);
+        }
+        v["bits"] = json!(trace.bits);
+        println!("{v}");
+    } else {
+        print!("{}", text::render(&trace, args.unfold));
+        if let Some(e) = expected {
+            let w = trace.dtype.width() * 2;
+            let verdict = if e == trace.bits { "matches" } else { "DIFFERS from" };
+            println!("the trace {verdict} the recorded bits 0x{e:0w$X}");
+        }
+    }
+    Ok(Exit::failed_if(expected.is_some_and(|e| e != trace.bits)))
+}
+
+/// A call described by flags, operands from the generator.
+fn trace_flags(args: &TraceArgs, el: &[usize]) -> Result<Trace, CommandError> {
+    let (m, n, _) = shape(&args.call)?;
+    if el.len() != 2 {
+        return Err(CommandError::bad_input("a call's element is I,J"));
+    }
+    if el[0] >= m || el[1] >= n {
+        return Err(CommandError::bad_input(format!(
+            "element ({}, {}) is outside the [{m}, {n}] result",
+            el[0], el[1]
+        )));
+    }
+    // The generator is counter-based: the first i + 1 rows of A (j + 1 of B) are the same bytes as in the whole
+    // operand, and the trace reads only row i of A and row j of B.
+    with_call(&args.call, Some((el[0] + 1, el[1] + 1)), |call| {
+        trace_scaled_mm(call, el[0], el[1]).map_err(|e| CommandError {
+            exit: Exit::Failed,
+            message: e.to_string(),
+            verbatim: false,
+        })
+    })
+}
+
+/// (M, N, K) of a call by flags.
+pub fn shape(f: &CallFlags) -> Result<(usize, usize, usize), CommandError> {
+    match (f.m, f.n, f.k) {
+        (Some(m), Some(n), Some(k)) => Ok((m, n, k)),
+        _ => Err(CommandError::bad_input("give a recording FILE with --row, or a call with --m, --n and --k")),
+    }
+}
+
+/// Generate the operands of a call by flags and hand the call to `f`.
+/// With `rows`, only the first rows of A and of B are generated (the views keep the call's shape; an element
+/// past them reads as outside the storage).
+pub fn with_call<R>(
+    f: &CallFlags,
+    rows: Option<(usize, usize)>,
+    run: impl FnOnce(&ScaledMm<'_>) -> Result<R, CommandError>,
+) -> Result<R, CommandError> {
+    let bad = |e: String| CommandError::bad_input(e);
+    let (m, n, k) = shape(f)?;
+    let spec = InputSpec {
+        generator: GENERATOR_V1.into(),
+        seed: f.seed,
+        stream: f.stream,
+        data: data_class(&f.data).map_err(bad)?,
+    };
+    limits::check(
+        "the operands",
+        limits::sum(&[limits::product(&[m as u64, k as u64]), limits::product(&[n as u64, k as u64])]),
+    )
+    .map_err(bad)?;
+    let (da, db) = (dtype_arg(&f.a), dtype_arg(&f.b));
+    let (ra, rb) = rows.map_or((m, n), |(i, j)| (i.min(m), j.min(n)));
+    let a = generate(&spec, Operand::A, da.name(), ra, k).map_err(bad)?;
+    let b = generate(&spec, Operand::B, db.name(), rb, k).map_err(bad)?;
+    let call = ScaledMm {
+        input: View { dtype: da, shape: vec![m, k], strides: vec![k, 1], offset: 0, storage: &a },
+        mat2: View { dtype: db, shape: vec![k, n], strides: vec![1, k], offset: 0, storage: &b },
+        scale_a: ScaleTensor::scalar(f.scale_a),
+        scale_b: ScaleTensor::scalar(f.scale_b),
+        bias: None,
+        scale_result: f.scale_result.map(ScaleTensor::scalar),
+        out_dtype: f.out.as_deref().map(dtype_arg),
+        use_fast_accum: f.fast,
+        out: None,
+        profile: env::profile_arg(f.profile.as_deref()),
+        splitk: parse_splitk(&f.splitk).map_err(bad)?,
+        backend: "reference".into(),
+        strict: env::strict(),
+    };
+    run(&call)
+}
+
+fn exact_json(x: &Exact) -> Value {
+    json!({"hex": x.hex(), "decimal": x.decimal()})
+}
+
+fn opt_json(x: &Option<Exact>) -> Value {
+    x.as_ref().map_or(Value::Null, exact_json)
+}
+
+fn f32_json(x: f32) -> Value {
+    let bits = format!("0x{:08X}", x.to_bits());
+    match Exact::of_f32(x) {
+        Some(e) => {
+            json!({"bits": bits, "hex": if e.is_zero() { text::f32_text(x) } else { e.hex() }, "decimal": e.decimal()})
+        }
+        None => json!({"bits": bits, "hex": x.to_string(), "decimal": x.to_string()}),
+    }
+}
+
+fn addition_json(a: &Addition) -> Value {
+    json!({"label": a.label, "x": f32_json(a.x), "y": f32_json(a.y), "exact": opt_json(&a.exact),
+           "result": f32_json(a.result), "error": opt_json(&a.error)})
+}
+
+fn block_json(b: &Block) -> Value {
+    let source = match b.source {
+        ExpSource::Product(p) => json!({"product_at_position": p}),
+        ExpSource::Accumulator => json!("accumulator"),
+        ExpSource::MinExp => json!("min_exp"),
+    };
+    let terms: Vec<Value> = b
+        .terms
+        .iter()
+        .map(|t| {
+            json!({"position": t.pos, "k": t.k, "a": t.a, "b": t.b, "ep": t.ep, "exact": exact_json(&t.exact),
+                   "kept": exact_json(&t.kept), "dropped": exact_json(&t.dropped)})
+        })
+        .collect();
+    json!({
+        "index": b.index, "c_in": f32_json(b.c_in), "ep_max": b.ep_max, "ec": b.ec, "e": b.e, "e_source": source,
+        "grid_exp": b.g, "terms": terms, "padding": b.padding,
+        "c_term": b.c_term.as_ref().map(|(c, k, d)| json!({"exact": exact_json(c), "kept": exact_json(k), "dropped": exact_json(d)})),
+        "exact_sum": exact_json(&b.exact_sum), "aligned_sum": exact_json(&b.aligned_sum), "grid_out_exp": b.grid_out,
+        "d": f32_json(b.d), "normalisation_dropped": exact_json(&b.norm_dropped),
+        "late_add": b.late_add.as_ref().map(addition_json), "nonfinite": b.nonfinite, "result": f32_json(b.result),
+    })
+}
+
+fn chain_json(c: &ChainTrace) -> Value {
+    json!({"ranges": c.ranges.iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(), "len": c.len,
+           "start": f32_json(c.start), "blocks": c.blocks.iter().map(block_json).collect::<Vec<_>>(),
+           "result": f32_json(c.result)})
+}
+
+/// The trace as JSON: every block and product (never folded).
+pub fn trace_json(t: &Trace) -> Value {
+    let epilogue = t.epilogue.as_ref().map(|e| {
+        json!({
+            "acc": f32_json(e.acc), "scale_a": f32_json(e.scale_a), "scale_b": f32_json(e.scale_b),
+            "alpha_exact": opt_json(&e.alpha_exact), "alpha": f32_json(e.alpha), "alpha_error": opt_json(&e.alpha_error),
+            "product": opt_json(&e.product), "y": f32_json(e.y), "y_error": opt_json(&e.y_error), "y_rule": e.y_rule,
+            "out": e.out.name(),
+            "scaled": e.scaled.as_ref().map(|(sr, x, y2)| json!({"scale_result": f32_json(*sr), "exact": opt_json(x), "result": f32_json(*y2)})),
+            "saturation": e.saturation, "value": e.value.to_string(), "out_error": opt_json(&e.out_error), "nan": e.nan,
+            "bits": e.bits,
+        })
+    });
+    let attribution = attribute(t).map(|a| {
+        json!({"exact": exact_json(&a.exact), "emulated": exact_json(&a.emulated), "total": exact_json(&a.total),
+               "term_truncation": exact_json(&a.term_truncation), "block_truncation": exact_json(&a.block_truncation),
+               "combination": exact_json(&a.combination), "epilogue": exact_json(&a.epilogue)})
+    });
+    json!({
+        "op": t.op.name(), "attribution": attribution, "preset": t.preset, "nfma": t.nfma, "frac": t.frac, "frac_out": t.frac_out,
+        "min_exp": t.min_exp, "c_early": t.c_early, "fmt_a": t.fa.name(), "fmt_b": t.fb.name(), "k": t.k,
+        "element": t.element.map(|(i, j)| [i, j]), "fast": t.fast,
+        "split": t.split.map(|s| json!({"s": s.s(), "scheme": s.scheme().name()})), "split_source": t.split_source,
+        "splits": t.splits.iter().map(|s| json!({"index": s.index, "chains": s.chains.iter().map(chain_json).collect::<Vec<_>>(),
+            "additions": s.additions.iter().map(addition_json).collect::<Vec<_>>(), "partial": f32_json(s.partial)})).collect::<Vec<_>>(),
+        "combination": t.combination.iter().map(addition_json).collect::<Vec<_>>(),
+        "patch": t.patch, "accumulator": f32_json(t.accumulator), "epilogue": epilogue, "notes": t.notes,
+        "dtype": t.dtype.name(), "bits": t.bits,
+    })
+}
