@@ -1,6 +1,6 @@
-//! The memory a call of the extension takes, checked against the ceiling (`MMAEMU_MAX_BYTES`) before
-//! anything is allocated: every described tensor's geometry in checked arithmetic, then the sum of the
-//! buffers the call sizes from its arguments (results, out= copies, gathered operands).
+//! What a call of the extension checks before it allocates or decides anything: every described tensor's
+//! geometry in checked arithmetic, the buffers it sizes from its arguments (results, out= copies, gathered
+//! operands) against the ceiling `MMAEMU_MAX_BYTES`, and the value of `MMAEMU_SPLITK_STRICT`.
 
 use crate::desc::Desc;
 use crate::errors::{no_panic, to_py};
@@ -31,4 +31,16 @@ pub fn check_bytes(py: Python<'_>, what: &str, bytes: &Bound<'_, PyAny>) -> PyRe
         let n: Option<u64> = bytes.extract().ok();
         limits::check(what, n).map_err(|e| to_py(py, &Error::invalid_value(e)))
     })
+}
+
+/// MMAEMU_SPLITK_STRICT as a call reads it: unset, empty or `0` (off), `1` (on); any other value is the
+/// ValueError that names the variable (a `true` is not silently off).
+pub fn strict() -> Result<bool, Error> {
+    match std::env::var("MMAEMU_SPLITK_STRICT").as_deref() {
+        Err(_) | Ok("") | Ok("0") => Ok(false),
+        Ok("1") => Ok(true),
+        Ok(other) => {
+            Err(Error::invalid_value(format!("MMAEMU_SPLITK_STRICT={other:?}: expected 1 (strict split-K) or 0")))
+        }
+    }
 }

@@ -120,6 +120,7 @@ impl CallArgs {
     /// Every described tensor must stay alive and unwritten while the call is used.
     unsafe fn call(&self, dry: bool) -> Result<ScaledMm<'_>, Error> {
         self.budget(dry)?;
+        let strict = budget::strict()?;
         let out = match &self.out {
             None => None,
             Some(o) => Some(o.shadow(dry)?),
@@ -139,7 +140,7 @@ impl CallArgs {
                 profile: env::profile_arg(self.profile.as_deref()),
                 splitk: self.splitk.request(),
                 backend: self.backend.clone(),
-                strict: env::strict(),
+                strict,
             }
         })
     }
@@ -418,9 +419,10 @@ pub fn accumulate(
                     unsafe { dst.write_logical(None) }.map_err(fault)?;
                     return Ok(warnings);
                 }
+                let strict = budget::strict().map_err(|e| (e, warnings.clone()))?;
                 let key = SplitKey { m, n, k, fa, fb, out: od, fast: use_fast_accum };
                 let bk = backends();
-                let computed = resolve_splitk(&profile, &key, &splitk.request(), true, env::strict()).and_then(
+                let computed = resolve_splitk(&profile, &key, &splitk.request(), true, strict).and_then(
                     |(split, split_warnings)| {
                         warnings.extend(split_warnings);
                         let selected = bk.select(&backend, &profile.preset, fa, fb)?;

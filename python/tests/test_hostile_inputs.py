@@ -139,3 +139,15 @@ def test_overlapping_patches_in_two_threads_keep_their_own_options() -> None:
     assert not mmaemu.installed()
     with pytest.raises(NotImplementedError):
         torch._scaled_mm(a, b, ONE, ONE, **kw)
+
+
+def test_a_bad_strict_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = mats()
+    monkeypatch.setenv("MMAEMU_SPLITK_STRICT", "true")
+    with pytest.raises(ValueError, match="MMAEMU_SPLITK_STRICT"):
+        mmaemu.scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32, splitk=1)
+    with pytest.raises(ValueError, match="MMAEMU_SPLITK_STRICT"):
+        mmaemu.accumulate(a, b.t(), use_fast_accum=True, splitk=1)
+    assert mmaemu.explain(a, b, ONE, ONE, out_dtype=torch.float32, splitk=1).validation[0] == "ValueError"
+    monkeypatch.setenv("MMAEMU_SPLITK_STRICT", "1")
+    mmaemu.scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32, splitk=1)
