@@ -10,6 +10,7 @@ pub mod info;
 pub mod replay;
 pub mod report;
 pub mod selftest;
+pub mod vars;
 
 use std::fmt;
 
