@@ -54,7 +54,7 @@ impl Desc {
 
     /// [`Desc::extent`] in checked arithmetic: None when it overflows.
     fn checked_extent(&self) -> Option<usize> {
-        if self.shape.iter().any(|&n| n == 0) || self.shape.len() != self.strides.len() {
+        if self.shape.contains(&0) || self.shape.len() != self.strides.len() {
             return Some(0);
         }
         self.shape
