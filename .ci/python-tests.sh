@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's tests: a fresh virtual environment (VENV, default .venv-ci) with maturin, pytest,
 # numpy, ml_dtypes and torch 2.7.1 for CPU use, then `pip install ./python` (the Rust extension built by
-# maturin in release mode) and `pytest python/tests`. pytest's "no tests collected" (exit 5) is a failure.
+# maturin in release mode), `pytest python/tests` (its "no tests collected", exit 5, is a failure), then mmaemu
+# 0.1.0's own tests/test_hw_mini.py against the package (scripts/reference-hw-mini.sh).
 # pip keeps no cache (--no-cache-dir): a fresh environment each run gains nothing from one but the disk it takes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,4 +22,9 @@ if [ "$rc" -eq 5 ]; then
     echo ".ci/python-tests.sh: pytest collected no tests" >&2
     exit 1
 fi
-exit "$rc"
+if [ "$rc" -ne 0 ]; then
+    exit "$rc"
+fi
+# mmaemu 0.1.0's own hardware-subset test, unchanged, against this package (python/README.md, "Coming from
+# mmaemu 0.1.0"): about 3 minutes.
+bash scripts/reference-hw-mini.sh "$py"

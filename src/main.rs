@@ -37,6 +37,9 @@ enum Command {
         /// Accept a file whose rows were all skipped (by default nothing verified in a file exits 1).
         #[arg(long)]
         allow_skips: bool,
+        /// Also print the status table (validated / experimental / failing per preset, profile and feature).
+        #[arg(long)]
+        status: bool,
         /// Recording files or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -119,8 +122,9 @@ impl Command {
     fn run(self) -> CommandResult {
         use cmd::replay::Scope;
         match self {
-            Command::Replay { json, backend, allow_skips, paths } => {
-                cmd::replay::run(json, &paths, Scope::Everything, &backend, allow_skips)
+            Command::Replay { json, backend, allow_skips, status, paths } => {
+                let scope = if status { Scope::Everything } else { Scope::Files };
+                cmd::replay::run(json, &paths, scope, &backend, allow_skips)
             }
             Command::Status { json, allow_skips, paths } => {
                 cmd::replay::run(json, &paths, Scope::StatusOnly, "reference", allow_skips)
@@ -162,7 +166,7 @@ fn main() -> ExitCode {
     }
     let command = cli.command;
     let name = command.name();
-    let exit = command.run().unwrap_or_else(|e| {
+    let exit = cmd::vars::check_env().and_then(|()| command.run()).unwrap_or_else(|e| {
         if e.verbatim {
             eprintln!("{}", e.message);
         } else {

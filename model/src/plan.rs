@@ -207,6 +207,10 @@ impl Plan {
     /// (docs/reference.md §3.4, in its order).
     pub fn new(preset: &Preset, k: usize, fast: bool, split: SplitK) -> Result<Plan> {
         let s = split.s();
+        // The splits are sized from the caller's S: refused above the memory ceiling before any is built.
+        let per_split = (std::mem::size_of::<Split>() + std::mem::size_of::<Chunk>() + 16) as u64;
+        crate::limits::check(&format!("a plan of S = {s} splits"), crate::limits::product(&[s as u64, per_split]))
+            .map_err(Error::invalid_value)?;
         // (1, 2: S and the scheme are validated by SplitK.)
         if !fast && preset.slow_chunk().is_none() {
             return Err(Error::unsupported(format!(

@@ -10,8 +10,10 @@ import inspect
 import os
 import sys
 import warnings
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
+import operator
+from dataclasses import dataclass, field
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar,
+                    Union)
 
 from . import _arrays as arr
 from . import _core
@@ -36,6 +38,8 @@ __all__ = [
     "CallPlan",
     "ErrorInfo",
     "SplitDecision",
+    "SplitK",
+    "RejectRule",
     "WarningInfo",
     "Profile",
     "Preset",
@@ -43,7 +47,7 @@ __all__ = [
     "BackendsStatus",
 ]
 
-SplitK = Union[str, int, Tuple[int, str]]
+_SCHEMES = ("serial", "pairwise", "contiguous")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -53,31 +57,80 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 @dataclass(frozen=True)
+class SplitK:
+    """An explicit split: ``S`` splits combined with ``scheme`` (``"serial"``, ``"pairwise"``: the Ada
+    kernels' 64-wide k-tiles t mod S; ``"contiguous"``: runs of the Hopper kernels' 128-wide k-tiles);
+    ``S = 1`` has the scheme ``"none"``. Accepted as ``splitk=`` like ``(S, scheme)``."""
+
+    S: int = 1
+    scheme: str = "none"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.S, bool) or not hasattr(type(self.S), "__index__") or operator.index(self.S) < 1:
+            raise ValueError(f"SplitK.S must be an int >= 1, got {self.S!r}")
+        if self.S == 1 and self.scheme != "none":
+            raise ValueError(f"S = 1 has no reduction scheme (got {self.scheme!r}); use scheme='none'")
+        if self.S > 1 and self.scheme not in _SCHEMES:
+            raise ValueError(f"S = {self.S} requires scheme 'serial', 'pairwise' or 'contiguous', got {self.scheme!r}")
+
+
+SplitArg = Union[str, int, Tuple[int, str], SplitK]
+
+
+@dataclass(frozen=True)
 class SplitDecision:
     """A split-K decision (§8.1): S, the scheme, where it came from, whether hardware verified it."""
 
-    s: int
+    S: int
     scheme: str
     source: str
     verified: bool
     table_id: Optional[str]
     note: str
 
+    @property
+    def s(self) -> int:
+        """``S`` by its lower-case name."""
+        return self.S
 
-@dataclass(frozen=True)
-class ErrorInfo:
-    """The first error a call would raise: its class name (or TypeError, ValueError, KeyError) and message."""
+    @property
+    def splitk(self) -> SplitK:
+        """The decision as a :class:`SplitK` (to pass as ``splitk=``)."""
+        return SplitK(self.S, self.scheme)
+
+
+class ErrorInfo(NamedTuple):
+    """The first error a call would raise: its class name (or TypeError, ValueError, KeyError) and message;
+    a ``(name, message)`` tuple."""
 
     name: str
     message: str
 
 
-@dataclass(frozen=True)
-class WarningInfo:
-    """One warning a call reports: its class name and message."""
+class WarningInfo(str):
+    """One warning a call reports: a ``str`` (its message) that also carries its class name as ``kind``."""
 
-    kind: str
-    message: str
+    def __new__(cls, kind: str, message: str) -> "WarningInfo":
+        self = super().__new__(cls, message)
+        self.__dict__["_kind"] = kind
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"WarningInfo is read-only ({name})")
+
+    def __getnewargs__(self) -> Tuple[str, str]:  # type: ignore[override]
+        return (self.kind, str(self))
+
+    def __repr__(self) -> str:
+        return f"WarningInfo(kind={self.kind!r}, message={str(self)!r})"
+
+    @property
+    def kind(self) -> str:
+        return str(self.__dict__["_kind"])
+
+    @property
+    def message(self) -> str:
+        return str(self)
 
     @property
     def category(self) -> type:
@@ -88,18 +141,43 @@ class WarningInfo:
 class CallPlan:
     """What a call would do (§8.1). ``validation`` is ``"ok"`` or the first error."""
 
-    validation: Union[str, ErrorInfo]
-    profile: str
-    preset: str
-    preset_maturity: str
-    split: Optional[SplitDecision]
-    backend: str
-    fallbacks: Tuple[str, ...]
-    warnings: Tuple[WarningInfo, ...]
+    validation: Union[str, ErrorInfo] = "ok"
+    profile: str = ""
+    preset: str = ""
+    preset_maturity: str = ""
+    split: Optional[SplitDecision] = None
+    backend: str = ""
+    fallbacks: List[str] = field(default_factory=list)
+    warnings: List[WarningInfo] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.validation == "ok"
+
+
+def _dtype_text(x: Any) -> Optional[str]:
+    return None if x is None else str(x).replace("torch.", "")
+
+
+def _short(x: Any) -> Optional[str]:
+    t = _dtype_text(x)
+    return {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}.get(t, t) if t is not None else None
+
+
+@dataclass(frozen=True)
+class RejectRule:
+    """A call the profile's cuBLASLt rejects (§6.1). ``None`` fields match anything; ``fmt_a``, ``fmt_b``:
+    ``"e4m3"`` or ``"e5m2"``; ``out_dtype``: a dtype name such as ``"float8_e5m2"``."""
+
+    fmt_a: Optional[str]
+    fmt_b: Optional[str]
+    out_dtype: Optional[str]
+    message: str
+
+    def matches(self, fmt_a: Any, fmt_b: Any, out_dtype: Any) -> bool:
+        fa, fb, od = (_short(fmt_a), _short(fmt_b), _dtype_text(out_dtype))
+        return ((self.fmt_a is None or self.fmt_a == fa) and (self.fmt_b is None or self.fmt_b == fb)
+                and (self.out_dtype is None or self.out_dtype == od))
 
 
 @dataclass(frozen=True)
@@ -117,10 +195,14 @@ class Profile:
     workspace_bytes: Optional[int]
     align: Optional[int]
     splitk_table: Optional[str]
-    rejects: Tuple[Dict[str, Optional[str]], ...]
+    rejects: Tuple[RejectRule, ...]
     maturity: str
     splitk_maturity: Optional[str]
     description: str
+
+    def rejection(self, fmt_a: Any, fmt_b: Any, out_dtype: Any) -> Optional[RejectRule]:
+        """The first of ``rejects`` that matches the call, or None."""
+        return next((r for r in self.rejects if r.matches(fmt_a, fmt_b, out_dtype)), None)
 
 
 @dataclass(frozen=True)
@@ -137,6 +219,11 @@ class Preset:
     maturity: str
     schemes: Tuple[str, ...]
 
+    @property
+    def late_c(self) -> bool:
+        """Whether c enters the chain after the products (``c_entry == "late"``)."""
+        return self.c_entry == "late"
+
 
 @dataclass(frozen=True)
 class BackendStatus:
@@ -146,15 +233,48 @@ class BackendStatus:
     available: bool
     status: str
 
+    @property
+    def reason(self) -> str:
+        """Why the backend cannot be selected ("" when it can)."""
+        return "" if self.available else self.status
+
 
 @dataclass(frozen=True)
 class BackendsStatus:
-    """Every backend, and what ``backend="auto"`` selects for tensors on ``device``."""
+    """Every backend, and what ``backend="auto"`` selects for tensors on ``device``. Also a read-only
+    mapping from backend name to :class:`BackendStatus` (``"reference" in st``, ``st["reference"]``)."""
 
     device: str
     auto: str
     fallbacks: Tuple[str, ...]
     backends: Tuple[BackendStatus, ...]
+
+    def __getitem__(self, name: str) -> BackendStatus:
+        for b in self.backends:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return any(b.name == name for b in self.backends)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([b.name for b in self.backends])
+
+    def __len__(self) -> int:
+        return len(self.backends)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default
+
+    def keys(self) -> List[str]:
+        return [b.name for b in self.backends]
+
+    def values(self) -> List[BackendStatus]:
+        return list(self.backends)
+
+    def items(self) -> List[Tuple[str, BackendStatus]]:
+        return [(b.name, b) for b in self.backends]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -175,18 +295,35 @@ def _tensor(fn: str, kind: str, name: str, pos: Optional[int], x: Any, optional:
     raise _type_error(fn, name, pos, "Tensor" if kind == "torch" else "numpy.ndarray", x)
 
 
+_SPLIT_LIMIT = 1 << 62
+
+
+def _split_count(fn: str, s: Any) -> Optional[int]:
+    """S as an int (Python or numpy integer, not bool), checked against the binding's range; None if not one."""
+    if isinstance(s, bool) or not hasattr(type(s), "__index__"):
+        return None
+    v = operator.index(s)
+    if not -_SPLIT_LIMIT < v < _SPLIT_LIMIT:
+        raise ValueError(f"{fn}(): splitk S = {v} is far beyond any split a GEMM can have (K / 64 at most)")
+    return v
+
+
 def _splitk(fn: str, splitk: Any) -> Tuple[str, int, str]:
     if isinstance(splitk, str):
         if splitk == "auto":
             return ("auto", 0, "")
         raise ValueError(f"{fn}(): splitk must be 'auto', an integer S or (S, scheme), got {splitk!r}")
-    if isinstance(splitk, int) and not isinstance(splitk, bool):
-        return ("count", int(splitk), "")
+    if isinstance(splitk, SplitK):
+        s = _split_count(fn, splitk.S)
+        return ("count", 1, "") if s == 1 else ("pair", s or 0, splitk.scheme)
+    s = _split_count(fn, splitk)
+    if s is not None:
+        return ("count", s, "")
     if isinstance(splitk, (tuple, list)) and len(splitk) == 2:
-        s, scheme = splitk
-        if isinstance(s, int) and not isinstance(s, bool) and isinstance(scheme, str):
-            return ("pair", int(s), scheme)
-    raise _type_error(fn, "splitk", None, "'auto', int or (int, str)", splitk)
+        s, scheme = _split_count(fn, splitk[0]), splitk[1]
+        if s is not None and isinstance(scheme, str):
+            return ("pair", s, scheme)
+    raise _type_error(fn, "splitk", None, "'auto', int, (int, str) or SplitK", splitk)
 
 
 def _is_bundle(profile: Any) -> bool:
@@ -290,6 +427,16 @@ def _raise_with_warnings(e: BaseException) -> None:
 _FN = "scaled_mm"
 
 
+def _writable(out: Any) -> None:
+    """ValueError when out= cannot be written (a numpy array or memmap with ``writeable=False``), before
+    anything runs."""
+    np = arr.numpy_module()
+    target = out.array if isinstance(out, arr.Codes) else out
+    if np is not None and isinstance(target, np.ndarray) and not target.flags.writeable:
+        raise ValueError("scaled_mm(): out= is read-only (its writeable flag is False, e.g. a numpy.memmap "
+                         "opened with mode='r'); pass a writable array")
+
+
 def _call_args(
     fn: str,
     input: Any,
@@ -380,7 +527,7 @@ def scaled_mm(
     *,
     out: Any = None,
     profile: Optional[Union[str, Profile]] = None,
-    splitk: SplitK = "auto",
+    splitk: SplitArg = "auto",
     backend: str = "auto",
 ) -> Any:
     """``torch._scaled_mm`` of torch 2.7.1 as the profile's GPU computes it, bit for bit (§5).
@@ -399,9 +546,14 @@ def scaled_mm(
     dst = None
     result = None
     shape_a, shape_b = args[0][0][1], args[0][1][1]
+    if out is not None:
+        _writable(out)
     if out is None and len(shape_a) == 2 and len(shape_b) == 2:
         m, n = shape_a[0], shape_b[1]
         od = args[1][0] or args[0][0][0]
+        if kind == "torch" and (out_dtype is None or isinstance(out_dtype, arr.torch_module().dtype)):
+            dt = out_dtype if out_dtype is not None else input.dtype
+            arr.check_result_bytes((m, n), arr.torch_module().empty((), dtype=dt).element_size())
         try:
             if kind == "torch":
                 dt = out_dtype if out_dtype is not None and not isinstance(out_dtype, type) else arr.torch_dtype(od)
@@ -466,7 +618,7 @@ def explain(args: Dict[str, Any]) -> CallPlan:
     try:
         _, call, _ = _call_args("explain", **args)
     except (TypeError, ValueError, ReferenceRejectsError) as e:
-        return CallPlan(ErrorInfo(type(e).__name__, str(e)), "", "", "", None, "", (), ())
+        return CallPlan(ErrorInfo(type(e).__name__, str(e)))
     return _plan(_core.explain(call))
 
 
@@ -478,10 +630,11 @@ def _plan(d: Dict[str, Any]) -> CallPlan:
         profile=d["profile"],
         preset=d["preset"],
         preset_maturity=d["preset_maturity"],
-        split=None if split is None else SplitDecision(**split),
+        split=None if split is None else SplitDecision(
+            split["s"], split["scheme"], split["source"], split["verified"], split["table_id"], split["note"]),
         backend=d["backend"],
-        fallbacks=tuple(d["fallbacks"]),
-        warnings=tuple(WarningInfo(k, m) for k, m in d["warnings"]),
+        fallbacks=list(d["fallbacks"]),
+        warnings=[WarningInfo(k, m) for k, m in d["warnings"]],
     )
 
 
@@ -490,7 +643,7 @@ def accumulate(
     b: Any,
     *,
     use_fast_accum: bool,
-    splitk: SplitK = "auto",
+    splitk: SplitArg = "auto",
     profile: Optional[Union[str, Profile]] = None,
     backend: str = "auto",
     out_dtype_for_split: Any = None,
@@ -505,6 +658,9 @@ def accumulate(
     if kind is None:
         raise _type_error(fn, "a", 1, "Tensor", a)
     _tensor(fn, kind, "b", 2, b, False, codes=True)
+    np = arr.numpy_module()
+    if np is not None and isinstance(use_fast_accum, np.bool_):  # accumulate is not torch's: numpy's bool too
+        use_fast_accum = bool(use_fast_accum)
     fast = _bool(fn, "use_fast_accum", None, use_fast_accum)
     od = _dtype(fn, kind, "out_dtype_for_split", None, out_dtype_for_split) or "float32"
     _host_only(_devices((a, b)))
@@ -529,7 +685,8 @@ def get_profile(name: Optional[str] = None) -> Profile:
     if name is not None and not isinstance(name, str):
         raise TypeError(f"get_profile(): name must be str or None, not {arr.type_name(name)}")
     d = _core.get_profile(name)
-    d["rejects"] = tuple(d["rejects"])
+    d["rejects"] = tuple(
+        RejectRule(_short(r["fmt_a"]), _short(r["fmt_b"]), r["out"], r["message"]) for r in d["rejects"])
     return Profile(**d)
 
 
@@ -564,9 +721,13 @@ def list_presets() -> List[str]:
     return list(_core.list_presets())
 
 
-def backends_status(device: Optional[str] = None) -> BackendsStatus:
+def backends_status(device: Any = None) -> BackendsStatus:
     """Every backend with its status, and what ``backend="auto"`` selects for tensors on ``device``
-    (None or ``"cpu"``: host tensors, what this package computes on; ``"cuda"``, ``"cuda:N"``)."""
+    (None or ``"cpu"``: host tensors, what this package computes on; ``"cuda"``, ``"cuda:N"``; a
+    ``torch.device`` is taken by its name)."""
+    torch = arr.torch_module()
+    if torch is not None and isinstance(device, torch.device):
+        device = str(device)
     if device is not None and not isinstance(device, str):
         raise TypeError(f"backends_status(): device must be str or None, not {arr.type_name(device)}")
     dev = device or "cpu"

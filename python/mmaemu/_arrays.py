@@ -190,8 +190,25 @@ def numpy_dtype(name: str) -> Any:
     return np.dtype(name)
 
 
+def check_result_bytes(shape: Tuple[int, ...], itemsize: int) -> None:
+    """ValueError when a result of ``shape`` would take more than the memory ceiling (``MMAEMU_MAX_BYTES``),
+    before it is allocated."""
+    n = itemsize
+    for d in shape:
+        n *= max(int(d), 0)
+    from . import _core
+
+    _core.check_bytes("the result", n)
+
+
 def empty(kind: str, shape: Tuple[int, ...], name: str) -> Any:
-    """A new contiguous tensor (torch) or array (numpy) of the dtype called ``name``."""
+    """A new contiguous tensor (torch) or array (numpy) of the dtype called ``name``, after the memory
+    ceiling's check."""
+    if kind == "torch":
+        torch = torch_module()
+        check_result_bytes(shape, torch.empty((), dtype=torch_dtype(name)).element_size())
+        return torch.empty(shape, dtype=torch_dtype(name))
+    check_result_bytes(shape, numpy_module().dtype(numpy_dtype(name)).itemsize)
     if kind == "torch":
         return torch_module().empty(shape, dtype=torch_dtype(name))
     return numpy_module().empty(shape, dtype=numpy_dtype(name))

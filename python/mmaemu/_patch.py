@@ -1,6 +1,11 @@
 """Emulate unchanged code: the emulator registered as the CPU implementation of ``aten::_scaled_mm`` (and
 its ``out=`` overload) through ``torch.library``, so ``torch._scaled_mm`` on CPU tensors returns the
 profile's GPU bits; uninstalling restores torch's own behaviour.
+
+The thread model: the registration is process-wide and counted (it stays while :func:`install` is in force
+or any :func:`patch` context, in any thread, is open); the options are per thread (a thread's innermost
+open context decides its calls; a thread without one uses :func:`install`'s options, else those of the
+latest context still open in another thread).
 """
 
 from __future__ import annotations
@@ -8,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, List, Optional, Tuple, Union
 
 from . import _api
 
@@ -18,60 +23,104 @@ __all__ = ["patch", "install", "uninstall", "installed"]
 @dataclass(frozen=True)
 class _Config:
     profile: Optional[str]
-    splitk: _api.SplitK
+    splitk: _api.SplitArg
     backend: str
 
 
 _lock = threading.Lock()
 _library: Any = None
-_config: Optional[_Config] = None
+_installed: Optional[_Config] = None  # install()'s options, while it is in force
+_open: List[Tuple[object, _Config]] = []  # every open patch context of the process, in the order entered
+_local = threading.local()  # .stack: this thread's open contexts' options, innermost last
+
+
+def _stack() -> List[_Config]:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+def _current() -> _Config:
+    stack = _stack()
+    if stack:
+        return stack[-1]
+    with _lock:
+        cfg = _installed if _installed is not None else (_open[-1][1] if _open else None)
+    if cfg is None:  # uninstalled while a call was on its way
+        raise RuntimeError("mmaemu.patch is not installed")
+    return cfg
 
 
 def _impl(self: Any, mat2: Any, scale_a: Any, scale_b: Any, bias: Any = None, scale_result: Any = None,
           out_dtype: Any = None, use_fast_accum: bool = False) -> Any:
-    cfg = _config
-    if cfg is None:  # uninstalled while a call was on its way
-        raise RuntimeError("mmaemu.patch is not installed")
+    cfg = _current()
     return _api.scaled_mm(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum,
                           profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend)
 
 
 def _impl_out(self: Any, mat2: Any, scale_a: Any, scale_b: Any, bias: Any = None, scale_result: Any = None,
               out_dtype: Any = None, use_fast_accum: bool = False, *, out: Any) -> Any:
-    cfg = _config
-    if cfg is None:
-        raise RuntimeError("mmaemu.patch is not installed")
+    cfg = _current()
     return _api.scaled_mm(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out=out,
                           profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend)
 
 
-def install(profile: Optional[Union[str, _api.Profile]] = "hopper", *, splitk: _api.SplitK = "auto",
+def _checked(fn: str, profile: Any, splitk: Any, backend: Any) -> _Config:
+    """The options, checked on entry as a call would check them: an unknown profile (KeyError), a bad
+    split or an unknown backend (TypeError, ValueError, KeyError) raise here, not at the first call."""
+    name = _api._profile(fn, profile)
+    _api.get_profile(name)
+    kind, s, scheme = _api._splitk(fn, splitk)
+    if kind == "pair":
+        _api.SplitK(s, scheme)
+    elif kind == "count" and s < 1:
+        raise ValueError(f"{fn}(): splitk S must be >= 1, got {s}")
+    _api._backend(fn, backend)
+    st = _api.backends_status()
+    if backend != "auto" and backend not in st:
+        raise ValueError(f"{fn}(): unknown backend {backend!r}; expected 'auto' or one of {', '.join(st)}")
+    return _Config(name, splitk, backend)
+
+
+def _register() -> None:
+    """The torch.library registration (under _lock)."""
+    global _library
+    if _library is None:
+        import torch
+
+        lib = torch.library.Library("aten", "IMPL")
+        lib.impl("_scaled_mm", _impl, "CPU")
+        lib.impl("_scaled_mm.out", _impl_out, "CPU")
+        _library = lib
+
+
+def _release() -> None:
+    """Drop the registration when nothing keeps it (under _lock)."""
+    global _library
+    if _library is not None and _installed is None and not _open:
+        _library._destroy()
+        _library = None
+
+
+def install(profile: Optional[Union[str, _api.Profile]] = "hopper", *, splitk: _api.SplitArg = "auto",
             backend: str = "auto") -> None:
     """Register the emulator as the CPU kernel of ``aten::_scaled_mm`` (and ``_scaled_mm.out``) with these
-    options; a second call changes the options. Every ``torch._scaled_mm`` on CPU tensors then runs
-    :func:`mmaemu.scaled_mm`, warnings and errors included."""
-    global _library, _config
-    import torch
-
-    cfg = _Config(_api._profile("install", profile), splitk, _api._backend("install", backend))
-    _api._splitk("install", splitk)
+    options (checked here); a second call changes the options. Every ``torch._scaled_mm`` on CPU tensors
+    then runs :func:`mmaemu.scaled_mm`, warnings and errors included."""
+    global _installed
+    cfg = _checked("install", profile, splitk, backend)
     with _lock:
-        if _library is None:
-            lib = torch.library.Library("aten", "IMPL")
-            lib.impl("_scaled_mm", _impl, "CPU")
-            lib.impl("_scaled_mm.out", _impl_out, "CPU")
-            _library = lib
-        _config = cfg
+        _register()
+        _installed = cfg
 
 
 def uninstall() -> None:
-    """Remove the registration: ``torch._scaled_mm`` on CPU behaves as torch's own again."""
-    global _library, _config
+    """End :func:`install`'s registration: ``torch._scaled_mm`` on CPU behaves as torch's own again once no
+    :func:`patch` context is open either."""
+    global _installed
     with _lock:
-        if _library is not None:
-            _library._destroy()
-            _library = None
-        _config = None
+        _installed = None
+        _release()
 
 
 def installed() -> bool:
@@ -80,16 +129,23 @@ def installed() -> bool:
 
 
 @contextlib.contextmanager
-def patch(profile: Optional[Union[str, _api.Profile]] = "hopper", *, splitk: _api.SplitK = "auto",
+def patch(profile: Optional[Union[str, _api.Profile]] = "hopper", *, splitk: _api.SplitArg = "auto",
           backend: str = "auto") -> Iterator[None]:
-    """A context in which ``torch._scaled_mm`` on CPU tensors is the emulator (see :func:`install`);
-    leaving it restores what was there before (torch's own behaviour, or an outer patch's options)."""
-    before = _config
-    install(profile, splitk=splitk, backend=backend)
+    """A context in which ``torch._scaled_mm`` on CPU tensors is the emulator with these options (checked
+    on entry) for this thread; contexts nest and overlap across threads (see the module's thread model).
+    Leaving it restores this thread's outer options, and torch's own behaviour when nothing else keeps the
+    registration."""
+    cfg = _checked("patch", profile, splitk, backend)
+    token = object()
+    with _lock:
+        _register()
+        _open.append((token, cfg))
+    stack = _stack()
+    stack.append(cfg)
     try:
         yield
     finally:
-        if before is None:
-            uninstall()
-        else:
-            install(before.profile, splitk=before.splitk, backend=before.backend)
+        stack.pop()
+        with _lock:
+            _open[:] = [(t, c) for t, c in _open if t is not token]
+            _release()

@@ -62,8 +62,9 @@ class UnvalidatedEnvelopeWarning(UnverifiedSplitWarning):
     """S = 1 was inferred by an envelope without a passed held-out test (§6.5)."""
 
 
-class BackendFallbackWarning(MmaemuWarning):
-    """A faster backend failed its self-check or gate and a slower one ran (same bits, §9.5)."""
+class BackendFallbackWarning(MmaemuWarning, RuntimeWarning):
+    """A faster backend failed its self-check or gate and a slower one ran (same bits, §9.5); also a
+    ``RuntimeWarning``, as in mmaemu 0.1.0."""
 
 
 class OutResizedWarning(MmaemuWarning):

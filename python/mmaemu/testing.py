@@ -4,7 +4,7 @@ their dtype's width, so +0 and -0 differ and NaN payloads count (unless ``nan="a
 
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any, Tuple
 
 from . import _arrays as arr
 
@@ -19,11 +19,28 @@ _NAN = {
 }
 
 
-def bits(x: Any) -> List[int]:
-    """The elements of a tensor or array as unsigned bit patterns, in row-major order."""
-    kind, flat, width, _ = _flat_bits(x)
-    mask = (1 << (8 * width)) - 1
-    return [int(v) & mask for v in (flat.tolist() if kind == "torch" else flat.tolist())]
+def bits(x: Any) -> Any:
+    """The integer view of a tensor or array with the same element width, shape and device, no copy: uint8
+    for 1-byte types, int16, int32 or int64 otherwise (a torch tensor for a tensor, a numpy array for an
+    array). ``bits(a).tolist()`` gives the signed patterns; mask with ``(1 << 8 * width) - 1`` for unsigned."""
+    kind = arr.kind_of(x)
+    if kind is None:
+        raise TypeError(f"bits(): expected a tensor or an array, got {arr.type_name(x)}")
+    if isinstance(x, arr.Codes):
+        return x.array
+    if kind == "torch":
+        torch = arr.torch_module()
+        if x.is_complex():
+            raise TypeError(f"bits() does not support complex dtypes ({x.dtype})")
+        ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(x.element_size())
+        if ints is None:
+            raise TypeError(f"bits(): unsupported element size {x.element_size()} ({x.dtype})")
+        return x if x.dtype == ints else x.view(ints)
+    np = arr.numpy_module()
+    ints = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}.get(x.itemsize)
+    if ints is None or x.dtype.kind == "c":
+        raise TypeError(f"bits(): unsupported dtype {x.dtype}")
+    return x if x.dtype == ints else x.view(ints)
 
 
 def _flat_bits(x: Any) -> Tuple[str, Any, int, str]:
@@ -65,24 +82,31 @@ def _show(x: Any, i: int) -> str:
     return f"{v!r} = {_hexf(v)}"
 
 
-def assert_bitwise_equal(actual: Any, expected: Any, nan: str = "bits") -> None:
+def assert_bitwise_equal(actual: Any, expected: Any, nan: str = "bits", *, msg: str = "") -> None:
     """Assert that two tensors (or arrays) hold the same bits: same shape, same dtype, every element's bit
-    pattern equal (+0 and -0 differ). ``nan="bits"`` compares NaN payloads too; ``nan="any"`` takes any
-    NaN as equal to any NaN. The failure message names the first differing elements.
+    pattern equal (+0 and -0 differ). ``nan="bits"`` compares NaN payloads too; ``nan="any"`` (or its
+    other name ``"mask"``) takes any NaN as equal to any NaN, so only the NaNs' positions must match.
+    The failure message starts with ``msg`` (when given) and names the first differing elements.
     """
-    if nan not in ("bits", "any"):
-        raise ValueError(f"nan must be 'bits' or 'any', got {nan!r}")
+    if nan not in ("bits", "any", "mask"):
+        raise ValueError(f"nan must be 'bits', 'any' or 'mask', got {nan!r}")
+    if not isinstance(msg, str):
+        raise TypeError(f"assert_bitwise_equal(): msg must be str, not {arr.type_name(msg)}")
+    head = f"{msg}: " if msg else ""
     ka, fa, wa, na = _flat_bits(actual)
     ke, fe, we, ne = _flat_bits(expected)
     shape_a, shape_e = tuple(actual.shape), tuple(expected.shape)
     if shape_a != shape_e:
-        raise AssertionError(f"shapes differ: actual {shape_a}, expected {shape_e}")
+        raise AssertionError(f"{head}shapes differ: actual {shape_a}, expected {shape_e}")
     if na != ne:
-        raise AssertionError(f"dtypes differ: actual {na}, expected {ne}")
-    if ka != ke:
-        raise AssertionError(f"actual is a {ka} tensor and expected a {ke} one; compare like with like")
+        raise AssertionError(f"{head}dtypes differ: actual {na}, expected {ne}")
+    if ka != ke:  # a tensor against an array: compare both as numpy bit patterns
+        fa, fe = (f.numpy() if k == "torch" else f for k, f in ((ka, fa), (ke, fe)))
+        ka = ke = "numpy"
+        actual, expected = (x.detach().cpu().numpy() if arr.kind_of(x) == "torch" and not isinstance(x, arr.Codes)
+                            else x for x in (actual, expected))
     differ = fa != fe
-    if nan == "any" and na in _NAN.get(wa, {}):
+    if nan != "bits" and na in _NAN.get(wa, {}):
         mask, limit, how = _NAN[wa][na]
         sa, se = fa & mask, fe & mask
         both = ((sa == limit) & (se == limit)) if how == "eq" else ((sa > limit) & (se > limit))
@@ -109,7 +133,7 @@ def assert_bitwise_equal(actual: Any, expected: Any, nan: str = "bits") -> None:
         return str(tuple(reversed(pos)))
 
     lines = [
-        f"{count} of {total} elements differ; first at index {where(first[0])}: expected "
+        f"{head}{count} of {total} elements differ; first at index {where(first[0])}: expected "
         f"{_hex(int(fe[first[0]]), we)} ({_show(expected, first[0])}) actual {_hex(int(fa[first[0]]), wa)} "
         f"({_show(actual, first[0])}) [{na}]"
     ]

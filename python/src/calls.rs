@@ -2,6 +2,7 @@
 //! described tensors, run on the backend registry with the GIL released, the result written into the
 //! tensor the Python layer allocated or into out=.
 
+use crate::budget;
 use crate::desc::Desc;
 use crate::direct::rows;
 use crate::errors::{catch, internal, no_panic, raise};
@@ -81,13 +82,51 @@ pub struct CallArgs {
 }
 
 impl CallArgs {
-    /// The model call over the described memory.
+    /// The tensors' geometry and the bytes the call sizes from them (an out= copy; for a run, the result,
+    /// its accumulator and the operands' rows) against the ceiling, before anything is allocated.
+    fn budget(&self, dry: bool) -> Result<(), Error> {
+        let tensors = [
+            ("input", Some(&self.input)),
+            ("mat2", Some(&self.mat2)),
+            ("scale_a", Some(&self.scale_a)),
+            ("scale_b", Some(&self.scale_b)),
+            ("bias", self.bias.as_ref()),
+            ("scale_result", self.scale_result.as_ref()),
+            ("out", self.out.as_ref()),
+        ];
+        if dry {
+            return budget::check("explain", &tensors, &[]);
+        }
+        let (a, b) = (&self.input.shape, &self.mat2.shape);
+        let (m, k, n) = match (a.len(), b.len()) {
+            (2, 2) => (a[0], a[1], b[1]),
+            _ => (0, 0, 0),
+        };
+        let od = self.out_dtype.as_deref().map(Dtype::from_name).unwrap_or_else(|| self.input.model_dtype());
+        budget::check(
+            "this call (its result, accumulator, operand rows and out= copy)",
+            &tensors,
+            &[
+                Some(self.out.as_ref().map_or(0, Desc::reach_bytes)),
+                budget::bytes(&[m, n, 8 + od.size()]),
+                budget::bytes(&[m.saturating_add(n), k]),
+            ],
+        )
+    }
+
+    /// The model call over the described memory, after [`CallArgs::budget`].
     ///
     /// # Safety
     /// Every described tensor must stay alive and unwritten while the call is used.
-    unsafe fn call(&self) -> ScaledMm<'_> {
+    unsafe fn call(&self, dry: bool) -> Result<ScaledMm<'_>, Error> {
+        self.budget(dry)?;
+        let strict = budget::strict()?;
+        let out = match &self.out {
+            None => None,
+            Some(o) => Some(o.shadow(dry)?),
+        };
         // SAFETY: forwarded to the caller.
-        unsafe {
+        Ok(unsafe {
             ScaledMm {
                 input: self.input.view(),
                 mat2: self.mat2.view(),
@@ -97,13 +136,13 @@ impl CallArgs {
                 scale_result: self.scale_result.as_ref().map(|s| s.scale()),
                 out_dtype: self.out_dtype.as_deref().map(Dtype::from_name),
                 use_fast_accum: self.use_fast_accum,
-                out: self.out.as_ref().map(Desc::shadow),
+                out,
                 profile: env::profile_arg(self.profile.as_deref()),
                 splitk: self.splitk.request(),
                 backend: self.backend.clone(),
-                strict: env::strict(),
+                strict,
             }
-        }
+        })
     }
 
     /// Is an error of this class (or invalid-argument name) raised before §5.2 step 7.3, the grad guard?
@@ -144,7 +183,7 @@ impl CallArgs {
 }
 
 /// The grad guard's message.
-const GRAD_MESSAGE: &str = "an input requires grad under grad mode: mmaemu computes forward results only (no \
+const GRAD_MESSAGE: &str = "mmaemu is inference-only: an input requires grad while grad mode is enabled (no \
                             autograd); call it under torch.no_grad() or pass detached tensors";
 
 /// A failure of the binding itself (a result tensor that does not fit): never an answer about the call.
@@ -177,7 +216,7 @@ pub fn scaled_mm<'py>(py: Python<'py>, args: CallArgs, dst: Option<Desc>) -> PyR
             catch(|| {
                 // SAFETY: the Python layer keeps every tensor referenced for the duration of this call, and
                 // the result is written only into `dst` (fresh) or out=, which the caller hands over.
-                let call = unsafe { args.call() };
+                let call = unsafe { args.call(false) }.map_err(alone)?;
                 let bk = backends();
                 let plan = call.explain_on(&bk);
                 if let Some(e) = args.grad_error(&plan) {
@@ -241,7 +280,10 @@ pub fn explain<'py>(py: Python<'py>, args: CallArgs) -> PyResult<Bound<'py, PyDi
             .detach(|| {
                 catch(|| {
                     // SAFETY: as in scaled_mm; explain reads no operand data.
-                    let call = unsafe { args.call() };
+                    let call = match unsafe { args.call(true) } {
+                        Ok(call) => call,
+                        Err(e) => return refused(&e),
+                    };
                     let plan = call.explain_on(&backends());
                     match args.grad_error(&plan) {
                         None => plan,
@@ -262,6 +304,20 @@ pub fn explain<'py>(py: Python<'py>, args: CallArgs) -> PyResult<Bound<'py, PyDi
             .map_err(internal)?;
         plan_dict(py, &plan)
     })
+}
+
+/// The plan of a call whose arguments cannot even be described (a size beyond 64 bits or the ceiling).
+fn refused(e: &Error) -> CallPlan {
+    CallPlan {
+        validation: Validation::Error { name: e.category().name().into(), message: e.message().into() },
+        profile: String::new(),
+        preset: String::new(),
+        preset_maturity: String::new(),
+        split: None,
+        backend: String::new(),
+        fallbacks: vec![],
+        warnings: vec![],
+    }
 }
 
 /// A CallPlan as a dict of plain values.
@@ -327,14 +383,25 @@ pub fn accumulate(
         let done = py.detach(|| {
             catch(|| -> Result<Vec<Warning>, Failed> {
                 let (fa, fb) = (operand_format("a", &a).map_err(alone)?, operand_format("b", &b).map_err(alone)?);
-                if a.shape.len() != 2 || b.shape.len() != 2 || b.shape[1] != a.shape[1] {
+                if a.shape.len() != 2 || b.shape.len() != 2 {
                     return Err(alone(Error::invalid_value(format!(
-                        "a must be [M, K] and b [N, K] with the same K (b is mat2 transposed): got shapes {:?} and \
-                         {:?}",
+                        "expected a [M, K] and b [N, K] (b is mat2 transposed), got shapes {:?} and {:?}",
+                        a.shape, b.shape
+                    ))));
+                }
+                if b.shape[1] != a.shape[1] {
+                    return Err(alone(Error::invalid_value(format!(
+                        "K mismatch: a is {:?} and b is {:?}; a must be [M, K] and b [N, K] (b is mat2 transposed)",
                         a.shape, b.shape
                     ))));
                 }
                 let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
+                budget::check(
+                    "this call (its accumulator and operand rows)",
+                    &[("a", Some(&a)), ("b", Some(&b)), ("the result", Some(&dst))],
+                    &[budget::bytes(&[m, n, 8]), budget::bytes(&[m.saturating_add(n), k])],
+                )
+                .map_err(alone)?;
                 let profile = resolve_profile(&env::profile_arg(profile.as_deref())).map_err(alone)?;
                 let name = out_dtype_for_split.strip_prefix("torch.").unwrap_or(&out_dtype_for_split);
                 let od = OutDtype::from_name(name).ok_or_else(|| {
@@ -352,9 +419,10 @@ pub fn accumulate(
                     unsafe { dst.write_logical(None) }.map_err(fault)?;
                     return Ok(warnings);
                 }
+                let strict = budget::strict().map_err(|e| (e, warnings.clone()))?;
                 let key = SplitKey { m, n, k, fa, fb, out: od, fast: use_fast_accum };
                 let bk = backends();
-                let computed = resolve_splitk(&profile, &key, &splitk.request(), true, env::strict()).and_then(
+                let computed = resolve_splitk(&profile, &key, &splitk.request(), true, strict).and_then(
                     |(split, split_warnings)| {
                         warnings.extend(split_warnings);
                         let selected = bk.select(&backend, &profile.preset, fa, fb)?;

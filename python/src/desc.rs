@@ -5,6 +5,7 @@
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::ScaleTensor;
 use mmaemu_model::tensor::{is_contiguous, Tensor, View};
+use mmaemu_model::Error;
 use pyo3::prelude::*;
 
 /// One tensor or array: `(dtype, shape, strides, offset, base, itemsize)`. `base` is the address of the
@@ -41,17 +42,44 @@ impl Desc {
         Dtype::from_name(&self.dtype)
     }
 
-    /// Number of elements.
+    /// Number of elements (the geometry is checked by [`Desc::geometry`] first: no overflow).
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        self.shape.iter().fold(1usize, |acc, &n| acc.saturating_mul(n))
     }
 
     /// One past the largest element index the view reaches (0 for an empty view).
     fn extent(&self) -> usize {
-        if self.numel() == 0 || self.shape.len() != self.strides.len() {
-            return 0;
+        self.checked_extent().unwrap_or(usize::MAX)
+    }
+
+    /// [`Desc::extent`] in checked arithmetic: None when it overflows.
+    fn checked_extent(&self) -> Option<usize> {
+        if self.shape.contains(&0) || self.shape.len() != self.strides.len() {
+            return Some(0);
         }
-        self.offset + 1 + self.shape.iter().zip(&self.strides).map(|(&n, &s)| (n - 1) * s).sum::<usize>()
+        self.shape
+            .iter()
+            .zip(&self.strides)
+            .try_fold(self.offset.checked_add(1)?, |acc, (&n, &s)| acc.checked_add((n - 1).checked_mul(s)?))
+    }
+
+    /// Ok when the element count, the extent and their bytes fit 64 bits; else the ValueError naming
+    /// `name` (a shape or strides no tensor can have, checked before anything is sized from them).
+    pub fn geometry(&self, name: &str) -> Result<(), Error> {
+        let numel = self.shape.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n));
+        let bytes = self.checked_extent().and_then(|e| e.checked_mul(self.itemsize.max(1)));
+        match (numel, bytes) {
+            (Some(_), Some(_)) => Ok(()),
+            _ => Err(Error::invalid_value(format!(
+                "{name}: shape {:?} with strides {:?} and offset {} has a size that overflows 64 bits",
+                self.shape, self.strides, self.offset
+            ))),
+        }
+    }
+
+    /// Bytes of the described storage the view reaches (its extent in bytes), for budgets.
+    pub fn reach_bytes(&self) -> u64 {
+        (self.extent().saturating_sub(self.offset) as u64).saturating_mul(self.model_dtype().size() as u64)
     }
 
     /// The storage bytes the view can reach, read where they lie; empty without host data.
@@ -99,22 +127,26 @@ impl Desc {
                 _ => 0.0,
             }
         };
-        self.indices().into_iter().map(read).collect()
+        let mut out = Vec::with_capacity(self.numel());
+        self.each_index(|_, i| out.push(read(i)));
+        out
     }
 
-    /// The storage index of every element, in row-major order.
-    pub fn indices(&self) -> Vec<usize> {
-        let mut out = Vec::with_capacity(self.numel());
-        if self.numel() == 0 {
-            return out;
+    /// Call `f(e, i)` for every element in row-major order: `e` its logical position, `i` its storage
+    /// index (nothing is allocated per element).
+    pub fn each_index(&self, mut f: impl FnMut(usize, usize)) {
+        if self.numel() == 0 || self.shape.len() != self.strides.len() {
+            return;
         }
         let mut idx = vec![0usize; self.shape.len()];
+        let mut e = 0;
         loop {
-            out.push(self.offset + idx.iter().zip(&self.strides).map(|(&i, &s)| i * s).sum::<usize>());
+            f(e, self.offset + idx.iter().zip(&self.strides).map(|(&i, &s)| i * s).sum::<usize>());
+            e += 1;
             let mut d = self.shape.len();
             loop {
                 if d == 0 {
-                    return out;
+                    return;
                 }
                 d -= 1;
                 idx[d] += 1;
@@ -126,7 +158,9 @@ impl Desc {
         }
     }
 
-    /// A scale argument (`scale_a`, `scale_b`, `scale_result`).
+    /// A scale argument (`scale_a`, `scale_b`, `scale_result`). Only a one-element scale's value is read:
+    /// every larger scale is refused or unsupported by its shape, so none is gathered (a broadcast
+    /// `expand(2**16, 2**16)` costs nothing).
     ///
     /// # Safety
     /// As [`Desc::storage`].
@@ -135,24 +169,25 @@ impl Desc {
             dtype: self.model_dtype(),
             shape: self.shape.clone(),
             // SAFETY: forwarded.
-            values: unsafe { self.values() },
+            values: if self.numel() == 1 { unsafe { self.values() } } else { Vec::new() },
             contiguous: self.shape.len() == self.strides.len() && is_contiguous(&self.shape, &self.strides),
         }
     }
 
     /// The out= argument as the model sees it: the same dtype, shape and strides over a zeroed storage of
     /// its own (offset 0). The model decides with shape and strides only and writes every element of a
-    /// result into it; [`Desc::write_logical`] then puts them where out= lies.
-    pub fn shadow(&self) -> Tensor {
+    /// result into it; [`Desc::write_logical`] then puts them where out= lies. `dry` (explain, which
+    /// writes nothing): no storage at all. The storage is allocated fallibly (its size is the caller's).
+    pub fn shadow(&self, dry: bool) -> Result<Tensor, Error> {
         let dtype = self.model_dtype();
-        let extent = self.extent().saturating_sub(self.offset);
-        Tensor {
-            storage: vec![0u8; extent * dtype.size()],
+        let bytes = if dry { 0 } else { self.reach_bytes() };
+        Ok(Tensor {
+            storage: zeroed(bytes, "the out= copy")?,
             shape: self.shape.clone(),
             strides: self.strides.clone(),
             offset: 0,
             dtype,
-        }
+        })
     }
 
     /// Write `bytes`, the tensor's elements in row-major order (`itemsize` bytes each), where they lie.
@@ -187,7 +222,7 @@ impl Desc {
             }
             return Ok(());
         }
-        for (e, idx) in self.indices().into_iter().enumerate() {
+        self.each_index(|e, idx| {
             // SAFETY: every index is below extent(), inside the allocation.
             unsafe {
                 let dst = base.add(idx * w);
@@ -196,7 +231,18 @@ impl Desc {
                     None => std::ptr::write_bytes(dst, 0, w),
                 }
             }
-        }
+        });
         Ok(())
     }
+}
+
+/// `bytes` zero bytes, allocated fallibly: a size the allocator refuses is the ValueError of `what`, not
+/// an abort of the process.
+pub fn zeroed(bytes: u64, what: &str) -> Result<Vec<u8>, Error> {
+    let refused = || Error::invalid_value(format!("{what} needs {bytes} bytes, which cannot be allocated"));
+    let n = usize::try_from(bytes).map_err(|_| refused())?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| refused())?;
+    v.resize(n, 0);
+    Ok(v)
 }

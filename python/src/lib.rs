@@ -2,6 +2,7 @@
 //! `accumulate`, `dot` and epilogue over tensors read where they lie, computed with the GIL released on
 //! the backend registry's engines (docs/reference.md §5, §8.1, §9.5). The typed API is the Python layer.
 
+mod budget;
 mod calls;
 mod desc;
 mod direct;
@@ -18,6 +19,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calls::explain, m)?)?;
     m.add_function(wrap_pyfunction!(calls::accumulate, m)?)?;
     m.add_function(wrap_pyfunction!(calls::fill, m)?)?;
+    m.add_function(wrap_pyfunction!(budget::check_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(model_fns::dot, m)?)?;
     m.add_function(wrap_pyfunction!(model_fns::epilogue, m)?)?;
     m.add_function(wrap_pyfunction!(info::get_profile, m)?)?;

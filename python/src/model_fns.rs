@@ -24,11 +24,17 @@ fn preset_warning(preset: &Preset) -> Option<Warning> {
 unsafe fn codes(name: &str, d: &Desc, f: Format) -> Result<Vec<u8>, Error> {
     // SAFETY: forwarded.
     let storage = unsafe { d.storage() };
-    let idx = d.indices();
-    let byte = |i: usize| storage.get(i).copied();
+    let gather = || {
+        let (mut out, mut reached) = (Vec::with_capacity(d.numel()), true);
+        d.each_index(|_, i| match storage.get(i) {
+            Some(&b) => out.push(b),
+            None => reached = false,
+        });
+        reached.then_some(out)
+    };
     let out: Option<Vec<u8>> = match d.model_dtype() {
-        Dtype::Float8E4m3fn | Dtype::Float8E5m2 => idx.iter().map(|&i| byte(i)).collect(),
-        Dtype::Other(n) if n == "uint8" => idx.iter().map(|&i| byte(i)).collect(),
+        Dtype::Float8E4m3fn | Dtype::Float8E5m2 => gather(),
+        Dtype::Other(n) if n == "uint8" => gather(),
         Dtype::Float32 | Dtype::Float64 => {
             // SAFETY: forwarded.
             let values = unsafe { d.values() };
@@ -93,6 +99,15 @@ pub fn dot(
                         a.shape, b.shape
                     )));
                 }
+                crate::budget::check(
+                    "this call (its gathered operands and result)",
+                    &[("a", Some(&a)), ("b", Some(&b)), ("c", c.as_ref()), ("the result", Some(&dst))],
+                    &[
+                        crate::budget::bytes(&[a.numel(), 2]),
+                        crate::budget::bytes(&[c.as_ref().map_or(0, Desc::numel), 8]),
+                        crate::budget::bytes(&[dst.numel(), 8]),
+                    ],
+                )?;
                 let lead = &a.shape[..a.shape.len() - 1];
                 let k = a.shape[a.shape.len() - 1];
                 let cv = match &c {
@@ -163,6 +178,11 @@ pub fn epilogue(
                 if acc.model_dtype() != Dtype::Float32 {
                     return Err(Error::wrong_type(format!("acc must be a float32 accumulator, got {}", acc.dtype)));
                 }
+                crate::budget::check(
+                    "this call (its gathered accumulator and result)",
+                    &[("acc", Some(&acc)), ("the result", Some(&dst))],
+                    &[crate::budget::bytes(&[acc.numel(), 12 + 2 * dst.itemsize])],
+                )?;
                 // SAFETY: the Python layer keeps acc referenced for the duration of this call.
                 let values: Vec<f32> = unsafe { acc.values() }.into_iter().map(|v| v as f32).collect();
                 mmaemu_model::fpenv::check()?;

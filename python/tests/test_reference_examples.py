@@ -227,17 +227,17 @@ def test_s8_1_explain_example() -> None:
     assert plan.ok and (plan.profile, plan.preset, plan.preset_maturity) == ("hopper", "hopper", "validated")
     assert plan.split == mmaemu.SplitDecision(1, "none", "table", True, "heur_h100pcie_lt12.8.3.14",
                                               "table row: algo 66, tile 312, numSplitsK 1, customOption 1")
-    assert plan.backend.startswith("cpu:") and plan.fallbacks == ("cuda: tensors on cpu",)
-    assert plan.warnings == ()
+    assert plan.backend.startswith("cpu:") and plan.fallbacks == ["cuda: tensors on cpu"]
+    assert plan.warnings == []
     ref = mmaemu.explain(meta(16, 1920), meta(5760, 1920).t(), SM, SM, out_dtype=torch.bfloat16, use_fast_accum=True,
                          backend="reference")
-    assert ref.backend == "reference" and ref.fallbacks == ()
+    assert ref.backend == "reference" and ref.fallbacks == []
 
 
 def test_s6_6_explicit_contiguous_examples() -> None:
     a, b = meta(16, 6000), meta(256, 6000).t()
     plan = mmaemu.explain(a, b, SM, SM, out_dtype=torch.float32, splitk=(2, "contiguous"), profile="hopper")
-    assert plan.split.verified and plan.warnings == ()
+    assert plan.split.verified and plan.warnings == []
     plan = mmaemu.explain(a, b, SM, SM, out_dtype=torch.float32, splitk=(2, "contiguous"), profile="hopper-te")
     assert [w.kind for w in plan.warnings] == ["UnverifiedSplitWarning"] and "experimental" in plan.warnings[0].message
 

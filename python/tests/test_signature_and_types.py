@@ -65,7 +65,9 @@ def test_accumulate_and_model_signatures() -> None:
     epi = inspect.signature(mmaemu.model.epilogue.apply).parameters
     assert list(epi) == ["acc", "scale_a", "scale_b", "out_dtype", "scale_result"]
     assert epi["out_dtype"].kind is P.KEYWORD_ONLY and epi["scale_result"].default is None
-    assert list(inspect.signature(mmaemu.testing.assert_bitwise_equal).parameters) == ["actual", "expected", "nan"]
+    abe = inspect.signature(mmaemu.testing.assert_bitwise_equal).parameters
+    assert list(abe) == ["actual", "expected", "nan", "msg"]
+    assert abe["msg"].kind is P.KEYWORD_ONLY and abe["msg"].default == "" and abe["nan"].default == "bits"
 
 
 A = torch.zeros(16, 32, dtype=torch.float8_e4m3fn)

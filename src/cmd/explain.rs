@@ -335,6 +335,10 @@ pub struct ExplainArgs {
 /// device.
 pub fn run(args: ExplainArgs) -> CommandResult {
     let splitk = parse_splitk(&args.splitk).map_err(CommandError::bad_input)?;
+    if let Some(p) = &args.profile {
+        super::vars::profile("--profile", p)?;
+    }
+    super::vars::backend("--backend", &args.backend)?;
     let device = match Placement::parse(&args.device) {
         Err(usage) => return Err(CommandError::bad_input(usage)),
         Ok(Err(why)) => {

@@ -13,6 +13,7 @@ pub mod replay;
 pub mod report;
 pub mod selftest;
 pub mod trace;
+pub mod vars;
 
 use std::fmt;
 

@@ -10,10 +10,13 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-/// What to print: everything (`replay`) or the status table and the closing line (`status`).
+/// What to print: the per-file lines and the verdict (`replay`), those and the status table
+/// (`replay --status`), or the status table and the closing line (`status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
-    /// Per-file lines, failures, status table, closing line.
+    /// Per-file lines, failures, the verdict, closing line.
+    Files,
+    /// Per-file lines, failures, status table, the verdict, closing line.
     Everything,
     /// Status table and closing line.
     StatusOnly,
@@ -23,7 +26,7 @@ pub enum Scope {
 /// replay (exit 2 at the end); a failing row exits 1, and so does a file whose rows were all skipped
 /// (nothing in it was verified) unless `allow_skips`; no rows at all is bad input (exit 2).
 pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_skips: bool) -> CommandResult {
-    let engine = registry().resolve(backend).map_err(CommandError::bad_input)?.engine;
+    let engine = registry().resolve(backend).map_err(|e| CommandError::bad_input(format!("--backend: {e}")))?.engine;
     if backend != "reference" {
         eprintln!("mmaemu replay: backend {}", engine.name());
     }
@@ -79,7 +82,7 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_ski
     let status = status::compute(&facts);
     if json {
         let mut report = match scope {
-            Scope::Everything => json_report(&reports),
+            Scope::Everything | Scope::Files => json_report(&reports),
             Scope::StatusOnly => serde_json::json!({"passed": passed, "failed": failed, "skipped": skipped}),
         };
         report["status"] = status::json(&status);
@@ -89,11 +92,19 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_ski
             .collect();
         println!("{report}");
     } else {
-        if scope == Scope::Everything {
+        if scope != Scope::StatusOnly {
             print!("{}", file_lines(&reports));
         }
-        // The status table comes before the closing line, which stays the last line.
-        print!("{}", status::text(&status));
+        // The status table (under its heading) and the verdict come before the closing line, which stays
+        // the last line.
+        if scope != Scope::Files {
+            println!("\n== status table ==");
+            print!("{}", status::text(&status));
+            println!();
+        }
+        if scope != Scope::StatusOnly {
+            println!("{}", verdict(passed, failed, skipped, errors.len(), scope == Scope::Files));
+        }
         println!("{}", summary_line(passed, failed, skipped));
     }
     if lone {
@@ -113,6 +124,30 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_ski
         return Ok(Exit::Failed);
     }
     Ok(Exit::failed_if(failed > 0))
+}
+
+/// The verdict a person reads first: did every verified row give the hardware's bits.
+fn verdict(passed: usize, failed: usize, skipped: usize, unreadable: usize, table_hidden: bool) -> String {
+    let mut v = if failed == 0 && unreadable == 0 && passed > 0 {
+        format!("verdict: OK, all {passed} verified rows give the recorded bits")
+    } else if failed > 0 {
+        format!(
+            "verdict: FAILED, {failed} of {} verified rows differ from the recorded bits (FAIL lines above)",
+            passed + failed
+        )
+    } else {
+        "verdict: NOT VERIFIED, no row could be compared".to_string()
+    };
+    if skipped > 0 {
+        v += &format!("; {skipped} rows skipped (reasons above)");
+    }
+    if unreadable > 0 {
+        v += &format!("; {unreadable} files unreadable");
+    }
+    if table_hidden {
+        v += "; the status table per preset and profile: --status";
+    }
+    v
 }
 
 /// One line per file with its skip reasons and the split-K information, then every failing row.

@@ -50,9 +50,20 @@ impl From<ReportArgs> for ReportOptions {
 /// `mmaemu report`: make and write the report, print a summary.
 pub fn run(args: ReportArgs) -> CommandResult {
     let args = ReportOptions::from(args);
+    writable_dir(&args.out).map_err(CommandError::bad_input)?;
     let progress = |s: &str| eprintln!("mmaemu report: {s}");
     let report = make(&args, &progress).map_err(CommandError::bad_input)?;
     write(&report, &args.out).map_err(CommandError::bad_input)?;
     print!("{}", mmaemu_reports::report::render::summary(&report, &args.out));
     Ok(Exit::failed_if(report.regressed()))
+}
+
+/// Ok when `dir` exists or can be created and a file can be written in it: checked before the replay, so
+/// an unwritable --out fails at once (exit 2), not after minutes of work.
+fn writable_dir(dir: &std::path::Path) -> Result<(), String> {
+    let shown = dir.display();
+    std::fs::create_dir_all(dir).map_err(|e| format!("--out {shown}: cannot create the directory: {e}"))?;
+    let probe = dir.join(".mmaemu-report-write-check");
+    std::fs::write(&probe, b"").map_err(|e| format!("--out {shown}: cannot write into it: {e}"))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("--out {shown}: cannot remove a file it wrote: {e}"))
 }

@@ -34,7 +34,9 @@ impl ScaledMm<'_> {
             ("scale_result", self.scale_result.as_ref()),
         ] {
             if let Some(s) = s {
-                if s.values.len() != s.numel() {
+                // A scale of more than one element may come without its values: no check reads them (it is
+                // refused or unsupported by its shape), and a caller need not gather a huge broadcast one.
+                if s.values.len() != s.numel() && !(s.values.is_empty() && s.numel() != 1) {
                     return Err(Error::wrong_type(format!(
                         "{name}: {} values for a tensor of shape {:?}",
                         s.values.len(),

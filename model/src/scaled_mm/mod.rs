@@ -27,7 +27,8 @@ pub struct ScaleTensor {
     pub dtype: Dtype,
     /// Shape ([] for a 0-dim scalar).
     pub shape: Vec<usize>,
-    /// Element values, row-major (one per element).
+    /// Element values, row-major (one per element; may be empty for a scale of more than one element,
+    /// whose values no check reads).
     pub values: Vec<f64>,
     /// Is the tensor contiguous (row-wise scales must be).
     pub contiguous: bool,

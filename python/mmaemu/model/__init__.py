@@ -8,10 +8,10 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _arrays as arr
 from .. import _core
-from .._api import emit
+from .._api import Preset, emit, get_preset, list_presets
 from . import epilogue
 
-__all__ = ["dot", "epilogue"]
+__all__ = ["dot", "epilogue", "Preset", "get_preset", "list_presets"]
 
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
 
@@ -74,7 +74,7 @@ def dot(
         from ..errors import UnsupportedFeatureError
 
         raise UnsupportedFeatureError(
-            "an input requires grad under grad mode: mmaemu computes forward results only (no autograd); call it "
+            "mmaemu is inference-only: an input requires grad while grad mode is enabled (no autograd); call it "
             "under torch.no_grad() or pass detached tensors"
         )
     da, db = arr.desc(a), arr.desc(b)

@@ -456,7 +456,8 @@ pub fn validate_baseline(v: &Value) -> Result<(), String> {
     }
     match v.get("schema").and_then(Value::as_str) {
         Some(SCHEMA) => {}
-        other => return Err(format!("schema is {other:?}, expected \"{SCHEMA}\"")),
+        Some(other) => return Err(format!("schema is \"{other}\", expected \"{SCHEMA}\"")),
+        None => return Err(format!("no \"schema\" string, expected \"{SCHEMA}\"")),
     }
     for key in ["generated", "mmaemu_version", "host", "inputs", "backends", "problems", "fuzz", "bench", "regressed"] {
         field(v, key, "report")?;
