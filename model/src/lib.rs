@@ -5,6 +5,7 @@
 // The model is written to be obviously right; the fast kernels live in `mmaemu-kernels` and must equal it bit for bit.
 
 pub mod accumulate;
+pub mod block_scale;
 pub mod chain;
 pub mod dtype;
 pub mod epilogue;
@@ -23,13 +24,14 @@ pub mod tensor;
 pub mod warning;
 
 pub use accumulate::{accumulate, execute, ChainEngine, Operands, ReferenceEngine};
+pub use block_scale::dot_scaled;
 pub use chain::{dot, Chain};
 pub use epilogue::{Epilogue, OutDtype};
 pub use error::{Category, Error, InvalidKind, Result};
 pub use format::Format;
 pub use gemm::{gemm, gemm_with, Output};
 pub use plan::{Plan, Scheme, SplitK};
-pub use preset::{CEntry, Maturity, Preset, PresetSpec};
+pub use preset::{BlockRounding, Builtin, CEntry, Maturity, Preset, PresetSpec};
 pub use profile::{Caller, Profile, RejectRule, TableId};
 pub use splitk::{
     embedded_rows, resolve_splitk, table_info, table_lookup, try_table_lookup, SplitDecision, SplitKey, SplitRequest,

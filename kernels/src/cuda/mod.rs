@@ -121,6 +121,12 @@ impl ChainParams {
     /// it: the 64-bit block sum must hold `nfma + 1` terms below `2^(frac + 2)`.
     pub fn new(preset: &Preset, fa: Format, fb: Format) -> Result<ChainParams, String> {
         let nfma = preset.nfma();
+        if preset.rounding() != mmaemu_model::BlockRounding::Truncate {
+            return Err(format!(
+                "preset '{}' rounds the block result to nearest even; the CUDA kernels truncate it",
+                preset.name()
+            ));
+        }
         let bits = preset.frac() as u64 + 2 + (usize::BITS - nfma.leading_zeros()) as u64 + 1;
         if bits > 62 || nfma > i32::MAX as usize {
             return Err(format!(
