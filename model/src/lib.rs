@@ -16,6 +16,7 @@ pub mod gemm;
 pub mod limits;
 pub mod plan;
 pub mod preset;
+pub mod preset_document;
 pub mod profile;
 pub mod round;
 pub mod scaled_mm;
