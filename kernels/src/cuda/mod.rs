@@ -487,6 +487,11 @@ mod tests {
         let p = ChainParams::new(&Preset::b200_mma_sync(), Format::E5m2, Format::E5m2).unwrap();
         assert_eq!((p.late, p.mab, p.ta, p.tb, p.frac, p.frac_out, p.min_exp), (1, 4, 1, 1, 25, 23, -133));
         assert_eq!(std::mem::size_of::<ChainParams>(), 32);
+        // The kernels truncate: a nearest-even preset is declined, so the engine falls back.
+        let rne = PresetSpec::custom("rne", 32, 25, 23, -133, CEntry::Early, None)
+            .with_rounding(mmaemu_model::BlockRounding::NearestEven);
+        let e = ChainParams::new(&Preset::custom(rne).unwrap(), Format::E4m3, Format::E4m3).unwrap_err();
+        assert!(e.contains("nearest even"), "{e}");
         // Late c: not the narrow kernel.
         assert_eq!(p.kernels().map(|k| k.name).collect::<Vec<_>>(), ["tiled", "generic"]);
         for preset in [Preset::ada(), Preset::hopper()] {
