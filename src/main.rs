@@ -107,6 +107,7 @@ impl Command {
             Command::Datasets { .. } => "datasets",
             Command::Fit { command: FitCommand::Splitk { .. } } => "fit splitk",
             Command::Fit { command: FitCommand::Envelope { .. } } => "fit envelope",
+            Command::Fit { command: FitCommand::Preset { .. } } => "fit preset",
             Command::Report(_) => "report",
             Command::Bench { command: cmd::bench::BenchCommand::Gemm(_) } => "bench gemm",
             Command::Bench { command: cmd::bench::BenchCommand::Suite(_) } => "bench suite",

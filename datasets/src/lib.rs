@@ -23,6 +23,7 @@ pub mod shard;
 pub mod splitk_table;
 pub mod splitk_write;
 mod validate;
+pub use validate::UNKNOWN_PRESET;
 mod write;
 
 pub use call::{BiasSpec, Call, FillValue, MatSpec, OutSpec, ScaleSpec, ScaleValue};

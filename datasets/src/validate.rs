@@ -12,6 +12,9 @@ use std::collections::HashSet;
 use std::path::Path;
 
 /// Checks one row; the error text says what is wrong (the caller adds file and row id).
+/// The `preset` value of a row whose preset is not known yet.
+pub const UNKNOWN_PRESET: &str = "unknown";
+
 pub(crate) fn check_row(row: &Row) -> Result<(), String> {
     for (name, v) in [("batch", row.batch), ("m", row.m), ("n", row.n), ("k", row.k)] {
         if v < 0 {
@@ -23,17 +26,25 @@ pub(crate) fn check_row(row: &Row) -> Result<(), String> {
     }
     // The labels are evidence only if they name what the model replays: a known preset, and the preset
     // of the row's profile (a row cannot count as hardware evidence for a preset its profile does not run).
-    let preset = mmaemu_model::Preset::by_name(&row.preset)
-        .map_err(|_| format!("`preset` {:?} is not a preset of the model", row.preset))?;
-    if let Some(name) = &row.profile {
-        let profile =
-            mmaemu_model::Profile::by_name(name).map_err(|_| format!("`profile` {name:?} is not a profile"))?;
-        if profile.preset.name() != preset.name() {
-            return Err(format!(
-                "profile {name} runs preset {}, the row says preset {}",
-                profile.preset.name(),
-                row.preset
-            ));
+    // `unknown`: a recording of a GPU whose preset is still to be found (`mmaemu fit preset` input, not replayable);
+    // no profile can name it.
+    if row.preset == UNKNOWN_PRESET {
+        if row.profile.is_some() {
+            return Err("`preset` is unknown, so `profile` must be null".into());
+        }
+    } else {
+        let preset = mmaemu_model::Preset::by_name(&row.preset)
+            .map_err(|_| format!("`preset` {:?} is not a preset of the model", row.preset))?;
+        if let Some(name) = &row.profile {
+            let profile =
+                mmaemu_model::Profile::by_name(name).map_err(|_| format!("`profile` {name:?} is not a profile"))?;
+            if profile.preset.name() != preset.name() {
+                return Err(format!(
+                    "profile {name} runs preset {}, the row says preset {}",
+                    profile.preset.name(),
+                    row.preset
+                ));
+            }
         }
     }
     if let Some(s) = &row.split_scheme {

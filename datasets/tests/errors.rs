@@ -466,8 +466,13 @@ fn labels_must_name_what_the_model_replays() {
     let tmp = tempfile::tempdir().unwrap();
     let tiny = write_tiny(tmp.path());
     let i = tiny_index("with-call");
-    // An unknown preset, and a known preset that the row's profile does not run.
-    for (preset, needle) in [("volta", "`preset` \"volta\" is not a preset of the model"), ("hopper", "runs preset")] {
+    // An unknown preset, a known preset that the row's profile does not run, and `unknown` (fitting input) on a row
+    // with a profile, which names its preset.
+    for (preset, needle) in [
+        ("volta", "`preset` \"volta\" is not a preset of the model"),
+        ("hopper", "runs preset"),
+        ("unknown", "`preset` is unknown, so `profile` must be null"),
+    ] {
         let p = tmp.path().join(format!("preset-{preset}.parquet"));
         rewrite(
             &tiny,

@@ -107,7 +107,7 @@ fn codes(n: usize, f: Format, rng: &mut ChaCha8Rng) -> Vec<u8> {
 
 fn preset_of(b: &GemmBench) -> Result<Preset, String> {
     if let Some(name) = &b.preset {
-        return Preset::by_name(name).map_err(|e| e.to_string());
+        return Preset::by_name_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| e.to_string());
     }
     let profile = resolve_profile(&crate::env::profile_arg(b.profile.as_deref())).map_err(|e| e.to_string())?;
     Ok(profile.preset)

@@ -36,11 +36,11 @@
 // exponents are clamped below at `frac - 126` (narrow) or `frac - 1022` (wide), which again only changes E when
 // everything is zero, and keeps `s` and `2^(E - frac)` normal.
 //
-// Presets outside these bounds (an nfma so large that the f64 sum could be inexact) run on the model's own chain
-// (`Path::Scalar`).
+// Presets outside these bounds (an nfma so large that the f64 sum could be inexact), and presets that round the block
+// result to nearest even (the lanes only truncate), run on the model's own chain (`Path::Scalar`).
 
 use crate::tables::Lut;
-use mmaemu_model::preset::{CEntry, Preset};
+use mmaemu_model::preset::{BlockRounding, CEntry, Preset};
 use std::ops::{Add, AddAssign, Mul};
 
 /// How the chains of a preset are computed.
@@ -107,8 +107,9 @@ impl Params {
         // The largest block sum: nfma terms below 2^(frac + 2) and c below 2^(frac + 1).
         let bound =
             (preset.nfma() as u128).saturating_mul((1u128 << (frac + 2)) - 1).saturating_add(1u128 << (frac + 1));
-        let narrow = !late && frac <= 48 && bound <= 1 << 24 && min_exp <= frac + 126;
-        let wide = frac <= 48 && bound <= 1 << 53 && min_exp <= frac + 1000;
+        let truncates = preset.rounding() == BlockRounding::Truncate;
+        let narrow = truncates && !late && frac <= 48 && bound <= 1 << 24 && min_exp <= frac + 126;
+        let wide = truncates && frac <= 48 && bound <= 1 << 53 && min_exp <= frac + 1000;
         let path = if narrow {
             Path::Narrow
         } else if wide {

@@ -13,7 +13,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::{Class, Decoded, Format};
-use crate::preset::{CEntry, Preset};
+use crate::preset::{BlockRounding, CEntry, Preset};
 use crate::round::{f32_from_parts, f32_parts, ilog2};
 
 /// The canonical fp32 NaN, 0x7FFFFFFF.
@@ -37,6 +37,7 @@ pub struct Chain {
     frac_out: i32,
     min_exp: i32,
     c_entry: CEntry,
+    rounding: BlockRounding,
     ta: &'static [Decoded; 256],
     tb: &'static [Decoded; 256],
     /// ma + mb: the product `P` is scaled by `2^(ep - mab)`.
@@ -65,10 +66,28 @@ impl Chain {
             frac_out: preset.frac_out() as i32,
             min_exp: preset.min_exp(),
             c_entry: preset.c_entry(),
+            rounding: preset.rounding(),
             ta: fa.table(),
             tb: fb.table(),
             mab: (fa.mbits() + fb.mbits()) as i32,
         }
+    }
+
+    /// Products per block.
+    pub(crate) fn nfma(&self) -> usize {
+        self.nfma
+    }
+    /// Fraction bits of the aligned terms.
+    pub(crate) fn frac(&self) -> i32 {
+        self.frac
+    }
+    /// The block-exponent floor (the zero terms' exponent).
+    pub(crate) fn min_exp(&self) -> i32 {
+        self.min_exp
+    }
+    /// The operand tables of A and B.
+    pub(crate) fn tables(&self) -> (&'static [Decoded; 256], &'static [Decoded; 256]) {
+        (self.ta, self.tb)
     }
 
     /// Run the chain over `a[k] * b[k]`, k = 0..K-1, from the accumulator `c`: block steps over
@@ -109,7 +128,7 @@ impl Chain {
     /// Sum of the nonzero products truncated to the grid 2^g (§2.2 step 5), as a signed integer count of
     /// grid units.
     #[inline]
-    fn product_terms(&self, a: &[u8], b: &[u8], g: i32) -> i128 {
+    pub(crate) fn product_terms_at(&self, a: &[u8], b: &[u8], g: i32) -> i128 {
         let mut sum: i128 = 0;
         for (&ca, &cb) in a.iter().zip(b) {
             let (da, db) = (self.ta[ca as usize], self.tb[cb as usize]);
@@ -133,7 +152,7 @@ impl Chain {
         }
         let e = e.max(self.min_exp); // §2.2 step 4
         let g = e - self.frac;
-        let mut sum = self.product_terms(a, b, g);
+        let mut sum = self.product_terms_at(a, b, g);
         if csig != 0 {
             let t = align(csig as u64, cexp - g) as i128;
             sum += if cneg { -t } else { t };
@@ -145,14 +164,15 @@ impl Chain {
     fn block_late(&self, a: &[u8], b: &[u8], c: f32, emax: i32) -> f32 {
         let e = emax.max(self.min_exp);
         let g = e - self.frac;
-        let d = self.normalise(self.product_terms(a, b, g), g);
+        let d = self.normalise(self.product_terms_at(a, b, g), g);
         // One IEEE fp32 addition, round to nearest even (§2.3 step 6): Rust's f32 `+` is exactly that.
         d + c
     }
 
     /// §2.2 steps 6–8: the exact sum `sum * 2^g`, truncated toward zero to frac_out fraction bits relative
-    /// to max(floor(log2|d|), -126); a zero result is +0 (the c2-M1 rule).
-    fn normalise(&self, sum: i128, g: i32) -> f32 {
+    /// to max(floor(log2|d|), -126), or rounded to the nearest fp32 (ties to even) by a nearest-even preset; a
+    /// zero result is +0 (the c2-M1 rule).
+    pub(crate) fn normalise(&self, sum: i128, g: i32) -> f32 {
         if sum == 0 {
             return 0.0;
         }
@@ -163,7 +183,20 @@ impl Chain {
         let mut exp = g;
         if target > g {
             let sh = (target - g) as u32;
-            mag = if sh >= 128 { 0 } else { mag >> sh };
+            let kept = if sh >= 128 { 0 } else { mag >> sh };
+            mag = match self.rounding {
+                BlockRounding::Truncate => kept,
+                BlockRounding::NearestEven => {
+                    // The dropped part against half a unit of the kept one: above, or equal with an odd kept part,
+                    // rounds up (a carry to 2^24 stays exact). sh >= 128 drops everything, below half a unit.
+                    let round_up = sh < 128 && {
+                        let half = 1u128 << (sh - 1);
+                        let rest = mag & ((half << 1) - 1);
+                        rest > half || (rest == half && kept & 1 == 1)
+                    };
+                    kept + round_up as u128
+                }
+            };
             exp = target;
         }
         if mag == 0 {

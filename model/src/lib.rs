@@ -5,6 +5,7 @@
 // The model is written to be obviously right; the fast kernels live in `mmaemu-kernels` and must equal it bit for bit.
 
 pub mod accumulate;
+pub mod block_scale;
 pub mod chain;
 pub mod dtype;
 pub mod epilogue;
@@ -16,6 +17,7 @@ pub mod limits;
 pub mod plan;
 pub mod platform;
 pub mod preset;
+pub mod preset_document;
 pub mod profile;
 pub mod round;
 pub mod rule;
@@ -26,6 +28,7 @@ pub mod trace;
 pub mod warning;
 
 pub use accumulate::{accumulate, execute, ChainEngine, Operands, ReferenceEngine};
+pub use block_scale::dot_scaled;
 pub use chain::{dot, Chain};
 pub use epilogue::{Epilogue, OutDtype};
 pub use error::{Category, Error, InvalidKind, Result};
@@ -33,7 +36,7 @@ pub use format::Format;
 pub use gemm::{gemm, gemm_with, Output};
 pub use plan::{Plan, Scheme, SplitK};
 pub use platform::Platform;
-pub use preset::{CEntry, Maturity, Preset, PresetSpec};
+pub use preset::{BlockRounding, Builtin, CEntry, Maturity, Preset, PresetSpec};
 pub use profile::{Caller, Profile, RejectRule};
 pub use rule::SplitRule;
 pub use splitk::{

@@ -5,7 +5,7 @@
 use crate::epilogue::OutDtype;
 use crate::error::{Category, Error, Result};
 use crate::format::Format;
-use crate::preset::{CEntry, Maturity, Preset, PresetSpec};
+use crate::preset::{Maturity, Preset};
 use crate::profile::{Caller, Profile, RejectRule};
 use crate::splitk::Table;
 use serde::Deserialize;
@@ -34,7 +34,8 @@ struct Manifest {
     description: String,
     gpu: Option<GpuDoc>,
     library: Option<LibraryDoc>,
-    preset: PresetDoc,
+    /// `builtin = "NAME"`, or a preset document (`mmaemu-preset/1`, docs/preset-format.md) inline.
+    preset: toml::Table,
     splitk: Option<SplitkDoc>,
     #[serde(default)]
     reject: Vec<RejectDoc>,
@@ -56,20 +57,6 @@ struct GpuDoc {
 #[serde(deny_unknown_fields)]
 struct LibraryDoc {
     cublaslt: String,
-}
-
-/// A built-in preset by name, or its parameters inline (docs/reference.md §2.1).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PresetDoc {
-    builtin: Option<String>,
-    name: Option<String>,
-    nfma: Option<u32>,
-    frac: Option<u32>,
-    frac_out: Option<u32>,
-    min_exp: Option<i32>,
-    c_entry: Option<String>,
-    slow_chunk: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -138,33 +125,13 @@ fn maturity_of(what: &str, s: Option<&str>) -> Result<Option<Maturity>> {
     }
 }
 
-impl PresetDoc {
-    fn preset(&self, what: &str) -> Result<Preset> {
-        let inline = [self.nfma.is_some(), self.frac.is_some(), self.frac_out.is_some(), self.min_exp.is_some()];
-        match (&self.builtin, inline.iter().any(|&x| x)) {
-            (Some(name), false) => {
-                Preset::by_name(name).map_err(|e| data_err(what, format!("[preset]: {}", e.message())))
-            }
-            (Some(_), true) => Err(data_err(what, "[preset] gives both `builtin` and parameters")),
-            (None, _) => {
-                let need = |x: Option<u32>, k: &str| x.ok_or_else(|| data_err(what, format!("[preset] lacks `{k}`")));
-                let c_entry = match self.c_entry.as_deref() {
-                    None | Some("early") => CEntry::Early,
-                    Some("late") => CEntry::Late,
-                    Some(o) => return Err(data_err(what, format!("[preset] c_entry {o:?} (early, late)"))),
-                };
-                let spec = PresetSpec::custom(
-                    self.name.as_deref().unwrap_or(what),
-                    need(self.nfma, "nfma")?,
-                    need(self.frac, "frac")?,
-                    need(self.frac_out, "frac_out")?,
-                    self.min_exp.ok_or_else(|| data_err(what, "[preset] lacks `min_exp`"))?,
-                    c_entry,
-                    self.slow_chunk,
-                );
-                Preset::custom(spec).map_err(|e| data_err(what, format!("[preset]: {}", e.message())))
-            }
-        }
+/// The `[preset]` table: a built-in preset by name, or a preset document inline.
+fn preset_of(t: &toml::Table, what: &str) -> Result<Preset> {
+    let err = |e: Error| data_err(what, format!("[preset]: {}", e.message()));
+    match (t.get("builtin"), t.len()) {
+        (Some(toml::Value::String(name)), 1) => Preset::by_name(name).map_err(err),
+        (Some(_), _) => Err(data_err(what, "[preset]: `builtin` is a preset's name, alone in the table")),
+        (None, _) => Preset::from_table(t).map_err(err),
     }
 }
 
@@ -183,7 +150,7 @@ impl Platform {
         if m.format != FORMAT {
             return Err(data_err(what, format!("{MANIFEST}: format {:?}, expected {FORMAT:?}", m.format)));
         }
-        let preset = m.preset.preset(&m.name)?;
+        let preset = preset_of(&m.preset, what)?;
         let table = m.splitk.as_ref().map(|s| table(&s.table)).transpose()?;
         if let Some(t) = table {
             let gpu = m.gpu.as_ref().and_then(|g| g.name.as_deref());

@@ -1,6 +1,7 @@
 //! Presets (docs/reference.md §2.1): the parameters of one tensor-core arithmetic — block size, fraction bits,
-//! minimum exponent, how the accumulator enters the block, the slow-accumulation chunk — and their maturity.
-//! The three built-in presets, their alias, the refused names, and validated user-defined presets.
+//! minimum exponent, how the block result is rounded, how the accumulator enters the block, optional block scales,
+//! the slow-accumulation chunk — and their maturity. The built-in presets, their alias, the refused names, and
+//! validated user-defined presets.
 
 use crate::error::{Error, Result};
 use crate::plan::Scheme;
@@ -13,6 +14,26 @@ pub enum CEntry {
     Early,
     /// c is added after the block sum with an fp32 round-to-nearest-even addition (b200_mma_sync).
     Late,
+}
+
+/// How a block step rounds its exact sum to the block result (docs/reference.md §2.2 step 7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockRounding {
+    /// Toward zero, to `frac_out` fraction bits below the leading bit, the leading bit taken at least at 2^-126
+    /// (fp32 subnormals): ada and hopper keep 13 bits; `frac_out = 23` is fp32 round-toward-zero.
+    Truncate,
+    /// Round to nearest, ties to even, to fp32 (with subnormals; `frac_out` must be 23).
+    NearestEven,
+}
+
+impl BlockRounding {
+    /// `truncate`, `nearest_even`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockRounding::Truncate => "truncate",
+            BlockRounding::NearestEven => "nearest_even",
+        }
+    }
 }
 
 /// How far hardware recordings establish a preset or profile.
@@ -46,6 +67,10 @@ pub enum Builtin {
     Hopper,
     /// `b200_mma_sync`: mma.sync compiled for sm_90/sm_100 into HMMA + fp32 add.
     B200MmaSync,
+    /// `b200_tcgen05`: sm_100 (B200, GB200) `tcgen05.mma` kind::f8f6f4, after MMA-Sim; no recordings of ours.
+    B200Tcgen05,
+    /// `rtx50_mma_sync`: sm_120 (RTX 50) `mma.sync` m16n8k32 and kind::f8f6f4, after MMA-Sim; no recordings of ours.
+    Rtx50MmaSync,
 }
 
 /// The parameters of a user-defined preset (see [`Preset::custom`]).
@@ -63,6 +88,11 @@ pub struct PresetSpec {
     pub min_exp: i32,
     /// Early or late accumulator.
     pub c_entry: CEntry,
+    /// How the block result is rounded.
+    pub rounding: BlockRounding,
+    /// Elements per e8m0 block scale of A and of B (MXFP8: 32), equal to nfma, or None if the preset takes no
+    /// block scales.
+    pub scale_block: Option<u32>,
     /// Slow-accumulation chunk length, or None if slow accumulation is not characterised.
     pub slow_chunk: Option<u32>,
     /// Maturity (default for user presets: custom).
@@ -81,7 +111,34 @@ impl PresetSpec {
         c_entry: CEntry,
         slow_chunk: Option<u32>,
     ) -> PresetSpec {
-        PresetSpec { name: name.into(), nfma, frac, frac_out, min_exp, c_entry, slow_chunk, maturity: Maturity::Custom }
+        PresetSpec {
+            name: name.into(),
+            nfma,
+            frac,
+            frac_out,
+            min_exp,
+            c_entry,
+            rounding: BlockRounding::Truncate,
+            scale_block: None,
+            slow_chunk,
+            maturity: Maturity::Custom,
+        }
+    }
+
+    /// The same parameters with the block result rounded by `rounding`.
+    pub fn with_rounding(self, rounding: BlockRounding) -> PresetSpec {
+        PresetSpec { rounding, ..self }
+    }
+
+    /// The same parameters taking e8m0 block scales per `scale_block` elements (None: none).
+    pub fn with_scale_block(self, scale_block: Option<u32>) -> PresetSpec {
+        PresetSpec { scale_block, ..self }
+    }
+
+    /// Whether two parameter sets compute the same arithmetic (every field but the name and maturity).
+    pub fn same_arithmetic(&self, other: &PresetSpec) -> bool {
+        PresetSpec { name: String::new(), maturity: Maturity::Custom, ..self.clone() }
+            == PresetSpec { name: String::new(), maturity: Maturity::Custom, ..other.clone() }
     }
 }
 
@@ -109,6 +166,8 @@ impl Preset {
             frac_out: 13,
             min_exp: -132,
             c_entry: CEntry::Early,
+            rounding: BlockRounding::Truncate,
+            scale_block: None,
             slow_chunk: Some(128),
             maturity: Maturity::Validated,
         };
@@ -122,6 +181,21 @@ impl Preset {
                 frac_out: 23,
                 min_exp: -133,
                 c_entry: CEntry::Late,
+                rounding: BlockRounding::Truncate,
+                scale_block: None,
+                slow_chunk: None,
+                maturity: Maturity::Experimental,
+            },
+            // MMA-Sim's sm_100 tcgen05.mma and sm_120 mma.sync FP8 models: one arithmetic (docs/reference.md §2.1).
+            Builtin::B200Tcgen05 | Builtin::Rtx50MmaSync => PresetSpec {
+                name: if b == Builtin::B200Tcgen05 { "b200_tcgen05" } else { "rtx50_mma_sync" }.into(),
+                nfma: 32,
+                frac: 25,
+                frac_out: 23,
+                min_exp: -133,
+                c_entry: CEntry::Early,
+                rounding: BlockRounding::Truncate,
+                scale_block: Some(32),
                 slow_chunk: None,
                 maturity: Maturity::Experimental,
             },
@@ -142,8 +216,29 @@ impl Preset {
         Preset::builtin(Builtin::B200MmaSync)
     }
 
+    /// The `b200_tcgen05` preset: 32-product blocks, 25/23 bits truncated, c early, e8m0 scales per 32,
+    /// experimental (MMA-Sim's model of sm_100 tcgen05.mma kind::f8f6f4).
+    pub fn b200_tcgen05() -> Preset {
+        Preset::builtin(Builtin::B200Tcgen05)
+    }
+    /// The `rtx50_mma_sync` preset: the arithmetic of `b200_tcgen05`, experimental (MMA-Sim's model of sm_120
+    /// mma.sync m16n8k32).
+    pub fn rtx50_mma_sync() -> Preset {
+        Preset::builtin(Builtin::Rtx50MmaSync)
+    }
+
+    /// The preset of a built-in kind.
+    pub fn of_builtin(b: Builtin) -> Preset {
+        Preset::builtin(b)
+    }
+
+    /// Every built-in kind, in the order of [`Preset::list`].
+    pub const BUILTINS: [Builtin; 5] =
+        [Builtin::Ada, Builtin::B200MmaSync, Builtin::B200Tcgen05, Builtin::Hopper, Builtin::Rtx50MmaSync];
+
     /// A user-defined preset, validated (docs/reference.md §2.1): nfma >= 1, slow_chunk None or >= 1,
-    /// 1 <= frac <= 40, 1 <= frac_out <= 23. Violations are invalid-value errors.
+    /// 1 <= frac <= 40, 1 <= frac_out <= 23, -1000 <= min_exp <= 1000; nearest-even rounding only with
+    /// frac_out = 23; a scale block only equal to nfma. Violations are invalid-value errors.
     pub fn custom(spec: PresetSpec) -> Result<Preset> {
         if spec.nfma < 1 {
             return Err(Error::invalid_value(format!("preset '{}': nfma must be >= 1, got {}", spec.name, spec.nfma)));
@@ -172,6 +267,20 @@ impl Preset {
                 spec.name, spec.min_exp
             )));
         }
+        if spec.rounding == BlockRounding::NearestEven && spec.frac_out != 23 {
+            return Err(Error::invalid_value(format!(
+                "preset '{}': nearest_even rounding is to fp32 and needs frac_out = 23, got {}",
+                spec.name, spec.frac_out
+            )));
+        }
+        if let Some(s) = spec.scale_block {
+            if s != spec.nfma {
+                return Err(Error::invalid_value(format!(
+                    "preset '{}': scale_block must equal nfma ({}), got {s}",
+                    spec.name, spec.nfma
+                )));
+            }
+        }
         Ok(Preset { spec, builtin: None })
     }
 
@@ -182,21 +291,25 @@ impl Preset {
             "ada" => return Ok(Preset::ada()),
             "hopper" => return Ok(Preset::hopper()),
             "b200_mma_sync" | "blackwell" => return Ok(Preset::b200_mma_sync()),
+            "b200_tcgen05" => return Ok(Preset::b200_tcgen05()),
+            "rtx50_mma_sync" => return Ok(Preset::rtx50_mma_sync()),
             _ => {}
         }
         if SM120_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) {
             return Err(Error::unknown_name(format!(
-                "unknown preset '{name}': sm_120 GPUs (RTX 50 series) have no preset; see {BRING_UP}"
+                "unknown preset '{name}': sm_120 GPUs (RTX 50 series) have no validated preset (the experimental \
+                 'rtx50_mma_sync' follows MMA-Sim); see {BRING_UP}"
             )));
         }
         Err(Error::unknown_name(format!(
-            "unknown preset '{name}'; known: ['ada', 'b200_mma_sync', 'hopper'] (alias: 'blackwell')"
+            "unknown preset '{name}'; known: ['ada', 'b200_mma_sync', 'b200_tcgen05', 'hopper', 'rtx50_mma_sync'] \
+             (alias: 'blackwell')"
         )))
     }
 
     /// The sorted canonical names of the built-in presets.
-    pub fn list() -> [&'static str; 3] {
-        ["ada", "b200_mma_sync", "hopper"]
+    pub fn list() -> [&'static str; 5] {
+        ["ada", "b200_mma_sync", "b200_tcgen05", "hopper", "rtx50_mma_sync"]
     }
 
     /// The preset's name (`ada`, `hopper`, `b200_mma_sync`, or the user's).
@@ -223,6 +336,14 @@ impl Preset {
     pub fn c_entry(&self) -> CEntry {
         self.spec.c_entry
     }
+    /// How the block result is rounded.
+    pub fn rounding(&self) -> BlockRounding {
+        self.spec.rounding
+    }
+    /// Elements per e8m0 block scale, if the preset takes block scales.
+    pub fn scale_block(&self) -> Option<usize> {
+        self.spec.scale_block.map(|s| s as usize)
+    }
     /// Slow-accumulation chunk length.
     pub fn slow_chunk(&self) -> Option<usize> {
         self.spec.slow_chunk.map(|c| c as usize)
@@ -240,13 +361,32 @@ impl Preset {
         &self.spec
     }
 
+    /// Why an experimental preset is experimental (the text of its warning), None for the others.
+    pub fn maturity_note(&self) -> Option<String> {
+        let name = self.name();
+        match (self.maturity(), self.builtin) {
+            (Maturity::Experimental, Some(Builtin::B200Tcgen05 | Builtin::Rtx50MmaSync)) => Some(format!(
+                "preset '{name}' is experimental: its parameters are MMA-Sim's published model (microsoft/MMA-Sim), \
+                 not our own recordings, which do not exist for this GPU yet (split-K decisions unknown)"
+            )),
+            (Maturity::Experimental, _) => Some(format!(
+                "preset '{name}' is experimental: it fits the toolbox's vectors only; NOT a model of sm_120, NOT B200 \
+                 cuBLAS (slow accumulation and split-K raise)"
+            )),
+            (Maturity::Custom, _) => {
+                Some(format!("preset '{name}' is custom (not validated): no hardware recording backs it"))
+            }
+            (Maturity::Validated, _) => None,
+        }
+    }
+
     /// The split schemes this preset's kernels use: ada {serial, pairwise}; hopper {contiguous};
-    /// b200_mma_sync none; user-defined presets accept every scheme.
+    /// b200_mma_sync, b200_tcgen05, rtx50_mma_sync none; user-defined presets accept every scheme.
     pub fn allowed_schemes(&self) -> &'static [Scheme] {
         match self.builtin {
             Some(Builtin::Ada) => &[Scheme::Serial, Scheme::Pairwise],
             Some(Builtin::Hopper) => &[Scheme::Contiguous],
-            Some(Builtin::B200MmaSync) => &[],
+            Some(Builtin::B200MmaSync | Builtin::B200Tcgen05 | Builtin::Rtx50MmaSync) => &[],
             None => &[Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous],
         }
     }

@@ -707,8 +707,11 @@ def list_profiles() -> List[str]:
     return list(_core.list_profiles())
 
 
-def get_preset(name: str) -> Preset:
-    """A preset by name (§2.1; ``blackwell`` is an alias of ``b200_mma_sync``). Unknown names: KeyError."""
+def get_preset(name: Union[str, "os.PathLike[str]"]) -> Preset:
+    """A preset by name (§2.1; ``blackwell`` is an alias of ``b200_mma_sync``), or from the ``mmaemu-preset/1``
+    document at a path (docs/preset-format.md). Unknown names: KeyError."""
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
     if not isinstance(name, str):
         raise TypeError(f"get_preset(): name must be str, not {arr.type_name(name)}")
     d = _core.get_preset(name)

@@ -76,7 +76,7 @@ pub fn list_profiles() -> Vec<String> {
 #[pyfunction]
 pub fn get_preset<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
     no_panic(|| {
-        let p = Preset::by_name(name).map_err(|e| to_py(py, &e))?;
+        let p = Preset::by_name_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| to_py(py, &e))?;
         let d = PyDict::new(py);
         d.set_item("name", p.name())?;
         d.set_item("nfma", p.nfma())?;

@@ -91,7 +91,7 @@ pub fn dot(
     no_panic(|| {
         let done = py.detach(|| {
             catch(|| -> Result<Vec<Warning>, Error> {
-                let preset = Preset::by_name(&preset)?;
+                let preset = Preset::by_name_or_path(&preset, |p| std::fs::read_to_string(p))?;
                 let (fa, fb) = (format_arg("fmt", &fa)?, format_arg("fmt", &fb)?);
                 if a.shape.is_empty() || a.shape != b.shape {
                     return Err(Error::invalid_value(format!(

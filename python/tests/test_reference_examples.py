@@ -255,7 +255,7 @@ def test_s6_1_profiles(monkeypatch) -> None:
     monkeypatch.setenv("MMAEMU_PROFILE", "ada")
     assert mmaemu.get_profile().name == "ada"
     assert mmaemu.explain(meta(16, 32), meta(16, 32).t(), SM, SM, splitk=1).profile == "ada"
-    assert mmaemu.list_presets() == ["ada", "b200_mma_sync", "hopper"]
+    assert mmaemu.list_presets() == ["ada", "b200_mma_sync", "b200_tcgen05", "hopper", "rtx50_mma_sync"]
     assert mmaemu.get_preset("blackwell").name == "b200_mma_sync" and mmaemu.get_preset("hopper").nfma == 32
     with pytest.raises(KeyError, match="sm_120"):
         mmaemu.get_preset("rtx5070ti")

@@ -1,4 +1,4 @@
-//! `mmaemu fit splitk|envelope`: the arguments, over `mmaemu_reports::fit`.
+//! `mmaemu fit splitk|envelope|preset`: the arguments, over `mmaemu_reports::fit`.
 
 use super::{CommandError, CommandResult, Exit};
 use std::path::PathBuf;
@@ -13,6 +13,24 @@ pub enum FitCommand {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// Recording files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Find every preset of a bounded parameter space (docs/reference.md §2.9) that reproduces every
+    /// recorded bit of the instruction rows (op mma) and unsplit fast accumulator rows; the preset column
+    /// is ignored (it may be `unknown`). Verdict unique, ambiguous or none.
+    Preset {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Write the winner as a preset document (docs/preset-format.md): the survivor that is a built-in
+        /// preset's arithmetic, else the first.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The name of the written preset.
+        #[arg(long, default_value = "fit")]
+        name: String,
         /// Recording files or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -55,6 +73,25 @@ pub fn run(cmd: FitCommand) -> CommandResult {
                     report.groups.iter().any(|g| g.verdict == mmaemu_reports::fit::splitk::Verdict::None),
                 ))
             }
+        }
+        FitCommand::Preset { json, out, name, paths } => {
+            use mmaemu_reports::fit::preset;
+            let fit = preset::fit_paths(&paths).map_err(CommandError::bad_input)?;
+            if json {
+                println!("{}", preset::json(&fit));
+            } else {
+                print!("{}", preset::text(&fit));
+            }
+            if let Some(path) = out {
+                let winner =
+                    fit.winner(&name).ok_or_else(|| CommandError::bad_input("no preset to write: no survivor"))?;
+                std::fs::write(&path, winner.to_document())
+                    .map_err(|e| CommandError::bad_input(format!("cannot write {}: {e}", path.display())))?;
+                if !json {
+                    println!("wrote {} to {}", winner.name(), path.display());
+                }
+            }
+            Ok(Exit::failed_if(fit.verdict == preset::Verdict::None))
         }
         FitCommand::Envelope { json, seed, holdout, margin, rule, table } => {
             if !(0.0..1.0).contains(&holdout) {

@@ -121,6 +121,12 @@ impl ChainParams {
     /// it: the 64-bit block sum must hold `nfma + 1` terms below `2^(frac + 2)`.
     pub fn new(preset: &Preset, fa: Format, fb: Format) -> Result<ChainParams, String> {
         let nfma = preset.nfma();
+        if preset.rounding() != mmaemu_model::BlockRounding::Truncate {
+            return Err(format!(
+                "preset '{}' rounds the block result to nearest even; the CUDA kernels truncate it",
+                preset.name()
+            ));
+        }
         let bits = preset.frac() as u64 + 2 + (usize::BITS - nfma.leading_zeros()) as u64 + 1;
         if bits > 62 || nfma > i32::MAX as usize {
             return Err(format!(
@@ -481,6 +487,11 @@ mod tests {
         let p = ChainParams::new(&Preset::b200_mma_sync(), Format::E5m2, Format::E5m2).unwrap();
         assert_eq!((p.late, p.mab, p.ta, p.tb, p.frac, p.frac_out, p.min_exp), (1, 4, 1, 1, 25, 23, -133));
         assert_eq!(std::mem::size_of::<ChainParams>(), 32);
+        // The kernels truncate: a nearest-even preset is declined, so the engine falls back.
+        let rne = PresetSpec::custom("rne", 32, 25, 23, -133, CEntry::Early, None)
+            .with_rounding(mmaemu_model::BlockRounding::NearestEven);
+        let e = ChainParams::new(&Preset::custom(rne).unwrap(), Format::E4m3, Format::E4m3).unwrap_err();
+        assert!(e.contains("nearest even"), "{e}");
         // Late c: not the narrow kernel.
         assert_eq!(p.kernels().map(|k| k.name).collect::<Vec<_>>(), ["tiled", "generic"]);
         for preset in [Preset::ada(), Preset::hopper()] {

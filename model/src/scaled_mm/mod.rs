@@ -199,18 +199,10 @@ pub fn resolve_profile(p: &ProfileArg) -> Result<Profile> {
 pub fn maturity_warning(profile: &Profile) -> Option<Warning> {
     let preset = &profile.preset;
     let msg = match preset.maturity() {
-        Maturity::Experimental => Some(format!(
-            "preset '{}' is experimental: it fits the toolbox's vectors only; NOT a model of sm_120, NOT B200 cuBLAS \
-             (slow accumulation and split-K raise)",
-            preset.name()
-        )),
-        Maturity::Custom => {
-            Some(format!("preset '{}' is custom (not validated): no hardware recording backs it", preset.name()))
-        }
         Maturity::Validated if profile.maturity == Maturity::Experimental => {
             Some(format!("profile '{}' is experimental: {}", profile.name, profile.description))
         }
-        Maturity::Validated => None,
+        _ => preset.maturity_note(),
     };
     msg.map(|m| Warning::new(WarningKind::ExperimentalPreset, m))
 }

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from .. import _arrays as arr
@@ -49,7 +50,7 @@ def dot(
     b: Any,
     c: Any = None,
     *,
-    preset: str = "ada",
+    preset: Union[str, "os.PathLike[str]"] = "ada",
     fmt: Union[None, str, Sequence[str]] = None,
 ) -> Any:
     """One chain of the preset per output: ``out[...] = c[...] + sum_k a[..., k] * b[..., k]`` as the tensor
@@ -64,8 +65,10 @@ def dot(
         raise TypeError(f"dot(): argument 'b' (position 2) must be like a, not {arr.type_name(b)}")
     if c is not None and (arr.kind_of(c) != kind or isinstance(c, arr.Codes)):
         raise TypeError(f"dot(): argument 'c' (position 3) must be like a or None, not {arr.type_name(c)}")
+    if isinstance(preset, os.PathLike):
+        preset = os.fspath(preset)
     if not isinstance(preset, str):
-        raise TypeError(f"dot(): argument 'preset' must be str, not {arr.type_name(preset)}")
+        raise TypeError(f"dot(): argument 'preset' must be str or a path, not {arr.type_name(preset)}")
     fa, fb = _formats(a, b, fmt)
     from .._api import _devices, _grad, _host_only
 

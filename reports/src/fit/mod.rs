@@ -7,5 +7,6 @@
 // unreadable input or a usage error.
 
 pub mod envelope;
+pub mod preset;
 pub mod rules;
 pub mod splitk;

@@ -1,0 +1,163 @@
+//! A preset written as data (docs/preset-format.md): the TOML document `mmaemu-preset/1` — its parser, which takes a
+//! whole document or the table a larger document embeds, and its writer. The maturity is computed, never declared.
+
+use crate::error::{Error, Result};
+use crate::preset::{BlockRounding, CEntry, Maturity, Preset, PresetSpec};
+
+/// The value of the document's `format` key.
+pub const PRESET_FORMAT: &str = "mmaemu-preset/1";
+
+/// The keys a document may hold.
+const KEYS: [&str; 10] =
+    ["format", "name", "nfma", "frac", "frac_out", "rounding", "min_exp", "c_entry", "slow_chunk", "scale_block"];
+
+fn bad(msg: String) -> Error {
+    Error::invalid_value(format!("preset document: {msg}"))
+}
+
+fn int(t: &toml::Table, key: &str) -> Result<Option<i64>> {
+    match t.get(key) {
+        None => Ok(None),
+        Some(toml::Value::Integer(i)) => Ok(Some(*i)),
+        Some(v) => Err(bad(format!("'{key}' must be an integer, got {}", v.type_str()))),
+    }
+}
+
+fn required_int<T: TryFrom<i64>>(t: &toml::Table, key: &str) -> Result<T> {
+    let i = int(t, key)?.ok_or_else(|| bad(format!("missing key '{key}'")))?;
+    T::try_from(i).map_err(|_| bad(format!("'{key}' = {i} is out of range")))
+}
+
+fn optional_u32(t: &toml::Table, key: &str) -> Result<Option<u32>> {
+    int(t, key)?.map(|i| u32::try_from(i).map_err(|_| bad(format!("'{key}' = {i} is out of range")))).transpose()
+}
+
+fn string<'t>(t: &'t toml::Table, key: &str) -> Result<&'t str> {
+    match t.get(key) {
+        None => Err(bad(format!("missing key '{key}'"))),
+        Some(toml::Value::String(s)) => Ok(s),
+        Some(v) => Err(bad(format!("'{key}' must be a string, got {}", v.type_str()))),
+    }
+}
+
+/// A TOML basic string holding `s`.
+fn quote(s: &str) -> String {
+    let mut q = String::from('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            c if c.is_control() => q.push_str(&format!("\\u{:04X}", c as u32)),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+impl Preset {
+    /// The preset of a `mmaemu-preset/1` TOML document (docs/preset-format.md). Errors (invalid value): TOML
+    /// syntax, a missing, unknown or mistyped key, another format, parameters [`Preset::custom`] refuses, or a
+    /// built-in preset's name with other parameters.
+    pub fn from_document(text: &str) -> Result<Preset> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
+        Preset::from_table(&table)
+    }
+
+    /// The preset of a document already parsed, or of the `[preset]` table a larger document embeds.
+    pub fn from_table(t: &toml::Table) -> Result<Preset> {
+        if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(bad(format!("unknown key '{k}'; the keys are {}", KEYS.join(", "))));
+        }
+        let format = string(t, "format")?;
+        if format != PRESET_FORMAT {
+            return Err(bad(format!("format must be '{PRESET_FORMAT}', got '{format}'")));
+        }
+        let name = string(t, "name")?;
+        let c_entry = match string(t, "c_entry")? {
+            "early" => CEntry::Early,
+            "late" => CEntry::Late,
+            other => return Err(bad(format!("c_entry must be 'early' or 'late', got '{other}'"))),
+        };
+        let rounding = match t.get("rounding").map(|_| string(t, "rounding")).transpose()? {
+            None | Some("truncate") => BlockRounding::Truncate,
+            Some("nearest_even") => BlockRounding::NearestEven,
+            Some(other) => return Err(bad(format!("rounding must be 'truncate' or 'nearest_even', got '{other}'"))),
+        };
+        let spec = PresetSpec::custom(
+            name,
+            required_int(t, "nfma")?,
+            required_int(t, "frac")?,
+            required_int(t, "frac_out")?,
+            required_int(t, "min_exp")?,
+            c_entry,
+            optional_u32(t, "slow_chunk")?,
+        )
+        .with_rounding(rounding)
+        .with_scale_block(optional_u32(t, "scale_block")?);
+        Preset::from_spec(spec)
+    }
+
+    /// A user's parameters as a preset whose maturity is computed: a built-in preset's own name and arithmetic give
+    /// that preset; another name with a built-in preset's arithmetic gets its maturity; anything else is custom.
+    /// A built-in name with other parameters is refused.
+    pub fn from_spec(spec: PresetSpec) -> Result<Preset> {
+        let builtins = Preset::BUILTINS.map(Preset::of_builtin);
+        if let Some(builtin) = builtins.iter().find(|b| b.name() == spec.name) {
+            if builtin.spec().same_arithmetic(&spec) {
+                return Ok(builtin.clone());
+            }
+            return Err(bad(format!(
+                "'{}' is a built-in preset's name; a preset with other parameters needs another name",
+                spec.name
+            )));
+        }
+        if let Some(builtin) = builtins.iter().find(|b| b.spec().same_arithmetic(&spec)) {
+            return Preset::custom(PresetSpec { maturity: builtin.maturity(), ..spec });
+        }
+        Preset::custom(PresetSpec { maturity: Maturity::Custom, ..spec })
+    }
+
+    /// The preset as a `mmaemu-preset/1` document that [`Preset::from_document`] reads back to an equal preset.
+    pub fn to_document(&self) -> String {
+        let s = self.spec();
+        let mut out = format!(
+            "format = \"{PRESET_FORMAT}\"\nname = {}\nnfma = {}\nfrac = {}\nfrac_out = {}\nrounding = \"{}\"\n\
+             min_exp = {}\nc_entry = \"{}\"\n",
+            quote(&s.name),
+            s.nfma,
+            s.frac,
+            s.frac_out,
+            s.rounding.name(),
+            s.min_exp,
+            match s.c_entry {
+                CEntry::Early => "early",
+                CEntry::Late => "late",
+            }
+        );
+        if let Some(c) = s.slow_chunk {
+            out += &format!("slow_chunk = {c}\n");
+        }
+        if let Some(b) = s.scale_block {
+            out += &format!("scale_block = {b}\n");
+        }
+        out
+    }
+}
+
+impl Preset {
+    /// A preset named by `arg`: a built-in name (or alias), or else, when `arg` ends in `.toml` or holds a path
+    /// separator, the `mmaemu-preset/1` document at that path, read with `read` (the model does no I/O itself).
+    /// Errors: [`Preset::by_name`]'s for other names; an invalid value for a file that cannot be read or parsed.
+    pub fn by_name_or_path(arg: &str, read: impl FnOnce(&str) -> std::io::Result<String>) -> Result<Preset> {
+        let is_path = arg.ends_with(".toml") || arg.contains('/') || arg.contains(std::path::MAIN_SEPARATOR);
+        match Preset::by_name(arg) {
+            Err(_) if is_path => {
+                let text = read(arg).map_err(|e| bad(format!("cannot read preset file '{arg}': {e}")))?;
+                Preset::from_document(&text)
+                    .map_err(|e| Error::new(e.category(), e.message().replacen("preset document", arg, 1)))
+            }
+            other => other,
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! The block-result roundings of docs/reference.md §2.2 step 7 against IEEE arithmetic: where every term of a block
+//! lies on the block's grid (so the aligned sum is exact), a nearest-even preset returns the sum rounded once to fp32
+//! (f64 sum, then `as f32`) and a frac_out = 23 truncating preset returns it rounded toward zero.
+
+use mmaemu_model::{dot, BlockRounding, CEntry, Format, Preset, PresetSpec};
+use proptest::prelude::*;
+
+fn preset(rounding: BlockRounding) -> Preset {
+    Preset::custom(PresetSpec::custom("rounding", 4, 40, 23, -133, CEntry::Early, None).with_rounding(rounding))
+        .unwrap()
+}
+
+/// The value of a finite E4M3 code (bias 7, subnormals at 2^-6), decoded here from the format's definition.
+fn e4m3(x: u8) -> f64 {
+    let (e, m) = ((x >> 3) & 15, (x & 7) as f64);
+    let v = if e == 0 { m * 2f64.powi(-9) } else { (8.0 + m) * 2f64.powi(e as i32 - 10) };
+    if x & 0x80 != 0 {
+        -v
+    } else {
+        v
+    }
+}
+
+/// The f64 value of an fp32 rounded toward zero from an exact f64 `x` (through the nearest value and a step back).
+fn toward_zero(x: f64) -> f32 {
+    let n = x as f32;
+    if (n as f64).abs() > x.abs() {
+        f32::from_bits(n.to_bits() - 1)
+    } else {
+        n
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
+    #[test]
+    fn nearest_even_and_truncation_are_the_ieee_roundings_of_the_exact_sum(
+        a in proptest::collection::vec(0x30u8..0x58, 4),
+        b in proptest::collection::vec(0x30u8..0x58, 4),
+        signs in 0u8..16,
+        c_bits in 0x3D80_0000u32..0x4480_0000,
+    ) {
+        let f = Format::E4m3;
+        let a: Vec<u8> = a.iter().enumerate().map(|(i, &x)| x | (((signs >> i) & 1) << 7)).collect();
+        // The exact sum in f64 (the cases where a term falls off the 40-bit grid of the block's largest exponent are
+        // left out, so the block's aligned sum is exact and only the final rounding differs).
+        let c = f32::from_bits(c_bits);
+        let terms: Vec<f64> = a.iter().zip(&b).map(|(&x, &y)| e4m3(x) * e4m3(y)).collect();
+        let emax = terms.iter().chain([&(c as f64)]).filter(|t| **t != 0.0).map(|t| t.abs().log2().floor() as i32).max().unwrap();
+        let grid = 2f64.powi(emax - 40);
+        let on_grid = terms.iter().chain([&(c as f64)]).all(|t| (t / grid).fract() == 0.0);
+        prop_assume!(on_grid);
+        let exact: f64 = terms.iter().sum::<f64>() + c as f64;
+        let rne = dot(&preset(BlockRounding::NearestEven), f, f, &a, &b, Some(c)).unwrap();
+        let rz = dot(&preset(BlockRounding::Truncate), f, f, &a, &b, Some(c)).unwrap();
+        let zero_is_positive = |x: f32| if x == 0.0 { 0.0 } else { x };
+        prop_assert_eq!(rne.to_bits(), zero_is_positive(exact as f32).to_bits(), "exact {}", exact);
+        prop_assert_eq!(rz.to_bits(), zero_is_positive(toward_zero(exact)).to_bits(), "exact {}", exact);
+    }
+}
+
+#[test]
+fn a_tie_goes_to_the_even_neighbour() {
+    // 1 + 2^-24 is half way between 1 and 1 + 2^-23: nearest even gives 1; 1 + 3 * 2^-24 gives 1 + 2^-22.
+    // e4m3 0x38 = 1.0; c = 2^-24 and 3 * 2^-24 as exact fp32 values.
+    let f = Format::E4m3;
+    let one = [0x38u8];
+    let rne = preset(BlockRounding::NearestEven);
+    assert_eq!(dot(&rne, f, f, &one, &one, Some(2f32.powi(-24))).unwrap(), 1.0);
+    assert_eq!(dot(&rne, f, f, &one, &one, Some(3.0 * 2f32.powi(-24))).unwrap(), 1.0 + 2f32.powi(-22));
+    let rz = preset(BlockRounding::Truncate);
+    assert_eq!(dot(&rz, f, f, &one, &one, Some(3.0 * 2f32.powi(-24))).unwrap(), 1.0 + 2f32.powi(-23));
+}

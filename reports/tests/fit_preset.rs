@@ -1,0 +1,142 @@
+//! `mmaemu fit preset` on evidence the code under test did not make: the shipped hardware recordings (with the preset
+//! column withheld: set to `unknown`) and chains that MMA-Sim computed (datasets/oracle/mmasim-chains.bin).
+
+use mmaemu_datasets::{read_recording, Expectation, Op, OutSelect, Row, Truth, UNKNOWN_PRESET};
+use mmaemu_reports::fit::preset::{fit, Verdict};
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn recording(name: &str) -> (PathBuf, Vec<Row>) {
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/recordings")).join(name);
+    let mut rows = read_recording(&path).unwrap().rows;
+    for r in &mut rows {
+        r.preset = UNKNOWN_PRESET.to_string();
+    }
+    (path, rows)
+}
+
+/// Fit one shipped file with its preset withheld; the right built-in preset must survive.
+fn recovers(file: &str, preset: &str) {
+    let t = Instant::now();
+    let f = fit(&[recording(file)]);
+    let secs = t.elapsed().as_secs_f64();
+    println!("{file}: {} in {secs:.1} s; undecided {:?}", f.verdict.name(), f.undecided);
+    assert_ne!(f.verdict, Verdict::None, "{file}: unexplained {:?}", f.unexplained);
+    assert!(f.builtin_survivors().contains(&preset.to_string()), "{file}: {:?}", f.builtin_survivors());
+    assert!(f.rows.iter().map(|r| r.chains).sum::<usize>() > 0);
+    if f.verdict == Verdict::Ambiguous {
+        assert!(!f.undecided.is_empty());
+    }
+}
+
+#[test]
+fn recovers_ada_from_the_ada_recordings() {
+    recovers("toolbox-ada.parquet", "ada");
+    recovers("toolbox-l40s.parquet", "ada");
+    recovers("rtx4060-mma.parquet", "ada");
+}
+
+#[test]
+fn recovers_hopper_from_the_hopper_recordings() {
+    // c = 0 and K = 32 everywhere: one block, so neither the entry of c nor a block of 64 can be told apart.
+    for file in ["toolbox-h100.parquet", "toolbox-h200.parquet"] {
+        recovers(file, "hopper");
+        let f = fit(&[recording(file)]);
+        let undecided: Vec<&str> = f.undecided.iter().map(|(p, _)| *p).collect();
+        assert!(undecided.contains(&"c_entry") && undecided.contains(&"nfma"), "{file}: {undecided:?}");
+        let d = f.discriminator.as_ref().expect("a chain that tells the survivors apart");
+        assert!(d.outcomes.len() > 1);
+    }
+}
+
+#[test]
+fn recovers_b200_mma_sync_from_the_b200_recordings() {
+    recovers("toolbox-b200.parquet", "b200_mma_sync");
+}
+
+#[test]
+fn a_row_no_candidate_explains_gives_none() {
+    let (path, mut rows) = recording("toolbox-ada.parquet");
+    rows.truncate(1);
+    if let Expectation::Bits(bits) = &mut rows[0].expected {
+        bits[1] ^= 0x40; // one output's fraction off by far more than any rounding
+    }
+    let f = fit(&[(path, rows.clone())]);
+    assert_eq!(f.verdict, Verdict::None);
+    assert_eq!(f.unexplained, vec![rows[0].id.clone()]);
+}
+
+/// MMA-Sim's chains (datasets/oracle/mmasim-chains.bin) of one of its models as `mma` rows of one chain each.
+fn mmasim_rows(model: &str) -> Vec<Row> {
+    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/oracle/mmasim-chains.bin")).unwrap();
+    let mut at = 8usize;
+    let mut take = |n: usize| {
+        at += n;
+        &bytes[at - n..at]
+    };
+    let count = take(1)[0];
+    let mut names = Vec::new();
+    for _ in 0..count {
+        let len = take(1)[0] as usize;
+        names.push(String::from_utf8(take(len).to_vec()).unwrap());
+    }
+    let m = names.iter().position(|n| n == model).unwrap();
+    let n = u32::from_le_bytes(take(4).try_into().unwrap()) as usize;
+    let mut rows = Vec::new();
+    for i in 0..n {
+        let h = take(8).to_vec();
+        let k = u16::from_le_bytes([h[2], h[3]]) as usize;
+        let (a, b) = (take(k).to_vec(), take(k).to_vec());
+        take(2 * k.div_ceil(32));
+        let res = take(4 * names.len()).to_vec();
+        let fmt = |f: u8| if f == 0 { "e4m3" } else { "e5m2" }.to_string();
+        let (fa, fb) = (fmt(h[0]), fmt(h[1]));
+        rows.push(Row {
+            id: format!("mmasim-{i}"),
+            op: Op::Mma,
+            preset: UNKNOWN_PRESET.into(),
+            profile: None,
+            gpu: model.into(),
+            truth: Truth::Hardware,
+            fmt_a: fa,
+            fmt_b: fb,
+            batch: 1,
+            m: 1,
+            n: 1,
+            k: k as i64,
+            a,
+            b,
+            c: Some(h[4..8].to_vec()),
+            scale_a: None,
+            scale_b: None,
+            scale_result: None,
+            out_dtype: None,
+            fast_accum: None,
+            split_s: None,
+            split_scheme: None,
+            algo: None,
+            call: None,
+            out_select: OutSelect::Full,
+            expected: Expectation::Bits(res[4 * m..4 * m + 4].to_vec()),
+            scope: None,
+            origin: "MMA-Sim".into(),
+            ext: Default::default(),
+        });
+    }
+    rows
+}
+
+#[test]
+fn recovers_the_mmasim_models_from_their_chains() {
+    for (model, preset) in
+        [("ada", "ada"), ("hopper", "hopper"), ("b200_tcgen05", "b200_tcgen05"), ("rtx50_mma_sync", "rtx50_mma_sync")]
+    {
+        let f = fit(&[(PathBuf::from("mmasim"), mmasim_rows(model))]);
+        println!("{model}: {} {:?}", f.verdict.name(), f.undecided);
+        assert!(f.builtin_survivors().iter().any(|p| p == preset), "{model}: {:?}", f.builtin_survivors());
+        // Long chains with every kind of c leave only parameters no FP8 chain can show.
+        let undecided: Vec<&str> = f.undecided.iter().map(|(p, _)| *p).collect();
+        assert!(!undecided.contains(&"nfma") && !undecided.contains(&"c_entry"), "{model}: {undecided:?}");
+        assert!(!undecided.contains(&"frac"), "{model}: {undecided:?}");
+    }
+}
