@@ -43,11 +43,8 @@ fn build_check_and_use_a_bundle() {
     let bundle = build(tmp.path(), "lab4060");
 
     // Building again over it is refused, and what is there is kept.
-    let again = mmaemu()
-        .args(["platform", "build", "--name", "x", "--preset", "ada", "--out"])
-        .arg(&bundle)
-        .output()
-        .unwrap();
+    let again =
+        mmaemu().args(["platform", "build", "--name", "x", "--preset", "ada", "--out"]).arg(&bundle).output().unwrap();
     assert_eq!(again.status.code(), Some(2), "{}", text(&again));
     assert!(bundle.join("platform.toml").is_file());
 
@@ -58,7 +55,10 @@ fn build_check_and_use_a_bundle() {
 
     // --profile PATH decides like the built-in ada profile (same table), under the bundle's profile name.
     let explain = |profile: &str| {
-        let o = mmaemu().args(["explain", "16", "48", "8192", "--out", "bf16", "--json", "--profile", profile]).output().unwrap();
+        let o = mmaemu()
+            .args(["explain", "16", "48", "8192", "--out", "bf16", "--json", "--profile", profile])
+            .output()
+            .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
         (o.status.code(), v)
     };
@@ -95,11 +95,7 @@ fn bad_bundles_exit_2_naming_the_problem() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--profile"), "{}", text(&o));
     // A built-in bundle states its maturity, which a loaded one may not.
-    let o = mmaemu()
-        .args(["info", "--platform"])
-        .arg(data("datasets/platforms/hopper-experimental"))
-        .output()
-        .unwrap();
+    let o = mmaemu().args(["info", "--platform"]).arg(data("datasets/platforms/hopper-experimental")).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("never declared"), "{}", text(&o));
 }
