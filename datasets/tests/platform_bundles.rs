@@ -180,3 +180,41 @@ fn the_built_in_bundles_list_exactly_their_files() {
         }
     }
 }
+
+#[test]
+fn a_fictional_gpu_comes_up_from_data_alone() {
+    // A GPU the library has never heard of: its own name in the table's sidecar and the manifest, its own
+    // arithmetic as a preset document inline. Nothing in the code names it.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fictional");
+    std::fs::create_dir(&dir).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms").join(RTX);
+    std::fs::copy(src.join(format!("{RTX}.parquet")), dir.join("fx1-table.parquet")).unwrap();
+    let sidecar = std::fs::read_to_string(src.join(format!("{RTX}.json")))
+        .unwrap()
+        .replace("\"gpu\": \"NVIDIA GeForce RTX 4060\"", "\"gpu\": \"Fictional FX1\"")
+        .replace("\"name\": \"rtx4060-cublaslt-12.8.3.14\"", "\"name\": \"fx1-table\"");
+    assert!(sidecar.contains("Fictional FX1"));
+    std::fs::write(dir.join("fx1-table.json"), sidecar).unwrap();
+    let sha = |f: &str| mmaemu_datasets::digest::sha256_file(&dir.join(f)).unwrap().0;
+    let manifest = format!(
+        "format = \"mmaemu-platform/1\"\nname = \"fx1\"\ndescription = \"a GPU that does not exist\"\n\n\
+         [gpu]\nname = \"Fictional FX1\"\ncapability = [12, 7]\nsm_count = 7\n\n[library]\ncublaslt = \"12.8.3.14\"\n\n\
+         [preset]\nformat = \"mmaemu-preset/1\"\nname = \"fx1-mma\"\nnfma = 8\nfrac = 20\nfrac_out = 20\n\
+         min_exp = -130\nc_entry = \"late\"\nslow_chunk = 128\n\n[splitk]\ntable = \"fx1-table.parquet\"\n\n\
+         [[profile]]\nname = \"fx1\"\ncaller = \"torch._scaled_mm\"\nworkspace = 1048576\ndescription = \"fx1\"\n\n\
+         [files]\n\"fx1-table.parquet\" = \"{}\"\n\"fx1-table.json\" = \"{}\"\n",
+        sha("fx1-table.parquet"),
+        sha("fx1-table.json")
+    );
+    std::fs::write(dir.join("platform.toml"), manifest).unwrap();
+    let p = load_platform(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let fx1 = &p.profiles[0];
+    assert_eq!((fx1.name.as_str(), fx1.gpu_name.as_deref(), fx1.capability), ("fx1", Some("Fictional FX1"), (12, 7)));
+    assert_eq!((fx1.preset.name(), fx1.preset.nfma(), fx1.preset.frac()), ("fx1-mma", 8, 20));
+    assert_eq!(fx1.preset.maturity(), mmaemu_model::Maturity::Custom);
+    // Its table decides as the recorded one does (the same rows under another GPU's name).
+    let key = SplitKey { m: 16, n: 48, k: 8192, fa: Format::E4m3, fb: Format::E4m3, out: OutDtype::BFloat16, fast: false };
+    let (d, _) = resolve_splitk(fx1, &key, &SplitRequest::Auto, true, false).unwrap();
+    assert_eq!((d.s, d.scheme.name().as_ref()), (8, "pairwise"));
+}

@@ -84,7 +84,7 @@ struct ProfileDoc {
     workspace: Option<u64>,
     align: Option<u32>,
     description: String,
-    /// Built-in bundles only: the status their shipped hardware recordings establish (re-computed by the tests).
+    /// Built-in bundles only: the maturity docs/reference.md §6.1 gives them (a loaded bundle's is computed).
     maturity: Option<String>,
     splitk_maturity: Option<String>,
 }
@@ -138,7 +138,8 @@ fn preset_of(t: &toml::Table, what: &str) -> Result<Preset> {
 impl Platform {
     /// Read a manifest's text. `table` turns the `[splitk] table` file name into the table (the built-ins embed
     /// theirs; a loaded bundle reads its files). `builtin` marks the library's own platforms: only they may state
-    /// a maturity, which their shipped recordings establish; every other platform's profiles are experimental.
+    /// a maturity (docs/reference.md §6.1); every other platform's profiles are experimental until
+    /// `mmaemu platform check` computes their status from the bundle's recordings.
     pub fn from_manifest(
         text: &str,
         what: &str,
