@@ -461,8 +461,8 @@ def _call_args(
                 and (bias is None or isinstance(bias, T)) and (scale_result is None or isinstance(scale_result, T))
                 and (out is None or isinstance(out, T)) and type(use_fast_accum) is bool
                 and (out_dtype is None or isinstance(out_dtype, torch.dtype))
-                and (profile is None or isinstance(profile, str)) and isinstance(backend, str)
-                and input.is_cpu and mat2.is_cpu and scale_a.is_cpu and scale_b.is_cpu
+                and (profile is None or (isinstance(profile, str) and not _is_bundle(profile)))
+                and isinstance(backend, str) and input.is_cpu and mat2.is_cpu and scale_a.is_cpu and scale_b.is_cpu
                 and (bias is None or bias.is_cpu) and (scale_result is None or scale_result.is_cpu)
                 and (out is None or out.is_cpu)):
             d = arr.cpu_desc
