@@ -214,7 +214,8 @@ fn a_fictional_gpu_comes_up_from_data_alone() {
     assert_eq!((fx1.preset.name(), fx1.preset.nfma(), fx1.preset.frac()), ("fx1-mma", 8, 20));
     assert_eq!(fx1.preset.maturity(), mmaemu_model::Maturity::Custom);
     // Its table decides as the recorded one does (the same rows under another GPU's name).
-    let key = SplitKey { m: 16, n: 48, k: 8192, fa: Format::E4m3, fb: Format::E4m3, out: OutDtype::BFloat16, fast: false };
+    let key =
+        SplitKey { m: 16, n: 48, k: 8192, fa: Format::E4m3, fb: Format::E4m3, out: OutDtype::BFloat16, fast: false };
     let (d, _) = resolve_splitk(fx1, &key, &SplitRequest::Auto, true, false).unwrap();
     assert_eq!((d.s, d.scheme.name().as_ref()), (8, "pairwise"));
 }

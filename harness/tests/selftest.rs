@@ -54,7 +54,8 @@ fn one_flipped_bit_fails_exactly_that_trial() {
     assert!(report.contains("first differing elements (float32):"), "{report}");
     assert!(report.contains(&format!(": expected 0x{flipped:08X} (")) && report.contains("  index 5 ["), "{report}");
     // The reproduction command names the trial exactly, and the file it came from.
-    let last = report.lines().last().unwrap_or_default();
+    // (After it comes the trace of the first differing element.)
+    let last = report.lines().find(|l| l.starts_with("reproduce: ")).unwrap_or_default();
     assert!(last.starts_with("reproduce: "), "{report}");
     assert!(last.contains("cargo test -p mmaemu-harness --test recordings -- --exact"), "{last}");
     assert!(last.contains(&format!("MMAEMU_RECORDINGS='{}'", copy.display())), "{last}");

@@ -130,7 +130,13 @@ fn preset_of(t: &toml::Table, what: &str) -> Result<Preset> {
     let err = |e: Error| data_err(what, format!("[preset]: {}", e.message()));
     match (t.get("builtin"), t.len()) {
         (Some(toml::Value::String(name)), 1) => Preset::by_name(name).map_err(err),
-        (Some(_), _) => Err(data_err(what, "[preset]: `builtin` is a preset's name, alone in the table")),
+        (Some(_), _) => {
+            let extra: Vec<&str> = t.keys().map(String::as_str).filter(|k| *k != "builtin").collect();
+            Err(data_err(
+                what,
+                format!("[preset]: `builtin` names a preset alone; unknown keys beside it: {}", extra.join(", ")),
+            ))
+        }
         (None, _) => Preset::from_table(t).map_err(err),
     }
 }

@@ -158,6 +158,9 @@ pub fn register_env_platforms() -> Result<Vec<Platform>, DatasetError> {
         let mut bundles: Vec<PathBuf> =
             entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join(MANIFEST).is_file()).collect();
         bundles.sort();
+        if bundles.is_empty() {
+            return Err(named(invalid(&dir, format!("neither a bundle nor a directory of bundles (no {MANIFEST})"))));
+        }
         for b in bundles {
             out.push(register_platform(&b).map_err(named)?);
         }
