@@ -11,7 +11,10 @@
 #   (c) everything to commit lands in $OUT (7 files, each far below 16 MiB): h200-sweep.parquet and its
 #       .manifest.json, the table h200-cublaslt-<version>.parquet, its .json sidecar and .manifest.json,
 #       report.tar.gz (probe, cross-check report, replay report, cross-check manifests), log.txt;
-#   (d) the sweep is replayed with the hopper preset (mmaemu replay, if the mmaemu binary was carried).
+#   (d) the sweep is replayed with the hopper preset (mmaemu replay, if the mmaemu binary was carried);
+#   (e) the table and the sweep become a platform bundle, $OUT/platform-h200-cublaslt-<version>
+#       (mmaemu platform build, preset hopper, profile h200; docs/platform-format.md), and `mmaemu platform check`
+#       prints its computed status: the bundle is what docs/bring-up.md's steps 3 to 7 make of a new GPU.
 #
 # Usage: recorder/device/h200-check.sh [BIN_DIR]
 #   BIN_DIR holds mmaemu-record and mmaemu (or bin.tar.gz with them); default: .device/ in the repository.
@@ -126,6 +129,14 @@ print("replay: %s passed, %s failed, %s skipped" % (r["passed"], r["failed"], r[
 EOF
 else
     echo "no mmaemu binary carried: replay the sweep on the development machine (mmaemu replay FILE)"
+fi
+
+# --- (e) the platform bundle -------------------------------------------------------------------------------
+BUNDLE=$OUT/platform-h200-cublaslt-$VERSION
+if [[ -x "$MMA" && -f "$TABLE" && -f "$OUT/h200-sweep.parquet" && ! -e "$BUNDLE" ]]; then
+    run platform-build 30 "$MMA" platform build --name "h200-cublaslt-$VERSION" --profile h200 --preset hopper \
+        --table "$TABLE" --recordings "$OUT/h200-sweep.parquet" --out "$BUNDLE" \
+        && run platform-check 120 "$MMA" platform check "$BUNDLE"
 fi
 
 # --- (c) pack the report -----------------------------------------------------------------------------------
