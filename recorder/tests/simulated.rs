@@ -290,4 +290,27 @@ k = [4096, 8192]
         let want = table_lookup(h100(), &key, t.workspace_bytes as u64).unwrap();
         assert_eq!(t.decision, want);
     }
+    // The table the recorder wrote becomes a platform bundle as it is (docs/bring-up.md step 3), and the
+    // bundle's profile decides each recorded key as the recorded row says.
+    let spec = mmaemu_datasets::platform::BuildSpec {
+        name: "h100sim".into(),
+        table: Some(out.clone()),
+        preset: "hopper".into(),
+        profile: "h100sim".into(),
+        caller: "torch._scaled_mm".into(),
+        workspace: 1 << 20,
+        recordings: vec![],
+    };
+    let bundle =
+        mmaemu_datasets::platform::build_platform(&spec, &dir.path().join("bundle")).unwrap_or_else(|e| panic!("{e}"));
+    let profile = &bundle.profiles[0];
+    let table = profile.splitk_table.expect("the bundle's table");
+    for t in table_rows_at(&read_splitk_table(&out).unwrap(), 1 << 20) {
+        let key = t.split_key().expect("a table row's key");
+        assert_eq!(table_lookup(table, &key, 1 << 20), Some(t.decision));
+    }
+}
+
+fn table_rows_at(t: &mmaemu_datasets::SplitKTable, ws: u64) -> Vec<mmaemu_datasets::SplitKTableRow> {
+    t.rows.iter().filter(|r| r.workspace_bytes as u64 == ws).cloned().collect()
 }

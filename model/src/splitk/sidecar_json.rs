@@ -94,9 +94,16 @@ pub(crate) fn parse(text: &str, what: &str) -> Result<Sidecar> {
         customs.push((c, r.scheme(scheme.as_str().ok_or_else(|| r.err("a scheme is not a string"))?)?));
     }
     customs.sort();
-    let unlisted = r.scheme(r.str(codes, "custom -> scheme, unlisted")?)?;
-    // The unlisted rule carries the "never recorded" caveat unless the sidecar notes where the rule comes from.
-    let unlisted_caveat = codes.get("custom -> scheme, unlisted: note").is_none();
+    // An unlisted customOption: the sidecar's rule; a recorder's sidecar states none, and then the scheme of the
+    // first listed customOption stands in, always with the "never recorded" caveat.
+    let (unlisted, unlisted_caveat) = match codes.get("custom -> scheme, unlisted") {
+        Some(_) => (
+            r.scheme(r.str(codes, "custom -> scheme, unlisted")?)?,
+            // The caveat is dropped only where the sidecar notes where the rule comes from.
+            codes.get("custom -> scheme, unlisted: note").is_none(),
+        ),
+        None => (customs.first().map(|c| c.1).ok_or_else(|| r.err("`custom -> scheme` lists no customOption"))?, true),
+    };
     let ragged = sc
         .get("split_layouts")
         .and_then(|l| l.get("ragged_K"))
@@ -131,6 +138,7 @@ pub(crate) fn parse(text: &str, what: &str) -> Result<Sidecar> {
 
     let envelope = match sc.get("envelope") {
         None | Some(Value::Null) => None,
+        Some(env) if env.get("kind").and_then(Value::as_str) == Some("none") => None,
         Some(env) => Some(match r.str(env, "kind")? {
             "max_split_MN" => {
                 Envelope::MaxSplitMn { inference: r.bool(env, "inference")?, margin: r.u64(env, "margin")? }
@@ -140,7 +148,9 @@ pub(crate) fn parse(text: &str, what: &str) -> Result<Sidecar> {
         }),
     };
 
-    let vcs = r.get(&sc, "verified_combos")?;
+    // The split combinations replayed on hardware; a new table has none yet.
+    let no_combos = serde_json::json!({ "combos": [] });
+    let vcs = sc.get("verified_combos").unwrap_or(&no_combos);
     let mut verified = Vec::new();
     for c in r.array(vcs, "combos")? {
         if !r.bool(c, "verified")? {
@@ -174,7 +184,10 @@ pub(crate) fn parse(text: &str, what: &str) -> Result<Sidecar> {
         workspace0_note,
         settings: leak(settings),
         envelope,
-        verified_table_id: leak_str(r.str(vcs, "table_id")?),
+        verified_table_id: leak_str(match vcs.get("table_id") {
+            Some(_) => r.str(vcs, "table_id")?,
+            None => r.str(&sc, "table_id")?,
+        }),
         verified: leak(verified),
     })
 }
