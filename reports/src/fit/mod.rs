@@ -10,3 +10,16 @@ pub mod envelope;
 pub mod preset;
 pub mod rules;
 pub mod splitk;
+
+use std::path::PathBuf;
+
+/// A row a fit could not use, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedRow {
+    /// Row id.
+    pub id: String,
+    /// The recording it comes from.
+    pub file: PathBuf,
+    /// Why.
+    pub reason: String,
+}

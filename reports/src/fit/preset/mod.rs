@@ -43,16 +43,7 @@ pub struct FitRow {
     pub chains: usize,
 }
 
-/// A row the fit could not use, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SkippedRow {
-    /// Row id.
-    pub id: String,
-    /// The recording it comes from.
-    pub file: PathBuf,
-    /// Why.
-    pub reason: String,
-}
+pub use super::SkippedRow;
 
 /// The verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -99,16 +99,7 @@ pub struct FitRow {
     pub survivors: Vec<String>,
 }
 
-/// A row with S > 1 the fit could not use, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SkippedRow {
-    /// Row id.
-    pub id: String,
-    /// The recording it comes from.
-    pub file: PathBuf,
-    /// Why.
-    pub reason: String,
-}
+pub use super::SkippedRow;
 
 /// A group's verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
