@@ -297,6 +297,15 @@ impl Platform {
         registry().read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Apply `f` to every known platform (the built-ins, then the registered ones) without copying them; the first
+    /// `Some` it returns is the answer.
+    pub fn find<T>(mut f: impl FnMut(&Platform) -> Option<T>) -> Result<Option<T>> {
+        if let Some(t) = Platform::builtins()?.iter().find_map(&mut f) {
+            return Ok(Some(t));
+        }
+        Ok(registry().read().unwrap_or_else(|e| e.into_inner()).iter().find_map(f))
+    }
+
     /// Every known platform: the built-ins, then the registered ones.
     pub fn all() -> Result<Vec<Platform>> {
         let mut v = Platform::builtins()?.to_vec();

@@ -102,11 +102,11 @@ impl Profile {
     /// process. Unknown names are invalid-argument (unknown name) errors naming the known profiles and the way to
     /// add a GPU.
     pub fn by_name(name: &str) -> Result<Profile> {
-        let all = Platform::all()?;
-        if let Some(p) = all.iter().flat_map(|p| p.profiles.iter()).find(|p| p.name == name) {
-            return Ok(p.clone());
+        // Called on every call that names its profile: only the profile found is copied.
+        if let Some(p) = Platform::find(|p| p.profiles.iter().find(|p| p.name == name).cloned())? {
+            return Ok(p);
         }
-        let known: Vec<&str> = all.iter().flat_map(|p| p.profiles.iter().map(|q| q.name.as_str())).collect();
+        let known: Vec<String> = Platform::all()?.into_iter().flat_map(|p| p.profiles).map(|p| p.name).collect();
         Err(Error::unknown_name(format!(
             "unknown profile '{name}'; known: {}. A GPU without a profile is brought up as a platform bundle: see {BRING_UP}",
             known.join(", ")

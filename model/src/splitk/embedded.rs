@@ -46,6 +46,10 @@ pub(crate) struct Embedded {
     pub rows: u64,
     /// Distinct (M, N, K) over all settings.
     pub distinct_shapes: u64,
+    /// The workspaces the rows are for, ascending.
+    pub workspaces: Vec<u64>,
+    /// sha256 of the whole encoded blob.
+    pub sha256: String,
     dim_w: usize,
     start_w: usize,
     value_w: usize,
@@ -228,7 +232,24 @@ pub(crate) fn decode(blob: &'static [u8], sc: &Sidecar) -> Result<Embedded> {
     if total != rows || rows != sc.rows {
         return Err(err(&format!("{total} rows in the settings, {rows} in the header, {} in the sidecar", sc.rows)));
     }
-    let e = Embedded { rows, distinct_shapes: 0, dim_w, start_w, value_w, sets, values, settings, starts, vals };
+    let mut workspaces: Vec<u64> = settings.iter().map(|s| s.ws).collect();
+    workspaces.sort_unstable();
+    workspaces.dedup();
+    let blob_sha256 = hex(&sha256(blob));
+    let e = Embedded {
+        rows,
+        distinct_shapes: 0,
+        workspaces,
+        sha256: blob_sha256,
+        dim_w,
+        start_w,
+        value_w,
+        sets,
+        values,
+        settings,
+        starts,
+        vals,
+    };
     e.check_against(sc).map_err(|m| err(&m))?;
     let mut shapes: Vec<(u32, u32, u32)> =
         e.sets.iter().flat_map(|&set| (0..set.count).map(move |j| shape(set, dim_w, j))).collect();

@@ -214,9 +214,6 @@ pub struct TableInfo {
 pub fn table_info(table: Table) -> Result<TableInfo> {
     let sc = table.sidecar();
     let e = table.embedded()?;
-    let mut workspaces: Vec<u64> = sc.settings.iter().map(|s| s.ws).collect();
-    workspaces.sort_unstable();
-    workspaces.dedup();
     Ok(TableInfo {
         source: TableSource {
             table_id: sc.table_id,
@@ -229,8 +226,8 @@ pub fn table_info(table: Table) -> Result<TableInfo> {
             parquet_sha256: sc.parquet_sha256,
             sidecar_sha256: sc.sidecar_sha256,
             embedded_bytes: table.rows_bytes(),
-            embedded_sha256: Box::leak(table.rows_sha256().into_boxed_str()),
-            workspaces: Box::leak(workspaces.into_boxed_slice()),
+            embedded_sha256: &e.sha256,
+            workspaces: &e.workspaces,
         },
         envelope: match sc.envelope {
             Some(Envelope::MaxSplitMn { .. }) => "max_split_MN",

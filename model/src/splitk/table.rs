@@ -2,7 +2,6 @@
 //! tables (embedded from `datasets/platforms`) and the tables of platforms loaded at run time are the same type.
 
 use super::embedded::{self, Embedded};
-use super::sha256::{hex, sha256};
 use super::sidecar::Sidecar;
 use super::sidecar_json;
 use crate::error::{Category, Error, Result};
@@ -86,10 +85,6 @@ impl Table {
     /// sha256 of the Parquet file the table comes from.
     pub fn parquet_sha256(self) -> &'static str {
         self.0.sidecar.parquet_sha256
-    }
-    /// sha256 of the encoded rows.
-    pub fn rows_sha256(self) -> String {
-        hex(&sha256(self.0.blob))
     }
     /// Size of the encoded rows in bytes.
     pub fn rows_bytes(self) -> u64 {
