@@ -10,6 +10,11 @@
 set -euo pipefail
 py="${1:-python3}"
 shift || true
+# A path to an interpreter (a virtual environment's bin/python) is made absolute, since the tests run from a
+# temporary folder; its symlink is kept, not resolved, so that the interpreter stays the environment's.
+if [[ "$py" == */* ]]; then
+    py="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$py" -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: 'mmaemu==0.1.0' \
