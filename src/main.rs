@@ -40,6 +40,10 @@ enum Command {
         /// Also print the status table (validated / experimental / failing per preset, profile and feature).
         #[arg(long)]
         status: bool,
+        /// Replay every row under this profile (`NAME` or a bundle's `PATH[#NAME]`) instead of the one it names:
+        /// scaled_mm rows through the profile, the other ops with its preset.
+        #[arg(long)]
+        profile: Option<String>,
         /// Recording files or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -55,6 +59,9 @@ enum Command {
         /// Accept a file whose rows were all skipped.
         #[arg(long)]
         allow_skips: bool,
+        /// Replay every row under this profile (`NAME` or a bundle's `PATH[#NAME]`) instead of the one it names.
+        #[arg(long)]
+        profile: Option<String>,
         /// Recording files or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -123,13 +130,18 @@ impl Command {
     fn run(self) -> CommandResult {
         use cmd::replay::Scope;
         match self {
-            Command::Replay { json, backend, allow_skips, status, paths } => {
+            Command::Replay { json, backend, allow_skips, status, profile, paths } => {
                 let scope = if status { Scope::Everything } else { Scope::Files };
-                cmd::replay::run(json, &paths, scope, &backend, allow_skips)
+                cmd::replay::run(json, &paths, scope, &backend, allow_skips, &cmd::replay::under(profile)?)
             }
-            Command::Status { json, allow_skips, paths } => {
-                cmd::replay::run(json, &paths, Scope::StatusOnly, "reference", allow_skips)
-            }
+            Command::Status { json, allow_skips, profile, paths } => cmd::replay::run(
+                json,
+                &paths,
+                Scope::StatusOnly,
+                "reference",
+                allow_skips,
+                &cmd::replay::under(profile)?,
+            ),
             Command::Explain(args) => cmd::explain::run(*args),
             Command::Datasets { command } => cmd::datasets::run(command),
             Command::Fit { command } => cmd::fit::run(command),

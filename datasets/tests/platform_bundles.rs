@@ -16,6 +16,7 @@ fn spec(name: &str) -> BuildSpec {
         name: name.into(),
         table: Some(shipped(RTX)),
         preset: "ada".into(),
+        rules: None,
         profile: name.into(),
         caller: "torch._scaled_mm".into(),
         workspace: 1 << 20,

@@ -3,6 +3,7 @@
 //! row's profile, with the recorded split passed explicitly.
 
 use crate::replay::Computed;
+use crate::under::Under;
 use mmaemu_datasets::{limits, Call, MatSpec, Row, ScaleSpec};
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::epilogue::{f32_to_bf16, f32_to_f16};
@@ -178,6 +179,11 @@ pub struct CallParts {
 impl CallParts {
     /// Rebuild a row's call. `Err(reason)` means the row cannot be replayed.
     pub fn of_row(row: &Row) -> Result<CallParts, String> {
+        CallParts::of_row_under(row, &Under::own())
+    }
+
+    /// [`CallParts::of_row`] with the call under `under`'s profile for the row (see [`Under::profile`]).
+    pub fn of_row_under(row: &Row, under: &Under) -> Result<CallParts, String> {
         let default_call = Call::default();
         let call = row.call.as_ref().unwrap_or(&default_call);
         let (m, n, k) = (usize_of(row.m, "m")?, usize_of(row.n, "n")?, usize_of(row.k, "k")?);
@@ -225,9 +231,10 @@ impl CallParts {
             out,
             out_dtype: row.out_dtype.as_deref().map(Dtype::from_name),
             fast: row.fast_accum.unwrap_or(false),
-            profile: match &row.profile {
-                Some(p) => ProfileArg::Name(p.clone()),
-                None => return Err("op scaled_mm without a profile".into()),
+            profile: match (under.profile(row)?, &row.profile) {
+                (Some(p), _) => ProfileArg::Value(Box::new(p.clone())),
+                (None, Some(p)) => ProfileArg::Name(p.clone()),
+                (None, None) => return Err("op scaled_mm without a profile".into()),
             },
         })
     }
@@ -259,7 +266,16 @@ pub fn compute_scaled_mm(row: &Row) -> Result<Computed, String> {
 
 /// [`compute_scaled_mm`] with a chain engine computing the chains.
 pub fn compute_scaled_mm_on(row: &Row, engine: &dyn mmaemu_model::ChainEngine) -> Result<Computed, String> {
-    let parts = CallParts::of_row(row)?;
+    compute_scaled_mm_under(row, engine, &Under::own())
+}
+
+/// [`compute_scaled_mm_on`] with the call under `under`'s profile for the row.
+pub fn compute_scaled_mm_under(
+    row: &Row,
+    engine: &dyn mmaemu_model::ChainEngine,
+    under: &Under,
+) -> Result<Computed, String> {
+    let parts = CallParts::of_row_under(row, under)?;
     Ok(match parts.call(split_request(row)?).run_with(engine) {
         Err(e) => Err(e),
         Ok(res) => {
@@ -286,10 +302,15 @@ pub enum AutoSplit {
 
 /// Resolve a `scaled_mm` row's split with `splitk = auto` (information, not pass/fail).
 pub fn auto_split(row: &Row) -> AutoSplit {
+    auto_split_under(row, &Under::own())
+}
+
+/// [`auto_split`] with the call under `under`'s profile for the row.
+pub fn auto_split_under(row: &Row, under: &Under) -> AutoSplit {
     if row.op != mmaemu_datasets::Op::ScaledMm {
         return AutoSplit::NotApplicable;
     }
-    let Ok(parts) = CallParts::of_row(row) else { return AutoSplit::NotApplicable };
+    let Ok(parts) = CallParts::of_row_under(row, under) else { return AutoSplit::NotApplicable };
     let plan = parts.call(SplitRequest::Auto).explain();
     match (&plan.validation, &plan.split) {
         (Validation::Ok, Some(d)) => {

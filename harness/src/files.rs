@@ -1,8 +1,9 @@
 //! Replaying whole recording files: discovery, parallel replay of every row (rayon), per-file counts, and
 //! the report that `mmaemu replay` prints (text or JSON).
 
-use crate::call::{auto_split, AutoSplit};
-use crate::replay::{replay_row_on, Failure, Verdict};
+use crate::call::{auto_split_under, AutoSplit};
+use crate::replay::{replay_row_under, Failure, Verdict};
+use crate::under::Under;
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row};
 use mmaemu_model::{ChainEngine, ReferenceEngine};
 use rayon::prelude::*;
@@ -65,15 +66,26 @@ pub fn replay_file_on<T: Send>(
     per_row: impl Fn(&Row, &Verdict) -> T + Sync,
     engine: &dyn ChainEngine,
 ) -> Result<(FileReport, Vec<T>), DatasetError> {
+    replay_file_under(path, progress, per_row, engine, &Under::own())
+}
+
+/// [`replay_file_on`] with every row under `under`'s platform (see [`Under`]).
+pub fn replay_file_under<T: Send>(
+    path: &Path,
+    progress: &(dyn Fn() + Sync),
+    per_row: impl Fn(&Row, &Verdict) -> T + Sync,
+    engine: &dyn ChainEngine,
+    under: &Under,
+) -> Result<(FileReport, Vec<T>), DatasetError> {
     let rec = read_recording(path)?;
     let outcomes: Vec<(Verdict, AutoSplit, T)> = rec
         .rows
         .par_iter()
         .map(|row| {
-            let o = replay_row_on(row, engine);
+            let o = replay_row_under(row, engine, under);
             let extra = per_row(row, &o);
             progress();
-            (o, auto_split(row), extra)
+            (o, auto_split_under(row, under), extra)
         })
         .collect();
     let mut report = FileReport {

@@ -10,5 +10,7 @@ pub mod recordings;
 pub mod replay;
 pub mod status;
 pub mod trace;
+pub mod under;
 
 pub use replay::{Failure, Verdict};
+pub use under::Under;

@@ -4,9 +4,10 @@
 // This module owns the mapping from a recording row (format `mmaemu-recording/1`) to a model call. Ops `mma`,
 // `accumulator` and `gemm` replay here; a row that cannot be replayed yet is a skip with its reason, never a pass.
 
+use crate::under::Under;
 use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
 use mmaemu_model::{
-    epilogue, execute, gemm_with, Chain, ChainEngine, Epilogue, Error, Format, Operands, OutDtype, Plan, Preset,
+    epilogue, execute, gemm_with, Chain, ChainEngine, Epilogue, Error, Format, Operands, OutDtype, Plan,
     ReferenceEngine, Scheme, SplitK,
 };
 use std::fmt;
@@ -167,7 +168,12 @@ pub fn replay_row(row: &Row) -> Verdict {
 /// `scaled_mm`; op `mma` rows start from a recorded accumulator, which chain engines do not take: only the
 /// reference replays them, other engines skip them) and compare it with the recording.
 pub fn replay_row_on(row: &Row, engine: &dyn ChainEngine) -> Verdict {
-    let computed = match compute_on(row, engine) {
+    replay_row_under(row, engine, &Under::own())
+}
+
+/// [`replay_row_on`] with the row under `under`'s platform (see [`Under`]).
+pub fn replay_row_under(row: &Row, engine: &dyn ChainEngine, under: &Under) -> Verdict {
+    let computed = match compute_under(row, engine, under) {
         Ok(c) => c,
         Err(skip) => return Verdict::Skip(skip),
     };
@@ -250,13 +256,18 @@ pub const MMA_ON_ENGINE: &str =
 
 /// [`compute`] with a chain engine for the GEMM ops (see [`replay_row_on`]).
 pub fn compute_on(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, String> {
+    compute_under(row, engine, &Under::own())
+}
+
+/// [`compute_on`] with the row under `under`'s platform (see [`Under`]).
+pub fn compute_under(row: &Row, engine: &dyn ChainEngine, under: &Under) -> Result<Computed, String> {
     match row.op {
         // An engine starts every chain from +0; an mma row starts from its recorded accumulator, so only
         // the model computes it, and another engine must not be credited with its pass.
         Op::Mma if engine.name() != ReferenceEngine.name() => Err(MMA_ON_ENGINE.to_string()),
-        Op::Mma => compute_mma(row),
-        Op::Accumulator | Op::Gemm => compute_gemm(row, engine),
-        Op::ScaledMm => crate::call::compute_scaled_mm_on(row, engine),
+        Op::Mma => compute_mma(row, under),
+        Op::Accumulator | Op::Gemm => compute_gemm(row, engine, under),
+        Op::ScaledMm => crate::call::compute_scaled_mm_under(row, engine, under),
     }
 }
 
@@ -270,8 +281,8 @@ fn dims(row: &Row) -> Result<(usize, usize, usize, usize), String> {
 }
 
 /// op `mma`: out[t, i, j] = the preset's chain over k of a[t, i, k] * b[t, j, k] from c[t, i, j].
-fn compute_mma(row: &Row) -> Result<Computed, String> {
-    let preset = match Preset::by_name(&row.preset) {
+fn compute_mma(row: &Row, under: &Under) -> Result<Computed, String> {
+    let preset = match under.preset(row) {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };
@@ -315,8 +326,8 @@ pub fn gemm_epilogue(row: &Row, fa: Format) -> Result<Epilogue, String> {
 }
 
 /// ops `accumulator` and `gemm`: the plan with the recorded split, then (gemm) the epilogue.
-fn compute_gemm(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, String> {
-    let preset = match Preset::by_name(&row.preset) {
+fn compute_gemm(row: &Row, engine: &dyn ChainEngine, under: &Under) -> Result<Computed, String> {
+    let preset = match under.preset(row) {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };

@@ -108,7 +108,7 @@ fn status_counts_come_from_the_rows() {
     let split = hopper.features.iter().find(|f| f.feature.label() == "split contiguous").expect("split contiguous");
     assert_eq!((split.counts.hardware, split.status), (0, Status::Experimental));
     let text = status::text(&report);
-    assert!(text.contains("preset hopper: 2 hardware rows (2 passed, 0 failed, 0 not replayed)"), "{text}");
+    assert!(text.contains("preset hopper: validated: 2 hardware rows (2 passed, 0 failed, 0 not replayed)"), "{text}");
     assert!(text.contains("features: 3 validated, 0 failing, "), "{text}");
     assert!(text.contains("experimental, no hardware row:"), "{text}");
     assert!(text.contains("profile hopper: experimental: no rows"), "{text}");

@@ -270,8 +270,9 @@ impl Platform {
         .map_err(Clone::clone)
     }
 
-    /// Add a loaded platform to the process's registry, so that its profiles are found by name
-    /// ([`Profile::by_name`], [`Profile::list`]). A profile name that is already known is a data error.
+    /// Add a loaded platform to the process's registry, so that its profiles and its preset are found by name
+    /// ([`Profile::by_name`], [`Profile::list`], [`Preset::by_name`]). A profile name that is already known, or a
+    /// preset name known with other parameters, is a data error.
     pub fn register(platform: Platform) -> Result<()> {
         let mut reg = registry().write().unwrap_or_else(|e| e.into_inner());
         for p in &platform.profiles {
@@ -285,6 +286,21 @@ impl Platform {
                 return Err(data_err(
                     &platform.name,
                     format!("profile '{}' clashes with a profile of platform {}", p.name, q.name),
+                ));
+            }
+        }
+        // A preset is known by its name too (rows name it, `Preset::by_name`): one name, one arithmetic.
+        let same_name =
+            Platform::builtins()?.iter().chain(reg.iter()).find(|q| q.preset.name() == platform.preset.name());
+        if let Some(q) = same_name {
+            if q.preset.spec() != platform.preset.spec() {
+                return Err(data_err(
+                    &platform.name,
+                    format!(
+                        "preset '{}' clashes with the preset of platform {} (same name, other parameters)",
+                        platform.preset.name(),
+                        q.name
+                    ),
                 ));
             }
         }

@@ -284,8 +284,9 @@ impl Preset {
         Ok(Preset { spec, builtin: None })
     }
 
-    /// Look a preset up by name (docs/reference.md §2.1): `ada`, `hopper`, `b200_mma_sync`, and the alias
-    /// `blackwell`. The sm_120 names are refused with a pointer to the bring-up guide.
+    /// Look a preset up by name (docs/reference.md §2.1): `ada`, `hopper`, `b200_mma_sync`, `b200_tcgen05`,
+    /// `rtx50_mma_sync`, the alias `blackwell`, then the presets of the platform bundles loaded in this process
+    /// (docs/platform-format.md). The sm_120 names are refused with a pointer to the bring-up guide.
     pub fn by_name(name: &str) -> Result<Preset> {
         match name {
             "ada" => return Ok(Preset::ada()),
@@ -294,6 +295,9 @@ impl Preset {
             "b200_tcgen05" => return Ok(Preset::b200_tcgen05()),
             "rtx50_mma_sync" => return Ok(Preset::rtx50_mma_sync()),
             _ => {}
+        }
+        if let Some(p) = crate::platform::Platform::find(|p| (p.preset.name() == name).then(|| p.preset.clone()))? {
+            return Ok(p);
         }
         if SM120_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) {
             return Err(Error::unknown_name(format!(

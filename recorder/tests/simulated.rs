@@ -296,6 +296,7 @@ k = [4096, 8192]
         name: "h100sim".into(),
         table: Some(out.clone()),
         preset: "hopper".into(),
+        rules: None,
         profile: "h100sim".into(),
         caller: "torch._scaled_mm".into(),
         workspace: 1 << 20,

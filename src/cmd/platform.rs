@@ -32,9 +32,14 @@ pub struct BuildArgs {
     /// path with `.json`.
     #[arg(long)]
     pub table: Option<PathBuf>,
-    /// The instruction preset: a built-in name (ada, hopper, b200_mma_sync).
+    /// The instruction preset: a built-in name (ada, hopper, b200_mma_sync, ...) or a preset document's path
+    /// (`mmaemu fit preset --out`), embedded in the manifest.
     #[arg(long)]
     pub preset: String,
+    /// The output of `mmaemu fit splitk --json` over the GPU's split recordings: the table's schemes become the
+    /// fitted rules.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
     /// The profile's name (default: --name).
     #[arg(long)]
     pub profile: Option<String>,
@@ -60,6 +65,7 @@ pub fn run(command: PlatformCommand) -> CommandResult {
                 name: a.name.clone(),
                 table: a.table,
                 preset: a.preset,
+                rules: a.rules,
                 profile: a.profile.unwrap_or(a.name),
                 caller: a.caller,
                 workspace: a.workspace,
@@ -95,7 +101,9 @@ pub fn run(command: PlatformCommand) -> CommandResult {
                 }
                 return Ok(Exit::Success);
             }
-            super::replay::run(json, &recordings, super::replay::Scope::StatusOnly, "reference", false)
+            // The bundle's recordings replay under its own profiles, whatever profile names they were recorded with.
+            let under = mmaemu_harness::Under::profiles(platform.profiles.clone());
+            super::replay::run(json, &recordings, super::replay::Scope::StatusOnly, "reference", false, &under)
         }
     }
 }

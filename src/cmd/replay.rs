@@ -3,8 +3,9 @@
 
 use super::{CommandError, CommandResult, Exit};
 use indicatif::{ProgressBar, ProgressStyle};
-use mmaemu_harness::files::{files, json_report, replay_file_on, summary_line, totals, FileReport};
+use mmaemu_harness::files::{files, json_report, replay_file_under, summary_line, totals, FileReport};
 use mmaemu_harness::status;
+use mmaemu_harness::Under;
 use mmaemu_kernels::registry::registry;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -25,7 +26,14 @@ pub enum Scope {
 /// Replay `paths` with the backend `backend`. A file that cannot be read is reported and the others still
 /// replay (exit 2 at the end); a failing row exits 1, and so does a file whose rows were all skipped
 /// (nothing in it was verified) unless `allow_skips`; no rows at all is bad input (exit 2).
-pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_skips: bool) -> CommandResult {
+pub fn run(
+    json: bool,
+    paths: &[PathBuf],
+    scope: Scope,
+    backend: &str,
+    allow_skips: bool,
+    under: &Under,
+) -> CommandResult {
     let engine = registry().resolve(backend).map_err(|e| CommandError::bad_input(format!("--backend: {e}")))?.engine;
     if backend != "reference" {
         eprintln!("mmaemu replay: backend {}", engine.name());
@@ -51,7 +59,7 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_ski
                 b.inc(1);
             }
         };
-        match replay_file_on(path, &tick, status::facts, engine) {
+        match replay_file_under(path, &tick, |row, v| status::facts_under(row, v, under), engine, under) {
             Ok((r, f)) => {
                 reports.push(r);
                 facts.extend(f);
@@ -79,7 +87,11 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_ski
     }
     let (passed, failed, skipped) = totals(&reports);
     let unverified: Vec<&FileReport> = reports.iter().filter(|r| r.rows > 0 && r.skips.len() == r.rows).collect();
-    let status = status::compute(&facts);
+    let mut status = status::compute(&facts);
+    if !under.is_own() {
+        // Under one platform, the table is that platform's: the scopes its rows counted for.
+        status.scopes.retain(|s| s.counts.hardware + s.counts.model > 0);
+    }
     if json {
         let mut report = match scope {
             Scope::Everything | Scope::Files => json_report(&reports),
@@ -124,6 +136,17 @@ pub fn run(json: bool, paths: &[PathBuf], scope: Scope, backend: &str, allow_ski
         return Ok(Exit::Failed);
     }
     Ok(Exit::failed_if(failed > 0))
+}
+
+/// What rows replay under: their own profiles, or the one `--profile` names (a bundle's `PATH[#NAME]` was turned
+/// into its name when the bundle was registered).
+pub fn under(profile: Option<String>) -> Result<Under, CommandError> {
+    match profile {
+        None => Ok(Under::own()),
+        Some(name) => mmaemu_model::Profile::by_name(&name)
+            .map(|p| Under::profiles(vec![p]))
+            .map_err(|e| CommandError::bad_input(format!("--profile: {e}"))),
+    }
 }
 
 /// The verdict a person reads first: did every verified row give the hardware's bits.

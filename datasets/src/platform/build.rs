@@ -7,7 +7,7 @@ use crate::digest::sha256_file;
 use crate::splitk_table::{read_splitk_table, splitk_sidecar_path};
 use crate::{read_recording, DatasetError};
 use mmaemu_model::platform::{FORMAT, MANIFEST};
-use mmaemu_model::Platform;
+use mmaemu_model::{Platform, Preset};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,8 +19,11 @@ pub struct BuildSpec {
     pub name: String,
     /// The split-K table (its sidecar beside it), if the GPU's heuristics were recorded.
     pub table: Option<PathBuf>,
-    /// A built-in preset's name.
+    /// A built-in preset's name, or the path of a preset document (`mmaemu-preset/1`, `mmaemu fit preset --out`),
+    /// embedded inline.
     pub preset: String,
+    /// The output of `mmaemu fit splitk --json`: its `schemes` rename the table's schemes to the fitted rules.
+    pub rules: Option<PathBuf>,
     /// The profile's name.
     pub profile: String,
     /// The caller (`torch._scaled_mm`, `transformer_engine`).
@@ -106,13 +109,35 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
         }
         let _ = writeln!(m, "\n[library]\ncublaslt = {}", quote(&cublaslt));
         let t = copy(table_path)?;
-        names.push(copy(&splitk_sidecar_path(table_path))?);
+        let sidecar_path = splitk_sidecar_path(table_path);
+        match &spec.rules {
+            None => names.push(copy(&sidecar_path)?),
+            Some(fit) => {
+                let mut sidecar = table.sidecar.clone();
+                fitted_schemes(&mut sidecar, fit)?;
+                let name = file_name(&sidecar_path)?;
+                let text = serde_json::to_string_pretty(&sidecar).map_err(|e| invalid(&sidecar_path, e.to_string()))?;
+                std::fs::write(dir.join(&name), text + "\n")
+                    .map_err(|e| DatasetError::Write { path: dir.join(&name), detail: e.to_string() })?;
+                names.push(name);
+            }
+        }
         table_file = Some(t.clone());
         names.push(t);
     } else {
         let _ = writeln!(m, "description = {}", quote(&format!("{} without a recorded split-K table", spec.name)));
     }
-    let _ = writeln!(m, "\n[preset]\nbuiltin = {}", quote(&spec.preset));
+    let preset = Path::new(&spec.preset);
+    if preset.is_file() {
+        // A preset document, inline: checked as the manifest reader will read it.
+        let text = std::fs::read_to_string(preset).map_err(|e| DatasetError::io(preset, e))?;
+        let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| invalid(preset, e.message().to_string()))?;
+        Preset::from_table(&doc).map_err(|e| invalid(preset, e.message()))?;
+        // A valid document is flat (its keys are all scalars), so its text is the body of the `[preset]` table.
+        let _ = writeln!(m, "\n[preset]\n{}", text.trim_end());
+    } else {
+        let _ = writeln!(m, "\n[preset]\nbuiltin = {}", quote(&spec.preset));
+    }
     if let Some(t) = &table_file {
         let _ = writeln!(m, "\n[splitk]\ntable = {}", quote(t));
     }
@@ -126,9 +151,20 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
         "description = {}",
         quote(&format!("{}: {}, {} B workspace", spec.name, spec.caller, spec.workspace))
     );
+    let mut rows = Vec::new();
     for r in &spec.recordings {
-        read_recording(r)?;
+        rows.extend(read_recording(r)?.rows);
         names.push(copy(r)?);
+    }
+    for (fa, fb, out, n) in rejections(&rows) {
+        let _ = writeln!(
+            m,
+            "\n[[reject]]\nfmt_a = {}\nfmt_b = {}\nout = {}\nmessage = {}",
+            quote(&fa),
+            quote(&fb),
+            quote(&out),
+            quote(&format!("every recorded call of {fa} x {fb} -> {out} on this GPU was rejected ({n} rows)"))
+        );
     }
     let _ = writeln!(m, "\n[files]");
     names.sort();
@@ -145,4 +181,68 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
         DatasetError::Write { path: out.to_path_buf(), detail: e.to_string() }
     })?;
     load_platform(out)
+}
+
+/// The (fmt_a, fmt_b, out dtype) combinations of FP8 operands whose every recorded non-empty call was rejected (each
+/// row of them expects `ReferenceRejectsError`), with their row counts: the platform's rejections, learnt from its
+/// recordings.
+fn rejections(rows: &[crate::Row]) -> Vec<(String, String, String, usize)> {
+    let mut by: std::collections::BTreeMap<(String, String, String), (usize, usize)> = Default::default();
+    for r in rows.iter().filter(|r| matches!(r.op, crate::Op::Gemm | crate::Op::ScaledMm)) {
+        // FP8 operands only (rows of other inputs test the caller's own argument checks).
+        let fp8 = |f: &str| mmaemu_model::Format::from_name(f).is_some();
+        let Some(out) = r.out_dtype.clone().filter(|o| mmaemu_model::OutDtype::from_name(o).is_some()) else {
+            continue;
+        };
+        // A call with an empty M, N or K never reaches cuBLASLt.
+        if !fp8(&r.fmt_a) || !fp8(&r.fmt_b) || r.m <= 0 || r.n <= 0 || r.k <= 0 {
+            continue;
+        }
+        let e = by.entry((r.fmt_a.clone(), r.fmt_b.clone(), out)).or_default();
+        e.0 += 1;
+        if matches!(&r.expected, crate::Expectation::Error(c) if c == "ReferenceRejectsError") {
+            e.1 += 1;
+        }
+    }
+    by.into_iter().filter(|(_, (n, rejected))| n == rejected).map(|((a, b, o), (n, _))| (a, b, o, n)).collect()
+}
+
+/// Rename the sidecar's schemes (`codes."custom -> scheme"` and its `unlisted` twin) to the rules `mmaemu fit splitk
+/// --json` fitted (`schemes`: a customOption's own label first, else the label of the scheme it maps to).
+fn fitted_schemes(sidecar: &mut Value, fit: &Path) -> Result<(), DatasetError> {
+    let text = std::fs::read_to_string(fit).map_err(|e| DatasetError::io(fit, e))?;
+    let json: Value = serde_json::from_str(&text).map_err(|e| invalid(fit, format!("not JSON: {e}")))?;
+    let schemes = json
+        .get("schemes")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid(fit, "no `schemes`: not the output of `mmaemu fit splitk --json`"))?;
+    let gpus: std::collections::BTreeSet<&str> = schemes.iter().filter_map(|s| s["gpu"].as_str()).collect();
+    if gpus.len() > 1 {
+        return Err(invalid(fit, format!("the fit covers several GPUs ({gpus:?}): fit one GPU's recordings")));
+    }
+    let rule = |label: &str| -> Result<Option<String>, DatasetError> {
+        match schemes.iter().find(|s| s["label"].as_str() == Some(label)) {
+            None => Ok(None),
+            Some(s) => s["rule"]
+                .as_str()
+                .map(|r| Some(r.to_string()))
+                .ok_or_else(|| invalid(fit, format!("scheme '{label}': no single rule fits every group"))),
+        }
+    };
+    for key in ["custom -> scheme", "custom -> scheme, unlisted"] {
+        let Some(map) = sidecar.get_mut("codes").and_then(|c| c.get_mut(key)).and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (custom, scheme) in map.iter_mut() {
+            let own = rule(&format!("customOption {custom}"))?;
+            let by_scheme = match scheme.as_str() {
+                Some(name) => rule(name)?,
+                None => None,
+            };
+            if let Some(r) = own.or(by_scheme) {
+                *scheme = Value::String(r);
+            }
+        }
+    }
+    Ok(())
 }

@@ -209,13 +209,13 @@ pub fn features(row: &Row) -> Vec<Feature> {
 
 /// A row's facts.
 pub fn facts(row: &Row, verdict: &Verdict) -> RowFacts {
-    RowFacts {
-        preset: row.preset.clone(),
-        profile: row.profile.clone(),
-        truth: row.truth,
-        verdict: verdict.clone(),
-        features: features(row),
-    }
+    facts_under(row, verdict, &crate::under::Under::own())
+}
+
+/// [`facts`] of a row replayed under `under`'s platform: it counts for the preset and profile it replayed under.
+pub fn facts_under(row: &Row, verdict: &Verdict, under: &crate::under::Under) -> RowFacts {
+    let (preset, profile) = under.names(row);
+    RowFacts { preset, profile, truth: row.truth, verdict: verdict.clone(), features: features(row) }
 }
 
 /// The status of a feature or a scope.

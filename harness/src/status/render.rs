@@ -59,10 +59,11 @@ pub fn text(report: &StatusReport) -> String {
         let by = |st: Status| sc.features.iter().filter(|f| f.status == st).count();
         let _ = writeln!(
             s,
-            "{} {}: {} hardware rows ({} passed, {} failed, {} not replayed), {} model rows; features: {} validated, \
-             {} failing, {} experimental",
+            "{} {}: {}: {} hardware rows ({} passed, {} failed, {} not replayed), {} model rows; features: {} \
+             validated, {} failing, {} experimental",
             sc.kind.name(),
             sc.name,
+            sc.status.name(),
             c.hardware,
             c.passed,
             c.failed,

@@ -25,6 +25,7 @@
 
 mod groups;
 mod render;
+mod schemes;
 
 use super::rules::{candidates, layouts, order_expression, Layout, Order, SplitRule};
 use groups::group;
@@ -36,6 +37,7 @@ use mmaemu_model::splitk::SplitRequest;
 use mmaemu_model::{accumulate, epilogue, Chain, Epilogue, Format, Operands, OutDtype, Preset, SplitK};
 use rayon::prelude::*;
 pub use render::{json, text};
+pub use schemes::{schemes, SchemeFit};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;

@@ -7,7 +7,8 @@ use super::*;
 /// "label", "rows", "survivors", "verdict"}]}`, plus the file, GPU, label and recorded scheme of each row,
 /// each group's discriminating rows, identical classes, (verdict mixture) its parts `{"rule", "equivalent",
 /// "explains", "assigned"}` and the number of covers of that size, (verdict none) closest rules, the skipped
-/// rows and the candidate counts.
+/// rows, the candidate counts, and per labelled scheme the rules fitting all its groups (`"schemes": [{"gpu",
+/// "label", "rules", "rule"}]`, [`schemes`]: what `mmaemu platform build --rules` reads).
 pub fn json(report: &FitReport) -> Value {
     json!({
         "rows": report.rows.iter().map(|r| json!({
@@ -39,6 +40,9 @@ pub fn json(report: &FitReport) -> Value {
             "id": s.id, "file": s.file.display().to_string(), "reason": s.reason,
         })).collect::<Vec<_>>(),
         "candidates": {"fast": report.fast_candidates, "slow": report.slow_candidates},
+        "schemes": schemes(report).iter().map(|s| json!({
+            "gpu": s.gpu, "label": s.label, "rules": s.rules, "rule": s.rule,
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -122,6 +126,19 @@ pub fn text(report: &FitReport) -> String {
         for c in &g.closest {
             let _ = writeln!(s, "  closest: {} fails {} rows: {}", c.rule, c.failing.len(), listing(&c.failing, 3));
         }
+    }
+    for f in schemes(report) {
+        let _ = writeln!(
+            s,
+            "scheme {} on {}: {}",
+            f.label,
+            f.gpu,
+            match &f.rule {
+                Some(r) if f.rules.len() == 1 => format!("{r} (the one rule that fits every group)"),
+                Some(r) => format!("{r} (of {} rules that fit every group: {})", f.rules.len(), listing(&f.rules, 6)),
+                None => "no single rule fits every group".to_string(),
+            }
+        );
     }
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     for k in &report.skipped {

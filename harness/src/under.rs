@@ -1,0 +1,73 @@
+//! The platform rows replay under: each row's own preset and profile (the default), or the profiles of a platform
+//! bundle for every row (`mmaemu replay --profile`, `mmaemu platform check`, docs/platform-format.md).
+
+use mmaemu_datasets::Row;
+use mmaemu_model::{Preset, Profile, Result};
+
+/// Where a row's preset and profile come from.
+#[derive(Clone, Debug, Default)]
+pub struct Under {
+    /// Empty: each row's own.
+    profiles: Vec<Profile>,
+}
+
+impl Under {
+    /// Each row under the preset and profile it names.
+    pub fn own() -> Under {
+        Under::default()
+    }
+
+    /// Every row under one of `profiles` (one platform's: they share its preset). A `scaled_mm` row takes the one
+    /// profile there is; among several, the one of the row's profile name, else the one with the caller, workspace
+    /// and alignment of the profile the row names. Ops `mma`, `accumulator` and `gemm` take the platform's preset.
+    pub fn profiles(profiles: Vec<Profile>) -> Under {
+        Under { profiles }
+    }
+
+    /// Whether rows replay under their own names.
+    pub fn is_own(&self) -> bool {
+        self.profiles.is_empty()
+    }
+
+    /// The profile a `scaled_mm` row replays under: `Ok(None)` for its own; `Err(reason)` (a skip) where none of the
+    /// platform's profiles stands for the row's.
+    pub fn profile(&self, row: &Row) -> std::result::Result<Option<&Profile>, String> {
+        if let [only] = self.profiles.as_slice() {
+            return Ok(Some(only));
+        }
+        let Some(name) = row.profile.as_deref() else {
+            return if self.is_own() { Ok(None) } else { Err("the row names no profile".into()) };
+        };
+        if self.is_own() {
+            return Ok(None);
+        }
+        if let Some(p) = self.profiles.iter().find(|p| p.name == name) {
+            return Ok(Some(p));
+        }
+        let theirs = Profile::by_name(name).map_err(|e| e.to_string())?;
+        let same = |p: &&Profile| {
+            (p.caller, p.workspace_bytes, p.align) == (theirs.caller, theirs.workspace_bytes, theirs.align)
+        };
+        self.profiles.iter().find(same).map(Some).ok_or_else(|| {
+            format!("no profile of the platform has the caller, workspace and alignment of the row's profile '{name}'")
+        })
+    }
+
+    /// The preset of a row of op `mma`, `accumulator` or `gemm`: the platform's, else the one the row names.
+    pub fn preset(&self, row: &Row) -> Result<Preset> {
+        match self.profiles.first() {
+            Some(p) => Ok(p.preset.clone()),
+            None => Preset::by_name(&row.preset),
+        }
+    }
+
+    /// The (preset, profile) names a row counts under in the status table.
+    pub fn names(&self, row: &Row) -> (String, Option<String>) {
+        match (self.profiles.first(), self.profile(row)) {
+            (Some(first), Ok(p)) => {
+                (first.preset.name().to_string(), row.profile.as_ref().map(|_| p.unwrap_or(first).name.clone()))
+            }
+            _ => (row.preset.clone(), row.profile.clone()),
+        }
+    }
+}

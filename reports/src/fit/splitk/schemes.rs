@@ -1,0 +1,57 @@
+//! From groups to schemes: the rules that reproduce every group of one label (one customOption, or one recorded
+//! scheme) at every S, fast and slow — what a platform's table maps that label to (`mmaemu platform build --rules`,
+//! docs/platform-format.md).
+
+use super::*;
+
+/// The rules of one (GPU, label).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchemeFit {
+    /// GPU.
+    pub gpu: String,
+    /// Label: `customOption C` or a recorded scheme name.
+    pub label: String,
+    /// The rules whose slow form survives every slow group of the label and whose fast form survives every fast
+    /// group, in candidate order.
+    pub rules: Vec<String>,
+    /// The rule a table maps the label to: the one whose order is named by the label where the label is an order
+    /// (`pairwise`), else the first; None where no rule fits every group.
+    pub rule: Option<String>,
+}
+
+/// The rules of every labelled (GPU, label); unlabelled groups have no scheme to name.
+pub fn schemes(report: &FitReport) -> Vec<SchemeFit> {
+    let mut keys: Vec<(String, String)> =
+        report.groups.iter().filter_map(|g| g.label.clone().map(|l| (g.gpu.clone(), l))).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|(gpu, label)| {
+            let groups: Vec<&FitGroup> =
+                report.groups.iter().filter(|g| g.gpu == gpu && g.label.as_deref() == Some(&label)).collect();
+            let slow: Vec<&FitGroup> = groups.iter().copied().filter(|g| !g.fast).collect();
+            let fast: Vec<&FitGroup> = groups.iter().copied().filter(|g| g.fast).collect();
+            // Candidates: the slow survivors where there are slow groups (they name the restart), else the fast ones.
+            let pool: Vec<String> = match slow.first() {
+                Some(g) => g.survivors.clone(),
+                None => fast.first().map(|g| g.survivors.clone()).unwrap_or_default(),
+            };
+            let rules: Vec<String> = pool
+                .into_iter()
+                .filter(|name| {
+                    let Some(rule) = SplitRule::parse(name) else { return false };
+                    let fast_name = rule.fast().name();
+                    slow.iter().all(|g| g.survivors.contains(name))
+                        && fast.iter().all(|g| g.survivors.contains(&fast_name))
+                })
+                .collect();
+            let named = Order::from_name(&label);
+            let rule = rules
+                .iter()
+                .find(|r| named.is_some() && SplitRule::parse(r).map(|x| Some(x.order) == named).unwrap_or(false))
+                .or(rules.first())
+                .cloned();
+            SchemeFit { gpu, label, rules, rule }
+        })
+        .collect()
+}
