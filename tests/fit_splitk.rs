@@ -19,7 +19,7 @@ fn recordings() -> PathBuf {
 /// The fit of every shipped recording, computed once for all tests.
 fn fitted() -> &'static FitReport {
     static FIT: OnceLock<FitReport> = OnceLock::new();
-    FIT.get_or_init(|| fit_paths(&[recordings()]).expect("the shipped recordings are readable"))
+    FIT.get_or_init(|| fit_paths(&[recordings()], Default::default()).expect("the shipped recordings are readable"))
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -153,9 +153,9 @@ fn element_bytes(dtype: &Dtype, v: f64) -> Vec<u8> {
 }
 
 /// The recorded split as an explicit request.
-pub(crate) fn split_request(row: &Row) -> Result<SplitRequest, String> {
+pub(crate) fn split_request(row: &Row, under: &Under) -> Result<SplitRequest, String> {
     let s = row.split_s.unwrap_or(1) as i64;
-    match row.split_scheme.as_deref().unwrap_or("none") {
+    match under.scheme(row).as_ref() {
         "unknown" => Err(format!("split S = {s} with scheme 'unknown': no reduction rule is established")),
         "none" => Ok(SplitRequest::Count(s)),
         scheme => Ok(SplitRequest::Pair(s, scheme.to_string())),
@@ -276,7 +276,7 @@ pub fn compute_scaled_mm_under(
     under: &Under,
 ) -> Result<Computed, String> {
     let parts = CallParts::of_row_under(row, under)?;
-    Ok(match parts.call(split_request(row)?).run_with(engine) {
+    Ok(match parts.call(split_request(row, under)?).run_with(engine) {
         Err(e) => Err(e),
         Ok(res) => {
             let out = &res.out;
@@ -314,7 +314,8 @@ pub fn auto_split_under(row: &Row, under: &Under) -> AutoSplit {
     let plan = parts.call(SplitRequest::Auto).explain();
     match (&plan.validation, &plan.split) {
         (Validation::Ok, Some(d)) => {
-            let recorded = (row.split_s.unwrap_or(1) as usize, row.split_scheme.as_deref().unwrap_or("none"));
+            let scheme = under.scheme(row);
+            let recorded = (row.split_s.unwrap_or(1) as usize, scheme.as_ref());
             if (d.s, &*d.scheme.name()) == recorded {
                 AutoSplit::Agrees
             } else {

@@ -141,9 +141,10 @@ pub(crate) fn format_of(name: &str) -> Result<Format, String> {
 }
 
 /// The recorded split of a row.
-pub(crate) fn split_of(row: &Row) -> Result<SplitK, String> {
+pub(crate) fn split_of(row: &Row, under: &Under) -> Result<SplitK, String> {
     let s = row.split_s.unwrap_or(1);
-    let scheme = row.split_scheme.as_deref().unwrap_or("none");
+    let scheme = under.scheme(row);
+    let scheme = scheme.as_ref();
     if scheme == "unknown" {
         return Err(format!(
             "split S = {s} with scheme 'unknown': no reduction rule is established (mmaemu fit splitk)"
@@ -337,7 +338,7 @@ fn compute_gemm(row: &Row, engine: &dyn ChainEngine, under: &Under) -> Result<Co
         return Err(format!("op {} with batch {batch} (the format says 1)", row.op.as_str()));
     }
     let fast = row.fast_accum.ok_or("fast_accum is null")?;
-    let split = split_of(row)?;
+    let split = split_of(row, under)?;
     let ops = Operands { fa, fb, a: &row.a, b: &row.b, m, n, k };
     let (acc, dtype) = match row.op {
         Op::Accumulator => {

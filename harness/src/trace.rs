@@ -85,7 +85,7 @@ pub fn trace_row(row: &Row, index: usize) -> Result<Trace, String> {
             let preset = Preset::by_name(&row.preset).map_err(|e| e.to_string())?;
             let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
             let fast = row.fast_accum.ok_or("fast_accum is null")?;
-            let plan = Plan::new(&preset, k, fast, split_of(row)?).map_err(|e| e.to_string())?;
+            let plan = Plan::new(&preset, k, fast, split_of(row, &crate::Under::own())?).map_err(|e| e.to_string())?;
             let ra = row.a.get(i * k..(i + 1) * k).ok_or("a is shorter than its shape")?;
             let rb = row.b.get(j * k..(j + 1) * k).ok_or("b is shorter than its shape")?;
             let ops = Operands { fa, fb, a: ra, b: rb, m: 1, n: 1, k };
@@ -99,7 +99,7 @@ pub fn trace_row(row: &Row, index: usize) -> Result<Trace, String> {
         }
         Op::ScaledMm => {
             let parts = CallParts::of_row(row)?;
-            trace_scaled_mm(&parts.call(split_request(row)?), i, j).map_err(|e| e.to_string())
+            trace_scaled_mm(&parts.call(split_request(row, &crate::Under::own())?), i, j).map_err(|e| e.to_string())
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use mmaemu_datasets::Row;
 use mmaemu_model::{Preset, Profile, Result};
+use std::borrow::Cow;
 
 /// Where a row's preset and profile come from.
 #[derive(Clone, Debug, Default)]
@@ -58,6 +59,25 @@ impl Under {
         match self.profiles.first() {
             Some(p) => Ok(p.preset.clone()),
             None => Preset::by_name(&row.preset),
+        }
+    }
+
+    /// The split scheme a row replays with: its recorded one, except that a split recorded as `unknown` takes the
+    /// scheme the platform's split-K table gives the row's customOption (its `algo` column), where both are known.
+    pub fn scheme<'r>(&self, row: &'r Row) -> Cow<'r, str> {
+        let recorded = row.split_scheme.as_deref().unwrap_or("none");
+        if recorded != "unknown" {
+            return recorded.into();
+        }
+        let table = self.profile(row).ok().flatten().or(self.profiles.first()).and_then(|p| p.splitk_table);
+        let custom = row
+            .algo
+            .as_deref()
+            .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
+            .and_then(|v| v.get("custom_option").or_else(|| v.get("customOption")).and_then(|c| c.as_i64()));
+        match (table, custom) {
+            (Some(t), Some(c)) => t.custom_scheme(c).name().into_owned().into(),
+            _ => recorded.into(),
         }
     }
 

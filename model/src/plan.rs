@@ -212,13 +212,17 @@ impl Plan {
         crate::limits::check(&format!("a plan of S = {s} splits"), crate::limits::product(&[s as u64, per_split]))
             .map_err(Error::invalid_value)?;
         // (1, 2: S and the scheme are validated by SplitK.)
-        if !fast && preset.slow_chunk().is_none() {
+        // Slow accumulation needs the preset's slow chunk, except in a split of another preset than the built-ins,
+        // which the rule's slow restart cuts.
+        if !fast && preset.slow_chunk().is_none() && (s == 1 || preset.builtin_kind().is_some()) {
             return Err(Error::unsupported(format!(
                 "slow accumulation (use_fast_accum=False) is not characterised for preset '{}'",
                 preset.name()
             )));
         }
-        if s > 1 && preset.slow_chunk().is_none() {
+        // A built-in preset without slow accumulation has no recorded split either; another preset splits by the
+        // rule it is given (its slow restart, not the preset's slow chunk, cuts a slow split).
+        if s > 1 && preset.slow_chunk().is_none() && preset.builtin_kind().is_some() {
             return Err(Error::unsupported(format!("split-K is not characterised for preset '{}'", preset.name())));
         }
         if s > 1 && !fast && split.scheme().rule().is_some_and(|r| r.layout.restart.is_none()) {

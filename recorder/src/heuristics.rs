@@ -16,7 +16,7 @@ use crate::geometry::Geometry;
 pub use crate::options::RunOptions;
 use crate::parts::{write_json, ChunkDone, Parts, RunKey};
 use crate::progress::{ChunkCost, Progress};
-use crate::spec::{auto_scheme, Sweep};
+use crate::spec::Sweep;
 use crate::util::{now_rfc3339, sha256_file};
 use mmaemu_datasets::shard::ShardInfo;
 use mmaemu_datasets::splitk_write::{column_docs, settings_summary, write_splitk_table};
@@ -264,9 +264,11 @@ fn sidecar(
         (9, 0) => "hopper",
         _ => "",
     };
-    let rule: Value = match (auto_scheme(preset, 0), preset) {
-        (Some(_), "ada") => json!({"0": "serial", "1": "pairwise", "2": "serial"}),
-        (Some(_), "hopper") => json!({"0": "contiguous", "1": "contiguous", "2": "contiguous", "3": "contiguous"}),
+    // A first guess from the GPU's family (docs/reference.md §6.4: the RTX 4060's and the H100's tables); `mmaemu
+    // fit splitk` over split recordings replaces it with the fitted rules (`mmaemu platform build --rules`).
+    let rule: Value = match preset {
+        "ada" => json!({"0": "serial", "1": "pairwise", "2": "serial"}),
+        "hopper" => json!({"0": "contiguous", "1": "contiguous", "2": "contiguous", "3": "contiguous"}),
         _ => json!({}),
     };
     json!({

@@ -20,7 +20,6 @@
 use crate::descriptor::CallConfig;
 use crate::device::{AlgoInfo, Call, Device, Heuristic, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
-use crate::spec::auto_scheme;
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};
 use mmaemu_model::splitk::{resolve_splitk, try_table_lookup, SplitKey, SplitRequest};
@@ -179,7 +178,9 @@ impl SimDevice {
         let splitk = if s == 1 {
             SplitRequest::Count(1)
         } else {
-            let scheme = auto_scheme(self.profile.preset.name(), algo.custom_option).unwrap_or(Scheme::Contiguous);
+            // The profile's table maps the customOption to its scheme; a profile without a table splits only by
+            // the model's resolution, whose scheme is the preset's own (contiguous here, as the H100's).
+            let scheme = self.profile.splitk_table.map_or(Scheme::Contiguous, |t| t.custom_scheme(algo.custom_option));
             SplitRequest::Pair(s, scheme.name().to_string())
         };
         let g = &cfg.geometry;

@@ -299,7 +299,12 @@ fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recor
             }
             nondeterministic = !notes.is_empty();
             row.split_s = Some(i32::try_from(algo.split_s).unwrap_or(i32::MAX));
-            row.split_scheme = Some(ctx.sweep.scheme.name(&ctx.preset, algo.split_s, algo.custom_option).to_string());
+            row.split_scheme = Some(
+                ctx.sweep
+                    .scheme
+                    .name(ctx.profile.and_then(|p| p.splitk_table), algo.split_s, algo.custom_option)
+                    .to_string(),
+            );
             row.algo = Some(algo.to_json(cfg.workspace_bytes).to_string());
             if inline {
                 row.a = a.clone();

@@ -13,12 +13,16 @@ pub enum FitCommand {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// Also fit rows of a simulated device (truth = model) as if recorded (see `fit preset --simulated`).
+        #[arg(long)]
+        simulated: bool,
         /// Recording files or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
     /// Find every preset of a bounded parameter space (docs/reference.md §2.9) that reproduces every
-    /// recorded bit of the instruction rows (op mma) and unsplit fast accumulator rows; the preset column
+    /// recorded bit of the instruction rows (op mma) and unsplit fast accumulator rows (and gemm rows that
+    /// are accumulators: fp32 out, unit scales); the preset column
     /// is ignored (it may be `unknown`). Verdict unique, ambiguous or none.
     Preset {
         /// Print one JSON object instead of text.
@@ -31,6 +35,10 @@ pub enum FitCommand {
         /// The name of the written preset.
         #[arg(long, default_value = "fit")]
         name: String,
+        /// Also fit rows of a simulated device (truth = model) as if recorded: rehearsing the bring-up loop
+        /// without a GPU (docs/bring-up.md). Nothing fitted this way is validated.
+        #[arg(long)]
+        simulated: bool,
         /// Recording files or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -61,8 +69,9 @@ pub enum FitCommand {
 /// Run a `fit` subcommand.
 pub fn run(cmd: FitCommand) -> CommandResult {
     match cmd {
-        FitCommand::Splitk { json, paths } => {
-            let report = mmaemu_reports::fit::splitk::fit_paths(&paths).map_err(CommandError::bad_input)?;
+        FitCommand::Splitk { json, simulated, paths } => {
+            let report =
+                mmaemu_reports::fit::splitk::fit_paths(&paths, evidence(simulated)).map_err(CommandError::bad_input)?;
             {
                 if json {
                     println!("{}", mmaemu_reports::fit::splitk::json(&report));
@@ -74,9 +83,9 @@ pub fn run(cmd: FitCommand) -> CommandResult {
                 ))
             }
         }
-        FitCommand::Preset { json, out, name, paths } => {
+        FitCommand::Preset { json, out, name, simulated, paths } => {
             use mmaemu_reports::fit::preset;
-            let fit = preset::fit_paths(&paths).map_err(CommandError::bad_input)?;
+            let fit = preset::fit_paths(&paths, evidence(simulated)).map_err(CommandError::bad_input)?;
             if json {
                 println!("{}", preset::json(&fit));
             } else {
@@ -117,5 +126,14 @@ pub fn run(cmd: FitCommand) -> CommandResult {
                 }
             }
         }
+    }
+}
+
+/// The rows a fit reads: hardware rows, and with `--simulated` model rows too.
+fn evidence(simulated: bool) -> mmaemu_reports::fit::Evidence {
+    if simulated {
+        mmaemu_reports::fit::Evidence::Simulated
+    } else {
+        mmaemu_reports::fit::Evidence::Hardware
     }
 }

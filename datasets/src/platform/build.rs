@@ -229,6 +229,20 @@ fn fitted_schemes(sidecar: &mut Value, fit: &Path) -> Result<(), DatasetError> {
                 .ok_or_else(|| invalid(fit, format!("scheme '{label}': no single rule fits every group"))),
         }
     };
+    // A customOption the fit saw split gets its rule, listed or not.
+    let codes = sidecar
+        .get_mut("codes")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| invalid(fit, "the sidecar has no `codes`"))?;
+    let listed = codes.entry("custom -> scheme").or_insert_with(|| Value::Object(Default::default()));
+    if let Some(map) = listed.as_object_mut() {
+        for s in schemes {
+            let custom = s["label"].as_str().and_then(|l| l.strip_prefix("customOption "));
+            if let (Some(c), Some(r)) = (custom, s["rule"].as_str()) {
+                map.insert(c.to_string(), Value::String(r.to_string()));
+            }
+        }
+    }
     for key in ["custom -> scheme", "custom -> scheme, unlisted"] {
         let Some(map) = sidecar.get_mut("codes").and_then(|c| c.get_mut(key)).and_then(Value::as_object_mut) else {
             continue;

@@ -63,7 +63,10 @@ pub fn text(report: &StatusReport) -> String {
              validated, {} failing, {} experimental",
             sc.kind.name(),
             sc.name,
-            sc.status.name(),
+            match (sc.status, c.hardware) {
+                (Status::Experimental, 0) => "experimental (model rows only)",
+                (st, _) => st.name(),
+            },
             c.hardware,
             c.passed,
             c.failed,

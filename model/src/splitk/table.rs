@@ -5,6 +5,7 @@ use super::embedded::{self, Embedded};
 use super::sidecar::Sidecar;
 use super::sidecar_json;
 use crate::error::{Category, Error, Result};
+use crate::plan::Scheme;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -85,6 +86,12 @@ impl Table {
     /// sha256 of the Parquet file the table comes from.
     pub fn parquet_sha256(self) -> &'static str {
         self.0.sidecar.parquet_sha256
+    }
+    /// The scheme of the split kernels a customOption selects (the sidecar's `custom -> scheme`, else its scheme of
+    /// an unlisted customOption; docs/platform-format.md).
+    pub fn custom_scheme(self, custom: i64) -> Scheme {
+        let sc = &self.0.sidecar;
+        sc.custom_schemes.iter().find(|(c, _)| i64::from(*c) == custom).map_or(sc.unlisted_scheme, |(_, s)| *s)
     }
     /// Size of the encoded rows in bytes.
     pub fn rows_bytes(self) -> u64 {

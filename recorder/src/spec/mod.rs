@@ -63,7 +63,7 @@ pub use fields::{
 use crate::caller::Caller;
 use crate::geometry::Geometry;
 use mmaemu_datasets::inputs::DataClass;
-use mmaemu_model::{Format, OutDtype, Profile, Scheme};
+use mmaemu_model::{Format, OutDtype, Profile, Scheme, Table};
 use serde::Deserialize;
 use std::collections::HashSet;
 
@@ -222,27 +222,17 @@ pub enum SchemePolicy {
 }
 
 impl SchemePolicy {
-    /// The `split_scheme` column of a split of `s` parts with customOption `custom` on `preset`.
-    pub fn name(self, preset: &str, s: i64, custom: i64) -> std::borrow::Cow<'static, str> {
+    /// The `split_scheme` column of a split of `s` parts with customOption `custom` under a profile whose split-K
+    /// table is `table` (auto: the table's scheme of that customOption; `unknown` without a table).
+    pub fn name(self, table: Option<Table>, s: i64, custom: i64) -> std::borrow::Cow<'static, str> {
         if s <= 1 {
             return "none".into();
         }
         match self {
             SchemePolicy::Fixed(x) => x.name(),
             SchemePolicy::Unknown => "unknown".into(),
-            SchemePolicy::Auto => auto_scheme(preset, custom).map_or("unknown".into(), Scheme::name),
+            SchemePolicy::Auto => table.map_or("unknown".into(), |t| t.custom_scheme(custom).name()),
         }
-    }
-}
-
-/// The customOption -> scheme rule of a preset's recorded table (docs/reference.md §6.4): ada (the RTX 4060
-/// table) 1 -> pairwise, any other -> serial; hopper (the H100 PCIe table) -> contiguous. None for a preset
-/// without a recorded rule.
-pub fn auto_scheme(preset: &str, custom: i64) -> Option<Scheme> {
-    match preset {
-        "ada" => Some(if custom == 1 { Scheme::Pairwise } else { Scheme::Serial }),
-        "hopper" => Some(Scheme::Contiguous),
-        _ => None,
     }
 }
 

@@ -11,7 +11,34 @@ pub mod preset;
 pub mod rules;
 pub mod splitk;
 
+use mmaemu_datasets::{discover, read_recording, DatasetError, Row, Truth};
 use std::path::PathBuf;
+
+/// Which rows a fit reads as evidence.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Evidence {
+    /// Hardware rows only (the default: model rows are never evidence).
+    #[default]
+    Hardware,
+    /// Model rows too, as if recorded: a simulated device's sweeps (`mmaemu-record --simulate`), to rehearse the
+    /// bring-up loop without a GPU (docs/bring-up.md). Nothing fitted this way is validated.
+    Simulated,
+}
+
+/// Every recording under `paths`, as (file, rows) for a fit reading `evidence`.
+pub fn read_paths(paths: &[PathBuf], evidence: Evidence) -> Result<Vec<(PathBuf, Vec<Row>)>, DatasetError> {
+    let mut recs = Vec::new();
+    for f in discover(paths)? {
+        let mut rows = read_recording(&f)?.rows;
+        if evidence == Evidence::Simulated {
+            for r in rows.iter_mut().filter(|r| r.truth == Truth::Model) {
+                r.truth = Truth::Hardware;
+            }
+        }
+        recs.push((f, rows));
+    }
+    Ok(recs)
+}
 
 /// A row a fit could not use, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]

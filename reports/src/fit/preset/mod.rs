@@ -11,7 +11,7 @@
 mod render;
 pub mod space;
 
-use mmaemu_datasets::{discover, read_recording, DatasetError, Op, Row, Truth};
+use mmaemu_datasets::{DatasetError, Op, Row, Truth};
 use mmaemu_model::{Chain, Format, Preset, PresetSpec};
 use rayon::prelude::*;
 pub use render::{json, text};
@@ -148,7 +148,16 @@ fn row_samples(row: &Row, index: usize) -> Result<Vec<Sample>, String> {
     }
     let c: Option<&[u8]> = match row.op {
         Op::Mma => Some(row.c.as_deref().ok_or("op mma without c")?),
-        Op::Accumulator => {
+        Op::Accumulator | Op::Gemm => {
+            // A gemm row is its accumulator when its epilogue is the identity: fp32 out, unit scales.
+            let one = Some(1.0f32.to_bits());
+            let identity = row.out_dtype.as_deref() == Some("float32")
+                && row.scale_a == one
+                && row.scale_b == one
+                && row.scale_result.is_none();
+            if row.op == Op::Gemm && !identity {
+                return Err("a gemm row with an epilogue (fp32 out and unit scales make it an accumulator)".into());
+            }
             if row.split_s.unwrap_or(1) != 1 {
                 return Err("a split GEMM (fit splitk fits those)".into());
             }
@@ -160,7 +169,7 @@ fn row_samples(row: &Row, index: usize) -> Result<Vec<Sample>, String> {
             }
             None
         }
-        _ => return Err(format!("op {} (the fit reads mma and accumulator rows)", row.op.as_str())),
+        _ => return Err(format!("op {} (the fit reads mma, accumulator and gemm rows)", row.op.as_str())),
     };
     if c.is_some_and(|c| c.len() != 4 * outputs) {
         return Err("c does not match the shape".into());
@@ -337,12 +346,7 @@ fn discriminate(survivors: &[PresetSpec]) -> Option<Discriminator> {
     best
 }
 
-/// Read every recording under `paths` and fit them.
-pub fn fit_paths(paths: &[PathBuf]) -> Result<PresetFit, DatasetError> {
-    let mut recs = Vec::new();
-    for f in discover(paths)? {
-        let rec = read_recording(&f)?;
-        recs.push((f, rec.rows));
-    }
-    Ok(fit(&recs))
+/// Read every recording under `paths` and fit its rows (`evidence`: which rows count).
+pub fn fit_paths(paths: &[PathBuf], evidence: super::Evidence) -> Result<PresetFit, DatasetError> {
+    Ok(fit(&super::read_paths(paths, evidence)?))
 }

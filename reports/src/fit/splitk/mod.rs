@@ -30,7 +30,7 @@ mod schemes;
 use super::rules::{candidates, layouts, order_expression, Layout, Order, SplitRule};
 use groups::group;
 pub use groups::MixturePart;
-use mmaemu_datasets::{discover, read_recording, DatasetError, Expectation, Op, OutSelect, Row, Truth};
+use mmaemu_datasets::{DatasetError, Expectation, Op, OutSelect, Row, Truth};
 use mmaemu_harness::call::CallParts;
 use mmaemu_model::scaled_mm::{resolve_profile, Validation};
 use mmaemu_model::splitk::SplitRequest;
@@ -546,14 +546,9 @@ pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
     }
 }
 
-/// Read every recording under `paths` and fit it.
-pub fn fit_paths(paths: &[PathBuf]) -> Result<FitReport, DatasetError> {
-    let mut recs = Vec::new();
-    for f in discover(paths)? {
-        let rec = read_recording(&f)?;
-        recs.push((f, rec.rows));
-    }
-    Ok(fit(&recs))
+/// Read every recording under `paths` and fit its rows (`evidence`: which rows count).
+pub fn fit_paths(paths: &[PathBuf], evidence: super::Evidence) -> Result<FitReport, DatasetError> {
+    Ok(fit(&super::read_paths(paths, evidence)?))
 }
 
 type GroupKey = (String, bool, usize, Option<String>);
