@@ -4,7 +4,7 @@
 // This module owns the mapping from a recording row (format `mmaemu-recording/1`) to a model call. Ops `mma`,
 // `accumulator` and `gemm` replay here; a row that cannot be replayed yet is a skip with its reason, never a pass.
 
-use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
+use mmaemu_datasets::{Expectation, Op, OutSelect, Row, UNKNOWN_PRESET};
 use mmaemu_model::{
     epilogue, execute, gemm_with, Chain, ChainEngine, Epilogue, Error, Format, Operands, OutDtype, Plan, Preset,
     ReferenceEngine, Scheme, SplitK,
@@ -269,12 +269,21 @@ fn dims(row: &Row) -> Result<(usize, usize, usize, usize), String> {
     Ok(d)
 }
 
+/// The preset a row names. A row whose preset is `unknown` (a GPU whose preset is still to be found) or one this
+/// build does not have cannot be replayed: a skip with the reason, not a failure.
+fn preset_of(row: &Row) -> Result<Preset, String> {
+    if row.preset == UNKNOWN_PRESET {
+        return Err(format!(
+            "preset '{UNKNOWN_PRESET}': the GPU's preset is still to be found (mmaemu fit preset), so there is \
+             nothing to replay the row with"
+        ));
+    }
+    Preset::by_name(&row.preset).map_err(|e| format!("preset '{}' is not one of this build's presets: {e}", row.preset))
+}
+
 /// op `mma`: out[t, i, j] = the preset's chain over k of a[t, i, k] * b[t, j, k] from c[t, i, j].
 fn compute_mma(row: &Row) -> Result<Computed, String> {
-    let preset = match Preset::by_name(&row.preset) {
-        Ok(p) => p,
-        Err(e) => return Ok(Err(e)),
-    };
+    let preset = preset_of(row)?;
     let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
     let (batch, m, n, k) = dims(row)?;
     let c = row.c.as_deref().ok_or("op mma without c")?;
@@ -316,10 +325,7 @@ pub fn gemm_epilogue(row: &Row, fa: Format) -> Result<Epilogue, String> {
 
 /// ops `accumulator` and `gemm`: the plan with the recorded split, then (gemm) the epilogue.
 fn compute_gemm(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, String> {
-    let preset = match Preset::by_name(&row.preset) {
-        Ok(p) => p,
-        Err(e) => return Ok(Err(e)),
-    };
+    let preset = preset_of(row)?;
     let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
     let (batch, m, n, k) = dims(row)?;
     if batch != 1 {
