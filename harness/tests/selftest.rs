@@ -158,7 +158,8 @@ fn a_row_whose_preset_is_unknown_is_a_skip_with_the_reason() {
     let dir = tempfile::tempdir().expect("temp dir");
     // mma rows (toolbox-ada) and unsplit gemm rows (rtx4060-gemm), their preset withheld as the format allows.
     let mut rows = Vec::new();
-    for (file, op) in [("toolbox-ada.parquet", mmaemu_datasets::Op::Mma), ("rtx4060-gemm.parquet", mmaemu_datasets::Op::Gemm)]
+    for (file, op) in
+        [("toolbox-ada.parquet", mmaemu_datasets::Op::Mma), ("rtx4060-gemm.parquet", mmaemu_datasets::Op::Gemm)]
     {
         let mut rec = read_recording(&shipped(file)).expect("shipped recording reads");
         rec.rows.retain(|r| r.op == op && matches!(r.expected, Expectation::Bits(_)));
