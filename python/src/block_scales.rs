@@ -1,9 +1,9 @@
 //! The e8m0 block scales of `dot` (docs/reference.md §2.8): their checks against a, b and the preset, their codes
-//! gathered in row-major order, and one scaled chain per output.
+//! gathered in row-major order, one row per output.
 
 use crate::desc::Desc;
 use mmaemu_model::dtype::Dtype;
-use mmaemu_model::{dot_scaled, Error, Format, Preset};
+use mmaemu_model::{Error, Preset};
 
 /// Both operands' scale codes, `blocks` per output.
 pub struct BlockScales {
@@ -13,10 +13,10 @@ pub struct BlockScales {
 }
 
 impl BlockScales {
-    /// Output `i`'s chain over `a` and `b` (its K codes each) with its blocks' scales.
-    pub fn dot(&self, preset: &Preset, fa: Format, fb: Format, i: usize, a: &[u8], b: &[u8], c: Option<f32>) -> Result<f32, Error> {
+    /// Output `i`'s scale codes of A and of B, one per block.
+    pub fn row(&self, i: usize) -> (&[u8], &[u8]) {
         let row = i * self.blocks..(i + 1) * self.blocks;
-        dot_scaled(preset, fa, fb, a, b, &self.a[row.clone()], &self.b[row], c)
+        (&self.a[row.clone()], &self.b[row])
     }
 }
 

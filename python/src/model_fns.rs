@@ -139,7 +139,8 @@ pub fn dot(
                     }
                 };
                 // SAFETY: the Python layer keeps the scales referenced for the duration of this call.
-                let scales = unsafe { crate::block_scales::gather(&preset, lead, k, scale_a.as_ref(), scale_b.as_ref())? };
+                let scales =
+                    unsafe { crate::block_scales::gather(&preset, lead, k, scale_a.as_ref(), scale_b.as_ref())? };
                 // SAFETY: the Python layer keeps a and b referenced for the duration of this call.
                 let (ca, cb) = unsafe { (codes("a", &a, fa)?, codes("b", &b, fb)?) };
                 mmaemu_model::fpenv::check()?;
@@ -150,7 +151,10 @@ pub fn dot(
                     let (ra, rb) = (&ca[i * k..(i + 1) * k], &cb[i * k..(i + 1) * k]);
                     let r = match &scales {
                         None => model_dot(&preset, fa, fb, ra, rb, c0)?,
-                        Some(s) => s.dot(&preset, fa, fb, i, ra, rb, c0)?,
+                        Some(s) => {
+                            let (sa, sb) = s.row(i);
+                            mmaemu_model::dot_scaled(&preset, fa, fb, ra, rb, sa, sb, c0)?
+                        }
                     };
                     bytes.extend_from_slice(&r.to_bits().to_le_bytes());
                 }
