@@ -5,9 +5,9 @@
 // `accumulator` and `gemm` replay here; a row that cannot be replayed yet is a skip with its reason, never a pass.
 
 use crate::under::Under;
-use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
+use mmaemu_datasets::{Expectation, Op, OutSelect, Row, UNKNOWN_PRESET};
 use mmaemu_model::{
-    epilogue, execute, gemm_with, Chain, ChainEngine, Epilogue, Error, Format, Operands, OutDtype, Plan,
+    epilogue, execute, gemm_with, Chain, ChainEngine, Epilogue, Error, Format, Operands, OutDtype, Plan, Preset,
     ReferenceEngine, Scheme, SplitK,
 };
 use std::fmt;
@@ -281,12 +281,24 @@ fn dims(row: &Row) -> Result<(usize, usize, usize, usize), String> {
     Ok(d)
 }
 
+/// The preset a row replays with: the platform's under a bundle, else the one it names. A row whose preset is `unknown` (a GPU whose preset is still to be found) or one this
+/// build does not have cannot be replayed: a skip with the reason, not a failure.
+fn preset_of(row: &Row, under: &Under) -> Result<Preset, String> {
+    if !under.is_own() {
+        return under.preset(row).map_err(|e| e.to_string());
+    }
+    if row.preset == UNKNOWN_PRESET {
+        return Err(format!(
+            "preset '{UNKNOWN_PRESET}': the GPU's preset is still to be found (mmaemu fit preset), so there is \
+             nothing to replay the row with"
+        ));
+    }
+    Preset::by_name(&row.preset).map_err(|e| format!("preset '{}' is not one of this build's presets: {e}", row.preset))
+}
+
 /// op `mma`: out[t, i, j] = the preset's chain over k of a[t, i, k] * b[t, j, k] from c[t, i, j].
 fn compute_mma(row: &Row, under: &Under) -> Result<Computed, String> {
-    let preset = match under.preset(row) {
-        Ok(p) => p,
-        Err(e) => return Ok(Err(e)),
-    };
+    let preset = preset_of(row, under)?;
     let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
     let (batch, m, n, k) = dims(row)?;
     let c = row.c.as_deref().ok_or("op mma without c")?;
@@ -328,10 +340,7 @@ pub fn gemm_epilogue(row: &Row, fa: Format) -> Result<Epilogue, String> {
 
 /// ops `accumulator` and `gemm`: the plan with the recorded split, then (gemm) the epilogue.
 fn compute_gemm(row: &Row, engine: &dyn ChainEngine, under: &Under) -> Result<Computed, String> {
-    let preset = match under.preset(row) {
-        Ok(p) => p,
-        Err(e) => return Ok(Err(e)),
-    };
+    let preset = preset_of(row, under)?;
     let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
     let (batch, m, n, k) = dims(row)?;
     if batch != 1 {

@@ -152,3 +152,42 @@ fn a_row_that_cannot_be_replayed_is_an_ignored_trial_with_the_reason() {
     }
     assert_eq!(verdict(&trials[1]).0, Verdict::Pass);
 }
+
+#[test]
+fn a_row_whose_preset_is_unknown_is_a_skip_with_the_reason() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // mma rows (toolbox-ada) and unsplit gemm rows (rtx4060-gemm), their preset withheld as the format allows.
+    let mut rows = Vec::new();
+    for (file, op) in
+        [("toolbox-ada.parquet", mmaemu_datasets::Op::Mma), ("rtx4060-gemm.parquet", mmaemu_datasets::Op::Gemm)]
+    {
+        let mut rec = read_recording(&shipped(file)).expect("shipped recording reads");
+        rec.rows.retain(|r| r.op == op && matches!(r.expected, Expectation::Bits(_)));
+        rec.rows.truncate(3);
+        assert!(!rec.rows.is_empty(), "{file} ships {op:?} rows with bits");
+        for r in &mut rec.rows {
+            assert_eq!(mmaemu_harness::replay::replay_row(r), Verdict::Pass, "{file} {}", r.id);
+            r.preset = mmaemu_datasets::UNKNOWN_PRESET.into();
+            r.profile = None; // the format: no profile runs an unknown preset
+        }
+        let copy = dir.path().join(file);
+        write_recording(&copy, &rec).expect("write the copy");
+        let report = mmaemu_harness::files::replay_file(&copy, &|| {}).expect("the copy replays");
+        assert_eq!((report.rows, report.passed, report.failures.len()), (rec.rows.len(), 0, 0), "{file}");
+        assert_eq!(report.skips.len(), rec.rows.len(), "{file}");
+        rows.extend(rec.rows);
+    }
+    for r in &rows {
+        match mmaemu_harness::replay::replay_row(r) {
+            Verdict::Skip(reason) => assert!(reason.contains("preset 'unknown'"), "{reason}"),
+            other => panic!("{}: expected a skip, got {other:?}", r.id),
+        }
+    }
+    // A preset this build does not have (a row made in memory: the reader refuses such a file): a skip too.
+    let mut other = rows[0].clone();
+    other.preset = "volta".into();
+    match mmaemu_harness::replay::replay_row(&other) {
+        Verdict::Skip(reason) => assert!(reason.contains("preset 'volta'"), "{reason}"),
+        v => panic!("expected a skip, got {v:?}"),
+    }
+}

@@ -27,7 +27,17 @@ def accumulate(
     dst: Desc,
 ) -> Warnings: ...
 def fill(dst: Desc, payload: bytes) -> None: ...
-def dot(a: Desc, b: Desc, c: Optional[Desc], preset: str, fa: str, fb: str, dst: Desc) -> Warnings: ...
+def dot(
+    a: Desc,
+    b: Desc,
+    c: Optional[Desc],
+    preset: str,
+    fa: str,
+    fb: str,
+    dst: Desc,
+    scale_a: Optional[Desc] = None,
+    scale_b: Optional[Desc] = None,
+) -> Warnings: ...
 def epilogue(
     acc: Desc, scale_a: float, scale_b: float, scale_result: Optional[float], out_dtype: str, dst: Desc
 ) -> None: ...

@@ -2,6 +2,7 @@
 //! `accumulate`, `dot` and epilogue over tensors read where they lie, computed with the GIL released on
 //! the backend registry's engines (docs/reference.md §5, §8.1, §9.5). The typed API is the Python layer.
 
+mod block_scales;
 mod budget;
 mod calls;
 mod desc;

@@ -75,8 +75,10 @@ fn format_arg(name: &str, f: &str) -> Result<Format, Error> {
 }
 
 /// `dot(a, b, c, preset, fa, fb)`: out[i] = the preset's chain over a[i, :] * b[i, :] from c[i] (+0 without
-/// c), written into `dst` (float32, shape a.shape[:-1]). Returns the warnings.
+/// c), written into `dst` (float32, shape a.shape[:-1]), with the e8m0 block scales of §2.8 when given. Returns
+/// the warnings.
 #[pyfunction]
+#[pyo3(signature = (a, b, c, preset, fa, fb, dst, scale_a=None, scale_b=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn dot(
     py: Python<'_>,
@@ -87,6 +89,8 @@ pub fn dot(
     fa: String,
     fb: String,
     dst: Desc,
+    scale_a: Option<Desc>,
+    scale_b: Option<Desc>,
 ) -> PyResult<Vec<(String, String)>> {
     no_panic(|| {
         let done = py.detach(|| {
@@ -134,6 +138,9 @@ pub fn dot(
                         Some(v)
                     }
                 };
+                // SAFETY: the Python layer keeps the scales referenced for the duration of this call.
+                let scales =
+                    unsafe { crate::block_scales::gather(&preset, lead, k, scale_a.as_ref(), scale_b.as_ref())? };
                 // SAFETY: the Python layer keeps a and b referenced for the duration of this call.
                 let (ca, cb) = unsafe { (codes("a", &a, fa)?, codes("b", &b, fb)?) };
                 mmaemu_model::fpenv::check()?;
@@ -141,7 +148,14 @@ pub fn dot(
                 let outputs: usize = lead.iter().product();
                 for i in 0..outputs {
                     let c0 = cv.as_ref().map(|v| v[i] as f32);
-                    let r = model_dot(&preset, fa, fb, &ca[i * k..(i + 1) * k], &cb[i * k..(i + 1) * k], c0)?;
+                    let (ra, rb) = (&ca[i * k..(i + 1) * k], &cb[i * k..(i + 1) * k]);
+                    let r = match &scales {
+                        None => model_dot(&preset, fa, fb, ra, rb, c0)?,
+                        Some(s) => {
+                            let (sa, sb) = s.row(i);
+                            mmaemu_model::dot_scaled(&preset, fa, fb, ra, rb, sa, sb, c0)?
+                        }
+                    };
                     bytes.extend_from_slice(&r.to_bits().to_le_bytes());
                 }
                 // SAFETY: dst is the fresh contiguous float32 tensor of shape a.shape[:-1].

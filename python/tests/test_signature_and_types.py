@@ -61,6 +61,8 @@ def test_accumulate_and_model_signatures() -> None:
         ("c", P.POSITIONAL_OR_KEYWORD, None),
         ("preset", P.KEYWORD_ONLY, "ada"),
         ("fmt", P.KEYWORD_ONLY, None),
+        ("scale_a", P.KEYWORD_ONLY, None),
+        ("scale_b", P.KEYWORD_ONLY, None),
     ]
     epi = inspect.signature(mmaemu.model.epilogue.apply).parameters
     assert list(epi) == ["acc", "scale_a", "scale_b", "out_dtype", "scale_result"]

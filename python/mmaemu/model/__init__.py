@@ -52,11 +52,17 @@ def dot(
     *,
     preset: Union[str, "os.PathLike[str]"] = "ada",
     fmt: Union[None, str, Sequence[str]] = None,
+    scale_a: Any = None,
+    scale_b: Any = None,
 ) -> Any:
     """One chain of the preset per output: ``out[...] = c[...] + sum_k a[..., k] * b[..., k]`` as the tensor
     core computes it (§2.7). ``a`` and ``b`` have the same shape [..., K] (no broadcasting); ``c`` (fp32,
     shape a.shape[:-1], default +0) is the accumulator input. Operands are float8 tensors or arrays, or
     uint8 codes / float values exact in ``fmt`` (``"e4m3"``, ``"e5m2"`` or a pair). Returns float32.
+
+    ``scale_a`` and ``scale_b`` (both or neither) are MXFP8 block scales (§2.8), for the presets that take them
+    (``b200_tcgen05``, ``rtx50_mma_sync``): e8m0 codes (float8_e8m0fnu or uint8) of shape
+    a.shape[:-1] + (ceil(K / 32),), one per 32 elements of K, the last block holding what remains.
     """
     kind = arr.kind_of(a)
     if kind is None:
@@ -65,6 +71,9 @@ def dot(
         raise TypeError(f"dot(): argument 'b' (position 2) must be like a, not {arr.type_name(b)}")
     if c is not None and (arr.kind_of(c) != kind or isinstance(c, arr.Codes)):
         raise TypeError(f"dot(): argument 'c' (position 3) must be like a or None, not {arr.type_name(c)}")
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if s is not None and (arr.kind_of(s) != kind or isinstance(s, arr.Codes)):
+            raise TypeError(f"dot(): argument '{name}' must be like a or None, not {arr.type_name(s)}")
     if isinstance(preset, os.PathLike):
         preset = os.fspath(preset)
     if not isinstance(preset, str):
@@ -72,7 +81,7 @@ def dot(
     fa, fb = _formats(a, b, fmt)
     from .._api import _devices, _grad, _host_only
 
-    _host_only(_devices((a, b, c)))
+    _host_only(_devices((a, b, c, scale_a, scale_b)))
     if _grad(kind, (a, b, c)):
         from ..errors import UnsupportedFeatureError
 
@@ -82,7 +91,8 @@ def dot(
         )
     da, db = arr.desc(a), arr.desc(b)
     result = arr.empty(kind, tuple(da[1][:-1]) if da[1] else (), "float32")
-    ws = _core.dot(da, db, None if c is None else arr.desc(c), preset, fa, fb, arr.desc(result))
+    sa, sb = (None if s is None else arr.desc(s) for s in (scale_a, scale_b))
+    ws = _core.dot(da, db, None if c is None else arr.desc(c), preset, fa, fb, arr.desc(result), sa, sb)
     if ws:
         emit(ws)
     return result
