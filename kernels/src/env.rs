@@ -33,6 +33,8 @@ pub fn report() -> Vec<(&'static str, Option<String>)> {
         "MMAEMU_DISABLE_CUDA",
         "MMAEMU_ALLOW_GATED_KERNELS",
         "MMAEMU_NATIVE",
+        "MMAEMU_PLATFORMS",
+        "MMAEMU_MAX_BYTES",
     ]
     .into_iter()
     .map(|k| (k, std::env::var(k).ok()))

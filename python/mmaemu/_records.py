@@ -6,12 +6,15 @@ calls that make them are in ``_api``.
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from .errors import WARNING_CLASSES
 
 _SCHEMES = ("serial", "pairwise", "contiguous")
+# A split rule by name (docs/platform-format.md, "Split-K schemes as rules"): `interleaved64/pairwise/restart2`.
+_RULE = re.compile(r"(interleaved|contiguous)[1-9][0-9]*/(serial|pairwise|reversed|tree)(/restart[1-9][0-9]*e?)?")
 
 # ---------------------------------------------------------------------------------------------------------
 # Records
@@ -20,8 +23,9 @@ _SCHEMES = ("serial", "pairwise", "contiguous")
 @dataclass(frozen=True)
 class SplitK:
     """An explicit split: ``S`` splits combined with ``scheme`` (``"serial"``, ``"pairwise"``: the Ada
-    kernels' 64-wide k-tiles t mod S; ``"contiguous"``: runs of the Hopper kernels' 128-wide k-tiles);
-    ``S = 1`` has the scheme ``"none"``. Accepted as ``splitk=`` like ``(S, scheme)``."""
+    kernels' 64-wide k-tiles t mod S; ``"contiguous"``: runs of the Hopper kernels' 128-wide k-tiles; or a split
+    rule by name, as ``mmaemu fit splitk`` reports it: ``"interleaved64/pairwise/restart2"``); ``S = 1`` has the
+    scheme ``"none"``. Accepted as ``splitk=`` like ``(S, scheme)``."""
 
     S: int = 1
     scheme: str = "none"
@@ -31,8 +35,13 @@ class SplitK:
             raise ValueError(f"SplitK.S must be an int >= 1, got {self.S!r}")
         if self.S == 1 and self.scheme != "none":
             raise ValueError(f"S = 1 has no reduction scheme (got {self.scheme!r}); use scheme='none'")
-        if self.S > 1 and self.scheme not in _SCHEMES:
-            raise ValueError(f"S = {self.S} requires scheme 'serial', 'pairwise' or 'contiguous', got {self.scheme!r}")
+        if self.S > 1 and self.scheme not in _SCHEMES and not (
+            isinstance(self.scheme, str) and _RULE.fullmatch(self.scheme)
+        ):
+            raise ValueError(
+                f"S = {self.S} requires scheme 'serial', 'pairwise' or 'contiguous', or a split rule such as "
+                f"'interleaved64/pairwise/restart2', got {self.scheme!r}"
+            )
 
 
 SplitArg = Union[str, int, Tuple[int, str], SplitK]

@@ -99,3 +99,20 @@ def test_a_damaged_bundle_is_a_data_error(tmp_path: pathlib.Path) -> None:
         f.write("\n")
     with pytest.raises(DataError, match="sha256"):
         mmaemu.load_profile(str(d))
+
+
+def test_a_fitted_rule_is_a_split_scheme() -> None:
+    # The RTX 4060's customOption 1 splits as `interleaved64/pairwise/restart2` (docs/platform-format.md): by that
+    # name it is ada's `pairwise`, fast and slow; a name that is no rule is refused.
+    g = torch.Generator().manual_seed(11)
+    a = torch.randn(4, 4096, generator=g).to(torch.float8_e4m3fn)
+    b = torch.randn(32, 4096, generator=g).to(torch.float8_e4m3fn).t()
+    one = torch.ones((), dtype=torch.float32)
+    for fast in (False, True):
+        by_rule = mmaemu.scaled_mm(a, b, one, one, out_dtype=torch.float32, use_fast_accum=fast, profile="ada",
+                                   splitk=mmaemu.SplitK(5, "interleaved64/pairwise/restart2"))
+        by_name = mmaemu.scaled_mm(a, b, one, one, out_dtype=torch.float32, use_fast_accum=fast, profile="ada",
+                                   splitk=(5, "pairwise"))
+        assert torch.equal(by_rule.view(torch.int32), by_name.view(torch.int32))
+    with pytest.raises(ValueError, match="split rule"):
+        mmaemu.SplitK(5, "interleaved64/sideways")
