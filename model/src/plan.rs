@@ -231,7 +231,11 @@ impl Plan {
                 split.scheme()
             )));
         }
-        if s > 1 && preset.builtin_kind().is_some() && !preset.allowed_schemes().contains(&split.scheme()) {
+        // A built-in preset's kernels split as documented: another documented scheme is refused. A rule given by
+        // name (a bundle's table, a fit) is the data's claim and is planned as given.
+        let documented = !matches!(split.scheme(), Scheme::Rule(_));
+        if s > 1 && documented && preset.builtin_kind().is_some() && !preset.allowed_schemes().contains(&split.scheme())
+        {
             let allowed: Vec<_> = preset.allowed_schemes().iter().map(|x| x.name()).collect();
             return Err(Error::invalid_value(format!(
                 "scheme '{}' is not a split-K layout of preset '{}': its cuBLASLt kernels split as {}",
