@@ -14,6 +14,7 @@ pub mod block;
 pub mod call;
 pub mod epilogue;
 pub mod exact;
+pub mod fast;
 pub mod summary;
 pub mod text;
 
@@ -382,7 +383,7 @@ pub fn combine(scheme: Scheme, p: &[f32]) -> (f32, Vec<Addition>) {
 }
 
 /// §3.7: the accumulator of an output whose row of A or B holds a non-finite code, and why.
-fn nonfinite_rule(fa: Format, fb: Format, ra: &[u8], rb: &[u8]) -> (f32, String) {
+pub(crate) fn nonfinite_rule(fa: Format, fb: Format, ra: &[u8], rb: &[u8]) -> (f32, String) {
     let nan_code =
         ra.iter().any(|&c| fa.decoded(c).class == Class::Nan) || rb.iter().any(|&c| fb.decoded(c).class == Class::Nan);
     let (mut pos, mut neg, mut inf_zero) = (false, false, false);
