@@ -15,12 +15,13 @@ pub mod call;
 pub mod epilogue;
 pub mod exact;
 pub mod fast;
+pub mod json;
 pub mod summary;
 pub mod text;
 
 pub use attribute::{attribute, Attribution};
 pub use block::{Block, ExpSource, Term};
-pub use call::{attribute_scaled_mm, trace_scaled_mm};
+pub use call::{attribute_scaled_mm, attribute_scaled_mm_with, trace_scaled_mm};
 pub use epilogue::EpilogueTrace;
 pub use exact::Exact;
 

@@ -13,7 +13,7 @@ use crate::preset::Preset;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The largest M·N an attribution takes: it keeps one [`OutputFigures`] per output (64 bytes; 1 GiB at the limit),
+/// The largest M·N an attribution takes: it keeps one [`OutputFigures`] per output (72 bytes; 1.2 GB at the limit),
 /// checked against the memory ceiling (`limits`) as well.
 pub const MAX_OUTPUTS: u64 = 1 << 24;
 
@@ -52,6 +52,8 @@ pub struct OutputFigures {
     pub emulated: f64,
     /// The total and the four parts in ulps of the out dtype at the exact result, signed (nearest f64).
     pub ulps: [f64; 5],
+    /// The exponent of that ulp (a part's value is ulps · 2^ulp_exp).
+    pub ulp_exp: i32,
 }
 
 /// The attribution of a whole GEMM.
@@ -121,15 +123,16 @@ pub fn attribute_exact(
 /// One output's figures from its attribution; checks that the parts sum exactly to the total.
 fn figures(out: OutDtype, i: usize, j: usize, bits: u32, a: Option<Attribution>) -> Result<OutputFigures> {
     let Some(a) = a else {
-        return Ok(OutputFigures { bits, attributed: false, exact: 0.0, emulated: out.to_f64(bits), ulps: [0.0; 5] });
+        return Ok(OutputFigures { bits, attributed: false, exact: 0.0, emulated: out.to_f64(bits), ulps: [0.0; 5], ulp_exp: 0 });
     };
     if a.parts_sum() != a.total {
         return Err(Error::invalid_value(format!("the attribution of ({i}, {j}) does not add up")));
     }
-    let unit = Exact::new(1, -ulp_exp(out, &a.exact));
+    let ue = ulp_exp(out, &a.exact);
+    let unit = Exact::new(1, -ue);
     let parts = [&a.total, &a.term_truncation, &a.block_truncation, &a.combination, &a.epilogue];
     let ulps = parts.map(|p| p.mul(&unit).to_f64());
-    Ok(OutputFigures { bits, attributed: true, exact: a.exact.to_f64(), emulated: a.emulated.to_f64(), ulps })
+    Ok(OutputFigures { bits, attributed: true, exact: a.exact.to_f64(), emulated: a.emulated.to_f64(), ulps, ulp_exp: ue })
 }
 
 /// Attribute every output of the plan over `ops` with the epilogue `epi` (None: the fp32 accumulator).
