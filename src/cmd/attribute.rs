@@ -73,7 +73,7 @@ fn attribute_flags(f: &CallFlags, what: &str) -> Result<GemmAttribution, Command
     let (m, n, _) = super::trace::shape(f)?;
     let pb = bar(m.saturating_mul(n), what);
     let r = with_call(f, None, |call| {
-        attribute_scaled_mm_with(call, &|d| {
+        attribute_scaled_mm_with(call, &|d: usize| {
             if let Some(pb) = &pb {
                 pb.set_position(d as u64)
             }
@@ -147,12 +147,14 @@ pub fn run(args: AttributeArgs) -> CommandResult {
             }
             let id = args.row.as_deref().ok_or_else(|| CommandError::bad_input("a recording needs --row ID"))?;
             let rec = read_recording(path).map_err(CommandError::bad_input)?;
-            let row = rec.rows.iter().find(|r| r.id == id).ok_or_else(|| {
-                CommandError::bad_input(format!("{}: no row with id {id:?}", path.display()))
-            })?;
+            let row = rec
+                .rows
+                .iter()
+                .find(|r| r.id == id)
+                .ok_or_else(|| CommandError::bad_input(format!("{}: no row with id {id:?}", path.display())))?;
             let total = usize::try_from(row.m.saturating_mul(row.n)).unwrap_or(0);
             let pb = bar(total, &format!("row {id}"));
-            let r = attribute_row(row, &|d| {
+            let r = attribute_row(row, &|d: usize| {
                 if let Some(pb) = &pb {
                     pb.set_position(d as u64)
                 }
@@ -286,7 +288,10 @@ fn comparison_text(c: &Comparison) -> String {
         s += &format!(" (first: {})", first.join(" "));
     }
     s += "\n";
-    s += &format!("{:<27} {:>9} {:>11} {:>11} {:>9}\n", "source of the difference", "outputs", "mean ulps", "max ulps", "largest");
+    s += &format!(
+        "{:<27} {:>9} {:>11} {:>11} {:>9}\n",
+        "source of the difference", "outputs", "mean ulps", "max ulps", "largest"
+    );
     for (src, name) in c.by_source.iter().zip(&SOURCES[1..]) {
         s += &format!("{name:<27} {:>9} {:>11.4} {:>11.4} {:>9}\n", src.0, src.1, src.2, src.3);
     }

@@ -35,7 +35,13 @@ fn hbar(title: &str, bars: &[(String, Vec<(f64, &str, String)>, String)], legend
     }
     for (i, (label, segs, note)) in bars.iter().enumerate() {
         let y = top + row_h * i as f64;
-        let _ = write!(s, "<text x=\"{}\" y=\"{}\" class=\"l\" text-anchor=\"end\">{}</text>", label_w - 6.0, y + 13.0, esc(label));
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" class=\"l\" text-anchor=\"end\">{}</text>",
+            label_w - 6.0,
+            y + 13.0,
+            esc(label)
+        );
         let mut x = label_w;
         for (v, colour, name) in segs {
             let w = chart_w * v / max;
@@ -66,9 +72,15 @@ fn histograms(r: &GemmAttribution) -> String {
                 .histogram
                 .iter()
                 .enumerate()
-                .map(|(b, &c)| (c as f64 / r.attributed.max(1) as f64, PALETTE[b], format!("{} ulps: {c} outputs", names[b])))
+                .map(|(b, &c)| {
+                    (c as f64 / r.attributed.max(1) as f64, PALETTE[b], format!("{} ulps: {c} outputs", names[b]))
+                })
                 .collect();
-            (src.name.to_string(), segs, format!("{:.1}% nonzero", 100.0 * src.affected as f64 / r.attributed.max(1) as f64))
+            (
+                src.name.to_string(),
+                segs,
+                format!("{:.1}% nonzero", 100.0 * src.affected as f64 / r.attributed.max(1) as f64),
+            )
         })
         .collect();
     let legend: Vec<_> = names.iter().enumerate().map(|(b, n)| (PALETTE[b], format!("{n} ulps"))).collect();
@@ -83,7 +95,11 @@ fn means(r: &GemmAttribution) -> String {
         .enumerate()
         .map(|(i, src)| {
             let colour = if i == 0 { "#424242" } else { SOURCE_COLOURS[i - 1] };
-            (src.name.to_string(), vec![(src.mean_ulps, colour, src.name.to_string())], format!("{:.4} (max {:.4})", src.mean_ulps, src.max_ulps))
+            (
+                src.name.to_string(),
+                vec![(src.mean_ulps, colour, src.name.to_string())],
+                format!("{:.4} (max {:.4})", src.mean_ulps, src.max_ulps),
+            )
         })
         .collect();
     hbar("Mean |part| in ulps (largest in brackets)", &bars, &[])
@@ -145,7 +161,9 @@ fn error_map(r: &GemmAttribution) -> String {
 }
 
 fn table(r: &GemmAttribution) -> String {
-    let mut s = String::from("<table><tr><th>source</th><th>outputs affected</th><th>mean |part| (ulps)</th><th>max |part| (ulps)</th>");
+    let mut s = String::from(
+        "<table><tr><th>source</th><th>outputs affected</th><th>mean |part| (ulps)</th><th>max |part| (ulps)</th>",
+    );
     for b in bins() {
         let _ = write!(s, "<th>{}</th>", esc(&b));
     }
@@ -169,14 +187,23 @@ fn table(r: &GemmAttribution) -> String {
 }
 
 fn comparisons(base: &GemmAttribution, cs: &[Comparison]) -> String {
-    let mut s = String::from("<h2>Compared variants</h2><table><tr><th>variant</th><th>outputs differing</th><th>first differing</th>");
+    let mut s = String::from(
+        "<h2>Compared variants</h2><table><tr><th>variant</th><th>outputs differing</th><th>first differing</th>",
+    );
     for name in &SOURCES[1..] {
         let _ = write!(s, "<th>{} (outputs / mean ulps / largest in)</th>", esc(name));
     }
     s.push_str("</tr>");
     for c in cs {
         let first: Vec<String> = c.first.iter().take(4).map(|(i, j)| format!("({i}, {j})")).collect();
-        let _ = write!(s, "<tr><td>{}</td><td>{} of {}</td><td>{}</td>", esc(&c.name), c.differ, base.outputs, first.join(" "));
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{} of {}</td><td>{}</td>",
+            esc(&c.name),
+            c.differ,
+            base.outputs,
+            first.join(" ")
+        );
         for src in &c.by_source {
             let _ = write!(s, "<td>{} / {:.4} / {}</td>", src.0, src.1, src.3);
         }

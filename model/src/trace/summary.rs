@@ -123,7 +123,14 @@ pub fn attribute_exact(
 /// One output's figures from its attribution; checks that the parts sum exactly to the total.
 fn figures(out: OutDtype, i: usize, j: usize, bits: u32, a: Option<Attribution>) -> Result<OutputFigures> {
     let Some(a) = a else {
-        return Ok(OutputFigures { bits, attributed: false, exact: 0.0, emulated: out.to_f64(bits), ulps: [0.0; 5], ulp_exp: 0 });
+        return Ok(OutputFigures {
+            bits,
+            attributed: false,
+            exact: 0.0,
+            emulated: out.to_f64(bits),
+            ulps: [0.0; 5],
+            ulp_exp: 0,
+        });
     };
     if a.parts_sum() != a.total {
         return Err(Error::invalid_value(format!("the attribution of ({i}, {j}) does not add up")));
@@ -132,7 +139,14 @@ fn figures(out: OutDtype, i: usize, j: usize, bits: u32, a: Option<Attribution>)
     let unit = Exact::new(1, -ue);
     let parts = [&a.total, &a.term_truncation, &a.block_truncation, &a.combination, &a.epilogue];
     let ulps = parts.map(|p| p.mul(&unit).to_f64());
-    Ok(OutputFigures { bits, attributed: true, exact: a.exact.to_f64(), emulated: a.emulated.to_f64(), ulps, ulp_exp: ue })
+    Ok(OutputFigures {
+        bits,
+        attributed: true,
+        exact: a.exact.to_f64(),
+        emulated: a.emulated.to_f64(),
+        ulps,
+        ulp_exp: ue,
+    })
 }
 
 /// Attribute every output of the plan over `ops` with the epilogue `epi` (None: the fp32 accumulator).
