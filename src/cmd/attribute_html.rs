@@ -114,7 +114,11 @@ fn error_map(r: &GemmAttribution) -> String {
         let c = &mut cells[(i * cm / r.m.max(1)) * cn + j * cn / r.n.max(1)];
         *c = c.max(if f.attributed { f.ulps[0].abs() } else { f64::NAN });
     }
-    let max = cells.iter().copied().filter(|v| v.is_finite()).fold(0.0, f64::max).max(1e-300);
+    // The colour scale ends at the 99th percentile of the cells (a few cancelling outputs near zero have errors of
+    // many ulps and would wash out the rest); cells above it take the darkest colour.
+    let mut finite: Vec<f64> = cells.iter().copied().filter(|v| v.is_finite()).collect();
+    finite.sort_by(f64::total_cmp);
+    let max = finite.get(finite.len().saturating_sub(1) * 99 / 100).copied().unwrap_or(0.0).max(1e-300);
     let (px, top, left) = ((600.0 / cm.max(cn) as f64).floor().max(2.0), 30.0, 40.0);
     let (w, h) = (left + px * cn as f64 + 200.0, top + px * cm as f64 + 30.0);
     let mut s = svg_open(w, h, "|total error| in ulps over the outputs (rows i down, columns j across)");
@@ -124,7 +128,7 @@ fn error_map(r: &GemmAttribution) -> String {
             "#9e9e9e".to_string()
         } else {
             // White to dark red on a square-root scale.
-            let t = (v / max).sqrt();
+            let t = (v / max).min(1.0).sqrt();
             let g = (255.0 * (1.0 - t)) as u8;
             format!("rgb(255,{g},{})", (g as f64 * 0.9) as u8)
         };
@@ -148,6 +152,9 @@ fn error_map(r: &GemmAttribution) -> String {
             top + 18.0 * k as f64 + 11.0,
             max * t * t
         );
+        if k == 4 {
+            let _ = write!(s, "<text x=\"{}\" y=\"{}\" class=\"l\">and above</text>", lx + 100.0, top + 83.0);
+        }
     }
     let _ = write!(
         s,
