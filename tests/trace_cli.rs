@@ -130,7 +130,7 @@ fn attribute_a_generated_call() {
     }
     // More outputs than the attribution keeps figures for: a clear error before any work, exit 1.
     let (code, _, err) =
-        mmaemu(&["attribute", "--m", "8192", "--n", "4096", "--k", "1", "--profile", "hopper", "--fast"]);
+        mmaemu(&["attribute", "--m", "8192", "--n", "4096", "--k", "16", "--profile", "hopper", "--fast"]);
     assert_eq!(code, 1);
     assert!(err.contains("limit"), "{err}");
 }
