@@ -129,8 +129,20 @@ fn attribute_a_generated_call() {
         assert_eq!(s["histogram"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).sum::<u64>(), 128);
     }
     // More outputs than the attribution keeps figures for: a clear error before any work, exit 1.
-    let (code, _, err) =
-        mmaemu(&["attribute", "--m", "8192", "--n", "4096", "--k", "16", "--profile", "hopper", "--fast"]);
+    let (code, _, err) = mmaemu(&[
+        "attribute",
+        "--m",
+        "8192",
+        "--n",
+        "4096",
+        "--k",
+        "16",
+        "--profile",
+        "hopper",
+        "--fast",
+        "--splitk",
+        "1",
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("limit"), "{err}");
 }
@@ -143,16 +155,18 @@ fn attribute_compares_variants_and_writes_html() {
         "--m",
         "16",
         "--n",
-        "8",
+        "16",
         "--k",
         "512",
+        "--splitk",
+        "1",
         "--profile",
         "hopper",
         "--fast",
         "--out",
         "bf16",
         "--compare",
-        "ada,slow,fp32,ada:s1",
+        "ada,slow,fp32,ada:slow",
         "--json",
         "--html",
         html.to_str().unwrap(),
@@ -171,7 +185,7 @@ fn attribute_compares_variants_and_writes_html() {
     }
     // fp32 out against bf16 out: the epilogue's second rounding is what differs, and it differs on most outputs.
     let fp32 = &cs[2];
-    assert!(fp32["outputs_differing"].as_u64().unwrap() > 64, "{fp32}");
+    assert!(fp32["outputs_differing"].as_u64().unwrap() > 128, "{fp32}");
     assert_eq!(fp32["difference_by_source"][0]["outputs"], 0);
     // Hopper and ada truncate in blocks of 32 and 16: the term truncation differs.
     assert!(cs[0]["difference_by_source"][0]["outputs"].as_u64().unwrap() > 0, "{}", cs[0]);
