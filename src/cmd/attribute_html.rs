@@ -17,8 +17,11 @@ fn svg_open(width: f64, height: f64, title: &str) -> String {
     )
 }
 
-/// Horizontal stacked bars: (label, segments of (value, colour, name), note), scaled to the largest total.
-fn hbar(title: &str, bars: &[(String, Vec<(f64, &str, String)>, String)], legend: &[(&str, String)]) -> String {
+/// One bar: its label, its segments (value, colour, name) and a note after it.
+type Bar<'a> = (String, Vec<(f64, &'a str, String)>, String);
+
+/// Horizontal stacked bars, scaled to the largest total.
+fn hbar(title: &str, bars: &[Bar<'_>], legend: &[(&str, String)]) -> String {
     let (label_w, chart_w, row_h, top) = (230.0, 560.0, 20.0, 48.0);
     let max = bars.iter().map(|b| b.1.iter().map(|s| s.0).sum::<f64>()).fold(0.0, f64::max).max(1e-300);
     let mut s = svg_open(label_w + chart_w + 190.0, top + row_h * bars.len() as f64 + 10.0, title);
