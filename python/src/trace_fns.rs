@@ -56,13 +56,13 @@ fn summary_json(r: &GemmAttribution) -> String {
     .to_string()
 }
 
+/// The attribution for Python: the summary JSON, then bits, attributed, exact, emulated and ulps as bytes.
+type Attributed<'py> =
+    (String, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
 /// Every output of the call attributed: (summary JSON, bits, attributed, exact, emulated, ulps) as bytes.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
-pub fn attribute<'py>(
-    py: Python<'py>,
-    args: CallArgs,
-) -> PyResult<(String, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+pub fn attribute<'py>(py: Python<'py>, args: CallArgs) -> PyResult<Attributed<'py>> {
     no_panic(|| {
         let r = py
             .detach(|| {
