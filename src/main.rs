@@ -93,7 +93,7 @@ enum Command {
     },
     /// The trace of one output element: plan, every block, every fp32 addition, the epilogue.
     Trace(Box<cmd::trace::TraceArgs>),
-    /// Attribute every output's error to its sources (exact, for calls up to 2^24 products).
+    /// Attribute every output's error to its sources (term and block truncation, additions, epilogue), compare variants.
     Attribute(Box<cmd::attribute::AttributeArgs>),
     /// Profiles, presets, backends, split-K tables and environment.
     Info {

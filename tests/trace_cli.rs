@@ -29,6 +29,15 @@ fn recorded_rows_end_in_their_recorded_bits() {
     assert!(rows.len() >= 3);
     for row in rows {
         let f = file.to_str().unwrap();
+        // The last element as well as (1, 1): JSON ends in the recorded bits.
+        let last = format!("{},{}", row.m - 1, row.n - 1);
+        for el in [last.as_str(), "0,1"] {
+            let (code, out, err) = mmaemu(&["trace", f, "--row", &row.id, "--element", el, "--json"]);
+            assert_eq!(code, 0, "row {} element {el}: {err}", row.id);
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(v["matches_recording"], true, "row {} element {el}", row.id);
+            assert_eq!(v["bits"], v["recorded_bits"]);
+        }
         let (code, out, err) = mmaemu(&["trace", f, "--row", &row.id, "--element", "1,1", "--json"]);
         assert_eq!(code, 0, "row {}: {err}", row.id);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -119,15 +128,15 @@ fn attribute_a_generated_call() {
     for s in sources {
         assert_eq!(s["histogram"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).sum::<u64>(), 128);
     }
-    // Too large for the exact attribution: a clear error, exit 1.
+    // More outputs than the attribution keeps figures for: a clear error before any work, exit 1.
     let (code, _, err) = mmaemu(&[
         "attribute",
         "--m",
-        "1024",
+        "8192",
         "--n",
-        "1024",
+        "4096",
         "--k",
-        "1024",
+        "16",
         "--profile",
         "hopper",
         "--fast",
@@ -136,6 +145,80 @@ fn attribute_a_generated_call() {
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("limit"), "{err}");
+}
+
+#[test]
+fn attribute_compares_variants_and_writes_html() {
+    let html = std::env::temp_dir().join(format!("mmaemu-attribute-{}.html", std::process::id()));
+    let (code, out, err) = mmaemu(&[
+        "attribute",
+        "--m",
+        "16",
+        "--n",
+        "16",
+        "--k",
+        "512",
+        "--splitk",
+        "1",
+        "--profile",
+        "hopper",
+        "--fast",
+        "--out",
+        "bf16",
+        "--compare",
+        "ada,slow,fp32,ada:slow",
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let cs = v["comparisons"].as_array().unwrap();
+    assert_eq!(cs.len(), 4);
+    for c in cs {
+        assert_eq!(c["exact_checks"], c["attributed"]);
+        let differ = c["outputs_differing"].as_u64().unwrap();
+        // Every differing attributed output has exactly one source where it differs most.
+        let largest: u64 =
+            c["difference_by_source"].as_array().unwrap().iter().map(|s| s["largest_in"].as_u64().unwrap()).sum();
+        assert!(largest <= differ, "{c}");
+    }
+    // fp32 out against bf16 out: the epilogue's second rounding is what differs, and it differs on most outputs.
+    let fp32 = &cs[2];
+    assert!(fp32["outputs_differing"].as_u64().unwrap() > 128, "{fp32}");
+    assert_eq!(fp32["difference_by_source"][0]["outputs"], 0);
+    // Hopper and ada truncate in blocks of 32 and 16: the term truncation differs.
+    assert!(cs[0]["difference_by_source"][0]["outputs"].as_u64().unwrap() > 0, "{}", cs[0]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let _ = std::fs::remove_file(&html);
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg") && page.contains("Compared variants"));
+    assert!(
+        !page.contains("<script") && !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "self-contained"
+    );
+}
+
+#[test]
+fn attribute_a_recorded_row() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/recordings/rtx4060-gemm.parquet");
+    let rec = read_recording(&file).unwrap();
+    let row = rec
+        .rows
+        .iter()
+        .find(|r| {
+            matches!(r.expected, Expectation::Bits(_))
+                && r.m * r.n <= 4096
+                && r.batch <= 1
+                && r.out_select == mmaemu_datasets::OutSelect::Full
+        })
+        .unwrap();
+    let (code, out, err) = mmaemu(&["attribute", file.to_str().unwrap(), "--row", &row.id, "--json"]);
+    assert_eq!(code, 0, "row {}: {err}", row.id);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["outputs"].as_i64().unwrap(), row.m * row.n);
+    assert_eq!(v["exact_checks"], v["attributed"]);
+    let (code, _, err) = mmaemu(&["attribute", file.to_str().unwrap(), "--row", "no-such-row"]);
+    assert_eq!(code, 2, "{err}");
 }
 
 #[test]

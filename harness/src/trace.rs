@@ -1,11 +1,13 @@
 //! The trace of one element of a recorded row: the row's call rebuilt as the replay rebuilds it (ops `mma`,
-//! `accumulator`, `gemm`, `scaled_mm`), traced with `mmaemu_model::trace`, and the element's recorded bits.
+//! `accumulator`, `gemm`, `scaled_mm`), traced with `mmaemu_model::trace`, and the element's recorded bits; the
+//! attribution of a whole row's GEMM.
 
 use crate::call::{split_request, CallParts};
 use crate::replay::{format_of, gemm_epilogue, split_of};
 use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
 use mmaemu_model::epilogue::from_le_bytes;
-use mmaemu_model::trace::{trace_dot, trace_element, trace_scaled_mm, Trace};
+use mmaemu_model::trace::summary::{attribute_gemm_with, GemmAttribution};
+use mmaemu_model::trace::{attribute_scaled_mm_with, trace_dot, trace_element, trace_scaled_mm, Trace};
 use mmaemu_model::{Operands, OutDtype, Plan, Preset};
 
 /// (batch, m, n, k) of a row as sizes.
@@ -100,6 +102,39 @@ pub fn trace_row(row: &Row, index: usize) -> Result<Trace, String> {
         Op::ScaledMm => {
             let parts = CallParts::of_row(row)?;
             trace_scaled_mm(&parts.call(split_request(row, &crate::Under::own())?), i, j).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// Attribute every output of a row's GEMM (ops `accumulator`, `gemm`, `scaled_mm`; one batch), rebuilt as
+/// [`trace_row`] rebuilds it, calling `progress(outputs done)`.
+pub fn attribute_row(row: &Row, progress: &(dyn Fn(usize) + Sync)) -> Result<GemmAttribution, String> {
+    let (batch, m, n, k) = dims(row)?;
+    if batch > 1 {
+        return Err(format!("the row holds {batch} batched products: attribution takes one GEMM"));
+    }
+    if row.out_select != OutSelect::Full {
+        return Err("the row keeps only the diagonal of its result: attribution takes a full GEMM".into());
+    }
+    match row.op {
+        Op::Mma => Err("op mma is one block chain per element from c, not a GEMM: use `mmaemu trace`".into()),
+        Op::Accumulator | Op::Gemm => {
+            let preset = Preset::by_name(&row.preset).map_err(|e| e.to_string())?;
+            let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
+            let fast = row.fast_accum.ok_or("fast_accum is null")?;
+            let plan = Plan::new(&preset, k, fast, split_of(row)?).map_err(|e| e.to_string())?;
+            let a = row.a.get(..m * k).ok_or("a is shorter than its shape")?;
+            let b = row.b.get(..n * k).ok_or("b is shorter than its shape")?;
+            let ops = Operands { fa, fb, a, b, m, n, k };
+            let epi = match row.op {
+                Op::Gemm => Some(gemm_epilogue(row, fa)?),
+                _ => None,
+            };
+            attribute_gemm_with(&preset, &plan, &ops, epi.as_ref(), progress).map_err(|e| e.to_string())
+        }
+        Op::ScaledMm => {
+            let parts = CallParts::of_row(row)?;
+            attribute_scaled_mm_with(&parts.call(split_request(row)?), progress).map_err(|e| e.to_string())
         }
     }
 }

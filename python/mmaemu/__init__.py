@@ -12,6 +12,7 @@ from ._api import *  # noqa: F401,F403  (the names of _api.__all__)
 from ._arrays import Codes, codes
 from ._core import __version__
 from ._patch import install, installed, patch, uninstall
+from ._trace import Attribution, attribute, trace
 from .errors import *  # noqa: F401,F403  (the error and warning classes of errors.__all__)
 from . import model, testing, datasets  # noqa: E402  (after the API they build on)
 
@@ -31,6 +32,9 @@ __all__ = [
     *(name for name in errors.__all__ if name != "WARNING_CLASSES"),
     "codes",
     "Codes",
+    "trace",
+    "attribute",
+    "Attribution",
     "patch",
     "install",
     "uninstall",

@@ -118,7 +118,7 @@ impl CallArgs {
     ///
     /// # Safety
     /// Every described tensor must stay alive and unwritten while the call is used.
-    unsafe fn call(&self, dry: bool) -> Result<ScaledMm<'_>, Error> {
+    pub(crate) unsafe fn call(&self, dry: bool) -> Result<ScaledMm<'_>, Error> {
         self.budget(dry)?;
         let strict = budget::strict()?;
         let out = match &self.out {

@@ -10,6 +10,7 @@ mod direct;
 mod errors;
 mod info;
 mod model_fns;
+mod trace_fns;
 
 use pyo3::prelude::*;
 
@@ -22,6 +23,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calls::fill, m)?)?;
     m.add_function(wrap_pyfunction!(budget::check_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(model_fns::dot, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_fns::trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_fns::attribute, m)?)?;
     m.add_function(wrap_pyfunction!(model_fns::epilogue, m)?)?;
     m.add_function(wrap_pyfunction!(info::get_profile, m)?)?;
     m.add_function(wrap_pyfunction!(info::list_profiles, m)?)?;

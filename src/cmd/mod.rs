@@ -3,6 +3,7 @@
 //! `main` prints the error and turns both into the exit status (the table is in the README).
 
 pub mod attribute;
+pub mod attribute_html;
 pub mod bench;
 pub mod datasets;
 pub mod explain;

@@ -8,7 +8,7 @@
 // scale_result multiplies everything by it and adds its own rounding, and the out dtype's rounding comes last.
 
 use super::exact::Exact;
-use super::Trace;
+use super::{EpilogueTrace, Trace};
 
 /// The difference between an element's emulated and exact values, split into its sources.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,8 +70,22 @@ pub fn attribute(t: &Trace) -> Option<Attribution> {
     for a in &t.combination {
         comb = comb.add(a.error.as_ref()?);
     }
-    let acc = Exact::of_f32(t.accumulator)?;
-    let Some(e) = &t.epilogue else {
+    finish(exact, terms, block, comb, t.accumulator, t.epilogue.as_ref())
+}
+
+/// The attribution from the accumulator's parts (Σ a·b exact, −term drops, −normalisation drops and late-c errors,
+/// combination errors) and the epilogue's trace: the epilogue's roundings, and every part scaled by what multiplies
+/// it later. None when a value of the epilogue is not finite.
+pub(crate) fn finish(
+    exact: Exact,
+    terms: Exact,
+    block: Exact,
+    comb: Exact,
+    accumulator: f32,
+    epilogue: Option<&EpilogueTrace>,
+) -> Option<Attribution> {
+    let acc = Exact::of_f32(accumulator)?;
+    let Some(e) = epilogue else {
         let total = acc.sub(&exact);
         return Some(Attribution {
             exact,

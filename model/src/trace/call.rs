@@ -75,6 +75,14 @@ fn row(v: &crate::tensor::View<'_>, i: usize, name: &str) -> Result<Vec<u8>> {
 
 /// Attribute every output of `call` ([`super::summary::attribute_gemm`]) with the call's preset, split and epilogue.
 pub fn attribute_scaled_mm(call: &ScaledMm<'_>) -> Result<super::summary::GemmAttribution> {
+    attribute_scaled_mm_with(call, &|_| {})
+}
+
+/// [`attribute_scaled_mm`], calling `progress(outputs done)` as rows of outputs finish.
+pub fn attribute_scaled_mm_with(
+    call: &ScaledMm<'_>,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<super::summary::GemmAttribution> {
     let plan = call.explain();
     if let Validation::Error { .. } = plan.validation {
         return match call.clone().run() {
@@ -106,5 +114,5 @@ pub fn attribute_scaled_mm(call: &ScaledMm<'_>) -> Result<super::summary::GemmAt
         scale_result: call.scale_result.as_ref().map(|s| scale(&s.values)),
         out: od,
     };
-    super::summary::attribute_gemm(&profile.preset, &p, &ops, Some(&epi))
+    super::summary::attribute_gemm_with(&profile.preset, &p, &ops, Some(&epi), progress)
 }

@@ -14,12 +14,14 @@ pub mod block;
 pub mod call;
 pub mod epilogue;
 pub mod exact;
+pub mod fast;
+pub mod json;
 pub mod summary;
 pub mod text;
 
 pub use attribute::{attribute, Attribution};
 pub use block::{Block, ExpSource, Term};
-pub use call::{attribute_scaled_mm, trace_scaled_mm};
+pub use call::{attribute_scaled_mm, attribute_scaled_mm_with, trace_scaled_mm};
 pub use epilogue::EpilogueTrace;
 pub use exact::Exact;
 
@@ -382,7 +384,7 @@ pub fn combine(scheme: Scheme, p: &[f32]) -> (f32, Vec<Addition>) {
 }
 
 /// §3.7: the accumulator of an output whose row of A or B holds a non-finite code, and why.
-fn nonfinite_rule(fa: Format, fb: Format, ra: &[u8], rb: &[u8]) -> (f32, String) {
+pub(crate) fn nonfinite_rule(fa: Format, fb: Format, ra: &[u8], rb: &[u8]) -> (f32, String) {
     let nan_code =
         ra.iter().any(|&c| fa.decoded(c).class == Class::Nan) || rb.iter().any(|&c| fb.decoded(c).class == Class::Nan);
     let (mut pos, mut neg, mut inf_zero) = (false, false, false);

@@ -1,17 +1,25 @@
-//! Error attribution over a whole GEMM: every output traced and attributed ([`super::attribute`]), each output's parts
-//! checked to sum exactly to its total, and a summary per source in ulps of the out dtype.
+//! Error attribution over a whole GEMM: every output attributed (in fixed point, [`super::fast`], or by the exact
+//! trace where that does not fit), each output's parts checked to sum exactly to its total, and a summary per source.
 
 use super::attribute::{attribute, Attribution};
 use super::exact::Exact;
+use super::fast::FastGemm;
 use super::trace_element;
 use crate::accumulate::Operands;
 use crate::epilogue::{Epilogue, OutDtype};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::preset::Preset;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The largest M·N·K the exact attribution takes (every product is traced with big-integer values).
-pub const MAX_PRODUCTS: u64 = 1 << 24;
+/// The largest M·N an attribution takes: it keeps one [`OutputFigures`] per output (72 bytes; 1.2 GB at the limit),
+/// checked against the memory ceiling (`limits`) as well.
+pub const MAX_OUTPUTS: u64 = 1 << 24;
+
+/// The names of the total and the four sources, in the order of [`OutputFigures::ulps`].
+pub const SOURCES: [&str; 5] =
+    ["total", "term truncation", "block truncation", "chunk and split additions", "epilogue rounding"];
 
 /// Upper edges of the histogram bins of |part| in ulps: 0, (0, 1/8], (1/8, 1/2], (1/2, 1], (1, 4], above 4.
 pub const BIN_EDGES: [f64; 5] = [0.0, 0.125, 0.5, 1.0, 4.0];
@@ -31,19 +39,46 @@ pub struct SourceSummary {
     pub histogram: [usize; 6],
 }
 
+/// One output's figures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OutputFigures {
+    /// The output's bits (in the out dtype).
+    pub bits: u32,
+    /// Whether it has an attribution (every value on the way finite).
+    pub attributed: bool,
+    /// The exact result (nearest f64; 0 when not attributed).
+    pub exact: f64,
+    /// The emulated value (exactly; NaN or ±Inf when not attributed and not finite).
+    pub emulated: f64,
+    /// The total and the four parts in ulps of the out dtype at the exact result, signed (nearest f64).
+    pub ulps: [f64; 5],
+    /// The exponent of that ulp (a part's value is ulps · 2^ulp_exp).
+    pub ulp_exp: i32,
+}
+
 /// The attribution of a whole GEMM.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GemmAttribution {
+    /// The out dtype (the unit of the ulps).
+    pub out: OutDtype,
+    /// M.
+    pub m: usize,
+    /// N.
+    pub n: usize,
     /// M·N.
     pub outputs: usize,
     /// Outputs with an exact difference (finite on the way).
     pub attributed: usize,
     /// Outputs whose parts were checked to sum exactly to the total (all attributed ones).
     pub exact_checks: usize,
+    /// Outputs attributed by the exact trace because a value did not fit the fixed point.
+    pub exact_fallbacks: usize,
     /// Outputs whose emulated value differs from the exact result.
     pub inexact: usize,
     /// The total error and the four sources, in that order.
     pub sources: Vec<SourceSummary>,
+    /// Every output's figures, row-major [M, N].
+    pub figures: Vec<OutputFigures>,
 }
 
 /// The ulp exponent of the out dtype at `x`.
@@ -58,61 +93,125 @@ pub fn ulp_exp(out: OutDtype, x: &Exact) -> i32 {
     x.ilog2().unwrap_or(emin).max(emin) - mbits
 }
 
-fn summary(name: &'static str, ulps: &[f64]) -> SourceSummary {
+/// The summary of one column of signed ulps.
+pub fn summary(name: &'static str, ulps: impl Iterator<Item = f64> + Clone) -> SourceSummary {
     let mut histogram = [0usize; 6];
-    for &u in ulps {
+    let (mut n, mut sum, mut max, mut affected) = (0usize, 0.0, 0.0f64, 0);
+    for u in ulps.map(f64::abs) {
         histogram[BIN_EDGES.iter().position(|&e| u <= e).unwrap_or(5)] += 1;
+        n += 1;
+        sum += u;
+        max = max.max(u);
+        affected += usize::from(u != 0.0);
     }
-    let n = ulps.len().max(1) as f64;
-    SourceSummary {
-        name,
-        affected: ulps.iter().filter(|&&u| u != 0.0).count(),
-        mean_ulps: ulps.iter().sum::<f64>() / n,
-        max_ulps: ulps.iter().copied().fold(0.0, f64::max),
-        histogram,
-    }
+    SourceSummary { name, affected, mean_ulps: sum / n.max(1) as f64, max_ulps: max, histogram }
 }
 
-/// Attribute every output of the plan over `ops` with the epilogue `epi` (None: the fp32 accumulator). Each output's
-/// parts are checked to sum exactly to its total; a mismatch is an error (it would be a defect of the trace).
+/// Output (i, j) attributed by the exact trace (the oracle of the fixed point): its bits and attribution.
+pub fn attribute_exact(
+    preset: &Preset,
+    plan: &Plan,
+    ops: &Operands<'_>,
+    i: usize,
+    j: usize,
+    epi: Option<&Epilogue>,
+) -> Result<(u32, Option<Attribution>)> {
+    let t = trace_element(preset, plan, ops, i, j, epi)?;
+    Ok((t.bits, attribute(&t)))
+}
+
+/// One output's figures from its attribution; checks that the parts sum exactly to the total.
+fn figures(out: OutDtype, i: usize, j: usize, bits: u32, a: Option<Attribution>) -> Result<OutputFigures> {
+    let Some(a) = a else {
+        return Ok(OutputFigures {
+            bits,
+            attributed: false,
+            exact: 0.0,
+            emulated: out.to_f64(bits),
+            ulps: [0.0; 5],
+            ulp_exp: 0,
+        });
+    };
+    if a.parts_sum() != a.total {
+        return Err(Error::invalid_value(format!("the attribution of ({i}, {j}) does not add up")));
+    }
+    let ue = ulp_exp(out, &a.exact);
+    let unit = Exact::new(1, -ue);
+    let parts = [&a.total, &a.term_truncation, &a.block_truncation, &a.combination, &a.epilogue];
+    let ulps = parts.map(|p| p.mul(&unit).to_f64());
+    Ok(OutputFigures {
+        bits,
+        attributed: true,
+        exact: a.exact.to_f64(),
+        emulated: a.emulated.to_f64(),
+        ulps,
+        ulp_exp: ue,
+    })
+}
+
+/// Attribute every output of the plan over `ops` with the epilogue `epi` (None: the fp32 accumulator).
 pub fn attribute_gemm(
     preset: &Preset,
     plan: &Plan,
     ops: &Operands<'_>,
     epi: Option<&Epilogue>,
 ) -> Result<GemmAttribution> {
+    attribute_gemm_with(preset, plan, ops, epi, &|_| {})
+}
+
+/// [`attribute_gemm`], calling `progress(outputs done)` after each row of outputs (from any thread). Each output's
+/// parts are checked to sum exactly to its total; a mismatch is an error (it would be a defect of the attribution).
+pub fn attribute_gemm_with(
+    preset: &Preset,
+    plan: &Plan,
+    ops: &Operands<'_>,
+    epi: Option<&Epilogue>,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<GemmAttribution> {
     ops.check()?;
-    let products = (ops.m as u64).saturating_mul(ops.n as u64).saturating_mul(ops.k.max(1) as u64);
-    if products > MAX_PRODUCTS {
+    let outputs = (ops.m as u64).saturating_mul(ops.n as u64);
+    if outputs > MAX_OUTPUTS {
         return Err(Error::invalid_value(format!(
-            "M·N·K = {products} is above the exact attribution's limit of {MAX_PRODUCTS} products"
+            "M·N = {outputs} outputs is above the attribution's limit of {MAX_OUTPUTS} outputs"
         )));
     }
+    let bytes = crate::limits::product(&[outputs, std::mem::size_of::<OutputFigures>() as u64]);
+    crate::limits::check("the attribution's per-output figures", bytes).map_err(Error::invalid_value)?;
     let out = epi.map_or(OutDtype::Float32, |e| e.out);
-    let mut cols: [Vec<f64>; 5] = Default::default();
-    let (mut attributed, mut inexact) = (0, 0);
-    for i in 0..ops.m {
-        for j in 0..ops.n {
-            let t = trace_element(preset, plan, ops, i, j, epi)?;
-            let Some(a): Option<Attribution> = attribute(&t) else { continue };
-            if a.parts_sum() != a.total {
-                return Err(Error::invalid_value(format!("the attribution of ({i}, {j}) does not add up")));
-            }
-            attributed += 1;
-            inexact += usize::from(!a.total.is_zero());
-            let unit = Exact::new(1, -ulp_exp(out, &a.exact));
-            let parts = [&a.total, &a.term_truncation, &a.block_truncation, &a.combination, &a.epilogue];
-            for (col, p) in cols.iter_mut().zip(parts) {
-                col.push(p.mul(&unit).to_f64().abs());
-            }
-        }
-    }
-    let names = ["total", "term truncation", "block truncation", "chunk and split additions", "epilogue rounding"];
+    let fast = FastGemm::new(preset, plan, *ops, epi)?;
+    let (done, fallbacks) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let rows: Vec<Vec<OutputFigures>> = (0..ops.m)
+        .into_par_iter()
+        .map(|i| {
+            let row = (0..ops.n)
+                .map(|j| {
+                    let (bits, a) = match fast.element(i, j) {
+                        Some(r) => r,
+                        None => {
+                            fallbacks.fetch_add(1, Ordering::Relaxed);
+                            attribute_exact(preset, plan, ops, i, j, epi)?
+                        }
+                    };
+                    figures(out, i, j, bits, a)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            progress(done.fetch_add(ops.n, Ordering::Relaxed) + ops.n);
+            Ok(row)
+        })
+        .collect::<Result<_>>()?;
+    let figs: Vec<OutputFigures> = rows.into_iter().flatten().collect();
+    let attributed = figs.iter().filter(|f| f.attributed).count();
+    let col = |s: usize| figs.iter().filter(|f| f.attributed).map(move |f| f.ulps[s]);
     Ok(GemmAttribution {
+        out,
+        m: ops.m,
+        n: ops.n,
         outputs: ops.m * ops.n,
         attributed,
         exact_checks: attributed,
-        inexact,
-        sources: names.iter().zip(&cols).map(|(n, c)| summary(n, c)).collect(),
+        exact_fallbacks: fallbacks.into_inner(),
+        inexact: figs.iter().filter(|f| f.attributed && f.ulps[0] != 0.0).count(),
+        sources: SOURCES.iter().enumerate().map(|(s, n)| summary(n, col(s))).collect(),
+        figures: figs,
     })
 }

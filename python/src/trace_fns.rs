@@ -1,0 +1,80 @@
+//! `trace` and `attribute` for Python: one element of a `scaled_mm` call traced (as the trace's JSON), and every
+//! output of a call attributed (the summary as JSON, the per-output figures as little-endian bytes), GIL released.
+
+use crate::calls::CallArgs;
+use crate::errors::{catch, internal, no_panic, to_py};
+use mmaemu_model::trace::json::trace_json;
+use mmaemu_model::trace::summary::GemmAttribution;
+use mmaemu_model::trace::{attribute_scaled_mm, trace_scaled_mm};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// The trace of element (i, j) of the call, as JSON text.
+#[pyfunction]
+pub fn trace(py: Python<'_>, args: CallArgs, i: usize, j: usize) -> PyResult<String> {
+    no_panic(|| {
+        let r = py
+            .detach(|| {
+                catch(|| {
+                    // SAFETY: the Python layer keeps every tensor referenced for the duration of this call; the
+                    // trace only reads them.
+                    let call = unsafe { args.call(false) }?;
+                    trace_scaled_mm(&call, i, j).map(|t| trace_json(&t).to_string())
+                })
+            })
+            .map_err(internal)?;
+        r.map_err(|e| to_py(py, &e))
+    })
+}
+
+/// The per-output figures as bytes: bits (u32), attributed (u8), exact and emulated (f64), the five ulps (f64 each,
+/// [M, N, 5]).
+fn columns(r: &GemmAttribution) -> [Vec<u8>; 5] {
+    let mut c: [Vec<u8>; 5] = Default::default();
+    for f in &r.figures {
+        c[0].extend_from_slice(&f.bits.to_le_bytes());
+        c[1].push(u8::from(f.attributed));
+        c[2].extend_from_slice(&f.exact.to_le_bytes());
+        c[3].extend_from_slice(&f.emulated.to_le_bytes());
+        for u in f.ulps {
+            c[4].extend_from_slice(&u.to_le_bytes());
+        }
+    }
+    c
+}
+
+/// The summary of an attribution as JSON text.
+fn summary_json(r: &GemmAttribution) -> String {
+    serde_json::json!({
+        "outputs": r.outputs, "attributed": r.attributed, "exact_checks": r.exact_checks, "inexact": r.inexact,
+        "out_dtype": r.out.name(), "m": r.m, "n": r.n,
+        "sources": r.sources.iter().map(|s| serde_json::json!({
+            "source": s.name, "affected": s.affected, "mean_ulps": s.mean_ulps, "max_ulps": s.max_ulps,
+            "histogram": s.histogram,
+        })).collect::<Vec<_>>(),
+    })
+    .to_string()
+}
+
+/// The attribution for Python: the summary JSON, then bits, attributed, exact, emulated and ulps as bytes.
+type Attributed<'py> =
+    (String, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// Every output of the call attributed: (summary JSON, bits, attributed, exact, emulated, ulps) as bytes.
+#[pyfunction]
+pub fn attribute<'py>(py: Python<'py>, args: CallArgs) -> PyResult<Attributed<'py>> {
+    no_panic(|| {
+        let r = py
+            .detach(|| {
+                catch(|| {
+                    // SAFETY: as in `trace`.
+                    let call = unsafe { args.call(false) }?;
+                    attribute_scaled_mm(&call).map(|r| (summary_json(&r), columns(&r)))
+                })
+            })
+            .map_err(internal)?;
+        let (s, [bits, att, exact, emulated, ulps]) = r.map_err(|e| to_py(py, &e))?;
+        let b = |v: Vec<u8>| PyBytes::new(py, &v);
+        Ok((s, b(bits), b(att), b(exact), b(emulated), b(ulps)))
+    })
+}

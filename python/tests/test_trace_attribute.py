@@ -1,0 +1,62 @@
+"""``mmaemu.trace`` ends in ``mmaemu.scaled_mm``'s bits; ``mmaemu.attribute``'s parts add up to its total on every
+output and its values are the call's."""
+
+import math
+
+import numpy as np
+import pytest
+
+import mmaemu
+
+torch = pytest.importorskip("torch")
+
+
+def _operands(m, n, k, seed):
+    g = torch.Generator().manual_seed(seed)
+    a = (torch.randn(m, k, generator=g) * 4).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k, generator=g) * 4).to(torch.float8_e4m3fn).t()
+    return a, b
+
+
+@pytest.mark.parametrize("profile,fast,out,split", [("hopper", True, torch.bfloat16, 1),
+                                                    ("ada", False, torch.float32, (3, "serial")),
+                                                    ("hopper", False, torch.float8_e4m3fn, (2, "contiguous"))])
+def test_trace_ends_in_the_calls_bits(profile, fast, out, split):
+    a, b = _operands(5, 16, 208, 1)
+    sa, sb = torch.tensor(0.75), torch.tensor(1.25)
+    want = mmaemu.scaled_mm(a, b, sa, sb, out_dtype=out, use_fast_accum=fast, profile=profile, splitk=split)
+    width = want.element_size() * 8
+    bits = want.view({8: torch.uint8, 16: torch.int16, 32: torch.int32}[width]).numpy().astype(np.int64)
+    bits &= (1 << width) - 1
+    for i, j in [(0, 0), (4, 15), (2, 3)]:
+        t = mmaemu.trace(a, b, sa, sb, out_dtype=out, use_fast_accum=fast, profile=profile, splitk=split,
+                         element=(i, j))
+        assert t["bits"] == bits[i, j], (i, j)
+        assert t["element"] == [i, j]
+
+
+def test_trace_raises_what_the_call_raises():
+    a, b = _operands(2, 16, 32, 2)
+    with pytest.raises(ValueError):
+        mmaemu.trace(a, b, torch.tensor(1.0), torch.tensor(1.0), splitk=1, element=(5, 0))
+
+
+def test_attribute_parts_add_up_and_values_are_the_calls():
+    a, b = _operands(12, 16, 304, 3)
+    sa, sb = torch.tensor(0.5), torch.tensor(3.0)
+    r = mmaemu.attribute(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=True, profile="hopper", splitk=1)
+    assert r.summary["outputs"] == 192 and r.summary["attributed"] == 192
+    assert r.summary["exact_checks"] == 192
+    assert r.ulps.shape == (12, 16, 5) and r.bits.shape == (12, 16)
+    want = mmaemu.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=True, profile="hopper",
+                            splitk=1)
+    assert np.array_equal(r.emulated, want.to(torch.float64).numpy())
+    # The total is emulated − exact (here within f64 rounding of the nearest doubles), and the four parts sum to
+    # it (checked exactly in Rust; here again in f64 with the rounding of five doubles).
+    for i in range(12):
+        for j in range(16):
+            u = r.ulps[i, j]
+            assert math.isclose(u[1] + u[2] + u[3] + u[4], u[0], rel_tol=1e-12, abs_tol=1e-12)
+    names = [s["source"] for s in r.summary["sources"]]
+    assert names == ["total", "term truncation", "block truncation", "chunk and split additions",
+                     "epilogue rounding"]
