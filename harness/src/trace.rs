@@ -122,7 +122,7 @@ pub fn attribute_row(row: &Row, progress: &(dyn Fn(usize) + Sync)) -> Result<Gem
             let preset = Preset::by_name(&row.preset).map_err(|e| e.to_string())?;
             let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
             let fast = row.fast_accum.ok_or("fast_accum is null")?;
-            let plan = Plan::new(&preset, k, fast, split_of(row)?).map_err(|e| e.to_string())?;
+            let plan = Plan::new(&preset, k, fast, split_of(row, &crate::Under::own())?).map_err(|e| e.to_string())?;
             let a = row.a.get(..m * k).ok_or("a is shorter than its shape")?;
             let b = row.b.get(..n * k).ok_or("b is shorter than its shape")?;
             let ops = Operands { fa, fb, a, b, m, n, k };
@@ -134,7 +134,8 @@ pub fn attribute_row(row: &Row, progress: &(dyn Fn(usize) + Sync)) -> Result<Gem
         }
         Op::ScaledMm => {
             let parts = CallParts::of_row(row)?;
-            attribute_scaled_mm_with(&parts.call(split_request(row)?), progress).map_err(|e| e.to_string())
+            attribute_scaled_mm_with(&parts.call(split_request(row, &crate::Under::own())?), progress)
+                .map_err(|e| e.to_string())
         }
     }
 }
