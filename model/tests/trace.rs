@@ -80,7 +80,12 @@ fn fuzz_one(r: &mut Rng, preset: &Preset) {
         SplitK::NONE
     } else {
         let s = 2 + r.below(7) as usize;
-        let schemes = preset.allowed_schemes();
+        // The preset's documented schemes and split rules of other orders and layouts (a bundle's fitted rules).
+        let mut schemes = preset.allowed_schemes().to_vec();
+        for rule in ["interleaved32/tree/restart4", "contiguous64/reversed/restart2", "interleaved16/pairwise/restart3"]
+        {
+            schemes.push(mmaemu_model::Scheme::from_name(rule).unwrap());
+        }
         SplitK::new(s, schemes[r.below(schemes.len() as u64) as usize]).unwrap()
     };
     let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };

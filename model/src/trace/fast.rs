@@ -13,7 +13,7 @@ use super::{epilogue, nonfinite_rule};
 use crate::accumulate::Operands;
 use crate::epilogue::Epilogue;
 use crate::format::{Class, Format};
-use crate::plan::{Plan, Scheme};
+use crate::plan::Plan;
 use crate::preset::{CEntry, Preset};
 
 /// A padding position of a chain (a zero product).
@@ -206,29 +206,18 @@ impl<'a> FastGemm<'a> {
         Some(r)
     }
 
-    /// The split combination in the trace's order (`super::combine`), its errors added to `err`.
+    /// The split combination in the rule's order (`super::combine`), its errors added to `err`.
     fn combine(&self, p: &[f32], err: &mut i128) -> Option<f32> {
-        let s = p.len();
-        match s {
-            0 => return Some(0.0),
-            1 => return Some(p[0]),
-            _ => {}
-        }
-        if self.plan.split().scheme() == Scheme::Pairwise {
-            let h = s.div_ceil(2);
-            let mut acc = p[s - 1];
-            for i in 0..h {
-                let slot = if i + h <= s - 2 { self.add(p[i], p[i + h], err)? } else { p[i] };
-                acc = self.add(acc, slot, err)?;
-            }
-            Some(acc)
-        } else {
-            let mut acc = p[0];
-            for &x in &p[1..] {
-                acc = self.add(acc, x, err)?;
-            }
-            Some(acc)
-        }
+        let order = self.plan.split().scheme().rule().map_or(crate::rule::Order::Serial, |r| r.order);
+        let e = std::cell::Cell::new(Some(0i128));
+        let sum = crate::rule::combine_with(order, p, &|x: &f32, y: &f32| {
+            let mut here = 0;
+            let r = self.add(*x, *y, &mut here);
+            e.set(e.get().zip(r).map(|(acc, _)| acc + here));
+            r.unwrap_or(*x + *y)
+        });
+        *err += e.get()?;
+        Some(sum.unwrap_or(0.0))
     }
 
     /// Output (i, j): its bits and its attribution (None when a value on the way is not finite), or None when a

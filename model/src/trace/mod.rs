@@ -340,47 +340,21 @@ pub fn trace_element(
     Ok(t)
 }
 
-/// The split combination (§3.2, §3.3) with every fp32 addition kept.
+/// The split combination (§3.2, §3.3) in the order of the split's rule (serial where it has none), with every fp32
+/// addition kept: each is labelled by the partials or earlier sums (`s<n>`) it adds.
 pub fn combine(scheme: Scheme, p: &[f32]) -> (f32, Vec<Addition>) {
-    let s = p.len();
-    let mut adds = Vec::new();
-    if s == 0 {
-        return (0.0, adds);
-    }
-    if s == 1 {
-        return (p[0], adds);
-    }
-    let mut push = |label: String, x: f32, y: f32| -> f32 {
-        let a = Addition::of(label, x, y);
+    let order = scheme.rule().map_or(crate::rule::Order::Serial, |r| r.order);
+    let adds = std::cell::RefCell::new(Vec::new());
+    let named: Vec<(f32, String)> = p.iter().enumerate().map(|(i, &x)| (x, format!("p{i}"))).collect();
+    let sum = crate::rule::combine_with(order, &named, &|x: &(f32, String), y: &(f32, String)| {
+        let mut adds = adds.borrow_mut();
+        let name = format!("s{}", adds.len());
+        let a = Addition::of(format!("{name} = {} + {}", x.1, y.1), x.0, y.0);
         let r = a.result;
         adds.push(a);
-        r
-    };
-    let acc = match scheme {
-        Scheme::Pairwise => {
-            let h = s.div_ceil(2);
-            let mut acc = p[s - 1];
-            let mut name = format!("p{}", s - 1);
-            for i in 0..h {
-                let (slot, sname) = if i + h <= s - 2 {
-                    (push(format!("slot{i} = p{i} + p{}", i + h), p[i], p[i + h]), format!("slot{i}"))
-                } else {
-                    (p[i], format!("p{i}"))
-                };
-                acc = push(format!("{name} + {sname}"), acc, slot);
-                name = "acc".into();
-            }
-            acc
-        }
-        _ => {
-            let mut acc = p[0];
-            for (i, &x) in p.iter().enumerate().skip(1) {
-                acc = push(format!("{} + p{i}", if i == 1 { "p0" } else { "acc" }), acc, x);
-            }
-            acc
-        }
-    };
-    (acc, adds)
+        (r, name)
+    });
+    (sum.map_or(0.0, |(r, _)| r), adds.into_inner())
 }
 
 /// §3.7: the accumulator of an output whose row of A or B holds a non-finite code, and why.
