@@ -309,7 +309,11 @@ impl CpuEngine {
         let chain = Chain::new(preset, ops.fa, ops.fb);
         let (n, l) = (ops.n, ops.k);
         let mut out = vec![0f32; ops.m * n];
+        let interrupt = mmaemu_model::interrupt::Interrupt::current();
         out.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
+            if interrupt.requested() {
+                return;
+            }
             let one_row = Operands { a: &ops.a[i * l..(i + 1) * l], m: 1, ..*ops };
             row.copy_from_slice(&each_output(&one_row, |x, y| chain.run(x, y, 0.0)));
         });

@@ -8,6 +8,7 @@ mod desc;
 mod direct;
 mod errors;
 mod info;
+mod interrupt;
 mod model_fns;
 
 use pyo3::prelude::*;
