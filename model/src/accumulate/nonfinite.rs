@@ -127,7 +127,7 @@ mod tests {
         (0..k)
             .map(|_| {
                 let r = next() % 1000;
-                let pick = |s: &[u8]| s[(next() % s.len() as u64) as usize];
+                let mut pick = |s: &[u8]| s[(next() % s.len() as u64) as usize];
                 if r < odds[0] {
                     pick(&[0x00, 0x80])
                 } else if r < odds[0] + odds[1] && !inf.is_empty() {
