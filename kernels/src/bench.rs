@@ -417,4 +417,36 @@ mod tests {
         assert!(r.emulated_gmacs > 0.0 && r.ratio.unwrap() > 0.0);
         assert!(split_of("2,bogus", &Preset::ada()).is_err());
     }
+
+    /// Planted NaN and Inf codes: counted, timed next to the finite operands, the result verified against the
+    /// model; a fraction outside [0, 1] and Inf codes without an E5M2 operand are refused.
+    #[test]
+    fn planted_bench_runs() {
+        let mut b = GemmBench {
+            m: 8,
+            n: 24,
+            k: 200,
+            profile: None,
+            preset: None,
+            fast: true,
+            splitk: "1".into(),
+            fmt_a: Format::E4m3,
+            fmt_b: Format::E5m2,
+            threads: Some(1),
+            backend: "cpu".into(),
+            tiling: None,
+            reps: 1,
+            no_native: true,
+            verify: true,
+        };
+        let r = gemm_planted(&b, &Planted { nan: 0.01, inf: 0.02 }).unwrap();
+        let p = r.planted.unwrap();
+        // 1 % of A's and B's codes as NaN, 2 % of B's as Inf (A is E4M3).
+        assert_eq!(p.codes, 16 + 48 + 96);
+        assert!(p.finite_s > 0.0 && p.slowdown > 0.0 && r.verified.is_some());
+        assert!(gemm_planted(&b, &Planted { nan: 1.5, inf: 0.0 }).is_err());
+        b.fmt_b = Format::E4m3;
+        assert!(gemm_planted(&b, &Planted { nan: 0.0, inf: 0.01 }).unwrap_err().contains("e5m2"));
+        assert!(gemm(&b).unwrap().planted.is_none());
+    }
 }
