@@ -33,14 +33,21 @@ pub fn interruptible<T: Send>(py: Python<'_>, macs: u128, f: impl FnOnce() -> T 
         s.spawn(move || {
             let _ = tx.send(with_flag(worker_flag, f));
         });
+        let mut rx = rx;
         loop {
-            match py.detach(|| rx.recv_timeout(POLL)) {
+            // The receiver goes to the GIL-free closure and back (it is Send, not Sync).
+            let (back, got) = py.detach(move || {
+                let got = rx.recv_timeout(POLL);
+                (rx, got)
+            });
+            rx = back;
+            match got {
                 Ok(v) => return Ok(v),
                 Err(RecvTimeoutError::Timeout) => {
                     if let Err(e) = py.check_signals() {
                         flag.store(true, Ordering::Relaxed);
                         // The work stops at its next tile; its result is dropped.
-                        let _ = py.detach(|| rx.recv());
+                        let _ = py.detach(move || rx.recv());
                         return Err(e);
                     }
                 }
