@@ -114,6 +114,32 @@ fn bench_gemm_json() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+#[test]
+fn bench_gemm_plants_nonfinite_codes() {
+    let bench = |fmt_b: &str, extra: &[&str]| {
+        mmaemu()
+            .args(["bench", "gemm", "--m", "16", "--n", "40", "--k", "256", "--fmt-b", fmt_b, "--threads", "1"])
+            .args(["--reps", "1", "--no-native", "--verify", "--json"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = bench("e5m2", &["--nan", "0.01", "--inf", "0.01"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 1 % of A's and B's codes as NaN (41 + 102), 1 % of B's as Inf (A is e4m3): 245 codes.
+    assert_eq!(v["planted"]["codes"].as_u64(), Some(41 + 102 + 102), "{v}");
+    assert!(v["planted"]["planted_over_finite"].as_f64().is_some_and(|x| x > 0.0), "{v}");
+    assert!(v["verified_against"].is_string(), "{v}");
+    assert!(bench("e4m3", &["--nan", "0.01"]).status.success());
+    let nan = bench("e5m2", &["--nan", "1.5"]);
+    assert_eq!(nan.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&nan.stderr).contains("--nan 1.5"));
+    let inf = bench("e4m3", &["--inf", "0.1"]);
+    assert_eq!(inf.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&inf.stderr).contains("no infinities"));
+}
+
 /// Is there a usable GPU here? (CI has none; on a GPU machine the "unavailable" branches are skipped and
 /// the GPU branches run instead.)
 fn gpu_here() -> bool {

@@ -11,6 +11,7 @@ use crate::native;
 use crate::registry::registry;
 use crate::tiling::Tiling;
 use crate::{CpuEngine, SimdLevel};
+use mmaemu_model::format::Class;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::scaled_mm::resolve_profile;
 use mmaemu_model::{execute, Format, Operands, Plan, Preset};
@@ -54,6 +55,29 @@ pub struct GemmBench {
     pub verify: bool,
 }
 
+/// Non-finite codes planted in both operands (`mmaemu bench gemm --nan F --inf F`): each a fraction of the codes,
+/// at positions drawn from the benchmark's seeded generator. Zero and zero: the operands stay finite.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Planted {
+    /// Fraction of the codes replaced by NaN codes.
+    pub nan: f64,
+    /// Fraction of the codes replaced by Inf codes of either sign (E5M2 only: E4M3 has none).
+    pub inf: f64,
+}
+
+/// A benchmark with planted non-finite codes: the same GEMM over the finite operands, timed in the same run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlantedResult {
+    /// What was asked for.
+    pub planted: Planted,
+    /// Codes replaced in A and B together.
+    pub codes: usize,
+    /// Best time of the finite operands, seconds.
+    pub finite_s: f64,
+    /// Planted time / finite time.
+    pub slowdown: f64,
+}
+
 /// One measurement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GemmResult {
@@ -91,6 +115,8 @@ pub struct GemmResult {
     pub native: Option<String>,
     /// The backend the result was compared with, bit for bit (`--verify`).
     pub verified: Option<String>,
+    /// With planted non-finite codes: the finite operands' time next to it (`emulated_s` is the planted one's).
+    pub planted: Option<PlantedResult>,
 }
 
 /// Random finite codes of a format.
@@ -103,6 +129,39 @@ fn codes(n: usize, f: Format, rng: &mut ChaCha8Rng) -> Vec<u8> {
         }
     }
     v
+}
+
+/// Replace about `fraction * len` codes (drawn with repetition) by codes of `pick`; returns how many were drawn.
+fn plant(codes: &mut [u8], fraction: f64, pick: &[u8], rng: &mut ChaCha8Rng) -> usize {
+    let count = (fraction * codes.len() as f64).round() as usize;
+    if pick.is_empty() || codes.is_empty() {
+        return 0;
+    }
+    for _ in 0..count {
+        let at = rng.random_range(0..codes.len());
+        codes[at] = pick[rng.random_range(0..pick.len())];
+    }
+    count
+}
+
+/// Refuse a fraction outside [0, 1] and Inf codes in a format that has none.
+fn check_planted(p: &Planted, fa: Format, fb: Format) -> Result<(), String> {
+    for (name, x) in [("--nan", p.nan), ("--inf", p.inf)] {
+        if !(0.0..=1.0).contains(&x) {
+            return Err(format!("{name} {x} is not a fraction of the codes (0 to 1)"));
+        }
+    }
+    if p.inf > 0.0 && fa != Format::E5m2 && fb != Format::E5m2 {
+        return Err("--inf needs an e5m2 operand: e4m3 has no infinities".into());
+    }
+    Ok(())
+}
+
+/// NaN and Inf codes of a format.
+fn nonfinite_codes(f: Format) -> (Vec<u8>, Vec<u8>) {
+    let class = |c: u8| f.decoded(c).class;
+    let all = 0..=255u8;
+    (all.clone().filter(|&c| class(c) == Class::Nan).collect(), all.filter(|&c| class(c) == Class::Inf).collect())
 }
 
 fn preset_of(b: &GemmBench) -> Result<Preset, String> {
@@ -128,6 +187,13 @@ fn split_of(s: &str, preset: &Preset) -> Result<SplitK, String> {
         }
     };
     SplitK::new(count, scheme).map_err(|e| e.to_string())
+}
+
+/// Wall time of one run of `f`.
+fn time(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64()
 }
 
 /// Best wall time of `reps` runs of `f` after one warm-up run; `reps = 0`: one run, no warm-up.
@@ -173,7 +239,14 @@ fn check_size(b: &GemmBench) -> Result<(), String> {
 
 /// Run the benchmark.
 pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
+    gemm_planted(b, &Planted::default())
+}
+
+/// Run the benchmark with non-finite codes planted in both operands; when some are, the finite operands are timed
+/// too, in turn with the planted ones (repetition by repetition), on the same pool.
+pub fn gemm_planted(b: &GemmBench, planted: &Planted) -> Result<GemmResult, String> {
     check_size(b)?;
+    check_planted(planted, b.fmt_a, b.fmt_b)?;
     let preset = preset_of(b)?;
     let split = split_of(&b.splitk, &preset)?;
     let plan = Plan::new(&preset, b.k, b.fast, split).map_err(|e| e.to_string())?;
@@ -198,7 +271,21 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(0x2545_F491_4F6C_DD1D ^ (m * 31 + n * 17 + k) as u64);
     let a = codes(m * k, b.fmt_a, &mut rng);
     let bb = codes(n * k, b.fmt_b, &mut rng);
-    let ops = Operands { fa: b.fmt_a, fb: b.fmt_b, a: &a, b: &bb, m, n, k };
+    let finite = Operands { fa: b.fmt_a, fb: b.fmt_b, a: &a, b: &bb, m, n, k };
+    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+    let mut count = 0;
+    if *planted != Planted::default() {
+        // A second copy of each operand, with the planted codes (the check above counted one copy only: the ceiling
+        // is checked again with both).
+        mmaemu_model::limits::check("the planted operands", Some(2 * (m as u64 * k as u64 + n as u64 * k as u64)))?;
+        (pa, pb) = (a.clone(), bb.clone());
+        for (codes, f) in [(&mut pa, b.fmt_a), (&mut pb, b.fmt_b)] {
+            let (nans, infs) = nonfinite_codes(f);
+            count += plant(codes, planted.nan, &nans, &mut rng) + plant(codes, planted.inf, &infs, &mut rng);
+        }
+    }
+    let is_planted = !pa.is_empty();
+    let ops = if is_planted { Operands { a: &pa, b: &pb, ..finite } } else { finite };
     let tiling = match level {
         Some(level) => {
             let c = fixed.unwrap_or(CpuEngine::with_level(level)).choice(&preset, &ops);
@@ -207,10 +294,22 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
         None => "none".to_string(),
     };
     let mut result = Err(String::from("not run"));
-    let emulated_s = pool.install(|| {
-        best_time(b.reps, || {
-            result = execute(&preset, &plan, &ops, engine).map_err(|e| e.to_string());
-        })
+    let mut run = |o: &Operands<'_>| result = execute(&preset, &plan, o, engine).map_err(|e| e.to_string());
+    let (emulated_s, finite_s) = pool.install(|| {
+        if is_planted {
+            // The finite and the planted operands in turn, so that both see the same load.
+            let (mut planted_s, mut finite_s) = (f64::INFINITY, f64::INFINITY);
+            for r in 0..=b.reps {
+                let f = time(|| run(&finite));
+                let p = time(|| run(&ops));
+                if r > 0 || b.reps == 0 {
+                    (planted_s, finite_s) = (planted_s.min(p), finite_s.min(f));
+                }
+            }
+            (planted_s, finite_s)
+        } else {
+            (best_time(b.reps, || run(&ops)), f64::NAN)
+        }
     });
     let result = result?;
     // A GPU engine that fell back computed on the CPU: its time is not the GPU's.
@@ -241,7 +340,7 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
     } else {
         None
     };
-    drop((a, bb, result));
+    drop((a, bb, pa, pb, result));
     // The native GEMM; for one row also the matrix-vector product, and the faster of the two counts.
     let native = (!b.no_native).then(|| {
         let af: Vec<f32> = (0..m * k).map(|_| rng.random::<f32>() - 0.5).collect();
@@ -279,6 +378,12 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
         ratio: native_s.map(|ns| ns / emulated_s),
         native: native.map(|n| n.1),
         verified,
+        planted: is_planted.then(|| PlantedResult {
+            planted: *planted,
+            codes: count,
+            finite_s,
+            slowdown: emulated_s / finite_s,
+        }),
     })
 }
 
@@ -311,5 +416,37 @@ mod tests {
         assert_eq!(r.verified.as_deref(), Some("reference"));
         assert!(r.emulated_gmacs > 0.0 && r.ratio.unwrap() > 0.0);
         assert!(split_of("2,bogus", &Preset::ada()).is_err());
+    }
+
+    /// Planted NaN and Inf codes: counted, timed next to the finite operands, the result verified against the
+    /// model; a fraction outside [0, 1] and Inf codes without an E5M2 operand are refused.
+    #[test]
+    fn planted_bench_runs() {
+        let mut b = GemmBench {
+            m: 8,
+            n: 24,
+            k: 200,
+            profile: None,
+            preset: None,
+            fast: true,
+            splitk: "1".into(),
+            fmt_a: Format::E4m3,
+            fmt_b: Format::E5m2,
+            threads: Some(1),
+            backend: "cpu".into(),
+            tiling: None,
+            reps: 1,
+            no_native: true,
+            verify: true,
+        };
+        let r = gemm_planted(&b, &Planted { nan: 0.01, inf: 0.02 }).unwrap();
+        let p = r.planted.unwrap();
+        // 1 % of A's and B's codes as NaN, 2 % of B's as Inf (A is E4M3).
+        assert_eq!(p.codes, 16 + 48 + 96);
+        assert!(p.finite_s > 0.0 && p.slowdown > 0.0 && r.verified.is_some());
+        assert!(gemm_planted(&b, &Planted { nan: 1.5, inf: 0.0 }).is_err());
+        b.fmt_b = Format::E4m3;
+        assert!(gemm_planted(&b, &Planted { nan: 0.0, inf: 0.01 }).unwrap_err().contains("e5m2"));
+        assert!(gemm(&b).unwrap().planted.is_none());
     }
 }

@@ -13,6 +13,7 @@
 
 use crate::kernel::{Params, Path};
 use crate::tables::Lut;
+use mmaemu_model::interrupt::Interrupt;
 use mmaemu_model::plan::{combine, Plan, Scheme};
 use mmaemu_model::{Operands, Preset};
 use rayon::prelude::*;
@@ -83,6 +84,8 @@ pub struct Job<'a> {
     /// B was not scanned for non-finite codes: the block step that reads B's codes sets this when it meets one
     /// (its results are then garbage, and the caller discards them).
     watch: Option<&'a AtomicBool>,
+    /// The calling thread's interrupt flag, captured when the job is made: tiles after it is set are skipped.
+    interrupt: Interrupt,
 }
 
 impl<'a> Job<'a> {
@@ -109,6 +112,7 @@ impl<'a> Job<'a> {
             fast: plan.fast(),
             scheme: plan.split().scheme(),
             watch: None,
+            interrupt: Interrupt::current(),
         }
     }
 
@@ -129,6 +133,7 @@ impl<'a> Job<'a> {
             fast: true,
             scheme: Scheme::None,
             watch: None,
+            interrupt: Interrupt::current(),
         }
     }
 
@@ -144,6 +149,13 @@ impl<'a> Job<'a> {
         if let Some(w) = self.watch {
             w.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// Whether the rest of the job's tiles are not needed: the call was interrupted, or the watched B holds a
+    /// non-finite code (the caller then runs the plan again over replaced codes).
+    #[inline]
+    fn stopped(&self) -> bool {
+        self.interrupt.requested() || self.watch.is_some_and(|w| w.load(Ordering::Relaxed))
     }
 
     /// The kernel path of the job's preset.
@@ -188,7 +200,18 @@ impl<'a> Job<'a> {
                 .flat_map(|rb| (0..col_blocks).map(move |cb| (rb, cb)))
                 .collect();
             let span = |b: usize, size: usize, end: usize| b * size..((b + 1) * size).min(end);
-            let run = |&(rb, cb): &(usize, usize)| tile(self, span(rb, rows, m), span(cb, cols, n));
+            if self.stopped() {
+                break;
+            }
+            // A relaxed load or two per tile: an interrupted call, or one whose watched B holds a non-finite code,
+            // skips the rest (its caller discards the result).
+            let run = |&(rb, cb): &(usize, usize)| {
+                let (rr, cc) = (span(rb, rows, m), span(cb, cols, n));
+                if self.stopped() {
+                    return vec![0f32; rr.len() * cc.len()];
+                }
+                tile(self, rr, cc)
+            };
             let results: Vec<Vec<f32>> =
                 if threads == 1 { tasks.iter().map(run).collect() } else { tasks.par_iter().map(run).collect() };
             for (&(rb, cb), t) in tasks.iter().zip(&results) {

@@ -1,7 +1,9 @@
 //! The `MMAEMU_*` environment variables (docs/reference.md §9.3) read at the library's edge, so the model
 //! stays pure: MMAEMU_PROFILE (the default profile) and MMAEMU_SPLITK_STRICT (strict split-K mode).
 
+use mmaemu_model::profile::Profile;
 use mmaemu_model::scaled_mm::ProfileArg;
+use mmaemu_model::Error;
 
 /// The profile to use when the caller names none: MMAEMU_PROFILE if set and non-empty, else the default.
 pub fn default_profile() -> ProfileArg {
@@ -17,6 +19,18 @@ pub fn profile_arg(name: Option<&str>) -> ProfileArg {
         Some(n) => ProfileArg::Name(n.to_string()),
         None => default_profile(),
     }
+}
+
+/// [`profile_arg`], with MMAEMU_PROFILE checked when it applies: a name no profile has is the error of
+/// [`Profile::by_name`] (KeyError in Python) naming the variable and its value.
+pub fn checked_profile_arg(name: Option<&str>) -> Result<ProfileArg, Error> {
+    let arg = profile_arg(name);
+    if let (None, ProfileArg::Name(v)) = (name, &arg) {
+        if let Err(e) = Profile::by_name(v) {
+            return Err(Error::new(e.category(), format!("MMAEMU_PROFILE={v:?}: {}", e.message())));
+        }
+    }
+    Ok(arg)
 }
 
 /// Strict split-K mode: MMAEMU_SPLITK_STRICT equals exactly "1" (read on every call).

@@ -309,7 +309,11 @@ impl CpuEngine {
         let chain = Chain::new(preset, ops.fa, ops.fb);
         let (n, l) = (ops.n, ops.k);
         let mut out = vec![0f32; ops.m * n];
+        let interrupt = mmaemu_model::interrupt::Interrupt::current();
         out.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
+            if interrupt.requested() {
+                return;
+            }
             let one_row = Operands { a: &ops.a[i * l..(i + 1) * l], m: 1, ..*ops };
             row.copy_from_slice(&each_output(&one_row, |x, y| chain.run(x, y, 0.0)));
         });
@@ -384,6 +388,36 @@ mod tests {
     use super::*;
     use mmaemu_model::plan::{Scheme, SplitK};
     use mmaemu_model::{Format, ReferenceEngine};
+
+    /// A call whose interrupt flag is set ends in the Interrupted error on every engine and path (kernels, the
+    /// model's chains, slow chunks, non-finite operands), and the same call without the flag computes.
+    #[test]
+    fn an_interrupted_call_reports_it() {
+        use mmaemu_model::interrupt::with_flag;
+        use mmaemu_model::{execute, Category};
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let (m, n, k) = (64, 96, 512);
+        let a: Vec<u8> = (0..m * k).map(|i| (i * 7 % 0x7E) as u8).collect();
+        let mut b: Vec<u8> = (0..n * k).map(|i| (i * 13 % 0x7E) as u8).collect();
+        for nonfinite in [false, true] {
+            if nonfinite {
+                b[5] = 0x7F;
+            }
+            let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a: &a, b: &b, m, n, k };
+            for fast in [true, false] {
+                let preset = Preset::hopper();
+                let plan = Plan::new(&preset, k, fast, SplitK::NONE).unwrap();
+                for engine in [&CpuEngine::new() as &dyn ChainEngine, &ReferenceEngine] {
+                    let set = Arc::new(AtomicBool::new(true));
+                    let got = with_flag(set, || execute(&preset, &plan, &ops, engine));
+                    assert_eq!(got.unwrap_err().category(), Category::Interrupted, "{}", engine.name());
+                    let clear = Arc::new(AtomicBool::new(false));
+                    assert!(with_flag(clear, || execute(&preset, &plan, &ops, engine)).is_ok());
+                }
+            }
+        }
+    }
 
     /// The parallel scan answers as the format's: a non-finite code in the first piece, in a middle one, in
     /// the short last one, or nowhere, in both formats.

@@ -222,17 +222,25 @@ impl Registry {
         placement: Option<Placement>,
         call: Option<(&Preset, Format, Format)>,
     ) -> Result<Selected<'_>> {
-        let from_env;
-        let name = if name == "auto" {
-            from_env = std::env::var("MMAEMU_BACKEND").unwrap_or_default();
-            if from_env.is_empty() {
-                "auto"
-            } else {
-                from_env.as_str()
+        if name == "auto" {
+            let from_env = std::env::var("MMAEMU_BACKEND").unwrap_or_default();
+            if !from_env.is_empty() {
+                // An error of the variable's value names the variable (and its value).
+                return self
+                    .resolve_name(&from_env, placement, call)
+                    .map_err(|e| Error::new(e.category(), format!("MMAEMU_BACKEND={from_env:?}: {}", e.message())));
             }
-        } else {
-            name
-        };
+        }
+        self.resolve_name(name, placement, call)
+    }
+
+    /// [`Registry::resolve_for`] after MMAEMU_BACKEND was applied: `auto` is the automatic choice.
+    fn resolve_name(
+        &self,
+        name: &str,
+        placement: Option<Placement>,
+        call: Option<(&Preset, Format, Format)>,
+    ) -> Result<Selected<'_>> {
         match name {
             "auto" => {
                 let mut warnings = Vec::new();

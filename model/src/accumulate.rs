@@ -1,9 +1,12 @@
 //! Plan execution (docs/reference.md §3.5): the fp32 accumulator of A x B^T — gather each chunk, run its chains through
 //! a [`ChainEngine`], add slow chunks, combine the splits, and patch non-finite outputs (§3.7).
 
-use crate::chain::{Chain, CANONICAL_NAN_F32};
+mod nonfinite;
+
+use crate::chain::Chain;
 use crate::error::{Error, Result};
-use crate::format::{Class, Format};
+use crate::format::Format;
+use crate::interrupt::Interrupt;
 use crate::plan::{Chunk, Plan};
 use crate::preset::Preset;
 
@@ -134,10 +137,16 @@ impl ChainEngine for ReferenceEngine {
 
 /// `out[i * n + j] = f(a[i, ..], b[j, ..])` for row-major a [m, k] and b [n, k]: the output order of
 /// [`ChainEngine::chains`], shared by the engines that compute one output at a time.
+/// Rows are skipped (left +0) once the call is interrupted ([`Interrupt`]).
 pub fn each_output(ops: &Operands<'_>, f: impl Fn(&[u8], &[u8]) -> f32) -> Vec<f32> {
     let Operands { a, b, m, n, k: l, .. } = *ops;
+    let interrupt = Interrupt::current();
     let mut out = Vec::with_capacity(m * n);
     for i in 0..m {
+        if interrupt.requested() {
+            out.resize(m * n, 0.0);
+            break;
+        }
         let ra = &a[i * l..(i + 1) * l];
         out.extend((0..n).map(|j| f(ra, &b[j * l..(j + 1) * l])));
     }
@@ -167,34 +176,6 @@ fn sanitised(x: &[u8], f: Format, engine: &dyn ChainEngine) -> Option<Vec<u8>> {
     Some(x.iter().map(|&c| if f.is_nonfinite(c) { 0 } else { c }).collect())
 }
 
-/// What the non-finite codes of one row (of A or of B) contribute to the IEEE value of a dot product.
-#[derive(Clone, Copy, Debug, Default)]
-struct RowSpecials {
-    any_nan: bool,
-    any_inf: bool,
-}
-
-fn row_specials(row: &[u8], f: Format) -> RowSpecials {
-    let mut s = RowSpecials::default();
-    for &c in row {
-        match f.decoded(c).class {
-            Class::Nan => s.any_nan = true,
-            Class::Inf => s.any_inf = true,
-            _ => {}
-        }
-    }
-    s
-}
-
-/// §3.7: the accumulator of output (i, j) when row i of A or row j of B holds a non-finite code: NaN if
-/// either row holds a NaN code, some k has Inf x 0, or the infinite products have both signs; otherwise
-/// the Inf of the infinite products' sign.
-fn nonfinite_value(ra: &[u8], rb: &[u8], fa: Format, fb: Format) -> f32 {
-    // None is unreachable when the caller found a non-finite code in ra or rb: a NaN is a NaN term and
-    // an Inf meets either a zero (NaN) or a nonzero (an infinite product).
-    crate::chain::nonfinite_sum(fa.table(), fb.table(), ra, rb, 0.0).unwrap_or(f32::from_bits(CANONICAL_NAN_F32))
-}
-
 /// §3.5 steps 4–5 with [`ChainEngine::chains`]: for each split, for each chunk, gather the chunk's columns
 /// and run its chains; a split's partial is ((+0 + c_0) + c_1) + ... in fp32 (a fast split's single chain,
 /// as it is), an empty split's is +0; then the partials are combined by the plan's scheme (S = 1: as is).
@@ -205,10 +186,15 @@ pub fn run_plan_by_chunks<E: ChainEngine + ?Sized>(
     ops: &Operands<'_>,
 ) -> Vec<f32> {
     let (m, n, k) = (ops.m, ops.n, ops.k);
+    let interrupt = Interrupt::current();
     let mut partials: Vec<Vec<f32>> = Vec::with_capacity(plan.splits().len());
     for split in plan.splits() {
         let mut partial = vec![0.0f32; m * n];
         for chunk in &split.chunks {
+            if interrupt.requested() {
+                // The caller discards the result ([`execute`] returns the interruption).
+                break;
+            }
             let ga = gather(ops.a, m, k, chunk);
             let gb = gather(ops.b, n, k, chunk);
             let chains = engine.chains(preset, &Operands { a: &ga, b: &gb, k: chunk.len, ..*ops });
@@ -246,30 +232,23 @@ pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn Ch
     }
     // docs/reference.md §5.2 step 12: no result is computed while the calling thread flushes subnormals.
     crate::fpenv::check()?;
+    // The engines stop early when the caller interrupts the call (their output is then incomplete).
+    let interrupt = Interrupt::current();
     // Finite operands (the common case) run as they are; the engine tells whether they were.
     if let Some(out) = engine.run_plan_checked(preset, plan, ops) {
+        interrupt.check()?;
         return Ok(out);
     }
+    interrupt.check()?;
     let sa = sanitised(ops.a, ops.fa, engine);
     let sb = sanitised(ops.b, ops.fb, engine);
     let a = sa.as_deref().unwrap_or(ops.a);
     let b = sb.as_deref().unwrap_or(ops.b);
     let mut out = engine.run_plan(preset, plan, &Operands { a, b, ..*ops });
+    interrupt.check()?;
 
     // §3.7: patch outputs whose row of A or row of B holds a non-finite code, after the combination.
-    if sa.is_some() || sb.is_some() {
-        let rows_a: Vec<RowSpecials> = (0..m).map(|i| row_specials(&ops.a[i * k..(i + 1) * k], ops.fa)).collect();
-        let rows_b: Vec<RowSpecials> = (0..n).map(|j| row_specials(&ops.b[j * k..(j + 1) * k], ops.fb)).collect();
-        for i in 0..m {
-            for j in 0..n {
-                let (ra, rb) = (rows_a[i], rows_b[j]);
-                if ra.any_nan || ra.any_inf || rb.any_nan || rb.any_inf {
-                    out[i * n + j] =
-                        nonfinite_value(&ops.a[i * k..(i + 1) * k], &ops.b[j * k..(j + 1) * k], ops.fa, ops.fb);
-                }
-            }
-        }
-    }
+    nonfinite::patch(&mut out, ops);
     Ok(out)
 }
 

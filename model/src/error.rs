@@ -33,6 +33,8 @@ pub enum Category {
     InvalidArgument(InvalidKind),
     /// A data table failed its integrity check or belongs to another table.
     Data,
+    /// The caller interrupted the call (Ctrl-C) before it finished: no result.
+    Interrupted,
 }
 
 impl Category {
@@ -49,12 +51,13 @@ impl Category {
             Category::InvalidArgument(InvalidKind::InvalidValue) => "ValueError",
             Category::InvalidArgument(InvalidKind::UnknownName) => "KeyError",
             Category::Data => "DataError",
+            Category::Interrupted => "KeyboardInterrupt",
         }
     }
 
     /// True for the categories that are kinds of MmaemuError (the umbrella of §7.1).
     pub fn is_mmaemu(self) -> bool {
-        !matches!(self, Category::InvalidArgument(_) | Category::Data)
+        !matches!(self, Category::InvalidArgument(_) | Category::Data | Category::Interrupted)
     }
 }
 

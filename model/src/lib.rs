@@ -13,6 +13,7 @@ pub mod error;
 pub mod format;
 pub mod fpenv;
 pub mod gemm;
+pub mod interrupt;
 pub mod limits;
 pub mod plan;
 pub mod platform;

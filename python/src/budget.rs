@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 /// Ok when every named tensor has a geometry that fits 64 bits and the `terms` (bytes; None: overflow)
 /// together fit the ceiling; else the ValueError that names `what`, the ceiling and how to raise it.
 pub fn check(what: &str, tensors: &[(&str, Option<&Desc>)], terms: &[Option<u64>]) -> Result<(), Error> {
+    max_bytes_var()?;
     for (name, d) in tensors {
         if let Some(d) = d {
             d.geometry(name)?;
@@ -29,8 +30,20 @@ pub fn bytes(factors: &[usize]) -> Option<u64> {
 pub fn check_bytes(py: Python<'_>, what: &str, bytes: &Bound<'_, PyAny>) -> PyResult<()> {
     no_panic(|| {
         let n: Option<u64> = bytes.extract().ok();
+        max_bytes_var().map_err(|e| to_py(py, &e))?;
         limits::check(what, n).map_err(|e| to_py(py, &Error::invalid_value(e)))
     })
+}
+
+/// MMAEMU_MAX_BYTES, when set, must be a number of bytes: any other value is the ValueError that names the
+/// variable (not a silent default ceiling).
+fn max_bytes_var() -> Result<(), Error> {
+    match std::env::var(limits::MAX_BYTES_ENV) {
+        Ok(v) if v.trim().parse::<u64>().is_err() => {
+            Err(Error::invalid_value(format!("{}={v:?}: expected a number of bytes", limits::MAX_BYTES_ENV)))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// MMAEMU_SPLITK_STRICT as a call reads it: unset, empty or `0` (off), `1` (on); any other value is the

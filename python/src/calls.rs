@@ -6,6 +6,7 @@ use crate::budget;
 use crate::desc::Desc;
 use crate::direct::rows;
 use crate::errors::{catch, internal, no_panic, raise};
+use crate::interrupt;
 use mmaemu_kernels::env;
 use mmaemu_kernels::registry::{OnPlacement, Placement};
 use mmaemu_model::dtype::Dtype;
@@ -137,7 +138,7 @@ impl CallArgs {
                 out_dtype: self.out_dtype.as_deref().map(Dtype::from_name),
                 use_fast_accum: self.use_fast_accum,
                 out,
-                profile: env::profile_arg(self.profile.as_deref()),
+                profile: env::checked_profile_arg(self.profile.as_deref())?,
                 splitk: self.splitk.request(),
                 backend: self.backend.clone(),
                 strict,
@@ -212,7 +213,8 @@ type Outcome<'py> = (&'static str, Option<Bound<'py, PyBytes>>, Vec<(String, Str
 #[pyfunction]
 pub fn scaled_mm<'py>(py: Python<'py>, args: CallArgs, dst: Option<Desc>) -> PyResult<Outcome<'py>> {
     no_panic(|| {
-        let done = py.detach(|| {
+        let macs = interrupt::macs(&args.input.shape, args.mat2.shape.get(1).copied().unwrap_or(0));
+        let done = interrupt::interruptible(py, macs, || {
             catch(|| {
                 // SAFETY: the Python layer keeps every tensor referenced for the duration of this call, and
                 // the result is written only into `dst` (fresh) or out=, which the caller hands over.
@@ -266,7 +268,7 @@ pub fn scaled_mm<'py>(py: Python<'py>, args: CallArgs, dst: Option<Desc>) -> PyR
                 };
                 Ok((status, res.warnings))
             })
-        });
+        })?;
         let ((status, payload), warnings) = done.map_err(internal)?.map_err(|(e, w)| raise(py, &e, &w))?;
         Ok((status, payload.map(|p| PyBytes::new(py, &p)), warnings_py(&warnings)))
     })
@@ -380,7 +382,8 @@ pub fn accumulate(
     dst: Desc,
 ) -> PyResult<Vec<(String, String)>> {
     no_panic(|| {
-        let done = py.detach(|| {
+        let macs = interrupt::macs(&a.shape, b.shape.first().copied().unwrap_or(0));
+        let done = interrupt::interruptible(py, macs, || {
             catch(|| -> Result<Vec<Warning>, Failed> {
                 let (fa, fb) = (operand_format("a", &a).map_err(alone)?, operand_format("b", &b).map_err(alone)?);
                 if a.shape.len() != 2 || b.shape.len() != 2 {
@@ -402,7 +405,8 @@ pub fn accumulate(
                     &[budget::bytes(&[m, n, 8]), budget::bytes(&[m.saturating_add(n), k])],
                 )
                 .map_err(alone)?;
-                let profile = resolve_profile(&env::profile_arg(profile.as_deref())).map_err(alone)?;
+                let profile =
+                    env::checked_profile_arg(profile.as_deref()).and_then(|p| resolve_profile(&p)).map_err(alone)?;
                 let name = out_dtype_for_split.strip_prefix("torch.").unwrap_or(&out_dtype_for_split);
                 let od = OutDtype::from_name(name).ok_or_else(|| {
                     alone(Error::wrong_type(format!(
@@ -447,7 +451,7 @@ pub fn accumulate(
                     }
                 }
             })
-        });
+        })?;
         let warnings = done.map_err(internal)?.map_err(|(e, w)| raise(py, &e, &w))?;
         Ok(warnings_py(&warnings))
     })

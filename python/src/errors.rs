@@ -4,7 +4,7 @@
 
 use mmaemu_model::error::{Category, Error, InvalidKind};
 use mmaemu_model::warning::Warning;
-use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -17,6 +17,7 @@ pub fn raise(py: Python<'_>, e: &Error, warnings: &[Warning]) -> PyErr {
         Category::InvalidArgument(InvalidKind::WrongType) => PyTypeError::new_err(msg),
         Category::InvalidArgument(InvalidKind::InvalidValue) => PyValueError::new_err(msg),
         Category::InvalidArgument(InvalidKind::UnknownName) => PyKeyError::new_err(msg),
+        Category::Interrupted => PyKeyboardInterrupt::new_err(msg),
         category => named(py, category.name(), msg),
     };
     if !warnings.is_empty() {

@@ -45,7 +45,8 @@ fn profile_dict<'py>(py: Python<'py>, p: &Profile) -> PyResult<Bound<'py, PyDict
 #[pyo3(signature = (name=None))]
 pub fn get_profile<'py>(py: Python<'py>, name: Option<String>) -> PyResult<Bound<'py, PyDict>> {
     no_panic(|| {
-        let p = resolve_profile(&env::profile_arg(name.as_deref())).map_err(|e| to_py(py, &e))?;
+        let p =
+            env::checked_profile_arg(name.as_deref()).and_then(|p| resolve_profile(&p)).map_err(|e| to_py(py, &e))?;
         profile_dict(py, &p)
     })
 }

@@ -9,6 +9,7 @@ mod desc;
 mod direct;
 mod errors;
 mod info;
+mod interrupt;
 mod model_fns;
 mod trace_fns;
 

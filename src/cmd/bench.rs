@@ -2,7 +2,7 @@
 //! `mmaemu_kernels::bench`.
 
 use super::{CommandError, CommandResult, Exit};
-use mmaemu_kernels::bench::{gemm, GemmBench, GemmResult};
+use mmaemu_kernels::bench::{gemm_planted, GemmBench, GemmResult, Planted};
 use mmaemu_kernels::suite::{self, Suite, SuiteRow};
 use mmaemu_kernels::tiling::Tiling;
 use mmaemu_model::Format;
@@ -93,6 +93,12 @@ pub struct GemmArgs {
     /// Check the result bit for bit against the CPU backend (the model when measuring the CPU backend).
     #[arg(long)]
     pub verify: bool,
+    /// Plant NaN codes in this fraction of both operands' codes (seeded); the finite operands are timed in turn.
+    #[arg(long, default_value_t = 0.0)]
+    pub nan: f64,
+    /// Plant Inf codes of either sign in this fraction of the codes of the e5m2 operands (seeded).
+    #[arg(long, default_value_t = 0.0)]
+    pub inf: f64,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -131,7 +137,8 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
         },
         (Err(e), _) | (_, Err(e)) => return Err(CommandError::bad_input(e)),
     };
-    let r = gemm(&bench).map_err(CommandError::bad_input)?;
+    let planted = Planted { nan: a.nan, inf: a.inf };
+    let r = gemm_planted(&bench, &planted).map_err(CommandError::bad_input)?;
     if a.json {
         println!("{}", json(&r));
     } else {
@@ -216,6 +223,13 @@ pub fn json(r: &GemmResult) -> Value {
         "emulated_s": r.emulated_s,
         "native_s": r.native_s,
         "verified_against": r.verified,
+        "planted": r.planted.as_ref().map(|p| json!({
+            "nan": p.planted.nan,
+            "inf": p.planted.inf,
+            "codes": p.codes,
+            "finite_s": p.finite_s,
+            "planted_over_finite": p.slowdown,
+        })),
     })
 }
 
@@ -237,6 +251,12 @@ pub fn text(r: &GemmResult) -> String {
     if let (Some(g), Some(t), Some(ratio), Some(name)) = (r.native_f32_gmacs, r.native_s, r.ratio, &r.native) {
         s.push_str(&format!("  native fp32: {g:8.2} GMAC/s  ({t:.4} s, {name})\n"));
         s.push_str(&format!("  ratio:       {ratio:8.3}  (1/{:.1} of native fp32)\n", 1.0 / ratio));
+    }
+    if let Some(p) = &r.planted {
+        s.push_str(&format!(
+            "  planted:     {} non-finite codes ({} NaN, {} Inf); finite operands {:.4} s; planted / finite {:.3}\n",
+            p.codes, p.planted.nan, p.planted.inf, p.finite_s, p.slowdown
+        ));
     }
     if let Some(v) = &r.verified {
         s.push_str(&format!("  bits:        identical to {v}\n"));
