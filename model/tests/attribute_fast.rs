@@ -6,19 +6,8 @@ use mmaemu_model::trace::summary::{attribute_exact, attribute_gemm};
 use mmaemu_model::{Epilogue, Format, Operands, OutDtype, Plan, Preset, SplitK};
 
 /// SplitMix64: a fixed, seeded stream.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod common;
+use common::SplitMix64 as Rng;
 
 /// Mostly finite codes in an exponent band; zeros, subnormals, the largest finite codes and (rarely) any byte,
 /// non-finite ones included.

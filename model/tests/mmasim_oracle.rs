@@ -4,6 +4,9 @@
 
 use mmaemu_model::{dot, dot_scaled, Format, Preset};
 
+mod common;
+use common::Reader;
+
 struct OracleChain {
     fa: Format,
     fb: Format,
@@ -13,27 +16,6 @@ struct OracleChain {
     scale_a: Vec<u8>,
     scale_b: Vec<u8>,
     expected: Vec<u32>,
-}
-
-/// A little-endian reader over the file.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> &'a [u8] {
-        assert!(self.0.len() >= n, "mmasim-chains.bin is truncated");
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        head
-    }
-    fn u8(&mut self) -> u8 {
-        self.take(1)[0]
-    }
-    fn u16(&mut self) -> u16 {
-        u16::from_le_bytes(self.take(2).try_into().unwrap())
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes(self.take(4).try_into().unwrap())
-    }
 }
 
 fn format(code: u8) -> Format {
@@ -48,7 +30,7 @@ fn format(code: u8) -> Format {
 fn load() -> (Vec<String>, Vec<OracleChain>) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/oracle/mmasim-chains.bin");
     let bytes = std::fs::read(path).expect("datasets/oracle/mmasim-chains.bin");
-    let mut r = Reader(&bytes);
+    let mut r = Reader { bytes: &bytes, what: "mmasim-chains.bin" };
     assert_eq!(r.take(8), b"mmaemuO1");
     let models: Vec<String> = (0..r.u8())
         .map(|_| {
@@ -71,7 +53,7 @@ fn load() -> (Vec<String>, Vec<OracleChain>) {
             OracleChain { fa, fb, c, a, b, scale_a, scale_b, expected }
         })
         .collect();
-    assert!(r.0.is_empty(), "trailing bytes in mmasim-chains.bin");
+    assert!(r.bytes.is_empty(), "trailing bytes in mmasim-chains.bin");
     (models, chains)
 }
 

@@ -5,37 +5,12 @@
 use mmaemu_model::{dot, dot_scaled, Format, Preset};
 use sha2::{Digest, Sha256};
 
+mod common;
+use common::{Reader, SplitMix64};
+
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/oracle/mmasim-seeded.bin");
 /// The committed file's sha256 (datasets/oracle/README.md), so that a changed file is noticed, not trusted.
 const FILE_SHA256: &str = "c68669c15eef47bbaa70292655a00508e80a587cbe9bcaa7bcdcfa1f6666c449";
-
-const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// SplitMix64; `below(n)` is next() mod n, as in the generator script.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(GAMMA);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// An integer in [lo, hi).
-    fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo)
-    }
-    fn per_mille(&mut self, p: u64) -> bool {
-        self.below(1000) < p
-    }
-    fn choice<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 #[derive(Clone, Copy, PartialEq)]
 enum Style {
@@ -226,28 +201,10 @@ struct Oracle {
     results: Vec<Vec<u32>>,
 }
 
-/// A little-endian reader over the file.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> &'a [u8] {
-        assert!(self.0.len() >= n, "mmasim-seeded.bin is truncated");
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        head
-    }
-    fn u8(&mut self) -> u8 {
-        self.take(1)[0]
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes(self.take(4).try_into().unwrap())
-    }
-}
-
 fn load() -> Oracle {
     let bytes = std::fs::read(FILE).expect("datasets/oracle/mmasim-seeded.bin");
     assert_eq!(format!("{:x}", Sha256::digest(&bytes)), FILE_SHA256, "mmasim-seeded.bin is not the committed file");
-    let mut r = Reader(&bytes);
+    let mut r = Reader { bytes: &bytes, what: "mmasim-seeded.bin" };
     assert_eq!(r.take(8), b"mmaemuS1");
     let seed = u64::from_le_bytes(r.take(8).try_into().unwrap());
     let n = r.u32() as usize;
@@ -269,7 +226,7 @@ fn load() -> Oracle {
             row
         })
         .collect();
-    assert!(r.0.is_empty(), "trailing bytes in mmasim-seeded.bin");
+    assert!(r.bytes.is_empty(), "trailing bytes in mmasim-seeded.bin");
     Oracle { seed, digest, models, results }
 }
 

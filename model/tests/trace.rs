@@ -10,19 +10,8 @@ use mmaemu_model::{accumulate, dot, gemm, Epilogue, Format, Operands, OutDtype, 
 const FUZZ_CALLS: usize = 2_000;
 
 /// SplitMix64: a fixed, seeded stream for the fuzzed calls.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod common;
+use common::SplitMix64 as Rng;
 
 /// A code of mostly finite values in a narrow or wide exponent band, sometimes zero, subnormal or non-finite.
 fn code(r: &mut Rng, f: Format, band: u8) -> u8 {
