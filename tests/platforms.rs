@@ -99,3 +99,58 @@ fn bad_bundles_exit_2_naming_the_problem() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("never declared"), "{}", text(&o));
 }
+
+/// The shipped RTX 4060 files rebuilt into a bundle, with the split rules fitted from its recordings and every
+/// shipped recording of it: the rows replay under the bundle exactly as under the built-in `ada` (the same verdict
+/// for every row), and the bundle's own check calls it validated.
+#[test]
+fn the_rebuilt_rtx4060_bundle_replays_every_shipped_row_like_ada() {
+    let tmp = tempfile::tempdir().unwrap();
+    let recs: Vec<PathBuf> =
+        ["api", "gemm", "mma"].iter().map(|f| data(&format!("datasets/recordings/rtx4060-{f}.parquet"))).collect();
+    let fit = mmaemu().args(["fit", "splitk", "--json"]).arg(&recs[1]).output().unwrap();
+    assert_eq!(fit.status.code(), Some(0), "{}", text(&fit));
+    let rules = tmp.path().join("fit.json");
+    std::fs::write(&rules, &fit.stdout).unwrap();
+    let bundle = tmp.path().join("lab4060-all");
+    let o = mmaemu()
+        .args(["platform", "build", "--name", "lab4060all", "--preset", "ada", "--rules"])
+        .arg(&rules)
+        .arg("--table")
+        .arg(data("datasets/platforms/rtx4060-cublaslt-12.8.3.14/rtx4060-cublaslt-12.8.3.14.parquet"))
+        .arg("--recordings")
+        .args(&recs)
+        .arg("--out")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let manifest = std::fs::read_to_string(bundle.join("platform.toml")).unwrap();
+    // The RTX 4060's rejection of e4m3 x e4m3 -> e5m2 is learnt from the recordings.
+    assert!(manifest.contains("fmt_a = \"e4m3\"\nfmt_b = \"e4m3\"\nout = \"float8_e5m2\""), "{manifest}");
+    let sidecar = std::fs::read_to_string(bundle.join("rtx4060-cublaslt-12.8.3.14.json")).unwrap();
+    assert!(sidecar.contains("\"1\": \"interleaved64/pairwise/restart2\""), "{sidecar}");
+
+    let replay = |profile: &Path| {
+        let o = mmaemu().arg("replay").args(&recs).arg("--json").arg("--profile").arg(profile).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let files: Vec<(u64, u64, u64, String)> = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let n = |k: &str| f[k].as_u64().unwrap();
+                (n("passed"), n("failed"), n("skipped"), f["failures"].to_string())
+            })
+            .collect();
+        files
+    };
+    let ours = replay(&bundle);
+    assert_eq!(ours, replay(Path::new("ada")));
+    assert_eq!(ours.iter().map(|f| f.0).sum::<u64>(), 11265, "{ours:?}");
+
+    let check = mmaemu().args(["platform", "check"]).arg(&bundle).output().unwrap();
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+    assert!(text(&check).contains("profile lab4060all: validated: 11265 hardware rows"), "{}", text(&check));
+}

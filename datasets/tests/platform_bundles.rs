@@ -17,6 +17,7 @@ fn spec(name: &str) -> BuildSpec {
         table: Some(shipped(RTX)),
         preset: "ada".into(),
         rules: None,
+        probe: None,
         profile: name.into(),
         caller: "torch._scaled_mm".into(),
         workspace: 1 << 20,
@@ -219,4 +220,41 @@ fn a_fictional_gpu_comes_up_from_data_alone() {
         SplitKey { m: 16, n: 48, k: 8192, fa: Format::E4m3, fb: Format::E4m3, out: OutDtype::BFloat16, fast: false };
     let (d, _) = resolve_splitk(fx1, &key, &SplitRequest::Auto, true, false).unwrap();
     assert_eq!((d.s, d.scheme.name().as_ref()), (8, "pairwise"));
+}
+
+#[test]
+fn a_probe_names_the_gpu_of_a_bundle_without_a_table_and_must_agree_with_a_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A probe as `mmaemu-record probe` prints it.
+    let probe = tmp.path().join("probe.json");
+    let facts = |gpu: &str| {
+        format!(
+            r#"{{"gpu": "{gpu}", "capability": [9, 0], "sm_count": 132, "driver": "580.1", "cuda_runtime": "13.0",
+               "cublaslt": "12.8.3.14", "torch": null, "caller": null, "workspace_bytes": null}}"#
+        )
+    };
+    std::fs::write(&probe, facts("NVIDIA H200")).unwrap();
+    let mut s = spec("probed");
+    s.table = None;
+    s.recordings = vec![];
+    s.probe = Some(probe.clone());
+    let p = build_platform(&s, &tmp.path().join("probed")).unwrap_or_else(|e| panic!("{e}"));
+    let profile = &p.profiles[0];
+    assert_eq!(
+        (profile.gpu_name.as_deref(), profile.capability, profile.sm_count),
+        (Some("NVIDIA H200"), (9, 0), Some(132))
+    );
+    assert!(p.table.is_none());
+    // With the RTX 4060's table, a probe of another GPU is refused, naming the probe.
+    let mut s = spec("mismatch");
+    s.probe = Some(probe.clone());
+    let e = build_platform(&s, &tmp.path().join("mismatch")).unwrap_err().to_string();
+    assert!(e.contains("probe.json") && e.contains("gpu"), "{e}");
+    assert!(!tmp.path().join("mismatch").exists());
+    // --rules without a table has nothing to rename.
+    let mut s = spec("rules");
+    s.table = None;
+    s.rules = Some(probe);
+    let e = build_platform(&s, &tmp.path().join("rules")).unwrap_err().to_string();
+    assert!(e.contains("needs --table"), "{e}");
 }

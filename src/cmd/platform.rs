@@ -40,6 +40,10 @@ pub struct BuildArgs {
     /// fitted rules.
     #[arg(long)]
     pub rules: Option<PathBuf>,
+    /// The GPU as `mmaemu-record probe` printed it (JSON): its facts for a bundle without --table, checked against
+    /// the table's platform otherwise.
+    #[arg(long)]
+    pub probe: Option<PathBuf>,
     /// The profile's name (default: --name).
     #[arg(long)]
     pub profile: Option<String>,
@@ -66,6 +70,7 @@ pub fn run(command: PlatformCommand) -> CommandResult {
                 table: a.table,
                 preset: a.preset,
                 rules: a.rules,
+                probe: a.probe,
                 profile: a.profile.unwrap_or(a.name),
                 caller: a.caller,
                 workspace: a.workspace,

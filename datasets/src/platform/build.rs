@@ -24,6 +24,9 @@ pub struct BuildSpec {
     pub preset: String,
     /// The output of `mmaemu fit splitk --json`: its `schemes` rename the table's schemes to the fitted rules.
     pub rules: Option<PathBuf>,
+    /// The output of `mmaemu-record probe` (the GPU's name, capability, SM count, driver, cuBLASLt), for a bundle
+    /// without a table or to check the table's platform against.
+    pub probe: Option<PathBuf>,
     /// The profile's name.
     pub profile: String,
     /// The caller (`torch._scaled_mm`, `transformer_engine`).
@@ -83,31 +86,61 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
     let _ = writeln!(m, "# Written by `mmaemu platform build` (docs/platform-format.md).");
     let _ = writeln!(m, "format = {}\nname = {}", quote(FORMAT), quote(&spec.name));
     let mut names = Vec::new();
+    let table = spec.table.as_ref().map(|t| read_splitk_table(t)).transpose()?;
+    // The GPU's facts: the probe's (`mmaemu-record probe`), else the table's sidecar's; both must name one platform.
+    let probe = match &spec.probe {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| DatasetError::io(path, e))?;
+            let v: Value = serde_json::from_str(&text).map_err(|e| invalid(path, format!("not JSON: {e}")))?;
+            Some((path.clone(), v))
+        }
+    };
+    if let (Some((path, v)), Some(t)) = (&probe, &table) {
+        for key in ["gpu", "cublaslt"] {
+            let (a, b) = (&v[key], &t.sidecar["platform"][key]);
+            if a != b {
+                return Err(invalid(path, format!("the probe's `{key}` is {a}, the table's sidecar says {b}")));
+            }
+        }
+    }
     let mut torch = None;
     let mut table_file = None;
-    if let Some(table_path) = &spec.table {
-        let table = read_splitk_table(table_path)?;
-        let p: &Value = &table.sidecar["platform"];
-        let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
-        let gpu = text("gpu").ok_or_else(|| invalid(&table.sidecar_path, "the sidecar's platform has no `gpu`"))?;
-        let cublaslt =
-            text("cublaslt").ok_or_else(|| invalid(&table.sidecar_path, "the sidecar's platform has no `cublaslt`"))?;
-        let cap: Vec<u64> =
-            p.get("capability").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64).collect();
-        if cap.len() != 2 {
-            return Err(invalid(&table.sidecar_path, "the sidecar's platform has no `capability` [major, minor]"));
+    let facts = match (&probe, &table) {
+        (Some((path, v)), _) => Some((path.clone(), v.clone())),
+        (None, Some(t)) => Some((t.sidecar_path.clone(), t.sidecar["platform"].clone())),
+        (None, None) => None,
+    };
+    match facts {
+        Some((source, p)) => {
+            let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
+            let gpu = text("gpu").ok_or_else(|| invalid(&source, "the platform has no `gpu`"))?;
+            let cublaslt = text("cublaslt").ok_or_else(|| invalid(&source, "the platform has no `cublaslt`"))?;
+            let cap: Vec<u64> =
+                p.get("capability").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64).collect();
+            if cap.len() != 2 {
+                return Err(invalid(&source, "the platform has no `capability` [major, minor]"));
+            }
+            torch = text("torch");
+            let _ = writeln!(
+                m,
+                "description = {}",
+                quote(&format!("{gpu} (sm_{}{}), cuBLASLt {cublaslt}", cap[0], cap[1]))
+            );
+            let _ = writeln!(m, "\n[gpu]\nname = {}\ncapability = [{}, {}]", quote(&gpu), cap[0], cap[1]);
+            if let Some(sm) = p.get("sm_count").and_then(Value::as_u64) {
+                let _ = writeln!(m, "sm_count = {sm}");
+            }
+            if let Some(d) = text("driver") {
+                let _ = writeln!(m, "driver = {}", quote(&d));
+            }
+            let _ = writeln!(m, "\n[library]\ncublaslt = {}", quote(&cublaslt));
         }
-        torch = text("torch");
-        let _ =
-            writeln!(m, "description = {}", quote(&format!("{gpu} (sm_{}{}), cuBLASLt {cublaslt}", cap[0], cap[1])));
-        let _ = writeln!(m, "\n[gpu]\nname = {}\ncapability = [{}, {}]", quote(&gpu), cap[0], cap[1]);
-        if let Some(sm) = p.get("sm_count").and_then(Value::as_u64) {
-            let _ = writeln!(m, "sm_count = {sm}");
+        None => {
+            let _ = writeln!(m, "description = {}", quote(&format!("{} without a recorded platform", spec.name)));
         }
-        if let Some(d) = text("driver") {
-            let _ = writeln!(m, "driver = {}", quote(&d));
-        }
-        let _ = writeln!(m, "\n[library]\ncublaslt = {}", quote(&cublaslt));
+    }
+    if let (Some(table_path), Some(table)) = (&spec.table, &table) {
         let t = copy(table_path)?;
         let sidecar_path = splitk_sidecar_path(table_path);
         match &spec.rules {
@@ -124,8 +157,8 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
         }
         table_file = Some(t.clone());
         names.push(t);
-    } else {
-        let _ = writeln!(m, "description = {}", quote(&format!("{} without a recorded split-K table", spec.name)));
+    } else if spec.rules.is_some() {
+        return Err(invalid(out, "--rules renames a table's schemes: it needs --table"));
     }
     let preset = Path::new(&spec.preset);
     if preset.is_file() {
