@@ -4,7 +4,7 @@
 use super::explain::{dtype_arg, parse_splitk};
 use super::{CommandError, CommandResult, Exit};
 use clap::Args;
-use mmaemu_datasets::inputs::{generate, DataClass, InputSpec, Operand, GENERATOR_V1};
+use mmaemu_datasets::inputs::{generate, generate_rows, DataClass, InputSpec, Operand, GENERATOR_V1};
 use mmaemu_datasets::{limits, read_recording};
 use mmaemu_harness::trace::{expected_bits, flat_index, trace_row};
 use mmaemu_kernels::env;
@@ -165,9 +165,8 @@ fn trace_flags(args: &TraceArgs, el: &[usize]) -> Result<Trace, CommandError> {
             el[0], el[1]
         )));
     }
-    // The generator is counter-based: the first i + 1 rows of A (j + 1 of B) are the same bytes as in the whole
-    // operand, and the trace reads only row i of A and row j of B.
-    with_call(&args.call, Some((el[0] + 1, el[1] + 1)), |call| {
+    // The trace reads only row i of A and row j of B: the generator makes those alone (it is counter-based).
+    with_call(&args.call, Some((el[0], el[1])), |call| {
         trace_scaled_mm(call, el[0], el[1]).map_err(|e| CommandError {
             exit: Exit::Failed,
             message: e.to_string(),
@@ -185,11 +184,11 @@ pub fn shape(f: &CallFlags) -> Result<(usize, usize, usize), CommandError> {
 }
 
 /// Generate the operands of a call by flags and hand the call to `f`.
-/// With `rows`, only the first rows of A and of B are generated (the views keep the call's shape; an element
-/// past them reads as outside the storage).
+/// With `element` (i, j), only row i of A and row j of B are generated, the rows before them left zero (the views
+/// keep the call's shape; a row past them reads as outside the storage).
 pub fn with_call<R>(
     f: &CallFlags,
-    rows: Option<(usize, usize)>,
+    element: Option<(usize, usize)>,
     run: impl FnOnce(&ScaledMm<'_>) -> Result<R, CommandError>,
 ) -> Result<R, CommandError> {
     let bad = |e: String| CommandError::bad_input(e);
@@ -206,9 +205,17 @@ pub fn with_call<R>(
     )
     .map_err(bad)?;
     let (da, db) = (dtype_arg(&f.a), dtype_arg(&f.b));
-    let (ra, rb) = rows.map_or((m, n), |(i, j)| (i.min(m), j.min(n)));
-    let a = generate(&spec, Operand::A, da.name(), ra, k).map_err(bad)?;
-    let b = generate(&spec, Operand::B, db.name(), rb, k).map_err(bad)?;
+    let make = |operand: Operand, fmt: &str, rows: usize, only: Option<usize>| match only {
+        None => generate(&spec, operand, fmt, rows, k),
+        Some(r) => {
+            let r = r.min(rows.saturating_sub(1));
+            let mut v = vec![0u8; (r + 1) * k];
+            v[r * k..].copy_from_slice(&generate_rows(&spec, operand, fmt, r..r + 1, k)?);
+            Ok(v)
+        }
+    };
+    let a = make(Operand::A, da.name(), m, element.map(|e| e.0)).map_err(bad)?;
+    let b = make(Operand::B, db.name(), n, element.map(|e| e.1)).map_err(bad)?;
     let call = ScaledMm {
         input: View { dtype: da, shape: vec![m, k], strides: vec![k, 1], offset: 0, storage: &a },
         mat2: View { dtype: db, shape: vec![k, n], strides: vec![1, k], offset: 0, storage: &b },

@@ -413,23 +413,37 @@ impl Words {
 /// Generates operand `operand` ([rows, k] row-major, one byte per code) of format `fmt` (`e4m3`, `e5m2`
 /// or the torch names) from `spec`. Errors: an unknown generator, format or bad parameter.
 pub fn generate(spec: &InputSpec, operand: Operand, fmt: &str, rows: usize, k: usize) -> Result<Vec<u8>, String> {
+    generate_rows(spec, operand, fmt, 0..rows, k)
+}
+
+/// Rows `rows` of the operand [`generate`] makes, the same bytes: the generator is counter-based, so a row is made
+/// without the rows before it.
+pub fn generate_rows(
+    spec: &InputSpec,
+    operand: Operand,
+    fmt: &str,
+    rows: std::ops::Range<usize>,
+    k: usize,
+) -> Result<Vec<u8>, String> {
     if spec.generator != GENERATOR_V1 {
         return Err(format!("generator {:?} is not {GENERATOR_V1:?}", spec.generator));
     }
     spec.data.check()?;
     let f = Fp8::parse(fmt).ok_or_else(|| format!("format {fmt:?} is not an FP8 format the generator knows"))?;
-    let n = rows.checked_mul(k).ok_or_else(|| "operand size overflows".to_string())?;
+    let span = |r: usize| r.checked_mul(k).map(|x| x as u64).ok_or_else(|| "operand size overflows".to_string());
+    let (start, end) = (span(rows.start)?, span(rows.end.max(rows.start))?);
+    let n = (end - start) as usize;
     let w = Words::new(spec, operand);
     let r = Rounder::new(f);
     let mut out = Vec::with_capacity(n);
     match spec.data {
         DataClass::Gaussian { scale } => {
-            for i in 0..n as u64 {
+            for i in start..end {
                 out.push(r.round(w.gaussian(i) * scale));
             }
         }
         DataClass::Bits { finite } => {
-            for i in 0..n as u64 {
+            for i in start..end {
                 let mut code = None;
                 'words: for j in 0..16 {
                     let word = w.word(i, j);
@@ -445,7 +459,7 @@ pub fn generate(spec: &InputSpec, operand: Operand, fmt: &str, rows: usize, k: u
         }
         DataClass::Split { scale } => {
             let big = r.round(pow2(f.emax() - 1));
-            for i in 0..n as u64 {
+            for i in start..end {
                 let sel = w.word(i, 7);
                 if sel & 7 == 0 {
                     out.push(big | if sel & 8 != 0 { 0x80 } else { 0 });
@@ -462,14 +476,14 @@ pub fn generate(spec: &InputSpec, operand: Operand, fmt: &str, rows: usize, k: u
                 Operand::A => 1u64,
                 Operand::B => 167u64,
             };
-            for i in 0..n as u64 {
+            for i in start..end {
                 let pos = (i % len * mult + offset) % len;
                 out.push(codes[pos as usize]);
             }
         }
         DataClass::Subnormal { scale } => {
             let mmask = (1u64 << f.mantissa_bits()) - 1;
-            for i in 0..n as u64 {
+            for i in start..end {
                 let sel = w.word(i, 7);
                 if sel & 3 != 0 {
                     let mant = ((sel >> 8) & mmask) as u8;
@@ -481,14 +495,14 @@ pub fn generate(spec: &InputSpec, operand: Operand, fmt: &str, rows: usize, k: u
             }
         }
         DataClass::Special { scale } => {
-            for i in 0..n as u64 {
+            for i in start..end {
                 out.push(r.round(w.gaussian(i) * scale));
             }
             if k > 0 {
-                for r in 0..rows {
+                for (local, r) in rows.clone().enumerate() {
                     let rw = w.row_word(r as u64);
-                    let p1 = r * k + ((rw >> 8) % k as u64) as usize;
-                    let p2 = r * k + ((rw >> 32) % k as u64) as usize;
+                    let p1 = local * k + ((rw >> 8) % k as u64) as usize;
+                    let p2 = local * k + ((rw >> 32) % k as u64) as usize;
                     match rw % 8 {
                         0 => out[p1] = f.nan(false),
                         1 => out[p1] = f.inf(false),

@@ -82,3 +82,25 @@ fn gaussian_is_roughly_standard() {
     assert!(mean.abs() < 0.05, "{mean}");
     assert!((var - 1.0).abs() < 0.05, "{var}");
 }
+
+#[test]
+fn a_row_range_is_those_rows_of_the_whole_operand() {
+    let classes = [
+        DataClass::Gaussian { scale: 1.0 },
+        DataClass::Bits { finite: false },
+        DataClass::Split { scale: 1.0 },
+        DataClass::AllCodes { finite: true },
+        DataClass::Subnormal { scale: 1.0 },
+        DataClass::Special { scale: 1.0 },
+    ];
+    let (rows, k) = (23, 37);
+    for data in classes {
+        for (operand, fmt) in [(Operand::A, "e4m3"), (Operand::B, "e5m2")] {
+            let whole = generate(&spec(data.clone()), operand, fmt, rows, k).unwrap();
+            for range in [0..1, 5..6, 7..19, 22..23, 0..23, 9..9] {
+                let part = generate_rows(&spec(data.clone()), operand, fmt, range.clone(), k).unwrap();
+                assert_eq!(part, whole[range.start * k..range.end * k], "{data:?} {operand:?} {range:?}");
+            }
+        }
+    }
+}
