@@ -83,6 +83,64 @@ fn a_rebuilt_rtx4060_bundle_decides_like_ada() {
 }
 
 #[test]
+fn a_rebuilt_rtx4060_bundle_decides_like_ada_on_every_table_key_and_100000_random_keys() {
+    let lab = load_profile(built().1.to_str().unwrap()).unwrap();
+    let ada = Profile::by_name("ada").unwrap();
+    let same = |key: &SplitKey| {
+        let decide = |p: &Profile| {
+            resolve_splitk(p, key, &SplitRequest::Auto, true, false)
+                .map(|(d, _)| (d.s, d.scheme, d.source, d.verified, d.table_id, d.note))
+                .map_err(|e| e.category())
+        };
+        let (a, b) = (decide(&ada), decide(&lab));
+        assert_eq!(a, b, "{key:?}");
+        a.is_ok()
+    };
+    // Every key of the table at the profile's workspace.
+    let table = mmaemu_datasets::read_splitk_table(&shipped(RTX)).unwrap();
+    let mut keys = 0;
+    for r in table.rows.iter().filter(|r| r.workspace_bytes == 1 << 20) {
+        let key = SplitKey {
+            m: r.m as usize,
+            n: r.n as usize,
+            k: r.k as usize,
+            fa: Format::from_name(r.fmt_a).unwrap(),
+            fb: Format::from_name(r.fmt_b).unwrap(),
+            out: OutDtype::from_name(r.out_dtype).unwrap(),
+            fast: r.fast_accum,
+        };
+        assert!(same(&key), "a table key must resolve: {key:?}");
+        keys += 1;
+    }
+    assert!(keys > 100_000, "{keys} table keys");
+    // 100,000 random keys (SplitMix64), most of them off the table.
+    let mut state = 0x6c61_6234_3036_30u64;
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let fmts = [Format::E4m3, Format::E5m2];
+    let mut resolved = 0;
+    for _ in 0..100_000 {
+        let dim = |x: u64| 1 + (x % 20_000) as usize;
+        let key = SplitKey {
+            m: dim(next()),
+            n: dim(next()),
+            k: dim(next()),
+            fa: fmts[(next() % 2) as usize],
+            fb: fmts[(next() % 2) as usize],
+            out: OutDtype::ALL[(next() % OutDtype::ALL.len() as u64) as usize],
+            fast: next() % 2 == 0,
+        };
+        resolved += usize::from(same(&key));
+    }
+    assert!(resolved > 1_000, "only {resolved} random keys resolved");
+}
+
+#[test]
 fn build_never_overwrites() {
     let e = build_platform(&spec("again"), &built().1).unwrap_err().to_string();
     assert!(e.contains("already exists"), "{e}");
