@@ -19,11 +19,13 @@ pub const FORMAT: &str = "mmaemu-platform/1";
 pub const MANIFEST: &str = "platform.toml";
 
 /// The built-in platforms: (bundle directory name, manifest text).
-const BUILTIN: [(&str, &str); 4] = [
+const BUILTIN: [(&str, &str); 6] = [
     ("rtx4060-cublaslt-12.8.3.14", include_str!("../../datasets/platforms/rtx4060-cublaslt-12.8.3.14/platform.toml")),
     ("h100pcie-cublaslt-12.8.3.14", include_str!("../../datasets/platforms/h100pcie-cublaslt-12.8.3.14/platform.toml")),
     ("hopper-experimental", include_str!("../../datasets/platforms/hopper-experimental/platform.toml")),
     ("b200-mma-sync-experimental", include_str!("../../datasets/platforms/b200-mma-sync-experimental/platform.toml")),
+    ("b200-tcgen05-experimental", include_str!("../../datasets/platforms/b200-tcgen05-experimental/platform.toml")),
+    ("rtx50-mma-sync-experimental", include_str!("../../datasets/platforms/rtx50-mma-sync-experimental/platform.toml")),
 ];
 
 #[derive(Deserialize)]

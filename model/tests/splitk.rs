@@ -208,7 +208,12 @@ fn workspace0_never_splits() {
 
 #[test]
 fn profiles_without_a_table_cannot_resolve_auto() {
-    for p in ["hopper-experimental", "b200-mma-sync-experimental"] {
+    for p in [
+        "hopper-experimental",
+        "b200-mma-sync-experimental",
+        "b200-tcgen05-experimental",
+        "rtx50-mma-sync-experimental",
+    ] {
         let msg = auto_err(p, &key(16, 16, 16, E4, E4, OutDtype::Float32, true), false);
         assert!(
             msg.starts_with(&format!(

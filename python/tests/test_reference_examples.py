@@ -244,8 +244,9 @@ def test_s6_6_explicit_contiguous_examples() -> None:
 
 def test_s6_1_profiles(monkeypatch) -> None:
     # The built-in profiles first, in this order (bundles loaded in the process follow them).
-    assert mmaemu.list_profiles()[:8] == ["ada", "ada-te", "ada-ws0", "hopper", "hopper-te", "hopper-ws0",
-                                      "hopper-experimental", "b200-mma-sync-experimental"]
+    assert mmaemu.list_profiles()[:10] == ["ada", "ada-te", "ada-ws0", "hopper", "hopper-te", "hopper-ws0",
+                                       "hopper-experimental", "b200-mma-sync-experimental",
+                                       "b200-tcgen05-experimental", "rtx50-mma-sync-experimental"]
     p = mmaemu.get_profile("hopper")
     assert (p.preset, p.gpu_name, p.capability, p.sm_count, p.workspace_bytes) == (
         "hopper", "NVIDIA H100 PCIe", (9, 0), 114, 1 << 20)
