@@ -2,11 +2,11 @@
 //! a digest of the operands and MMA-Sim's result bits; this file redraws the chains by the recipe of
 //! datasets/oracle/README.md (python/oracle/mmasim_seeded.py is its twin) and compares `dot` / `dot_scaled` bit for bit.
 
-use mmaemu_model::{dot, dot_scaled, Format, Preset};
+use mmaemu_model::Format;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::{Reader, SplitMix64};
+use common::{assert_equals_mmasim, OracleChain, Reader, SplitMix64};
 
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/oracle/mmasim-seeded.bin");
 /// The committed file's sha256 (datasets/oracle/README.md), so that a changed file is noticed, not trusted.
@@ -44,16 +44,6 @@ const STYLES: [Style; 8] = [
 const SCALE_MODES: [ScaleMode; 6] =
     [ScaleMode::Normal, ScaleMode::Normal, ScaleMode::Normal, ScaleMode::Deep, ScaleMode::High, ScaleMode::Edge];
 const NOTABLE_SCALES: [u8; 7] = [0, 1, 2, 60, 200, 253, 254];
-
-struct SeededChain {
-    fa: Format,
-    fb: Format,
-    c: u32,
-    a: Vec<u8>,
-    b: Vec<u8>,
-    scale_a: Vec<u8>,
-    scale_b: Vec<u8>,
-}
 
 fn special(code: u8, e4m3: bool) -> bool {
     let mag = code & 0x7F;
@@ -166,7 +156,7 @@ fn length(rng: &mut SplitMix64) -> usize {
     }) as usize
 }
 
-fn chain(seed: u64) -> SeededChain {
+fn chain(seed: u64) -> OracleChain {
     let rng = &mut SplitMix64(seed);
     let (fa, fb) = (rng.below(2) == 0, rng.below(2) == 0); // true: e4m3
     let k = length(rng);
@@ -190,7 +180,7 @@ fn chain(seed: u64) -> SeededChain {
     let scale_a = (0..blocks).map(|_| scale(rng, mode)).collect();
     let scale_b = (0..blocks).map(|_| scale(rng, mode)).collect();
     let format = |e4m3| if e4m3 { Format::E4m3 } else { Format::E5m2 };
-    SeededChain { fa: format(fa), fb: format(fb), c, a, b, scale_a, scale_b }
+    OracleChain { fa: format(fa), fb: format(fb), c, a, b, scale_a, scale_b }
 }
 
 /// The file's header and each chain's result bits per model.
@@ -235,7 +225,7 @@ fn blackwell_presets_and_mxfp8_dot_equal_mmasim_on_100000_seeded_chains() {
     let oracle = load();
     assert!(oracle.results.len() >= 100_000, "the file holds {} chains", oracle.results.len());
     let mut master = SplitMix64(oracle.seed);
-    let chains: Vec<SeededChain> = (0..oracle.results.len()).map(|_| chain(master.next())).collect();
+    let chains: Vec<OracleChain> = (0..oracle.results.len()).map(|_| chain(master.next())).collect();
     let mut h = Sha256::new();
     for ch in &chains {
         let code = |f| (f == Format::E5m2) as u8;
@@ -248,43 +238,7 @@ fn blackwell_presets_and_mxfp8_dot_equal_mmasim_on_100000_seeded_chains() {
     }
     assert_eq!(h.finalize()[..], oracle.digest, "the chains drawn here are not the ones MMA-Sim was given");
 
-    let mut failures = Vec::new();
-    let (mut compared, mut differ) = (0usize, 0usize);
-    for (m, model) in oracle.models.iter().enumerate() {
-        let (name, scaled) = model.strip_suffix("+mx").map_or((model.as_str(), false), |n| (n, true));
-        let preset = Preset::by_name(name).unwrap();
-        for (i, (ch, expected)) in chains.iter().zip(&oracle.results).enumerate() {
-            let c = Some(f32::from_bits(ch.c));
-            let got = if scaled {
-                dot_scaled(&preset, ch.fa, ch.fb, &ch.a, &ch.b, &ch.scale_a, &ch.scale_b, c)
-            } else {
-                dot(&preset, ch.fa, ch.fb, &ch.a, &ch.b, c)
-            }
-            .unwrap()
-            .to_bits();
-            compared += 1;
-            if got != expected[m] {
-                differ += 1;
-                if failures.len() < 10 {
-                    failures.push(format!(
-                        "{model} chain {i}: {:?}x{:?} K={} c={:#010x} a={:02x?} b={:02x?} sa={:02x?} sb={:02x?}: \
-                         mmaemu {got:#010x}, MMA-Sim {:#010x}",
-                        ch.fa,
-                        ch.fb,
-                        ch.a.len(),
-                        ch.c,
-                        ch.a,
-                        ch.b,
-                        ch.scale_a,
-                        ch.scale_b,
-                        expected[m]
-                    ));
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{differ} of {compared} results differ; the first:\n{}", failures.join("\n"));
-    assert_eq!(compared, oracle.models.len() * chains.len());
+    assert_equals_mmasim(&oracle.models, &chains, &oracle.results);
     for name in ["b200_tcgen05", "rtx50_mma_sync", "b200_tcgen05+mx", "rtx50_mma_sync+mx"] {
         assert!(oracle.models.iter().any(|m| m == name), "the file lacks {name}");
     }

@@ -51,3 +51,58 @@ impl<'a> Reader<'a> {
         u32::from_le_bytes(self.take(4).try_into().unwrap())
     }
 }
+
+/// One chain of an oracle file: c + a · b (with e8m0 block scales for the `+mx` models).
+pub struct OracleChain {
+    pub fa: mmaemu_model::Format,
+    pub fb: mmaemu_model::Format,
+    pub c: u32,
+    pub a: Vec<u8>,
+    pub b: Vec<u8>,
+    pub scale_a: Vec<u8>,
+    pub scale_b: Vec<u8>,
+}
+
+/// Every chain through every model (a preset name, `+mx` for its block-scaled dot) against MMA-Sim's bits,
+/// `expected[chain][model]`: the first differences are listed, and every result is compared.
+pub fn assert_equals_mmasim(models: &[String], chains: &[OracleChain], expected: &[Vec<u32>]) {
+    use mmaemu_model::{dot, dot_scaled, Preset};
+    assert_eq!(chains.len(), expected.len());
+    let mut failures = Vec::new();
+    let (mut compared, mut differ) = (0usize, 0usize);
+    for (m, model) in models.iter().enumerate() {
+        let (name, scaled) = model.strip_suffix("+mx").map_or((model.as_str(), false), |n| (n, true));
+        let preset = Preset::by_name(name).unwrap();
+        for (i, (ch, expected)) in chains.iter().zip(expected).enumerate() {
+            let c = Some(f32::from_bits(ch.c));
+            let got = if scaled {
+                dot_scaled(&preset, ch.fa, ch.fb, &ch.a, &ch.b, &ch.scale_a, &ch.scale_b, c)
+            } else {
+                dot(&preset, ch.fa, ch.fb, &ch.a, &ch.b, c)
+            }
+            .unwrap()
+            .to_bits();
+            compared += 1;
+            if got != expected[m] {
+                differ += 1;
+                if failures.len() < 10 {
+                    failures.push(format!(
+                        "{model} chain {i}: {:?}x{:?} K={} c={:#010x} a={:02x?} b={:02x?} sa={:02x?} sb={:02x?}: \
+                         mmaemu {got:#010x}, MMA-Sim {:#010x}",
+                        ch.fa,
+                        ch.fb,
+                        ch.a.len(),
+                        ch.c,
+                        ch.a,
+                        ch.b,
+                        ch.scale_a,
+                        ch.scale_b,
+                        expected[m]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{differ} of {compared} results differ; the first:\n{}", failures.join("\n"));
+    assert_eq!(compared, models.len() * chains.len());
+}
