@@ -30,34 +30,7 @@ fn codes_step_equals_the_decoded_step() {
                 // fall below the grid.
                 let len = 1024;
                 let subnormal = round % 4 == 2;
-                let top = if round % 2 == 0 { 0x7F } else { 0x3F };
-                let below_normal = if fb == Format::E4m3 { 8 } else { 4 };
-                let a: Vec<u8> = (0..len)
-                    .map(|_| match rng.random_range(0..10) {
-                        0 => 0,
-                        _ => loop {
-                            let c = rng.random_range(0..=top) | (rng.random::<u8>() & 0x80);
-                            if !fa.is_nonfinite(c) {
-                                break c;
-                            }
-                        },
-                    })
-                    .collect();
-                let b: Vec<Vec<u8>> = (0..CODE_CHAINS)
-                    .map(|_| {
-                        if subnormal {
-                            return (0..len)
-                                .map(|_| rng.random_range(0..below_normal) | (rng.random::<u8>() & 0x80))
-                                .collect();
-                        }
-                        let mut r: Vec<u8> = finite.iter().cycle().take(4 * finite.len()).copied().collect();
-                        r.extend((r.len()..len).map(|_| finite[rng.random_range(0..finite.len())]));
-                        for i in (1..len).rev() {
-                            r.swap(i, rng.random_range(0..=i));
-                        }
-                        r
-                    })
-                    .collect();
+                let (a, b) = code_operands(&mut rng, fa, fb, round, CODE_CHAINS);
                 let (mut av, mut ae) = (vec![0f32; len], vec![0i8; len]);
                 la.decode(&a, &mut av, &mut ae);
                 let am: Vec<f32> = av.iter().map(|v| v.abs() * FUSED_A_SCALE).collect();

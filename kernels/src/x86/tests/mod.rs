@@ -24,6 +24,42 @@ fn avx512() -> bool {
     there
 }
 
+/// One round's operands of the steps over codes: A's `len` codes random and finite (a tenth zeros, magnitudes up to
+/// 0x3F every other round), and `rows` rows of B holding every finite code of its format 4 times each, shuffled,
+/// padded with random finite codes; one round in four, B of only zeros and subnormals instead.
+fn code_operands(rng: &mut ChaCha8Rng, fa: Format, fb: Format, round: usize, rows: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let len = 1024;
+    let subnormal = round % 4 == 2;
+    let top = if round.is_multiple_of(2) { 0x7F } else { 0x3F };
+    let below_normal = if fb == Format::E4m3 { 8 } else { 4 };
+    let finite: Vec<u8> = (0..=255u8).filter(|&c| !fb.is_nonfinite(c)).collect();
+    let a: Vec<u8> = (0..len)
+        .map(|_| match rng.random_range(0..10) {
+            0 => 0,
+            _ => loop {
+                let c = rng.random_range(0..=top) | (rng.random::<u8>() & 0x80);
+                if !fa.is_nonfinite(c) {
+                    break c;
+                }
+            },
+        })
+        .collect();
+    let b: Vec<Vec<u8>> = (0..rows)
+        .map(|_| {
+            if subnormal {
+                return (0..len).map(|_| rng.random_range(0..below_normal) | (rng.random::<u8>() & 0x80)).collect();
+            }
+            let mut r: Vec<u8> = finite.iter().cycle().take(4 * finite.len()).copied().collect();
+            r.extend((r.len()..len).map(|_| finite[rng.random_range(0..finite.len())]));
+            for i in (1..len).rev() {
+                r.swap(i, rng.random_range(0..=i));
+            }
+            r
+        })
+        .collect();
+    (a, b)
+}
+
 mod codes;
 mod codes_avx2;
 mod panel;
