@@ -10,58 +10,34 @@ use crate::scaled_mm::{resolve_profile, ScaledMm, Validation};
 
 /// Trace element (i, j) of `call`. A call that would raise returns that error; a zero-size call traces +0.
 pub fn trace_scaled_mm(call: &ScaledMm<'_>, i: usize, j: usize) -> Result<Trace> {
-    let plan = call.explain();
-    if let Validation::Error { .. } = plan.validation {
-        // The call's own error, with its category: running it stops at the same check.
-        return match call.clone().run() {
-            Err(e) => Err(e),
-            Ok(_) => Err(Error::invalid_value("the call's checks disagree between explain and run")),
-        };
-    }
+    let c = checked(call)?;
     let (m, k, n) = (call.input.shape[0], call.input.shape[1], call.mat2.shape[1]);
     if i >= m || j >= n {
         return Err(Error::invalid_value(format!("element ({i}, {j}) is outside the [{m}, {n}] result")));
     }
-    let profile = resolve_profile(&call.profile)?;
-    let od_dtype = call
-        .out_dtype
-        .clone()
-        .or_else(|| call.out.as_ref().map(|o| o.dtype.clone()))
-        .unwrap_or_else(|| call.input.dtype.clone());
-    let od = od_dtype.out_dtype();
-    let Some(split) = plan.split else {
+    let (preset, fa, fb) = (&c.profile.preset, c.fa, c.fb);
+    let Some(split) = &c.split else {
         // Zero-size (K = 0 here, since the element exists) or out= returned unchanged: nothing is computed.
-        let fa = call.input.dtype.format().ok_or_else(|| Error::invalid_value("mat1 is not an FP8 operand"))?;
-        let fb = call.mat2.dtype.format().ok_or_else(|| Error::invalid_value("mat2 is not an FP8 operand"))?;
         if k != 0 {
             return Err(Error::invalid_value("out= is returned unchanged (§5.2 step 9): no element is computed"));
         }
         let ops = Operands { fa, fb, a: &[], b: &[], m, n, k: 0 };
-        let p = Plan::new(&profile.preset, 0, call.use_fast_accum, crate::plan::SplitK::NONE)?;
-        let mut t = trace_element(&profile.preset, &p, &ops, i, j, None)?;
+        let p = Plan::new(preset, 0, call.use_fast_accum, crate::plan::SplitK::NONE)?;
+        let mut t = trace_element(preset, &p, &ops, i, j, None)?;
         t.op = TraceOp::ScaledMm;
-        t.dtype = od.unwrap_or(OutDtype::Float32);
+        t.dtype = c.od.unwrap_or(OutDtype::Float32);
         return Ok(t);
     };
-    let od = od.ok_or_else(|| Error::invalid_value(format!("out dtype {od_dtype} is not a GEMM output")))?;
-    let fa = call.input.dtype.format().ok_or_else(|| Error::invalid_value("mat1 is not an FP8 operand"))?;
-    let fb = call.mat2.dtype.format().ok_or_else(|| Error::invalid_value("mat2 is not an FP8 operand"))?;
+    let epi = epilogue(call, c.out()?);
     // Only row i of A and row j of B are needed: gather them from the views.
     let ra = row(&call.input, i, "mat1")?;
     let rb = row(&call.mat2.t(), j, "mat2")?;
     let ops = Operands { fa, fb, a: &ra, b: &rb, m: 1, n: 1, k };
-    let p = Plan::new(&profile.preset, k, call.use_fast_accum, split.try_splitk()?)?;
-    let scale = |v: &[f64]| v.first().copied().unwrap_or(0.0) as f32;
-    let epi = Epilogue {
-        scale_a: scale(&call.scale_a.values),
-        scale_b: scale(&call.scale_b.values),
-        scale_result: call.scale_result.as_ref().map(|s| scale(&s.values)),
-        out: od,
-    };
-    let mut t = trace_element(&profile.preset, &p, &ops, 0, 0, Some(&epi))?;
+    let p = Plan::new(preset, k, call.use_fast_accum, split.try_splitk()?)?;
+    let mut t = trace_element(preset, &p, &ops, 0, 0, Some(&epi))?;
     t.op = TraceOp::ScaledMm;
     t.element = Some((i, j));
-    t.split_source = Some(format!("{} ({}); profile {}", split.source.name(), split.note, profile.name));
+    t.split_source = Some(format!("{} ({}); profile {}", split.source.name(), split.note, c.profile.name));
     Ok(t)
 }
 
@@ -83,36 +59,64 @@ pub fn attribute_scaled_mm_with(
     call: &ScaledMm<'_>,
     progress: &(dyn Fn(usize) + Sync),
 ) -> Result<super::summary::GemmAttribution> {
+    let c = checked(call)?;
+    let (m, k, n) = (call.input.shape[0], call.input.shape[1], call.mat2.shape[1]);
+    let split = c.split.as_ref().ok_or_else(|| Error::invalid_value("a zero-size call has nothing to attribute"))?;
+    let epi = epilogue(call, c.out()?);
+    let a = call.input.gather_bytes("mat1")?;
+    let b = call.mat2.t().gather_bytes("mat2")?;
+    let ops = Operands { fa: c.fa, fb: c.fb, a: &a, b: &b, m, n, k };
+    let p = Plan::new(&c.profile.preset, k, call.use_fast_accum, split.try_splitk()?)?;
+    super::summary::attribute_gemm_with(&c.profile.preset, &p, &ops, Some(&epi), progress)
+}
+
+/// What tracing and attributing a call share: the call's checks as `explain` makes them (a call that would raise
+/// returns that error, with its category), its split decision, profile, operand formats and out dtype (None: not a
+/// GEMM output).
+struct Checked {
+    split: Option<crate::splitk::SplitDecision>,
+    profile: crate::profile::Profile,
+    fa: crate::format::Format,
+    fb: crate::format::Format,
+    od_dtype: crate::dtype::Dtype,
+    od: Option<OutDtype>,
+}
+
+fn checked(call: &ScaledMm<'_>) -> Result<Checked> {
     let plan = call.explain();
     if let Validation::Error { .. } = plan.validation {
+        // The call's own error, with its category: running it stops at the same check.
         return match call.clone().run() {
             Err(e) => Err(e),
             Ok(_) => Err(Error::invalid_value("the call's checks disagree between explain and run")),
         };
     }
-    let (m, k, n) = (call.input.shape[0], call.input.shape[1], call.mat2.shape[1]);
-    let split = plan.split.ok_or_else(|| Error::invalid_value("a zero-size call has nothing to attribute"))?;
     let profile = resolve_profile(&call.profile)?;
     let od_dtype = call
         .out_dtype
         .clone()
         .or_else(|| call.out.as_ref().map(|o| o.dtype.clone()))
         .unwrap_or_else(|| call.input.dtype.clone());
-    let od = od_dtype
-        .out_dtype()
-        .ok_or_else(|| Error::invalid_value(format!("out dtype {od_dtype} is not a GEMM output")))?;
+    let od = od_dtype.out_dtype();
     let fa = call.input.dtype.format().ok_or_else(|| Error::invalid_value("mat1 is not an FP8 operand"))?;
     let fb = call.mat2.dtype.format().ok_or_else(|| Error::invalid_value("mat2 is not an FP8 operand"))?;
-    let a = call.input.gather_bytes("mat1")?;
-    let b = call.mat2.t().gather_bytes("mat2")?;
-    let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
-    let p = Plan::new(&profile.preset, k, call.use_fast_accum, split.try_splitk()?)?;
+    Ok(Checked { split: plan.split, profile, fa, fb, od_dtype, od })
+}
+
+impl Checked {
+    /// The out dtype, which a computed element needs.
+    fn out(&self) -> Result<OutDtype> {
+        self.od.ok_or_else(|| Error::invalid_value(format!("out dtype {} is not a GEMM output", self.od_dtype)))
+    }
+}
+
+/// The call's epilogue with out dtype `out` (the scales' first values: per-tensor scales).
+fn epilogue(call: &ScaledMm<'_>, out: OutDtype) -> Epilogue {
     let scale = |v: &[f64]| v.first().copied().unwrap_or(0.0) as f32;
-    let epi = Epilogue {
+    Epilogue {
         scale_a: scale(&call.scale_a.values),
         scale_b: scale(&call.scale_b.values),
         scale_result: call.scale_result.as_ref().map(|s| scale(&s.values)),
-        out: od,
-    };
-    super::summary::attribute_gemm_with(&profile.preset, &p, &ops, Some(&epi), progress)
+        out,
+    }
 }
