@@ -240,6 +240,13 @@ impl Row {
         }
     }
 
+    /// The cuBLASLt customOption of the algorithm the row's GPU ran, where its `algo` column records one
+    /// (`custom_option`, or `customOption` as earlier recordings spell it).
+    pub fn custom_option(&self) -> Option<i64> {
+        let algo: serde_json::Value = serde_json::from_str(self.algo.as_deref()?).ok()?;
+        algo.get("custom_option").or_else(|| algo.get("customOption")).and_then(serde_json::Value::as_i64)
+    }
+
     /// The expected bits, if the row ships them.
     pub fn expected_bits(&self) -> Option<&[u8]> {
         match &self.expected {

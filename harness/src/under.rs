@@ -33,15 +33,12 @@ impl Under {
     /// The profile a `scaled_mm` row replays under: `Ok(None)` for its own; `Err(reason)` (a skip) where none of the
     /// platform's profiles stands for the row's.
     pub fn profile(&self, row: &Row) -> std::result::Result<Option<&Profile>, String> {
-        if let [only] = self.profiles.as_slice() {
-            return Ok(Some(only));
+        match self.profiles.as_slice() {
+            [] => return Ok(None),
+            [only] => return Ok(Some(only)),
+            _ => {}
         }
-        let Some(name) = row.profile.as_deref() else {
-            return if self.is_own() { Ok(None) } else { Err("the row names no profile".into()) };
-        };
-        if self.is_own() {
-            return Ok(None);
-        }
+        let name = row.profile.as_deref().ok_or("the row names no profile")?;
         if let Some(p) = self.profiles.iter().find(|p| p.name == name) {
             return Ok(Some(p));
         }
@@ -70,12 +67,7 @@ impl Under {
             return recorded.into();
         }
         let table = self.profile(row).ok().flatten().or(self.profiles.first()).and_then(|p| p.splitk_table);
-        let custom = row
-            .algo
-            .as_deref()
-            .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
-            .and_then(|v| v.get("custom_option").or_else(|| v.get("customOption")).and_then(|c| c.as_i64()));
-        match (table, custom) {
+        match (table, row.custom_option()) {
             (Some(t), Some(c)) => t.custom_scheme(c).name().into_owned().into(),
             _ => recorded.into(),
         }

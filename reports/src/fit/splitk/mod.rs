@@ -184,12 +184,7 @@ pub struct FitReport {
 /// The label of a row's group: `customOption C` from the `algo` JSON, else the recorded scheme unless it
 /// is `unknown` or absent.
 pub fn label_of(row: &Row) -> Option<String> {
-    let custom = row
-        .algo
-        .as_deref()
-        .and_then(|a| serde_json::from_str::<Value>(a).ok())
-        .and_then(|v| v.get("custom_option").or_else(|| v.get("customOption")).and_then(Value::as_i64));
-    if let Some(c) = custom {
+    if let Some(c) = row.custom_option() {
         return Some(format!("customOption {c}"));
     }
     match row.split_scheme.as_deref() {
