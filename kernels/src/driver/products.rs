@@ -2,7 +2,7 @@
 //! B; per piece of a chunk its rows of A are decoded, and B's rows run through the product-lane block step eight
 //! at a time, decoded beforehand, or, at one or two rows of A on the AVX-512 level, sixteen at a time as codes.
 
-use super::tiles::{group, reads_codes, strip_len};
+use super::tiles::{group, reads_codes, strip_len, STRIP_CHUNKS};
 use super::{gather_rows, ChunkPlan, Job, Piece};
 use crate::kernel::product_blocks;
 #[cfg(target_arch = "x86_64")]
@@ -151,7 +151,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
     #[inline(always)]
     fn run_chunks(&mut self, job: &Job, chunks: &[ChunkPlan], part: &mut [f32]) -> usize {
         let piece_len = strip_len::<NB>();
-        let codes = self.fused && reads_codes::<X86>(job, self.rows.len());
+        let codes = (self.fused || X86 == X86_AVX2) && reads_codes::<X86>(job, self.rows.len());
         let Some((k0, l, count)) = consecutive(chunks, NB).filter(|&(_, l, _)| codes && l <= piece_len) else {
             return 0;
         };
@@ -165,7 +165,11 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
             let at = (job.a, job.k, &job.la);
             decode_rows(at, self.rows.clone(), &chunks[0], q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
             #[cfg(target_arch = "x86_64")]
-            self.run_codes(job, &chunks[0], (q0, q1), &single, &mut acc, (l / NB, part));
+            if X86 == X86_AVX2 {
+                self.run_codes_avx2(job, &chunks[0], (q0, q1), &single, &mut acc, (l / NB, part));
+            } else {
+                self.run_codes(job, &chunks[0], (q0, q1), &single, &mut acc, (l / NB, part));
+            }
         }
         count
     }
@@ -182,7 +186,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
         #[cfg(target_arch = "x86_64")]
         if reads_codes::<X86>(job, nr) {
             if X86 == X86_AVX2 {
-                self.run_codes_avx2(job, chunk, (q0, q1), &single, acc);
+                self.run_codes_avx2(job, chunk, (q0, q1), &single, acc, (0, &mut []));
             } else {
                 self.run_codes(job, chunk, (q0, q1), &single, acc, (0, &mut []));
             }
@@ -220,7 +224,8 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
 impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
     /// The groups of [`CHAINS`] rows of B over one piece with the AVX2 block step over B's codes
     /// (`x86::product_blocks_codes_avx2`, where `tiles::avx2_codes` holds): in place when the piece is one run of k
-    /// (`single`), else gathered with zero padding; the tile's rows of A are decoded already.
+    /// (`single`), else gathered with zero padding; the tile's rows of A are decoded already. With `restart` > 0
+    /// the piece is whole chunks of `restart` blocks, whose results are added into `sums` in order.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     fn run_codes_avx2(
@@ -230,6 +235,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
         (q0, q1): (usize, usize),
         single: &Option<Range<usize>>,
         acc: &mut [f32],
+        (restart, sums): (usize, &mut [f32]),
     ) {
         let (nr, nc, k) = (self.rows.len(), self.cols.len(), job.k);
         let ncp = nc.div_ceil(CHAINS) * CHAINS;
@@ -237,7 +243,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
         let nblk = len / NB;
         let e4m3 = job.lb.format() == mmaemu_model::Format::E4m3;
         // The step takes A's magnitudes scaled, and its codes for their signs.
-        let scale = x86::avx2_a_scale(e4m3);
+        let scale = x86::FUSED_A_SCALE;
         self.av[..nr * len].iter_mut().for_each(|v| *v = v.abs() * scale);
         for g in (0..ncp).step_by(CHAINS) {
             let real = CHAINS.min(nc - g);
@@ -264,16 +270,24 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
                 };
                 // SAFETY: `X86_AVX2` is passed only by the tiles of the AVX2 level, which exists only after
                 // `is_x86_feature_detected!` reported AVX2, and this step runs only where `tiles::avx2_codes` saw
-                // FMA and F16C too.
+                // FMA too.
+                let chains = (nblk, restart);
+                let mut ends = [[0f32; CHAINS]; STRIP_CHUNKS];
                 let nonfinite = unsafe {
                     if e4m3 {
-                        x86::product_blocks_codes_avx2::<NB, true>(a, e, ac, codes, nblk, c, &job.p)
+                        x86::product_blocks_codes_avx2::<NB, true>(a, e, ac, codes, chains, (c, &mut ends), &job.p)
                     } else {
-                        x86::product_blocks_codes_avx2::<NB, false>(a, e, ac, codes, nblk, c, &job.p)
+                        x86::product_blocks_codes_avx2::<NB, false>(a, e, ac, codes, chains, (c, &mut ends), &job.p)
                     }
                 };
                 if nonfinite {
                     job.saw_nonfinite_b();
+                }
+                // The chunks' results into the split's sums, in order, rounded to nearest even.
+                if let Some(sum) = sums.get_mut(r * ncp + g..r * ncp + g + CHAINS).filter(|_| restart > 0) {
+                    for end in &ends[..nblk / restart] {
+                        sum.iter_mut().zip(end).for_each(|(s, x)| *s += x);
+                    }
                 }
             }
         }

@@ -74,10 +74,10 @@ pub(super) fn reads_codes<const X86: u8>(job: &Job, rows: usize) -> bool {
 }
 
 /// Whether the AVX2 step over B's codes (`x86::product_blocks_codes_avx2`) serves the job on this CPU: the preset
-/// has room for its bias ([`crate::kernel::Params::biased`]) and the CPU has FMA and F16C besides AVX2.
+/// has room for its bias ([`crate::kernel::Params::biased`]) and the CPU has FMA besides AVX2.
 pub fn avx2_codes(job: &Job) -> bool {
     #[cfg(target_arch = "x86_64")]
-    return job.p.biased && std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("f16c");
+    return job.p.biased && std::is_x86_feature_detected!("fma");
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = job;
@@ -102,6 +102,9 @@ const STRIP: usize = 512;
 pub(super) const fn strip_len<const NB: usize>() -> usize {
     NB * (STRIP / NB)
 }
+
+/// The most chunks a piece of the product-lane tiling holds: chunks are whole blocks, of 16 positions at least.
+pub(super) const STRIP_CHUNKS: usize = STRIP / 16;
 
 /// At most this many rows of A per product-lane tile run the AVX-512 step that decodes B's codes in registers;
 /// it decodes them again for every row, so more rows run the step over rows of B decoded once per group. One

@@ -1,5 +1,5 @@
 //! The AVX2 decode step over B's codes: eight chains at a time with the lanes across the chains, the codes turned
-//! into f32 magnitudes in registers (byte shuffles and the half-precision conversion), each term truncated by a
+//! into f32 magnitudes in registers (byte shuffles, shifts and masks), each term truncated by a
 //! multiply-add rounded toward zero (MXCSR, set for the step's span) onto the biased accumulators of the chain.
 
 use super::*;
@@ -9,52 +9,45 @@ use crate::fpstate::FpState;
 /// Rows of B per call of [`product_blocks_codes_avx2`]: one per lane of a vector of f32 accumulators.
 pub const CODE_CHAINS_AVX2: usize = 8;
 
-/// The factor by which [`product_blocks_codes_avx2`] takes A's magnitudes for B's format (`e4m3`: e4m3, else
-/// e5m2): with B's magnitudes as the step makes them (e4m3's times 2^-8, e5m2's as they are) a term comes out as
-/// |a| |b| 2^s with the scale s of [`product_blocks_fused`] (-7 and 0), so that the two steps carry the same sums.
-pub fn avx2_a_scale(e4m3: bool) -> f32 {
-    if e4m3 {
-        2.0
-    } else {
-        1.0
-    }
-}
-
-/// [`product_blocks_fused`] in AVX2, without chunks: the chains of one row of A against eight rows of B as codes
-/// (`E4M3`: e4m3, else e5m2), for presets where [`Params::biased`] holds. `am` holds the magnitudes of A's row
-/// times [`avx2_a_scale`], `ae` its exponents and `ac` its codes (for their signs), `bc` the eight rows of B,
-/// `nblk` the blocks of `NB` (16 or 32), `c` the eight accumulators. Returns whether a code of B was non-finite
-/// (its results are then not used, see [`crate::driver::Job::watching`]).
+/// [`product_blocks_fused`] in AVX2: the chains of one row of A against eight rows of B as codes (`E4M3`: e4m3,
+/// else e5m2), for presets where [`Params::biased`] holds. `am` holds the magnitudes of A's row times
+/// [`FUSED_A_SCALE`], `ae` its exponents and `ac` its codes (for their signs), `bc` the eight rows of B, `nblk` the
+/// blocks of `NB` (16 or 32), `c` the eight accumulators. With `restart` > 0 a chain ends after every `restart`
+/// blocks: its result is stored in `ends` (one row of eight per chunk, in order; the caller adds them into the
+/// split's sums, rounded to nearest even, which this step's rounding mode cannot do) and it starts again from +0.
+/// Returns whether a code of B was non-finite (its results are then not used, see
+/// [`crate::driver::Job::watching`]).
 ///
-/// Per block the rows' codes are transposed by dwords (dword r of step t: row r at positions 4t .. 4t + 4). A's
-/// sign bits are XORed onto them, so that a code's sign is its term's. A byte shuffle moves the codes of the
-/// chains at two positions into the high bytes of eight 16-bit words, which are then binary16 bits: e5m2 is the
-/// upper byte of the binary16 of the same value, and an e4m3 code's magnitude moved down one bit (exponent field
-/// 0eeee) is the binary16 of its value times 2^-8, subnormals included; the hardware conversion makes them f32
-/// (normal: no slow path in the multiply-adds). Lane 2j + i of a vector holds chain j (0..4, or 4..8) at position
-/// 4t + 2h + i, so that A's magnitudes of positions 4t + 2h and + 1 are one 64-bit broadcast.
+/// Per block the rows' codes are transposed by dwords (dword r of step t: row r at positions 4t .. 4t + 4), and the
+/// f32 vector of phase q holds the eight chains at position 4t + q, so that a's magnitude is one broadcast and the
+/// chains' biases share the lanes. A code becomes an f32 by integer arithmetic alone: its magnitude plus a byte
+/// looked up by `min(magnitude, 8)` (e4m3; e5m2: 4) is, at bit 20 (e4m3) or 21 (e5m2) of its dword, the f32 of
+/// |b| 2^-117 or |b| 2^-110 — the bytes of [`crate::tables::Lut::packed`], normal f32s even for subnormal codes,
+/// so that no multiply-add meets a subnormal input —, moved there by a shift and a mask per phase. A's sign bits
+/// XORed onto the codes give each term's sign, which picks (a blend) the negative terms' magnitudes.
 ///
 /// The arithmetic is that of [`product_blocks_fused`]: each lane keeps two accumulators on the bias 2^(g + 23 + s)
-/// of its chain, one taking every term's magnitude, the other those of the negative terms (a multiply-subtract of
-/// the term's negative part, zero for the positive terms), both rounded toward zero by MXCSR's rounding control,
-/// which [`FpState::toward_zero`] sets for the step and puts back as the caller had it when the step ends,
-/// returning or unwinding. Every other operation of the step is exact, so the rounding mode changes nothing else.
-/// The block maximum comes from the exponent fields (a byte shuffle for e4m3, `max(field, 1) - 15` for e5m2,
-/// [`crate::tables::ZERO_EXP`] for zeros); non-finite codes are found by the largest magnitude read.
+/// of its chain, one taking every term's magnitude, the other the negative terms', both rounded toward zero by
+/// MXCSR's rounding control, which [`FpState::toward_zero`] sets for the step and puts back as the caller had it
+/// when the step ends, returning or unwinding. Every other operation of the step is exact, so the rounding mode
+/// changes nothing else. The block maximum comes from the exponent fields, in bytes biased by 96: a byte shuffle
+/// (e4m3) or `max(field, 1) + 81` (e5m2), made 0 for zero codes by their magnitude's sign (`vpsignb`), so that a
+/// product with a zero operand ranks as [`crate::tables::ZERO_EXP`] gives it; non-finite codes are found by the
+/// largest magnitude read.
 ///
 /// # Safety
-/// The CPU must support AVX2, FMA and F16C (the caller holds the AVX2 level and saw `is_x86_feature_detected!`
-/// report FMA and F16C).
+/// The CPU must support AVX2 and FMA (the caller holds the AVX2 level and saw `is_x86_feature_detected!` report
+/// FMA).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
+#[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
     am: &[f32],
     ae: &[i8],
     ac: &[u8],
     bc: [&[u8]; CODE_CHAINS_AVX2],
-    nblk: usize,
-    c: &mut [f32; CODE_CHAINS_AVX2],
+    (nblk, restart): (usize, usize),
+    (c, ends): (&mut [f32; CODE_CHAINS_AVX2], &mut [[f32; CODE_CHAINS_AVX2]]),
     p: &Params,
 ) -> bool {
     let len = nblk * NB;
@@ -65,8 +58,9 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
             && am.len() >= len
             && ae.len() >= len
             && ac.len() >= len
-            && bc.iter().all(|x| x.len() >= len),
-        "product_blocks_codes_avx2: a preset without room for the bias, or rows shorter than the blocks"
+            && bc.iter().all(|x| x.len() >= len)
+            && (restart == 0 || ends.len() >= nblk / restart),
+        "product_blocks_codes_avx2: a preset without room for the bias, rows shorter than the blocks or too few ends"
     );
     let _toward_zero = FpState::toward_zero();
     // The terms' scale 2^s (as in `product_blocks_fused`) and the format's constants.
@@ -74,28 +68,26 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
     let unscale = _mm256_set1_ps(f32::from_bits(((127 - s) as u32) << 23));
     let last_finite = _mm256_set1_epi8(if E4M3 { 0x7E } else { 0x7B });
     let mag_mask = _mm256_set1_epi8(0x7F);
+    // Exponents biased by 96: e4m3's by its field (a zero field is the subnormals' exponent, -6).
     let e4m3_exp = _mm256_setr_epi8(
-        -6, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, -6, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8,
+        90, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 90, 90, 91, 92, 93, 94, 95, 96, 97, 98,
+        99, 100, 101, 102, 103, 104,
     );
-    let (nibble, fifteen, one) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(15), _mm256_set1_epi8(1));
-    let (field5, zero_exp) = (_mm256_set1_epi8(0x1F), _mm256_set1_epi8(crate::tables::ZERO_EXP));
-    let half_mask = _mm256_set1_epi16(0xBFFFu16 as i16);
-    // Byte q of each dword j of a 128-bit lane into the high byte of word 2j + q - q0 (q0 = 0, then 2).
-    let pick = |q0: i8| {
-        let mut b = [-128i8; 32];
-        for l in 0..2 {
-            for w in 0..8 {
-                b[16 * l + 2 * w + 1] = (4 * (w / 2) + q0 as usize + w % 2) as i8;
-            }
-        }
-        _mm256_loadu_si256(b.as_ptr() as *const __m256i)
+    let (nibble, field5, one, e5m2_bias) =
+        (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x1F), _mm256_set1_epi8(1), _mm256_set1_epi8(81));
+    // The packed byte less the magnitude, by min(magnitude, cap): subnormal codes normalised, zeros kept zero, the
+    // normal codes' exponent moved by 3 (e4m3) or 2 (e5m2).
+    let (cap, norm) = if E4M3 {
+        let t = [0i8, 7, 14, 17, 20, 21, 22, 23, 24, 24, 24, 24, 24, 24, 24, 24];
+        (_mm256_set1_epi8(8), _mm256_loadu2_m128i(t.as_ptr() as *const __m128i, t.as_ptr() as *const __m128i))
+    } else {
+        let t = [0i8, 3, 6, 7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8];
+        (_mm256_set1_epi8(4), _mm256_loadu2_m128i(t.as_ptr() as *const __m128i, t.as_ptr() as *const __m128i))
     };
-    let (pick01, pick23) = (pick(0), pick(2));
-    // Lanes 2j, 2j + 1 of the vectors of chains 0..4 and 4..8: chain j's scale.
-    let (low4, high4) = (_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3), _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
-    let (abs, sign) = (_mm256_castsi256_ps(_mm256_set1_epi32(i32::MAX)), _mm256_set1_epi32(i32::MIN));
-    let (zero, two) = (_mm256_setzero_ps(), _mm256_set1_ps(2.0));
+    let packed = _mm256_set1_epi32(if E4M3 { 0x0FF0_0000 } else { 0x1FE0_0000 });
+    let zero = _mm256_setzero_ps();
     let keep = _mm256_set1_epi32(p.mask32 as i32);
+    let sign = _mm256_set1_epi32(i32::MIN);
     let (floor, field) = (_mm256_set1_epi32(p.efloor), _mm256_set1_epi32(150 - p.frac));
     let mut rows = [std::ptr::null::<u8>(); CODE_CHAINS_AVX2];
     for (r, b) in rows.iter_mut().zip(bc) {
@@ -104,28 +96,34 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
     let mut cv = _mm256_loadu_ps(c.as_ptr());
     let mut most = _mm256_setzero_si256();
     let steps = NB / 4;
+    let (mut left, mut chunk) = (if restart > 0 { restart } else { usize::MAX }, 0);
     // (No closures called in the loop: see `product_blocks_codes`.)
     for o in (0..len).step_by(NB) {
         let x = block_codes_avx2::<NB>(&rows, o);
         // The block maximum: saturating i8 sums of the operand exponents, their maximum over the steps in each
-        // byte, then over the four bytes of each dword (chain r in dword r).
+        // byte, then over the four bytes of each dword (chain r in dword r). The packed bytes and the terms'
+        // signs are made on the way.
         let mut emax = _mm256_set1_epi8(i8::MIN);
-        for (t, &x) in x.iter().enumerate().take(steps) {
+        let (mut bytes, mut signs) = ([_mm256_setzero_si256(); 8], [_mm256_setzero_si256(); 8]);
+        for t in 0..steps {
             let ea = _mm256_set1_epi32(std::ptr::read_unaligned(ae.as_ptr().add(o + 4 * t) as *const i32));
-            let mag = _mm256_and_si256(x, mag_mask);
+            let mag = _mm256_and_si256(x[t], mag_mask);
             most = _mm256_max_epu8(most, mag);
             let eb = if E4M3 {
-                _mm256_shuffle_epi8(e4m3_exp, _mm256_and_si256(_mm256_srli_epi16::<3>(x), nibble))
+                _mm256_shuffle_epi8(e4m3_exp, _mm256_and_si256(_mm256_srli_epi16::<3>(mag), nibble))
             } else {
-                let f = _mm256_and_si256(_mm256_srli_epi16::<2>(x), field5);
-                _mm256_sub_epi8(_mm256_max_epu8(f, one), fifteen)
+                let f = _mm256_and_si256(_mm256_srli_epi16::<2>(mag), field5);
+                _mm256_add_epi8(_mm256_max_epu8(f, one), e5m2_bias)
             };
-            let eb = _mm256_blendv_epi8(eb, zero_exp, _mm256_cmpeq_epi8(mag, _mm256_setzero_si256()));
-            emax = _mm256_max_epi8(emax, _mm256_adds_epi8(ea, eb));
+            emax = _mm256_max_epi8(emax, _mm256_adds_epi8(ea, _mm256_sign_epi8(eb, mag)));
+            bytes[t] = _mm256_add_epi8(mag, _mm256_shuffle_epi8(norm, _mm256_min_epu8(mag, cap)));
+            // A's codes XORed on: each byte's top bit is its term's sign (only that bit is read).
+            let a_codes = std::ptr::read_unaligned(ac.as_ptr().add(o + 4 * t) as *const i32);
+            signs[t] = _mm256_xor_si256(x[t], _mm256_set1_epi32(a_codes));
         }
         let emax = _mm256_max_epi8(emax, _mm256_srli_epi32::<8>(emax));
         let emax = _mm256_max_epi8(emax, _mm256_srli_epi32::<16>(emax));
-        let emax = _mm256_srai_epi32::<24>(_mm256_slli_epi32::<24>(emax));
+        let emax = _mm256_sub_epi32(_mm256_srai_epi32::<24>(_mm256_slli_epi32::<24>(emax)), _mm256_set1_epi32(96));
         // The bias's exponent field per chain, E + 127 + 23 - frac, from the products' maximum and the floor, or
         // from c's own field; the terms' bias is 2^s times it.
         let fe = _mm256_add_epi32(_mm256_max_epi32(emax, floor), field);
@@ -134,46 +132,41 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
         let f = _mm256_max_epi32(fe, fc);
         let bias = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(f));
         let lanes = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(f, _mm256_set1_epi32(s))));
-        let (lo, hi) = (_mm256_permutevar8x32_ps(lanes, low4), _mm256_permutevar8x32_ps(lanes, high4));
-        // Accumulators: chains 0..4 at positions 4t, 4t + 1 and at 4t + 2, 4t + 3, then chains 4..8 the same.
-        let mut tot = [lo, lo, hi, hi];
-        let mut neg = tot;
-        for (t, &x) in x.iter().enumerate().take(steps) {
-            // The codes with their terms' signs, as binary16 bits in 16-bit words.
-            let a_signs = std::ptr::read_unaligned(ac.as_ptr().add(o + 4 * t) as *const u32) & 0x8080_8080;
-            let signed = _mm256_xor_si256(x, _mm256_set1_epi32(a_signs as i32));
-            let mut y = [_mm256_shuffle_epi8(signed, pick01), _mm256_shuffle_epi8(signed, pick23)];
-            if E4M3 {
-                for y in y.iter_mut() {
-                    *y = _mm256_and_si256(_mm256_srai_epi16::<1>(*y), half_mask);
-                }
-            }
-            let a = [
-                _mm256_castpd_ps(_mm256_set1_pd(std::ptr::read_unaligned(am.as_ptr().add(o + 4 * t) as *const f64))),
-                _mm256_castpd_ps(_mm256_set1_pd(
-                    std::ptr::read_unaligned(am.as_ptr().add(o + 4 * t + 2) as *const f64),
-                )),
-            ];
-            let halves = [
-                _mm256_castsi256_si128(y[0]),
-                _mm256_castsi256_si128(y[1]),
-                _mm256_extracti128_si256::<1>(y[0]),
-                _mm256_extracti128_si256::<1>(y[1]),
-            ];
-            for i in 0..4 {
-                let b = _mm256_cvtph_ps(halves[i]);
-                tot[i] = _mm256_fmadd_ps(a[i % 2], _mm256_and_ps(b, abs), tot[i]);
-                neg[i] = _mm256_fnmadd_ps(a[i % 2], _mm256_min_ps(b, zero), neg[i]);
+        // Accumulators of the four phases: every term's magnitude, and the negative terms'.
+        let (mut tot, mut neg) = ([lanes; 4], [lanes; 4]);
+        for t in 0..steps {
+            let (y, sg) = (bytes[t], signs[t]);
+            let b = if E4M3 {
+                [
+                    _mm256_slli_epi32::<20>(y),
+                    _mm256_slli_epi32::<12>(y),
+                    _mm256_slli_epi32::<4>(y),
+                    _mm256_srli_epi32::<4>(y),
+                ]
+            } else {
+                [
+                    _mm256_slli_epi32::<21>(y),
+                    _mm256_slli_epi32::<13>(y),
+                    _mm256_slli_epi32::<5>(y),
+                    _mm256_srli_epi32::<3>(y),
+                ]
+            };
+            let negative = [_mm256_slli_epi32::<24>(sg), _mm256_slli_epi32::<16>(sg), _mm256_slli_epi32::<8>(sg), sg];
+            for q in 0..4 {
+                let a = _mm256_broadcast_ss(&*am.as_ptr().add(o + 4 * t + q));
+                let b = _mm256_castsi256_ps(_mm256_and_si256(b[q], packed));
+                tot[q] = _mm256_fmadd_ps(a, b, tot[q]);
+                neg[q] = _mm256_fmadd_ps(a, negative_part(b, negative[q]), neg[q]);
             }
         }
-        // Each lane's part (tot - 2 neg + bias: exact), the phases of each chain added, then chain r into lane r:
-        // the pairs of lanes into [c0 c1 c4 c5 | c2 c3 c6 c7], then the 64-bit pieces in order.
+        // Each phase's part (tot - 2 neg + bias: exact), the four parts added (integers on the grid below 2^24:
+        // exact in any order).
+        let two = _mm256_set1_ps(2.0);
         let mut part = [zero; 4];
-        for i in 0..4 {
-            part[i] = _mm256_add_ps(_mm256_fnmadd_ps(two, neg[i], tot[i]), if i < 2 { lo } else { hi });
+        for q in 0..4 {
+            part[q] = _mm256_add_ps(_mm256_fnmadd_ps(two, neg[q], tot[q]), lanes);
         }
-        let h = _mm256_hadd_ps(_mm256_add_ps(part[0], part[1]), _mm256_add_ps(part[2], part[3]));
-        let sums = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(h)));
+        let sums = _mm256_add_ps(_mm256_add_ps(part[0], part[1]), _mm256_add_ps(part[2], part[3]));
         let terms = _mm256_mul_ps(sums, unscale);
         // c truncated to the grid (rounded toward zero onto the bias, then less it), with its sign; the sum keeps
         // frac_out bits.
@@ -181,9 +174,37 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
         let ct = _mm256_or_ps(ct, _mm256_and_ps(cv, _mm256_castsi256_ps(sign)));
         let block = _mm256_add_ps(terms, ct);
         cv = _mm256_and_ps(block, _mm256_castsi256_ps(keep));
+        // A chunk's last block: its chain's result is stored, and the next chain starts from +0.
+        left -= 1;
+        if left == 0 {
+            left = restart;
+            _mm256_storeu_ps(ends[chunk].as_mut_ptr(), cv);
+            chunk += 1;
+            cv = zero;
+        }
     }
     _mm256_storeu_ps(c.as_mut_ptr(), cv);
     _mm256_movemask_epi8(_mm256_cmpgt_epi8(most, last_finite)) != 0
+}
+
+/// The lanes of `b` whose `negative` has its top bit set, zeros elsewhere: one `vblendvps`, written out because
+/// the compiler otherwise makes it a shift, an arithmetic shift and a mask (three operations of the vector ports
+/// where the blend is one on the CPUs measured in `kernels/README.md`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn negative_part(b: __m256, negative: __m256i) -> __m256 {
+    let r: __m256;
+    // SAFETY: a register-only AVX instruction; the caller's CPU has AVX2.
+    std::arch::asm!(
+        "vblendvps {r}, {z}, {b}, {m}",
+        r = lateout(ymm_reg) r,
+        z = in(ymm_reg) _mm256_setzero_ps(),
+        b = in(ymm_reg) b,
+        m = in(ymm_reg) negative,
+        options(pure, nomem, nostack, preserves_flags),
+    );
+    r
 }
 
 /// The codes of eight rows at block offset `o`, transposed by dwords: vector t holds positions o + 4t .. o + 4t + 4

@@ -5,37 +5,36 @@ use super::*;
 
 /// Whether this CPU runs the AVX2 step over codes (said on stderr where it does not).
 fn avx2_codes() -> bool {
-    let there = std::is_x86_feature_detected!("avx2")
-        && std::is_x86_feature_detected!("fma")
-        && std::is_x86_feature_detected!("f16c");
+    let there = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
     if !there {
-        eprintln!("this CPU has no AVX2, FMA and F16C: the step is not run");
+        eprintln!("this CPU has no AVX2 and FMA: the step is not run");
     }
     there
 }
 
-/// The AVX2 step over codes on rows `b` at positions [o, o + nblk * nb): its accumulators (from `c0`) and report.
+/// The AVX2 step over codes on rows `b` at positions [o, o + nblk * nb), restarted every `restart` blocks (0:
+/// never) into `ends`: its accumulators (from `c0`) and report.
 #[allow(clippy::too_many_arguments)]
 fn step(
     nb: usize,
     e4m3: bool,
-    am: &[f32],
-    ae: &[i8],
-    a: &[u8],
+    (am, ae, a): (&[f32], &[i8], &[u8]),
     b: &[Vec<u8>],
-    nblk: usize,
+    chains: (usize, usize),
     c0: [f32; 8],
+    ends: &mut [[f32; 8]],
     p: &Params,
 ) -> ([f32; 8], bool) {
     let bc: [&[u8]; CODE_CHAINS_AVX2] = std::array::from_fn(|j| &b[j][..]);
     let mut c = c0;
-    // SAFETY: `avx2_codes` saw AVX2, FMA and F16C.
+    let out = (&mut c, ends);
+    // SAFETY: `avx2_codes` saw AVX2 and FMA.
     let seen = unsafe {
         match (nb, e4m3) {
-            (16, true) => product_blocks_codes_avx2::<16, true>(am, ae, a, bc, nblk, &mut c, p),
-            (16, false) => product_blocks_codes_avx2::<16, false>(am, ae, a, bc, nblk, &mut c, p),
-            (_, true) => product_blocks_codes_avx2::<32, true>(am, ae, a, bc, nblk, &mut c, p),
-            _ => product_blocks_codes_avx2::<32, false>(am, ae, a, bc, nblk, &mut c, p),
+            (16, true) => product_blocks_codes_avx2::<16, true>(am, ae, a, bc, chains, out, p),
+            (16, false) => product_blocks_codes_avx2::<16, false>(am, ae, a, bc, chains, out, p),
+            (_, true) => product_blocks_codes_avx2::<32, true>(am, ae, a, bc, chains, out, p),
+            _ => product_blocks_codes_avx2::<32, false>(am, ae, a, bc, chains, out, p),
         }
     };
     (c, seen)
@@ -68,7 +67,7 @@ fn avx2_codes_step_equals_the_decoded_step() {
                 let (a, b) = code_operands(&mut rng, fa, fb, round, CODE_CHAINS_AVX2);
                 let (mut av, mut ae) = (vec![0f32; len], vec![0i8; len]);
                 la.decode(&a, &mut av, &mut ae);
-                let am: Vec<f32> = av.iter().map(|v| v.abs() * avx2_a_scale(e4m3)).collect();
+                let am: Vec<f32> = av.iter().map(|v| v.abs() * FUSED_A_SCALE).collect();
                 let decoded: Vec<(Vec<f32>, Vec<i8>)> = b
                     .iter()
                     .map(|r| {
@@ -103,7 +102,8 @@ fn avx2_codes_step_equals_the_decoded_step() {
                     let rows: Vec<Vec<u8>> = b.iter().map(|r| r[o..].to_vec()).collect();
                     for rc in [0u32, 0x2000] {
                         set_mxcsr(csr | rc);
-                        let (got, seen) = step(nb, e4m3, &am[o..], &ae[o..], &a[o..], &rows, nblk, c0, &p);
+                        let (got, seen) =
+                            step(nb, e4m3, (&am[o..], &ae[o..], &a[o..]), &rows, (nblk, 0), c0, &mut [], &p);
                         let after = crate::fpstate::mxcsr() & !0x3F;
                         set_mxcsr(csr);
                         let what = format!("{} {fa} x {fb} round {round}, positions from {o}", preset.name());
@@ -116,6 +116,20 @@ fn avx2_codes_step_equals_the_decoded_step() {
                 }
                 let want = portable(0, len / nb, [0.0; 8]);
                 assert!(want.iter().any(|&c| c != 0.0), "the chains are all zero: the test would show nothing");
+                // Chains restarted every block and every 128 positions: each chunk's result is the portable step's
+                // over that chunk from +0, stored in order, and the chains end at +0.
+                for restart in [1, 128 / nb] {
+                    let mut ends = vec![[f32::NAN; 8]; len / nb / restart];
+                    let chains = (len / nb, restart);
+                    let (c, seen) = step(nb, e4m3, (&am, &ae, &a), &b, chains, [0.0; 8], &mut ends, &p);
+                    let what = format!("{} {fa} x {fb} round {round}, chunks of {restart} blocks", preset.name());
+                    assert!(!seen, "{what}: a non-finite code reported among finite ones");
+                    for (ch, end) in ends.iter().enumerate() {
+                        let want = portable(ch * restart * nb, restart, [0.0; 8]);
+                        assert_eq!(end.map(f32::to_bits), want.map(f32::to_bits), "{what}: chunk {ch}");
+                    }
+                    assert_eq!(c.map(f32::to_bits), [0; 8], "{what}: the chains do not end at +0");
+                }
                 // One non-finite code in one row at one position: a random one, and one where A's code is a zero.
                 let zero_at = a.iter().position(|&c| c & 0x7F == 0);
                 for at in [Some(rng.random_range(0..len)), zero_at].into_iter().flatten() {
@@ -123,7 +137,7 @@ fn avx2_codes_step_equals_the_decoded_step() {
                     let row = rng.random_range(0..CODE_CHAINS_AVX2);
                     let nonfinite: Vec<u8> = (0..=255u8).filter(|&c| fb.is_nonfinite(c)).collect();
                     planted[row][at] = nonfinite[rng.random_range(0..nonfinite.len())];
-                    let (_, told) = step(nb, e4m3, &am, &ae, &a, &planted, len / nb, [0.0; 8], &p);
+                    let (_, told) = step(nb, e4m3, (&am, &ae, &a), &planted, (len / nb, 0), [0.0; 8], &mut [], &p);
                     assert!(
                         told,
                         "{fa} x {fb}: the code {:#04x} at row {row}, position {at} was not reported",
@@ -135,7 +149,7 @@ fn avx2_codes_step_equals_the_decoded_step() {
                 let largest = finite.iter().copied().max_by_key(|&c| (lb.e[c as usize], c & 0x7F)).unwrap_or(0);
                 let mut edge = b.clone();
                 edge.iter_mut().for_each(|r| r[top_at] = largest);
-                let (got, told) = step(nb, e4m3, &am, &ae, &a, &edge, len / nb, [0.0; 8], &p);
+                let (got, told) = step(nb, e4m3, (&am, &ae, &a), &edge, (len / nb, 0), [0.0; 8], &mut [], &p);
                 assert!(!told, "{fa} x {fb}: finite codes reported");
                 let mut dec = decoded.clone();
                 for (r, d) in dec.iter_mut().enumerate() {
