@@ -96,6 +96,7 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
     let mut cv = _mm256_loadu_ps(c.as_ptr());
     let mut most = _mm256_setzero_si256();
     let steps = NB / 4;
+    let accumulators: usize = if NB == 16 { 2 } else { 4 };
     let (mut left, mut chunk) = (if restart > 0 { restart } else { usize::MAX }, 0);
     // (No closures called in the loop: see `product_blocks_codes`.)
     for o in (0..len).step_by(NB) {
@@ -132,7 +133,8 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
         let f = _mm256_max_epi32(fe, fc);
         let bias = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(f));
         let lanes = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(f, _mm256_set1_epi32(s))));
-        // Accumulators of the four phases: every term's magnitude, and the negative terms'.
+        // Accumulators of the four phases (blocks of 16: of two phases each, which the registers can hold):
+        // every term's magnitude, and the negative terms'.
         let (mut tot, mut neg) = ([lanes; 4], [lanes; 4]);
         for t in 0..steps {
             let (y, sg) = (bytes[t], signs[t]);
@@ -155,18 +157,23 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
             for q in 0..4 {
                 let a = _mm256_broadcast_ss(&*am.as_ptr().add(o + 4 * t + q));
                 let b = _mm256_castsi256_ps(_mm256_and_si256(b[q], packed));
-                tot[q] = _mm256_fmadd_ps(a, b, tot[q]);
-                neg[q] = _mm256_fmadd_ps(a, negative_part(b, negative[q]), neg[q]);
+                let j = q % accumulators;
+                tot[j] = _mm256_fmadd_ps(a, b, tot[j]);
+                neg[j] = _mm256_fmadd_ps(a, negative_part(b, negative[q]), neg[j]);
             }
         }
         // Each phase's part (tot - 2 neg + bias: exact), the four parts added (integers on the grid below 2^24:
         // exact in any order).
         let two = _mm256_set1_ps(2.0);
         let mut part = [zero; 4];
-        for q in 0..4 {
+        for q in 0..accumulators {
             part[q] = _mm256_add_ps(_mm256_fnmadd_ps(two, neg[q], tot[q]), lanes);
         }
-        let sums = _mm256_add_ps(_mm256_add_ps(part[0], part[1]), _mm256_add_ps(part[2], part[3]));
+        let sums = if accumulators == 2 {
+            _mm256_add_ps(part[0], part[1])
+        } else {
+            _mm256_add_ps(_mm256_add_ps(part[0], part[1]), _mm256_add_ps(part[2], part[3]))
+        };
         let terms = _mm256_mul_ps(sums, unscale);
         // c truncated to the grid (rounded toward zero onto the bias, then less it), with its sign; the sum keeps
         // frac_out bits.
