@@ -8,7 +8,7 @@ use std::process::Command;
 
 fn mmaemu() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_mmaemu"));
-    c.env_remove("MMAEMU_BACKEND").env_remove("MMAEMU_PROFILE");
+    c.env_remove("MMAEMU_BACKEND").env_remove("MMAEMU_PROFILE").env_remove("MMAEMU_SIMD");
     c
 }
 
@@ -54,6 +54,38 @@ fn environment_and_explicit_names() {
     // A bad MMAEMU_BACKEND is a usage error naming the variable (exit 2), before the call is looked at.
     let (code, _) = explain(&[], Some(" cpu"));
     assert_eq!(code, 2);
+}
+
+/// MMAEMU_SIMD caps the CPU backend's levels: `auto` and `cpu` take the best level at or below it, and a level
+/// above it is unavailable with the variable named.
+#[test]
+fn the_simd_variable_caps_the_levels() {
+    let run = |simd: &str, args: &[&str]| {
+        let out = mmaemu()
+            .args(["explain", "16", "5760", "1920", "--fast", "--json"])
+            .args(args)
+            .env("MMAEMU_SIMD", simd)
+            .output()
+            .unwrap();
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null))
+    };
+    let (code, plan) = run("portable", &[]);
+    assert_eq!((code, plan["backend"].as_str()), (Some(0), Some("cpu:portable")), "{plan}");
+    let (_, plan) = run("portable", &["--backend", "cpu"]);
+    assert_eq!(plan["backend"], "cpu:portable", "{plan}");
+    let (code, plan) = run("portable", &["--backend", "cpu:avx2"]);
+    assert_eq!(code, Some(1), "{plan}");
+    assert_eq!(plan["validation"]["error"], "BackendUnavailableError", "{plan}");
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        assert!(plan["validation"]["message"].as_str().is_some_and(|m| m.contains("MMAEMU_SIMD")), "{plan}");
+        let (_, plan) = run("avx2", &[]);
+        assert_eq!(plan["backend"], "cpu:avx2", "{plan}");
+    }
+    // A cap above the CPU's best is no cap.
+    let (_, unset) = explain(&[], None);
+    let (_, plan) = run("avx512", &[]);
+    assert_eq!(plan["backend"], unset["backend"], "{plan}");
 }
 
 #[test]

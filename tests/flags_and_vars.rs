@@ -8,7 +8,14 @@ use std::time::{Duration, Instant};
 
 fn mmaemu(vars: &[(&str, &str)], args: &[&str]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_mmaemu"));
-    for k in ["MMAEMU_BACKEND", "MMAEMU_PROFILE", "MMAEMU_SPLITK_STRICT", "MMAEMU_MAX_BYTES", "MMAEMU_DISABLE_CUDA"] {
+    for k in [
+        "MMAEMU_BACKEND",
+        "MMAEMU_PROFILE",
+        "MMAEMU_SPLITK_STRICT",
+        "MMAEMU_MAX_BYTES",
+        "MMAEMU_DISABLE_CUDA",
+        "MMAEMU_SIMD",
+    ] {
         c.env_remove(k);
     }
     c.envs(vars.iter().copied()).args(args).stdin(Stdio::null()).output().expect("mmaemu runs")
@@ -43,6 +50,7 @@ fn a_bad_variable_value_is_exit_2_naming_the_variable() {
         ("MMAEMU_SPLITK_STRICT", "true"),
         ("MMAEMU_MAX_BYTES", "lots"),
         ("MMAEMU_DISABLE_CUDA", "perhaps"),
+        ("MMAEMU_SIMD", "sse2"),
     ] {
         let (_, e) = expect(2, &[(var, value)], &["info"]);
         assert!(e.contains(var), "{var}={value}: {e}");

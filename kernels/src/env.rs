@@ -1,5 +1,6 @@
 //! The `MMAEMU_*` environment variables (docs/reference.md §9.3) read at the library's edge, so the model
-//! stays pure: MMAEMU_PROFILE (the default profile) and MMAEMU_SPLITK_STRICT (strict split-K mode).
+//! stays pure: MMAEMU_PROFILE (the default profile), MMAEMU_SPLITK_STRICT (strict split-K mode) and MMAEMU_SIMD
+//! (the best SIMD level of the CPU backend).
 
 use mmaemu_model::profile::Profile;
 use mmaemu_model::scaled_mm::ProfileArg;
@@ -38,12 +39,26 @@ pub fn strict() -> bool {
     std::env::var("MMAEMU_SPLITK_STRICT").is_ok_and(|v| v == "1")
 }
 
+/// MMAEMU_SIMD: the best SIMD level the CPU backend offers (`avx512`, `avx2` or `portable`; unset or empty: the
+/// CPU's best), so that the levels below the CPU's best can be selected by `auto` and measured as on a CPU without
+/// the levels above. Any other value is an invalid value naming the variable.
+pub fn simd_limit() -> Result<Option<&'static str>, Error> {
+    match std::env::var("MMAEMU_SIMD") {
+        Ok(v) if !v.is_empty() => match crate::SimdLevel::all_names().into_iter().find(|n| *n == v) {
+            Some(name) => Ok(Some(name)),
+            None => Err(Error::invalid_value(format!("MMAEMU_SIMD={v:?}: expected avx512, avx2 or portable"))),
+        },
+        _ => Ok(None),
+    }
+}
+
 /// The variables and their values, for `mmaemu info`.
 pub fn report() -> Vec<(&'static str, Option<String>)> {
     [
         "MMAEMU_PROFILE",
         "MMAEMU_SPLITK_STRICT",
         "MMAEMU_BACKEND",
+        "MMAEMU_SIMD",
         "MMAEMU_DISABLE_CUDA",
         "MMAEMU_ALLOW_GATED_KERNELS",
         "MMAEMU_NATIVE",

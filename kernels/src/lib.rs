@@ -47,7 +47,8 @@ impl SimdLevel {
         SimdLevel(Level::Portable)
     }
 
-    /// Every level the running CPU supports, best first (portable last).
+    /// Every level the running CPU supports, best first (portable last), none above MMAEMU_SIMD's
+    /// ([`env::simd_limit`]; a bad value there is reported where a backend is resolved).
     pub fn available() -> Vec<SimdLevel> {
         let mut v = Vec::new();
         #[cfg(target_arch = "x86_64")]
@@ -66,6 +67,10 @@ impl SimdLevel {
             }
         }
         v.push(SimdLevel::portable());
+        if let Ok(Some(limit)) = env::simd_limit() {
+            let rank = |n: &str| SimdLevel::all_names().iter().position(|x| *x == n);
+            v.retain(|l| rank(l.name()) >= rank(limit));
+        }
         v
     }
 

@@ -222,6 +222,7 @@ impl Registry {
         placement: Option<Placement>,
         call: Option<(&Preset, Format, Format)>,
     ) -> Result<Selected<'_>> {
+        crate::env::simd_limit()?;
         if name == "auto" {
             let from_env = std::env::var("MMAEMU_BACKEND").unwrap_or_default();
             if !from_env.is_empty() {
@@ -277,9 +278,11 @@ impl Registry {
                     )));
                 }
                 let Some(level) = self.cpu.iter().find(|l| l.engine.level().name() == level_name) else {
-                    return Err(unavailable(format!(
-                        "backend '{n}' unavailable: this CPU does not support {level_name}"
-                    )));
+                    let why = match crate::env::simd_limit() {
+                        Ok(Some(limit)) => format!("MMAEMU_SIMD={limit:?} offers no level above {limit}"),
+                        _ => format!("this CPU does not support {level_name}"),
+                    };
+                    return Err(unavailable(format!("backend '{n}' unavailable: {why}")));
                 };
                 match Registry::checked(level) {
                     Ok(()) => Ok(Registry::selected(&level.engine, vec![], vec![])),

@@ -111,6 +111,15 @@ def test_a_bad_backend_variable_names_it(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "MMAEMU_BACKEND" not in str(e.value)
 
 
+def test_a_bad_simd_variable_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = mats()
+    monkeypatch.setenv("MMAEMU_SIMD", "sse2")
+    with pytest.raises(ValueError, match="MMAEMU_SIMD=\"sse2\": expected avx512, avx2 or portable"):
+        mmaemu.scaled_mm(a, b.t(), ONE, ONE, out_dtype=torch.float32, splitk=1)
+    with pytest.raises(ValueError, match="MMAEMU_SIMD"):
+        mmaemu.scaled_mm(a, b.t(), ONE, ONE, out_dtype=torch.float32, splitk=1, backend="reference")
+
+
 def test_a_bad_profile_variable_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = mats()
     monkeypatch.setenv("MMAEMU_PROFILE", "garbage")

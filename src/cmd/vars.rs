@@ -28,6 +28,9 @@ pub fn check_env() -> Result<(), CommandError> {
             return Err(bad("MMAEMU_DISABLE_CUDA", &v, "1, true, yes, on (off the GPU) or 0, false, no, off"));
         }
     }
+    if let Err(e) = mmaemu_kernels::env::simd_limit() {
+        return Err(CommandError::bad_input(e.message().to_string()));
+    }
     if let Some(v) = var("MMAEMU_BACKEND").filter(|v| !v.is_empty() && v != "auto") {
         backend("MMAEMU_BACKEND", &v)?;
     }
