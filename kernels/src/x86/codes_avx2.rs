@@ -88,7 +88,7 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
     let zero = _mm256_setzero_ps();
     let keep = _mm256_set1_epi32(p.mask32 as i32);
     let sign = _mm256_set1_epi32(i32::MIN);
-    let (floor, field) = (_mm256_set1_epi32(p.efloor), _mm256_set1_epi32(150 - p.frac));
+    let (floor, field) = (_mm256_set1_epi32(p.efloor + 96), _mm256_set1_epi32(150 - p.frac - 96));
     let mut rows = [std::ptr::null::<u8>(); CODE_CHAINS_AVX2];
     for (r, b) in rows.iter_mut().zip(bc) {
         *r = b.as_ptr();
@@ -124,9 +124,9 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
         }
         let emax = _mm256_max_epi8(emax, _mm256_srli_epi32::<8>(emax));
         let emax = _mm256_max_epi8(emax, _mm256_srli_epi32::<16>(emax));
-        let emax = _mm256_sub_epi32(_mm256_srai_epi32::<24>(_mm256_slli_epi32::<24>(emax)), _mm256_set1_epi32(96));
-        // The bias's exponent field per chain, E + 127 + 23 - frac, from the products' maximum and the floor, or
-        // from c's own field; the terms' bias is 2^s times it.
+        let emax = _mm256_srai_epi32::<24>(_mm256_slli_epi32::<24>(emax));
+        // The bias's exponent field per chain, E + 127 + 23 - frac, from the products' maximum and the floor (both
+        // biased by 96 here), or from c's own field; the terms' bias is 2^s times it.
         let fe = _mm256_add_epi32(_mm256_max_epi32(emax, floor), field);
         let mag = _mm256_andnot_si256(sign, _mm256_castps_si256(cv));
         let fc = _mm256_add_epi32(_mm256_srli_epi32::<23>(mag), _mm256_set1_epi32(23 - p.frac));
@@ -162,24 +162,23 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
                 neg[j] = _mm256_fmadd_ps(a, negative_part(b, negative[q]), neg[j]);
             }
         }
-        // Each phase's part (tot - 2 neg + bias: exact), the four parts added (integers on the grid below 2^24:
-        // exact in any order).
+        // Each accumulator's part less its bias (tot - 2 neg, from -bias - tot to tot - bias), and their sum: the
+        // bias added back to one part of each pair before the other is added, so that every value is on the grid
+        // below 2^24 of it (exact).
         let two = _mm256_set1_ps(2.0);
         let mut part = [zero; 4];
         for q in 0..accumulators {
-            part[q] = _mm256_add_ps(_mm256_fnmadd_ps(two, neg[q], tot[q]), lanes);
+            part[q] = _mm256_fnmadd_ps(two, neg[q], tot[q]);
         }
-        let sums = if accumulators == 2 {
-            _mm256_add_ps(part[0], part[1])
-        } else {
-            _mm256_add_ps(_mm256_add_ps(part[0], part[1]), _mm256_add_ps(part[2], part[3]))
-        };
-        let terms = _mm256_mul_ps(sums, unscale);
+        let mut sums = _mm256_add_ps(_mm256_fmadd_ps(lanes, two, part[0]), part[1]);
+        if accumulators == 4 {
+            sums = _mm256_add_ps(sums, _mm256_add_ps(_mm256_fmadd_ps(lanes, two, part[2]), part[3]));
+        }
         // c truncated to the grid (rounded toward zero onto the bias, then less it), with its sign; the sum keeps
         // frac_out bits.
         let ct = _mm256_sub_ps(_mm256_add_ps(bias, _mm256_castsi256_ps(mag)), bias);
         let ct = _mm256_or_ps(ct, _mm256_and_ps(cv, _mm256_castsi256_ps(sign)));
-        let block = _mm256_add_ps(terms, ct);
+        let block = _mm256_fmadd_ps(sums, unscale, ct);
         cv = _mm256_and_ps(block, _mm256_castsi256_ps(keep));
         // A chunk's last block: its chain's result is stored, and the next chain starts from +0.
         left -= 1;
