@@ -278,7 +278,9 @@ impl CpuEngine {
     }
 
     fn choice_of(&self, job: &Job) -> Choice {
-        let mut choice = Choice::of(job, self.level.width(), self.level.fused_panels(job), driver::vbmi());
+        let avx2_codes = self.level.0 == Level::Avx2 && driver::avx2_codes(job);
+        let most = Choice::product_rows(job, self.level.fused_panels(job), driver::vbmi(), avx2_codes);
+        let mut choice = Choice::of(job, self.level.width(), most);
         if let Some(t) = self.tiling {
             choice.tiling = if t == Tiling::Products && !driver::products_serve(job) { Tiling::Panels } else { t };
         }

@@ -65,18 +65,24 @@ pub struct Choice {
 }
 
 impl Choice {
-    /// The choice for the operands of a job (see [`Tiling`]): exchange the operands when N < M and either side
-    /// is narrower than a panel, then product lanes for few rows (see [`PRODUCT_ROWS`], or
-    /// [`FUSED_PRODUCT_ROWS`] where the level runs the job's panels with the fused step: `fused`, and
-    /// [`IN_PLACE_PRODUCT_ROWS`] where that step's pieces are decoded in place: `in_place`) where the kernel
-    /// serves the preset, else panels.
-    pub fn of(job: &Job, w: usize, fused: bool, in_place: bool) -> Choice {
-        let (m, n) = (job.m(), job.n());
-        let most = match (fused, in_place) {
+    /// The most rows that run with product lanes (see [`PRODUCT_ROWS`]): [`FUSED_PRODUCT_ROWS`] where the level
+    /// runs the job's panels with the fused step (`fused`), [`IN_PLACE_PRODUCT_ROWS`] where that step's pieces are
+    /// also decoded in place (`in_place`), and [`crate::driver::CODE_ROWS_AVX2`] where the AVX2 level runs the
+    /// product lanes with its step over B's codes (`avx2_codes`).
+    pub fn product_rows(job: &Job, fused: bool, in_place: bool, avx2_codes: bool) -> usize {
+        match (fused, in_place) {
             (true, true) => IN_PLACE_PRODUCT_ROWS,
             (true, false) => FUSED_PRODUCT_ROWS,
+            _ if avx2_codes => crate::driver::CODE_ROWS_AVX2,
             _ => PRODUCT_ROWS.max(job.nfma()),
-        };
+        }
+    }
+
+    /// The choice for the operands of a job (see [`Tiling`]): exchange the operands when N < M and either side
+    /// is narrower than a panel, then product lanes for at most `most` rows ([`Choice::product_rows`]) where the
+    /// kernel serves the preset, else panels.
+    pub fn of(job: &Job, w: usize, most: usize) -> Choice {
+        let (m, n) = (job.m(), job.n());
         let swap = n < m && n < w.max(most + 1);
         let rows = if swap { n } else { m };
         let tiling = if rows <= most && products_serve(job) { Tiling::Products } else { Tiling::Panels };

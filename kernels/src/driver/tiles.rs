@@ -112,8 +112,13 @@ pub(super) const STRIP_CHUNKS: usize = STRIP / 16;
 /// against decoded rows in GMAC/s: M = 1 3.1 vs 2.1, M = 2 3.7 vs 3.7, M = 4 4.7 vs 5.2, M = 16 5.2 vs 7.1.
 pub(super) const CODE_ROWS: usize = 2;
 
-/// At most this many rows of A per product-lane tile run the AVX2 step over B's codes (see [`CODE_ROWS`]).
-pub(super) const CODE_ROWS_AVX2: usize = 2;
+/// At most this many rows of A per product-lane tile run the AVX2 step over B's codes (see [`CODE_ROWS`]); more
+/// rows run with panels ([`crate::tiling::Choice::of`]), which beat both product-lane steps from five rows. One
+/// thread, `MMAEMU_SIMD=avx2 mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --no-native --reps 10`
+/// (`--tiling products|panels`; AMD EPYC, Zen 4, at the AVX2 level), GMAC/s of the step over codes, the step over
+/// decoded rows and panels, hopper and ada: M = 4 6.5, 5.3, 5.5 and 5.7, 4.2, 5.2; M = 8 5.1, 7.0, 8.2 and 5.9,
+/// 5.2, 7.7; M = 16 6.6, 8.3, 10.5 and 5.7, 5.9, 9.7.
+pub const CODE_ROWS_AVX2: usize = 4;
 
 /// Whether a product-lane tile of the job on the level of `X86` ([`X86_AVX512`] or [`X86_AVX2`]) reads every code
 /// of B with a block step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all
