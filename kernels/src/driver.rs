@@ -30,7 +30,7 @@ pub use fused_panel::vbmi;
 pub use panel::tile;
 pub use products::{strip_tile, X86_AVX2, X86_AVX512, X86_NONE};
 use tiles::SERIAL_MACS;
-pub use tiles::{avx2_codes, products_serve, reads_b_codes, Tiles, CODE_ROWS_AVX2};
+pub use tiles::{avx2_fused, products_serve, reads_b_codes, Tiles};
 
 /// One chunk (one chain from +0): its real k ranges with their positions in the chain, and the length of
 /// chain that is run, in whole blocks (the positions past the real ones are zero padding).

@@ -106,10 +106,23 @@ impl SimdLevel {
         }
     }
 
-    /// Whether this level runs the job's panels with the fused step (AVX-512 and a preset with room for its
-    /// bias: `x86::panel_blocks`).
+    /// Outputs per panel for a job: 64 where the level runs its panels with the fused step, else [`Self::width`].
+    fn panel_width(self, job: &Job) -> usize {
+        if self.fused_panels(job) {
+            64
+        } else {
+            self.width()
+        }
+    }
+
+    /// Whether this level runs the job's panels with the fused step (a preset with room for its bias, on AVX-512:
+    /// `x86::panel_blocks`, or on AVX2 with FMA: `x86::panel_blocks_avx2`).
     fn fused_panels(self, job: &Job) -> bool {
-        self.0 == Level::Avx512 && job.biased()
+        match self.0 {
+            Level::Avx512 => job.biased(),
+            Level::Avx2 => driver::avx2_fused(job),
+            Level::Portable => false,
+        }
     }
 
     /// One tile of a job on this level with the given tiling.
@@ -188,17 +201,20 @@ impl fmt::Display for SimdLevel {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
 unsafe fn tile_avx512(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match tiling {
-        Tiling::Panels if job.biased() => driver::tile_fused(job, rows, cols),
+        Tiling::Panels if job.biased() => driver::tile_fused::<{ driver::X86_AVX512 }>(job, rows, cols),
         Tiling::Panels => driver::tile::<64, true>(job, rows, cols),
         Tiling::Products => driver::strip_tile::<true, { driver::X86_AVX512 }>(job, rows, cols),
     }
 }
 
-/// The tiles of the AVX2 level: the portable source, compiled for AVX2, panels of 32.
+/// The tiles of the AVX2 level: panels of 64 with the fused step where the preset has room for its bias and the
+/// CPU has FMA, else the portable source compiled for AVX2, panels of 32; product lanes read the codes of B in
+/// their block step where it serves.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn tile_avx2(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match tiling {
+        Tiling::Panels if driver::avx2_fused(job) => driver::tile_fused::<{ driver::X86_AVX2 }>(job, rows, cols),
         Tiling::Panels => driver::tile::<32, true>(job, rows, cols),
         Tiling::Products => driver::strip_tile::<true, { driver::X86_AVX2 }>(job, rows, cols),
     }
@@ -278,9 +294,9 @@ impl CpuEngine {
     }
 
     fn choice_of(&self, job: &Job) -> Choice {
-        let avx2_codes = self.level.0 == Level::Avx2 && driver::avx2_codes(job);
-        let most = Choice::product_rows(job, self.level.fused_panels(job), driver::vbmi(), avx2_codes);
-        let mut choice = Choice::of(job, self.level.width(), most);
+        let in_place = self.level.0 == Level::Avx512 && driver::vbmi();
+        let most = Choice::product_rows(job, self.level.fused_panels(job), in_place);
+        let mut choice = Choice::of(job, self.level.panel_width(job), most);
         if let Some(t) = self.tiling {
             choice.tiling = if t == Tiling::Products && !driver::products_serve(job) { Tiling::Panels } else { t };
         }
@@ -290,7 +306,7 @@ impl CpuEngine {
     /// Run `job` (made of `ops` by `make`) with the tiling its shape calls for: with A and B exchanged (the
     /// job made again of the exchanged operands, the result transposed back) when the choice says so.
     fn compute<'a>(&self, job: Job<'a>, ops: &Operands<'a>, make: impl Fn(&Operands<'a>) -> Job<'a>) -> Vec<f32> {
-        let w = self.level.width();
+        let w = self.level.panel_width(&job);
         let choice = self.choice_of(&job);
         let run = |j: Job| j.run(choice.tiles(&j, w), |j, rows, cols| self.level.tile(choice.tiling, j, rows, cols));
         if choice.swap {

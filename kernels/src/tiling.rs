@@ -31,8 +31,10 @@ impl Tiling {
 /// per product. Measured with `mmaemu bench gemm --tiling products|panels` (kernels/README.md).
 pub const PRODUCT_ROWS: usize = 16;
 
-/// At most this many rows run with product lanes where the level has the fused panel step (AVX-512, presets with
-/// room for its bias: `crate::x86::panel_blocks`), which needs fewer rows to beat product lanes. `mmaemu bench gemm
+/// At most this many rows run with product lanes where the level has the fused panel step (presets with room for
+/// its bias: `crate::x86::panel_blocks` on AVX-512, `crate::x86::panel_blocks_avx2` on AVX2 with FMA, whose
+/// product lanes then read B's codes up to as many rows: `crate::driver::CODE_ROWS_AVX2`), which needs fewer rows to
+/// beat product lanes. `mmaemu bench gemm
 /// --m M --n 4096 --k 4096 --tiling products|panels --no-native --reps 5` (2 threads, Intel Xeon with AVX-512),
 /// GMAC/s, hopper and ada: M = 3 6.5 vs 5.2 and 5.1 vs 4.8, M = 4 7.5 vs 6.6 and 5.7 vs 6.2, M = 8 9.7 vs 10.7 and
 /// 7.0 vs 9.9, M = 16 12.3 vs 16.0 and 8.1 vs 15.4.
@@ -67,13 +69,11 @@ pub struct Choice {
 impl Choice {
     /// The most rows that run with product lanes (see [`PRODUCT_ROWS`]): [`FUSED_PRODUCT_ROWS`] where the level
     /// runs the job's panels with the fused step (`fused`), [`IN_PLACE_PRODUCT_ROWS`] where that step's pieces are
-    /// also decoded in place (`in_place`), and [`crate::driver::CODE_ROWS_AVX2`] where the AVX2 level runs the
-    /// product lanes with its step over B's codes (`avx2_codes`).
-    pub fn product_rows(job: &Job, fused: bool, in_place: bool, avx2_codes: bool) -> usize {
+    /// also decoded in place (`in_place`).
+    pub fn product_rows(job: &Job, fused: bool, in_place: bool) -> usize {
         match (fused, in_place) {
             (true, true) => IN_PLACE_PRODUCT_ROWS,
             (true, false) => FUSED_PRODUCT_ROWS,
-            _ if avx2_codes => crate::driver::CODE_ROWS_AVX2,
             _ => PRODUCT_ROWS.max(job.nfma()),
         }
     }

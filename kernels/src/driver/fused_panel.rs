@@ -1,32 +1,35 @@
-//! The AVX-512 panel executor: each piece of a panel of 64 rows of B decoded into magnitudes, magnitudes by sign and
-//! exponents (in place where the CPU has VBMI), every row of the tile through the fused panel step.
+//! The fused panel executor (AVX-512 and AVX2 levels): each piece of a panel of 64 rows of B decoded into magnitudes,
+//! magnitudes by sign and exponents (in place where the CPU has AVX-512 VBMI), every row of the tile through the
+//! level's fused panel step.
 
 #[cfg(target_arch = "x86_64")]
 use super::panel::panel_codes;
 #[cfg(target_arch = "x86_64")]
 use super::tiles::fused_piece_len;
 #[cfg(target_arch = "x86_64")]
-use super::{one_run, products, rows_of_a, ChunkPlan, Job, Piece};
+use super::{one_run, products, rows_of_a, ChunkPlan, Job, Piece, X86_AVX2, X86_AVX512};
 #[cfg(target_arch = "x86_64")]
 use crate::tables::ZERO_EXP;
 #[cfg(target_arch = "x86_64")]
 use std::ops::Range;
 
-/// One panel tile of the AVX-512 level on the narrow path with room for the bias ([`crate::kernel::Params::biased`]): each piece
-/// of the panel decoded into magnitudes, magnitudes by sign and exponents, every row through the fused step
-/// [`crate::x86::panel_blocks`]. Returns `rows.len()` rows of `cols.len()` results.
+/// One panel tile of the AVX-512 level (`X86` = [`X86_AVX512`]) or the AVX2 level ([`X86_AVX2`]) on the narrow
+/// path with room for the bias ([`crate::kernel::Params::biased`]): each piece of the panel decoded into
+/// magnitudes, magnitudes by sign and exponents, every row through the fused step [`crate::x86::panel_blocks`] or
+/// [`crate::x86::panel_blocks_avx2`]. Returns `rows.len()` rows of `cols.len()` results.
 ///
 /// # Safety
-/// The CPU must support AVX-512F/BW/VL and AVX2 (the caller is the AVX-512 level's tile).
+/// The CPU must support AVX-512F/BW/VL and AVX2 (`X86_AVX512`: the caller is the AVX-512 level's tile), or AVX2
+/// and FMA (`X86_AVX2`: the caller is the AVX2 level's tile, where [`super::avx2_fused`] holds).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+pub unsafe fn tile_fused<const X86: u8>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     use crate::x86::{PANEL, SIDED};
     let nfma = job.p.nfma;
     let nr = rows.len();
     let ncols = cols.len();
     let piece_len = fused_piece_len(nfma);
-    let mut piece = FusedPiece {
+    let mut piece = FusedPiece::<X86> {
         rows: rows.clone(),
         cols,
         pc: vec![0u8; piece_len * PANEL],
@@ -34,7 +37,7 @@ pub unsafe fn tile_fused(job: &Job, rows: Range<usize>, cols: Range<usize>) -> V
         ps: Lines::new(piece_len * SIDED, 0.0),
         pe: Lines::new(piece_len * PANEL, ZERO_EXP),
         ga: vec![0u8; nr * piece_len],
-        in_place: vbmi(),
+        in_place: X86 == X86_AVX512 && vbmi(),
     };
     let acc = job.accumulate(nr * PANEL, piece_len, &mut piece);
     let mut out = Vec::with_capacity(nr * ncols);
@@ -55,7 +58,7 @@ pub fn vbmi() -> bool {
 /// The scratch of a fused panel tile: the panel piece's codes, magnitudes, magnitudes by sign and exponents, and the
 /// gathered rows of A.
 #[cfg(target_arch = "x86_64")]
-struct FusedPiece {
+struct FusedPiece<const X86: u8> {
     rows: Range<usize>,
     cols: Range<usize>,
     pc: Vec<u8>,
@@ -95,7 +98,7 @@ impl<T: Copy> Lines<T> {
 }
 
 #[cfg(target_arch = "x86_64")]
-impl Piece for FusedPiece {
+impl<const X86: u8> Piece for FusedPiece<X86> {
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
         self.piece(job, chunk, q0, q1, acc, None);
@@ -123,7 +126,7 @@ impl Piece for FusedPiece {
 }
 
 #[cfg(target_arch = "x86_64")]
-impl FusedPiece {
+impl<const X86: u8> FusedPiece<X86> {
     /// Positions [q0, q1) of `chunk` for the tile's rows from their accumulators `acc`, the chains ended into `end`
     /// where given ([`crate::x86::panel_blocks`]).
     #[inline(always)]
@@ -135,7 +138,7 @@ impl FusedPiece {
         match one_run(chunk, q0, q1) {
             Some(kr) if self.in_place && self.cols.len() == PANEL && len.is_multiple_of(16) => {
                 let b = &job.b[self.cols.start * job.k..];
-                // SAFETY: this tile runs only on the AVX-512 level (see `tile_fused`), and `in_place` says VBMI.
+                // SAFETY: `in_place` holds only on the AVX-512 level (see `tile_fused`) where the CPU has VBMI.
                 if unsafe { crate::x86::panel_piece(b, (job.k, kr.start, len), &job.lb, (pm, ps, pe)) } {
                     job.saw_nonfinite_b();
                 }
@@ -152,7 +155,14 @@ impl FusedPiece {
         let nblk = len / job.p.nfma;
         let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
         let (pm, ps, pe) = (self.pm.get(), self.ps.get(), self.pe.get());
-        // SAFETY: this tile runs only on the AVX-512 level (see `tile_fused`).
-        unsafe { crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, ps, pe, acc, end, &job.p) };
+        // SAFETY: this tile runs only on the level `X86` names, where the CPU has the step's features (see
+        // `tile_fused`).
+        unsafe {
+            if X86 == X86_AVX2 {
+                crate::x86::panel_blocks_avx2(a, stride, nblk, &job.la, pm, ps, pe, acc, end, &job.p)
+            } else {
+                crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, ps, pe, acc, end, &job.p)
+            }
+        };
     }
 }

@@ -223,7 +223,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
 
 impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
     /// The groups of [`CHAINS`] rows of B over one piece with the AVX2 block step over B's codes
-    /// (`x86::product_blocks_codes_avx2`, where `tiles::avx2_codes` holds): in place when the piece is one run of k
+    /// (`x86::product_blocks_codes_avx2`, where `tiles::avx2_fused` holds): in place when the piece is one run of k
     /// (`single`), else gathered with zero padding; the tile's rows of A are decoded already. With `restart` > 0
     /// the piece is whole chunks of `restart` blocks, whose results are added into `sums` in order.
     #[cfg(target_arch = "x86_64")]
@@ -269,7 +269,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
                     None => &self.ga[r * len..(r + 1) * len],
                 };
                 // SAFETY: `X86_AVX2` is passed only by the tiles of the AVX2 level, which exists only after
-                // `is_x86_feature_detected!` reported AVX2, and this step runs only where `tiles::avx2_codes` saw
+                // `is_x86_feature_detected!` reported AVX2, and this step runs only where `tiles::avx2_fused` saw
                 // FMA too.
                 let chains = (nblk, restart);
                 let mut ends = [[0f32; CHAINS]; STRIP_CHUNKS];

@@ -64,18 +64,19 @@ pub(super) fn fused_piece_len(nfma: usize) -> usize {
 }
 
 /// Whether a tile of `rows` rows of the job runs a step over B's codes: the AVX-512 one (at most [`CODE_ROWS`]
-/// rows), or the AVX2 one (at most [`CODE_ROWS_AVX2`] rows, where [`avx2_codes`] holds).
+/// rows), or the AVX2 one (at most [`CODE_ROWS_AVX2`] rows, where [`avx2_fused`] holds).
 pub(super) fn reads_codes<const X86: u8>(job: &Job, rows: usize) -> bool {
     match X86 {
         X86_AVX512 => rows <= CODE_ROWS,
-        X86_AVX2 => rows <= CODE_ROWS_AVX2 && avx2_codes(job),
+        X86_AVX2 => rows <= CODE_ROWS_AVX2 && avx2_fused(job),
         _ => false,
     }
 }
 
-/// Whether the AVX2 step over B's codes (`x86::product_blocks_codes_avx2`) serves the job on this CPU: the preset
-/// has room for its bias ([`crate::kernel::Params::biased`]) and the CPU has FMA besides AVX2.
-pub fn avx2_codes(job: &Job) -> bool {
+/// Whether the AVX2 level's fused steps (over B's codes, `x86::product_blocks_codes_avx2`, and over panels,
+/// `x86::panel_blocks_avx2`) serve the job on this CPU: the preset has room for its bias
+/// ([`crate::kernel::Params::biased`]) and the CPU has FMA besides AVX2.
+pub fn avx2_fused(job: &Job) -> bool {
     #[cfg(target_arch = "x86_64")]
     return job.p.biased && std::is_x86_feature_detected!("fma");
     #[cfg(not(target_arch = "x86_64"))]
@@ -112,13 +113,15 @@ pub(super) const STRIP_CHUNKS: usize = STRIP / 16;
 /// against decoded rows in GMAC/s: M = 1 3.1 vs 2.1, M = 2 3.7 vs 3.7, M = 4 4.7 vs 5.2, M = 16 5.2 vs 7.1.
 pub(super) const CODE_ROWS: usize = 2;
 
-/// At most this many rows of A per product-lane tile run the AVX2 step over B's codes (see [`CODE_ROWS`]); more
-/// rows run with panels ([`crate::tiling::Choice::of`]), which beat both product-lane steps from five rows. One
-/// thread, `MMAEMU_SIMD=avx2 mmaemu bench gemm --m M --n 4096 --k 4096 --threads 1 --no-native --reps 10`
-/// (`--tiling products|panels`; AMD EPYC, Zen 4, at the AVX2 level), GMAC/s of the step over codes, the step over
-/// decoded rows and panels, hopper and ada: M = 4 6.5, 5.3, 5.5 and 5.7, 4.2, 5.2; M = 8 5.1, 7.0, 8.2 and 5.9,
-/// 5.2, 7.7; M = 16 6.6, 8.3, 10.5 and 5.7, 5.9, 9.7.
-pub const CODE_ROWS_AVX2: usize = 4;
+/// At most this many rows of A per product-lane tile run the AVX2 step over B's codes (see [`CODE_ROWS`]); with
+/// the fused panel step more rows run with panels (`tiling::FUSED_PRODUCT_ROWS`, the same number), which beat
+/// both product-lane steps from six rows. One thread, `MMAEMU_SIMD=avx2 taskset -c 1 mmaemu bench gemm --m M --n
+/// 4096 --k 4096 --threads 1 --no-native --reps 10 --tiling products|panels` (AMD EPYC, Zen 4, at the AVX2 level),
+/// GMAC/s of product lanes and fused panels, hopper and ada: M = 2 6.4, 3.0 and 5.6, 3.0; M = 4 6.6, 5.0 and 5.9,
+/// 5.0; M = 6 (product lanes over decoded rows) 6.3, 6.5 and 4.9, 6.5. Before the fused panels, the step over codes
+/// against decoded rows and the panels of 32: M = 8 5.1, 7.0, 8.2 and 5.9, 5.2, 7.7; M = 16 6.6, 8.3, 10.5 and
+/// 5.7, 5.9, 9.7.
+pub(super) const CODE_ROWS_AVX2: usize = 4;
 
 /// Whether a product-lane tile of the job on the level of `X86` ([`X86_AVX512`] or [`X86_AVX2`]) reads every code
 /// of B with a block step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all

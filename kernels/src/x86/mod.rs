@@ -1,5 +1,5 @@
 //! The block steps in x86 instructions, one file per step and level: product lanes over decoded rows of B (AVX2),
-//! the decode step over B's codes (AVX2; AVX-512, plain and fused), the panel step and its planes (AVX-512), and the
+//! the decode step over B's codes (AVX2; AVX-512, plain and fused), the panel step (AVX-512, AVX2) and its planes, and the
 //! register helpers they share here. Exact in every step, and tested against the model like every level.
 
 #[cfg(target_arch = "x86_64")]
@@ -12,6 +12,7 @@ mod codes_avx2;
 mod fused;
 mod lanes_avx2;
 mod panel;
+mod panel_avx2;
 mod planes;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests;
@@ -21,6 +22,7 @@ pub use codes_avx2::*;
 pub use fused::*;
 pub use lanes_avx2::*;
 pub use panel::*;
+pub use panel_avx2::*;
 pub use planes::*;
 
 /// The 16 bytes at each of `pieces` in the four 128-bit lanes of a vector, in order.

@@ -167,9 +167,3 @@ fn avx2_codes_step_equals_the_decoded_step() {
         }
     }
 }
-
-/// Load `csr` into this thread's MXCSR.
-fn set_mxcsr(csr: u32) {
-    // SAFETY: LDMXCSR of a value read from MXCSR with only its rounding-control bits changed.
-    unsafe { std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack, preserves_flags)) };
-}

@@ -63,3 +63,9 @@ fn code_operands(rng: &mut ChaCha8Rng, fa: Format, fb: Format, round: usize, row
 mod codes;
 mod codes_avx2;
 mod panel;
+
+/// Load `csr` into this thread's MXCSR.
+fn set_mxcsr(csr: u32) {
+    // SAFETY: LDMXCSR of a value read from MXCSR with only its rounding-control bits changed.
+    unsafe { std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack, preserves_flags)) };
+}

@@ -1,4 +1,4 @@
-//! The AVX-512 panel step and its planes against the portable panel step and the decoded codes.
+//! The AVX-512 and AVX2 panel steps and the planes against the portable panel step and the decoded codes.
 
 use super::*;
 
@@ -47,14 +47,25 @@ fn panel_piece_equals_the_decoded_codes() {
     }
 }
 
-/// The fused panel step equals the portable panel step, bit for bit: both formats of A and B, blocks of 16 and
-/// 32, rows of random finite codes (a tenth +0) against a panel of random finite codes (a tenth -0), five or
-/// six rows (pairs and a single row) of six blocks each, so that c grows, changes sign and enters the block
-/// maximum; rows read in place with a stride, and accumulators that start from earlier pieces' values.
+/// A fused panel step: [`panel_blocks`]'s operands.
+type Step = unsafe fn(&[u8], usize, usize, &Lut, &[f32], &[f32], &[i8], &mut [f32], Option<&mut [f32]>, &Params);
+
+/// The fused panel steps equal the portable panel step, bit for bit: the AVX-512 one and the AVX2 one (each where
+/// the CPU runs it), both formats of A and B, blocks of 16 and 32, rows of random finite codes (a tenth +0) against
+/// a panel of random finite codes (a tenth -0), five or six rows (pairs and a single row) of six blocks each, so
+/// that c grows, changes sign and enters the block maximum; rows read in place with a stride, and accumulators that
+/// start from earlier pieces' values. The AVX2 step leaves the calling thread's MXCSR as it was, from round to
+/// nearest and from rounding down.
 #[test]
-fn fused_panel_step_equals_the_panel_step() {
-    if !avx512() {
-        return;
+fn fused_panel_steps_equal_the_panel_step() {
+    let mut steps: Vec<(&str, Step)> = Vec::new();
+    if avx512() {
+        steps.push(("avx512", panel_blocks));
+    }
+    if crate::SimdLevel::by_name("avx2").is_some() && std::is_x86_feature_detected!("fma") {
+        steps.push(("avx2", panel_blocks_avx2));
+    } else {
+        eprintln!("this CPU has no AVX2 and FMA: the AVX2 panel step is not run");
     }
     let mut rng = ChaCha8Rng::seed_from_u64(0x5EED_FA57);
     for preset in [Preset::ada(), Preset::hopper()] {
@@ -102,7 +113,7 @@ fn fused_panel_step_equals_the_panel_step() {
                         );
                     }
                 }
-                let mut got = want.clone();
+                let got = want.clone();
                 for (r, c) in want.chunks_exact_mut(PANEL).enumerate() {
                     let c: &mut [f32; PANEL] = c.try_into().unwrap();
                     crate::kernel::block_steps::<PANEL, f32, false, true>(
@@ -117,22 +128,32 @@ fn fused_panel_step_equals_the_panel_step() {
                 }
                 // The same piece ending the chains (slow accumulation's chunk) into sums of earlier chunks:
                 // each sum gains the chain's result in fp32, and the chain restarts at +0.
-                let mut ended = got.clone();
                 let earlier: Vec<f32> =
                     (0..rows * PANEL).map(|_| lb.v32[finite(fb, &mut rng, 0x7F) as usize] * 1024.0).collect();
-                let mut sums = earlier.clone();
-                // SAFETY: the AVX-512 level exists, so the CPU has the step's features.
-                unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut got, None, &p) };
-                // SAFETY: as above.
-                unsafe { panel_blocks(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut ended, Some(&mut sums), &p) };
-                for i in 0..want.len() {
-                    // (Made only for a failure's message.)
-                    let what = || {
-                        format!("{} {fa} x {fb} round {round}: row {} output {}", preset.name(), i / PANEL, i % PANEL)
-                    };
-                    assert_eq!(got[i].to_bits(), want[i].to_bits(), "{}", what());
-                    assert_eq!(sums[i].to_bits(), (earlier[i] + want[i]).to_bits(), "{}: the chunk's sum", what());
-                    assert_eq!(ended[i].to_bits(), 0, "{}: the chain does not restart at +0", what());
+                let csr = crate::fpstate::mxcsr() & !0x3F;
+                for &(name, step) in &steps {
+                    let (mut got, mut ended, mut sums) = (got.clone(), got.clone(), earlier.clone());
+                    // SAFETY: each step is listed only where the CPU has its features (above).
+                    unsafe { step(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut got, None, &p) };
+                    // SAFETY: as above.
+                    unsafe { step(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut ended, Some(&mut sums), &p) };
+                    // The caller's MXCSR is as it was after the step, also from rounding down.
+                    set_mxcsr(csr | 0x2000);
+                    // SAFETY: as above.
+                    unsafe { step(&a, stride, nblk, &la, &pm, &ps, &pe2, &mut want.clone(), None, &p) };
+                    let after = crate::fpstate::mxcsr() & !0x3F;
+                    set_mxcsr(csr);
+                    assert_eq!(after, csr | 0x2000, "{name}: the caller's MXCSR changed");
+                    for i in 0..want.len() {
+                        // (Made only for a failure's message.)
+                        let what = || {
+                            let (r, j) = (i / PANEL, i % PANEL);
+                            format!("{name} {} {fa} x {fb} round {round}: row {r} output {j}", preset.name())
+                        };
+                        assert_eq!(got[i].to_bits(), want[i].to_bits(), "{}", what());
+                        assert_eq!(sums[i].to_bits(), (earlier[i] + want[i]).to_bits(), "{}: the chunk's sum", what());
+                        assert_eq!(ended[i].to_bits(), 0, "{}: the chain does not restart at +0", what());
+                    }
                 }
             }
         }
