@@ -43,14 +43,7 @@ pub unsafe fn panel_blocks_avx2(
     let len = nblk * nfma;
     // Every load below reads inside these bounds.
     assert!(
-        p.biased
-            && acc.len() == rows * PANEL
-            && end.as_ref().is_none_or(|s| s.len() == acc.len())
-            && stride >= len
-            && (rows == 0 || a.len() >= (rows - 1) * stride + len)
-            && pm.len() >= len * PANEL
-            && ps.len() >= len * SIDED
-            && pe.len() >= len * PANEL,
+        super::panel::panel_bounds((a, stride, len), (pm, ps, pe), (acc, end.as_deref()), p),
         "panel_blocks_avx2: a preset without room for the bias, or rows or a piece shorter than its blocks"
     );
     if nblk == 0 || rows == 0 {
