@@ -106,10 +106,11 @@ impl SimdLevel {
         }
     }
 
-    /// Outputs per panel for a job: 64 where the level runs its panels with the fused step, else [`Self::width`].
+    /// Outputs per panel for a job: the fused step's panel where the level runs its panels with it, else
+    /// [`Self::width`].
     fn panel_width(self, job: &Job) -> usize {
         if self.fused_panels(job) {
-            64
+            x86::PANEL
         } else {
             self.width()
         }

@@ -245,6 +245,9 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
         // The step takes A's magnitudes scaled, and its codes for their signs.
         let scale = x86::FUSED_A_SCALE;
         self.av[..nr * len].iter_mut().for_each(|v| *v = v.abs() * scale);
+        // The chunks' results of a group of rows of B, made once for all groups: the step writes each chunk's row
+        // before it is added.
+        let mut ends = [[0f32; CHAINS]; STRIP_CHUNKS];
         for g in (0..ncp).step_by(CHAINS) {
             let real = CHAINS.min(nc - g);
             let brows = self.cols.start + g..self.cols.start + g + real;
@@ -272,7 +275,6 @@ impl<const NB: usize, const HT: bool, const X86: u8> StripPiece<NB, HT, X86> {
                 // `is_x86_feature_detected!` reported AVX2, and this step runs only where `tiles::avx2_fused` saw
                 // FMA too.
                 let chains = (nblk, restart);
-                let mut ends = [[0f32; CHAINS]; STRIP_CHUNKS];
                 let nonfinite = unsafe {
                     if e4m3 {
                         x86::product_blocks_codes_avx2::<NB, true>(a, e, ac, codes, chains, (c, &mut ends), &job.p)
