@@ -1,6 +1,6 @@
-//! The fused panel executor (AVX-512 and AVX2 levels): each piece of a panel of 64 rows of B decoded into magnitudes,
-//! magnitudes by sign and exponents (in place where the CPU has AVX-512 VBMI), every row of the tile through the
-//! level's fused panel step.
+//! The fused panel executor (AVX-512 and AVX2 levels): each piece of a panel of 64 rows of B decoded into the planes
+//! of the level's fused panel step (magnitudes, magnitudes by sign and exponents, in place where the CPU has
+//! AVX-512 VBMI; values and exponents on AVX2), every row of the tile through that step.
 
 #[cfg(target_arch = "x86_64")]
 use super::panel::panel_codes;
@@ -15,8 +15,9 @@ use std::ops::Range;
 
 /// One panel tile of the AVX-512 level (`X86` = [`X86_AVX512`]) or the AVX2 level ([`X86_AVX2`]) on the narrow
 /// path with room for the bias ([`crate::kernel::Params::biased`]): each piece of the panel decoded into
-/// magnitudes, magnitudes by sign and exponents, every row through the fused step [`crate::x86::panel_blocks`] or
-/// [`crate::x86::panel_blocks_avx2`]. Returns `rows.len()` rows of `cols.len()` results.
+/// magnitudes, magnitudes by sign and exponents for the fused step [`crate::x86::panel_blocks`], or values and
+/// exponents for [`crate::x86::panel_blocks_avx2`], every row through that step. Returns `rows.len()` rows of
+/// `cols.len()` results.
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW/VL and AVX2 (`X86_AVX512`: the caller is the AVX-512 level's tile), or AVX2
@@ -34,7 +35,7 @@ pub unsafe fn tile_fused<const X86: u8>(job: &Job, rows: Range<usize>, cols: Ran
         cols,
         pc: vec![0u8; piece_len * PANEL],
         pm: Lines::new(piece_len * PANEL, 0.0),
-        ps: Lines::new(piece_len * SIDED, 0.0),
+        ps: Lines::new(if X86 == X86_AVX2 { 0 } else { piece_len * SIDED }, 0.0),
         pe: Lines::new(piece_len * PANEL, ZERO_EXP),
         ga: vec![0u8; nr * piece_len],
         in_place: X86 == X86_AVX512 && vbmi(),
@@ -62,7 +63,9 @@ struct FusedPiece<const X86: u8> {
     rows: Range<usize>,
     cols: Range<usize>,
     pc: Vec<u8>,
+    /// The magnitudes (AVX-512), or the values (AVX2).
     pm: Lines<f32>,
+    /// The magnitudes by sign (AVX-512 only).
     ps: Lines<f32>,
     pe: Lines<i8>,
     ga: Vec<u8>,
@@ -134,7 +137,8 @@ impl<const X86: u8> FusedPiece<X86> {
         use crate::x86::{PANEL, SIDED};
         let (nr, len) = (self.rows.len(), q1 - q0);
         let (pm, ps, pe) = (self.pm.get_mut(), self.ps.get_mut(), self.pe.get_mut());
-        let (pm, ps, pe) = (&mut pm[..len * PANEL], &mut ps[..len * SIDED], &mut pe[..len * PANEL]);
+        let sided = if X86 == X86_AVX2 { 0 } else { len * SIDED };
+        let (pm, ps, pe) = (&mut pm[..len * PANEL], &mut ps[..sided], &mut pe[..len * PANEL]);
         match one_run(chunk, q0, q1) {
             Some(kr) if self.in_place && self.cols.len() == PANEL && len.is_multiple_of(16) => {
                 let b = &job.b[self.cols.start * job.k..];
@@ -149,7 +153,11 @@ impl<const X86: u8> FusedPiece<X86> {
                 if job.watch.is_some() && job.lb.format().any_nonfinite(pc) {
                     job.saw_nonfinite_b();
                 }
-                job.lb.decode_magnitudes::<PANEL>(pc, pm, ps, pe);
+                if X86 == X86_AVX2 {
+                    job.lb.decode(pc, pm, pe);
+                } else {
+                    job.lb.decode_magnitudes::<PANEL>(pc, pm, ps, pe);
+                }
             }
         }
         let nblk = len / job.p.nfma;
@@ -159,7 +167,7 @@ impl<const X86: u8> FusedPiece<X86> {
         // `tile_fused`).
         unsafe {
             if X86 == X86_AVX2 {
-                crate::x86::panel_blocks_avx2(a, stride, nblk, &job.la, pm, ps, pe, acc, end, &job.p)
+                crate::x86::panel_blocks_avx2(a, stride, nblk, &job.la, pm, pe, acc, end, &job.p)
             } else {
                 crate::x86::panel_blocks(a, stride, nblk, &job.la, pm, ps, pe, acc, end, &job.p)
             }

@@ -60,7 +60,12 @@ pub unsafe fn panel_blocks(
     let len = nblk * nfma;
     // Every load below reads inside these bounds.
     assert!(
-        panel_bounds((a, stride, len), (pm, ps, pe), (acc, end.as_deref()), p),
+        panel_bounds(
+            (a, stride, len),
+            &[(pm.len(), PANEL), (ps.len(), SIDED), (pe.len(), PANEL)],
+            (acc, end.as_deref()),
+            p
+        ),
         "panel_blocks: a preset without room for the bias, or rows or a piece shorter than its blocks"
     );
     if nblk == 0 || rows == 0 {
@@ -91,11 +96,12 @@ pub unsafe fn panel_blocks(
 }
 
 /// Whether a fused panel step's operands hold its blocks (`len` positions): the preset has room for the bias,
-/// `acc` whole rows of [`PANEL`] (and `end` as long), the rows of `a` a `stride` apart and the panel's planes
-/// that long. Every load of [`panel_blocks`] and `panel_blocks_avx2` reads inside these bounds.
+/// `acc` whole rows of [`PANEL`] (and `end` as long), the rows of `a` a `stride` apart, and each of the panel's
+/// `planes` (its length, and its values per position) that long. Every load of [`panel_blocks`] and
+/// `panel_blocks_avx2` reads inside these bounds.
 pub(super) fn panel_bounds(
     (a, stride, len): (&[u8], usize, usize),
-    (pm, ps, pe): (&[f32], &[f32], &[i8]),
+    planes: &[(usize, usize)],
     (acc, end): (&[f32], Option<&[f32]>),
     p: &Params,
 ) -> bool {
@@ -105,9 +111,7 @@ pub(super) fn panel_bounds(
         && end.is_none_or(|s| s.len() == acc.len())
         && stride >= len
         && (rows == 0 || a.len() >= (rows - 1) * stride + len)
-        && pm.len() >= len * PANEL
-        && ps.len() >= len * SIDED
-        && pe.len() >= len * PANEL
+        && planes.iter().all(|&(n, per)| n >= len * per)
 }
 
 /// How many rows ahead [`panel_blocks`] asks for A's codes: three pairs, about a thousand cycles of multiply-adds
