@@ -19,9 +19,9 @@ const HALF: usize = PANEL / 2;
 /// whatever MXCSR says, so the step leaves it alone: a b is exact (eight significant bits, far from f32's range
 /// ends); (a b) 2^-g and c 2^-g are exact unless below 1, where any rounding still truncates to 0 (the products
 /// are at least 2^-32 and g >= -126, so under flush-to-zero too); `biased` bounds the counts below 2^23, so their
-/// sums are exact, and times 2^g they stay normal (g >= -126). Only a zero count's sign could follow the rounding
-/// mode (-0 + +0 is -0 rounding down): the count goes through a 32-bit integer, which makes it +0. Clearing the
-/// mantissa bits below frac_out gives the new c. With `end`, each chain's result is added into its `end` in fp32,
+/// sums are exact, and times 2^g they stay normal (g >= -126). A zero count may be -0 (c's truncation and the
+/// terms all -0, or any zero sum when rounding down): a count of -0 (its bits compared) is made +0, the model's
+/// zero. Clearing the mantissa bits below frac_out gives the new c. With `end`, each chain's result is added into its `end` in fp32,
 /// in the caller's rounding as the executor adds a chunk's results, and the chain restarts at +0.
 ///
 /// A step is one row over one block of [`HALF`] outputs, and it makes the block maximum of the next step in the
@@ -125,6 +125,7 @@ unsafe fn block_over(
     let (magnitude, grid) = (_mm256_set1_epi32(0x7FFF_FFFF), _mm256_set1_epi32(23 - p.frac));
     // 2^-g's exponent field is 277 - f and 2^g's 254 minus that, where f = g + 150 is the field made below.
     let (down, up) = (_mm256_set1_epi32(277), _mm256_set1_epi32(254 << 23));
+    let negative_zero = _mm256_set1_epi32(i32::MIN);
     // f = max(E, floor) + 150 - frac per chain made in the bytes of the maximum (as in `panel_blocks`) and widened,
     // then raised to c's exponent field + 23 - frac: the field of 2^(g + 23). The count starts at c's, truncated.
     let fe = _mm256_add_epi8(_mm256_max_epi8(e, floor), field);
@@ -166,7 +167,8 @@ unsafe fn block_over(
     // The block sum, count 2^g, keeping frac_out bits.
     for q in 0..4 {
         let unit = _mm256_sub_epi32(up, _mm256_castps_si256(scale[q]));
-        let count = _mm256_cvtepi32_ps(_mm256_cvttps_epi32(count[q]));
+        let bits = _mm256_castps_si256(count[q]);
+        let count = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpeq_epi32(bits, negative_zero), bits));
         let sum = _mm256_mul_ps(count, _mm256_castsi256_ps(unit));
         _mm256_storeu_ps(c.add(8 * q), _mm256_and_ps(sum, _mm256_castsi256_ps(keep)));
     }
