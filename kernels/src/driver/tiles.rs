@@ -120,7 +120,8 @@ pub(super) const CODE_ROWS: usize = 2;
 /// GMAC/s of product lanes and fused panels, hopper and ada: M = 2 6.4, 3.0 and 5.6, 3.0; M = 4 6.6, 5.0 and 5.9,
 /// 5.0; M = 6 (product lanes over decoded rows) 6.3, 6.5 and 4.9, 6.5. Before the fused panels, the step over codes
 /// against decoded rows and the panels of 32: M = 8 5.1, 7.0, 8.2 and 5.9, 5.2, 7.7; M = 16 6.6, 8.3, 10.5 and
-/// 5.7, 5.9, 9.7.
+/// 5.7, 5.9, 9.7. With the panel step that rounds terms to integers (commit 6fae37d), product lanes and fused
+/// panels: M = 3 5.1, 3.1 and 4.8, 4.2; M = 4 5.9, 5.6 and 6.0, 5.2; M = 5 5.7, 6.7 and 4.6, 6.4.
 pub(super) const CODE_ROWS_AVX2: usize = 4;
 
 /// Whether a product-lane tile of the job on the level of `X86` ([`X86_AVX512`] or [`X86_AVX2`]) reads every code
