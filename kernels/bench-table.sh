@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The performance table of kernels/README.md: every row is one `mmaemu bench gemm ... --json` run (the
+# The square-shape table of kernels/performance.md: every row is one `mmaemu bench gemm ... --json` run (the
 # emulated GEMM and the native fp32 GEMM of the same shape, timed in the same process, best of --reps),
 # printed as a Markdown table row with the command that produced it.
 #

@@ -1,6 +1,6 @@
 //! The benchmark suite (`mmaemu bench suite`): LLM-shaped GEMMs (decode steps with M = 1, small batches, long K)
 //! for hopper and ada, fast and slow, each measured with `auto`, with every SIMD level above portable, and
-//! against the native fp32 GEMM of the same shape on the same threads — the rows of kernels/README.md's table.
+//! against the native fp32 GEMM of the same shape on the same threads — the rows of kernels/performance.md's tables.
 
 use crate::bench::{gemm, GemmBench, GemmResult};
 use crate::SimdLevel;

@@ -195,7 +195,7 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
 
 /// The lanes of `b` whose `negative` has its top bit set, zeros elsewhere: one `vblendvps`, written out because
 /// the compiler otherwise makes it a shift, an arithmetic shift and a mask (three operations of the vector ports
-/// where the blend is one on the CPUs measured in `kernels/README.md`).
+/// where the blend is one on the CPUs measured in `kernels/performance.md`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
