@@ -56,46 +56,32 @@ struct Planes {
 }
 
 /// A fused panel step over rows of A (codes, stride, blocks), A's table, the piece, accumulators and chunk sums.
+/// Safe to call only on a CPU with the step's features: the test lists a step only there.
 type Step = unsafe fn((&[u8], usize, usize), &Lut, &Planes, &mut [f32], Option<&mut [f32]>, &Params);
-
-/// [`panel_blocks`] over its planes.
-unsafe fn avx512_step(
-    (a, s, n): (&[u8], usize, usize),
-    la: &Lut,
-    x: &Planes,
-    c: &mut [f32],
-    e: Option<&mut [f32]>,
-    p: &Params,
-) {
-    panel_blocks(a, s, n, la, &x.pm, &x.ps, &x.pe, c, e, p)
-}
-
-/// [`panel_blocks_avx2`] over its planes.
-unsafe fn avx2_step(
-    (a, s, n): (&[u8], usize, usize),
-    la: &Lut,
-    x: &Planes,
-    c: &mut [f32],
-    e: Option<&mut [f32]>,
-    p: &Params,
-) {
-    panel_blocks_avx2(a, s, n, la, &x.pv, &x.pe, c, e, p)
-}
 
 /// The fused panel steps equal the portable panel step, bit for bit: the AVX-512 one and the AVX2 one (each where
 /// the CPU runs it), both formats of A and B, blocks of 16 and 32, rows of random finite codes (a tenth +0) against
 /// a panel of random finite codes (a tenth -0), five or six rows (pairs and a single row) of six blocks each, so
-/// that c grows, changes sign and enters the block maximum, and a row of zeros in some rounds; rows read in place with a stride, and accumulators that
-/// start from earlier pieces' values. Each step leaves the calling thread's MXCSR as it was, from rounding down and
-/// toward zero too; there the AVX2 step gives the same results.
+/// that c grows, changes sign and enters the block maximum, and a row of zeros in some rounds; rows read in place
+/// with a stride, and accumulators that start from earlier pieces' values. Each step leaves the calling thread's
+/// MXCSR as it was, from rounding down and toward zero too; there the AVX2 step gives the same results.
 #[test]
 fn fused_panel_steps_equal_the_panel_step() {
     let mut steps: Vec<(&str, Step, bool)> = Vec::new();
     if avx512() {
-        steps.push(("avx512", avx512_step, false));
+        // SAFETY (both closures): a `Step`'s caller holds the CPU's features, as listed here.
+        steps.push((
+            "avx512",
+            |(a, s, n), la, x, c, e, p| unsafe { panel_blocks(a, s, n, la, &x.pm, &x.ps, &x.pe, c, e, p) },
+            false,
+        ));
     }
     if crate::SimdLevel::by_name("avx2").is_some() {
-        steps.push(("avx2", avx2_step, true));
+        steps.push((
+            "avx2",
+            |(a, s, n), la, x, c, e, p| unsafe { panel_blocks_avx2(a, s, n, la, &x.pv, &x.pe, c, e, p) },
+            true,
+        ));
     } else {
         eprintln!("this CPU has no AVX2: the AVX2 panel step is not run");
     }
