@@ -17,12 +17,12 @@ const HALF: usize = PANEL / 2;
 /// by 2^-g, a power of two, and rounded toward zero to an integer (`vroundps`, its rounding in the instruction),
 /// which is the model's trunc(p / 2^g) for either sign, and the counts are added in f32. Every operation is exact
 /// whatever MXCSR says, so the step leaves it alone: a b is exact (eight significant bits, far from f32's range
-/// ends); (a b) 2^-g and c 2^-g are exact unless below 1, where any rounding still truncates to 0 (the products
-/// are at least 2^-32 and g >= -126, so under flush-to-zero too); `biased` bounds the counts below 2^23, so their
-/// sums are exact, and times 2^g they stay normal (g >= -126). A zero count may be -0 (c's truncation and the
-/// terms all -0, or any zero sum when rounding down): a count of -0 (its bits compared) is made +0, the model's
-/// zero. Clearing the mantissa bits below frac_out gives the new c. With `end`, each chain's result is added into its `end` in fp32,
-/// in the caller's rounding as the executor adds a chunk's results, and the chain restarts at +0.
+/// ends); (a b) 2^-g and c 2^-g are exact unless below 1, where any rounding still truncates to 0 (the products are
+/// at least 2^-32 and g >= -126, so under flush-to-zero too); `biased` bounds the counts below 2^23, so their sums
+/// are exact, and times 2^g they stay normal (g >= -126). A zero count may be -0 (c's truncation and the terms all
+/// -0, or any zero sum when rounding down): a count of -0 (its bits compared) is made +0, the model's zero.
+/// Clearing the mantissa bits below frac_out gives the new c. With `end`, each chain's result is added into its
+/// `end` in fp32, in the caller's rounding as the executor adds a chunk's results, and the chain restarts at +0.
 ///
 /// A step is one row over one block of [`HALF`] outputs, and it makes the block maximum of the next step in the
 /// same pass over the positions as its terms (the maximum does not depend on them: only c links the blocks).
@@ -59,7 +59,7 @@ pub unsafe fn panel_blocks_avx2(
     // (within a chain, a block's scale waits for the last block's sum); each step makes the block maximum of the
     // next.
     let row = |r: usize| a.as_ptr().add(r * stride);
-    let mut e = block_max(&panel, row(0), 0, 0, la);
+    let mut e = first_max(&panel, row(0), la);
     for blk in 0..nblk {
         for j0 in [0, HALF] {
             for r in 0..rows {
@@ -80,7 +80,7 @@ pub unsafe fn panel_blocks_avx2(
             }
         }
     }
-    // The chains' results into the chunk's sums, rounded to nearest even; the chains restart at +0.
+    // The chains' results into the chunk's sums, in the caller's rounding; the chains restart at +0.
     if let Some(end) = end {
         for (s, c) in end.iter_mut().zip(acc.iter_mut()) {
             *s += *c;
@@ -175,15 +175,15 @@ unsafe fn block_over(
     ne
 }
 
-/// The maximum over block `blk`'s positions of row `a`'s and the panel's operand exponents' sums, per output of
-/// [j0, j0 + HALF), in bytes (saturating).
+/// The block maximum of the first step: over the first block's positions, the sums of row `a`'s and the panel's
+/// operand exponents per output of [0, HALF), in bytes (saturating). Every later step's is made by the step before.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn block_max(panel: &Panel, a: *const u8, blk: usize, j0: usize, la: &crate::tables::Lut) -> __m256i {
+unsafe fn first_max(panel: &Panel, a: *const u8, la: &crate::tables::Lut) -> __m256i {
     let mut e = _mm256_set1_epi8(i8::MIN);
-    for k in blk * panel.nfma..(blk + 1) * panel.nfma {
-        let pe = _mm256_loadu_si256(panel.pe.add(k * PANEL + j0) as *const __m256i);
+    for k in 0..panel.nfma {
+        let pe = _mm256_loadu_si256(panel.pe.add(k * PANEL) as *const __m256i);
         e = _mm256_max_epi8(e, _mm256_adds_epi8(_mm256_set1_epi32(la.e4[*a.add(k) as usize]), pe));
     }
     e
