@@ -370,8 +370,8 @@ pub fn explain_element(row: &Row, index: usize, expected: Option<u32>, actual: O
     );
     match crate::trace::trace_row(row, index) {
         Ok(t) => {
-            let _ = writeln!(s, "a hand check starts at: {}", mmaemu_model::trace::text::first_lossy_step(&t));
-            s.push_str(&mmaemu_model::trace::text::render(&t, false));
+            let _ = writeln!(s, "a hand check starts at: {}", mmaemu_trace::text::first_lossy_step(&t));
+            s.push_str(&mmaemu_trace::text::render(&t, false));
         }
         Err(e) => {
             let _ = writeln!(s, "(no trace: {e})");

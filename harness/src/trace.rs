@@ -1,13 +1,13 @@
 //! The trace of one element of a recorded row: the row's call rebuilt as the replay rebuilds it (ops `mma`,
-//! `accumulator`, `gemm`, `scaled_mm`), traced with `mmaemu_model::trace`, and the element's recorded bits; the
+//! `accumulator`, `gemm`, `scaled_mm`), traced with `mmaemu_trace`, and the element's recorded bits; the
 //! attribution of a whole row's GEMM.
 
 use crate::call::{split_request, CallParts};
 use crate::replay::{format_of, gemm_epilogue, split_of};
 use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
 use mmaemu_model::epilogue::from_le_bytes;
-use mmaemu_model::trace::summary::{attribute_gemm_with, GemmAttribution};
-use mmaemu_model::trace::{attribute_scaled_mm_with, trace_dot, trace_element, trace_scaled_mm, Trace};
+use mmaemu_trace::summary::{attribute_gemm_with, GemmAttribution};
+use mmaemu_trace::{attribute_scaled_mm_with, trace_dot, trace_element, trace_scaled_mm, Trace};
 use mmaemu_model::{Operands, OutDtype, Plan, Preset};
 
 /// (batch, m, n, k) of a row as sizes.

@@ -3,7 +3,7 @@
 //! (DAZ), because mmaemu's fp32 arithmetic needs IEEE subnormals.
 
 // The state is read from the control register (x86_64 MXCSR, aarch64 FPCR) and, on every target, also probed by
-// arithmetic (`scaled_mm::flushes_subnormals`), so that a mode this module does not decode is caught too.
+// arithmetic (`flushes_subnormals`), so that a mode this module does not decode is caught too.
 
 use crate::error::{Category, Error, Result};
 
@@ -44,13 +44,22 @@ pub fn flush_flags() -> Option<FlushFlags> {
     }
 }
 
+/// §5.2 step 12: does the CPU flush fp32 subnormals to zero? The arithmetic probe; [`check`]
+/// also reads the control register.
+pub fn flushes_subnormals() -> bool {
+    let tiny = std::hint::black_box(3.0f64 * 2f64.powi(-149)) as f32;
+    // 2^-130 from its bits: an unoptimised `2f32.powi(-130)` computes 1 / 2^130, which overflows to 0.
+    let half = std::hint::black_box(f32::from_bits(0x0008_0000)) * std::hint::black_box(0.5f32);
+    tiny == 0.0 || half == 0.0
+}
+
 /// The message of the flush-to-zero error (docs/reference.md §5.2 step 12).
 pub const FLUSH_MESSAGE: &str = "the CPU flushes subnormals to zero (FTZ/DAZ): mmaemu's fp32 arithmetic needs \
                                  subnormals; clear the flag before calling";
 
 /// Does the calling thread flush subnormals (register flags or the arithmetic probe)?
 pub fn flushes() -> bool {
-    flush_flags().is_some_and(|f| f.ftz || f.daz) || crate::scaled_mm::flushes_subnormals()
+    flush_flags().is_some_and(|f| f.ftz || f.daz) || flushes_subnormals()
 }
 
 /// MmaemuError (docs/reference.md §7.1) if the calling thread flushes subnormals; call it before computing.

@@ -25,7 +25,6 @@ pub mod rule;
 pub mod scaled_mm;
 pub mod splitk;
 pub mod tensor;
-pub mod trace;
 pub mod warning;
 
 pub use accumulate::{accumulate, execute, ChainEngine, Operands, ReferenceEngine};

@@ -2,7 +2,7 @@
 //! resource) with the per-source table, the histograms, a map of the error over the outputs and the comparisons.
 
 use super::attribute::{bins, Comparison};
-use mmaemu_model::trace::summary::{GemmAttribution, SOURCES};
+use mmaemu_trace::summary::{GemmAttribution, SOURCES};
 use mmaemu_reports::report::render::esc;
 use std::fmt::Write;
 

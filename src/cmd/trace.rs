@@ -10,8 +10,8 @@ use mmaemu_harness::trace::{expected_bits, flat_index, trace_row};
 use mmaemu_kernels::env;
 use mmaemu_model::scaled_mm::{ScaleTensor, ScaledMm};
 use mmaemu_model::tensor::View;
-use mmaemu_model::trace::json::trace_json;
-use mmaemu_model::trace::{text, trace_scaled_mm, Trace};
+use mmaemu_trace::json::trace_json;
+use mmaemu_trace::{text, trace_scaled_mm, Trace};
 use serde_json::json;
 use std::path::PathBuf;
 

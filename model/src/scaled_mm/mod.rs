@@ -265,15 +265,6 @@ pub fn select_backend(name: &str) -> Result<(String, Vec<String>)> {
     }
 }
 
-/// §5.2 step 12: does the CPU flush fp32 subnormals to zero? The arithmetic probe; [`crate::fpenv::check`]
-/// also reads the control register.
-pub fn flushes_subnormals() -> bool {
-    let tiny = std::hint::black_box(3.0f64 * 2f64.powi(-149)) as f32;
-    // 2^-130 from its bits: an unoptimised `2f32.powi(-130)` computes 1 / 2^130, which overflows to 0.
-    let half = std::hint::black_box(f32::from_bits(0x0008_0000)) * std::hint::black_box(0.5f32);
-    tiny == 0.0 || half == 0.0
-}
-
 impl<'a> ScaledMm<'a> {
     /// A standard call: input [M, K] row-major, mat2 the transpose of a row-major [N, K], float32
     /// tensor-wise scales, no bias, default out dtype, slow accumulation, default profile, auto split.

@@ -4,7 +4,7 @@
 use super::block::{Block, ExpSource};
 use super::exact::Exact;
 use super::{Addition, ChainTrace, Trace, TraceOp};
-use crate::format::Format;
+use mmaemu_model::format::Format;
 use std::fmt::Write as _;
 
 /// Blocks shown at the start and at the end of a folded chain.

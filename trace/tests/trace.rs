@@ -4,12 +4,13 @@
 // The fuzz count per preset is FUZZ_CALLS (10,000 for each of the five built-in presets: about 20 s in the test
 // profile on 2 cores).
 
-use mmaemu_model::trace::{attribute, trace_dot, trace_element, Exact, ExpSource, Trace};
+use mmaemu_trace::{attribute, trace_dot, trace_element, Exact, ExpSource, Trace};
 use mmaemu_model::{accumulate, dot, gemm, Epilogue, Format, Operands, OutDtype, Plan, Preset, Scheme, SplitK};
 
 const FUZZ_CALLS: usize = 10_000;
 
 /// SplitMix64: a fixed, seeded stream for the fuzzed calls.
+#[path = "../../model/tests/common/mod.rs"]
 mod common;
 use common::SplitMix64 as Rng;
 
@@ -269,7 +270,7 @@ fn docs_trace_md_shows_the_current_trace() {
     for (preset, want) in [(Preset::ada(), 0x4380_2000u32), (Preset::hopper(), 0x4380_0000)] {
         let t = trace_dot(&preset, Format::E4m3, Format::E4m3, &a, &b, None).unwrap();
         assert_eq!(t.bits, want, "§2.6: ada 0x1.004p+8, hopper 0x1.000p+8");
-        current.push(mmaemu_model::trace::text::render(&t, true));
+        current.push(mmaemu_trace::text::render(&t, true));
     }
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/trace.md")).unwrap();
     let blocks: Vec<&str> = doc.split("```text\n").skip(1).filter_map(|x| x.split("```").next()).collect();
@@ -284,7 +285,7 @@ fn docs_trace_md_shows_the_current_trace() {
 fn gemm_attribution_adds_up_on_every_output() {
     // Every output of a few GEMMs per preset: attribute_gemm checks in exact arithmetic that each output's parts sum
     // to its total (an error otherwise); the summary counts every output once per source.
-    use mmaemu_model::trace::summary::attribute_gemm;
+    use mmaemu_trace::summary::attribute_gemm;
     let mut r = Rng(0x6174_7472);
     for p in 0..5 {
         let preset = preset_of(p);

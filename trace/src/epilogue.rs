@@ -2,7 +2,7 @@
 //! the +0 addend, the conversion to the out dtype (scale_result, saturation, the second rounding) and the NaN rule.
 
 use super::exact::Exact;
-use crate::epilogue::{f32_to_bf16, f32_to_f16, Epilogue, OutDtype};
+use mmaemu_model::epilogue::{f32_to_bf16, f32_to_f16, Epilogue, OutDtype};
 
 /// The epilogue of one element.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,7 +104,7 @@ pub fn trace(epi: &Epilogue, acc: f32) -> EpilogueTrace {
         OutDtype::BFloat16 => f32_to_bf16(y) as u32,
         OutDtype::Float16 => f32_to_f16(y) as u32,
         OutDtype::E4m3 | OutDtype::E5m2 => {
-            let f = epi.out.fp8().unwrap_or(crate::format::Format::E4m3);
+            let f = epi.out.fp8().unwrap_or(mmaemu_model::format::Format::E4m3);
             if let Some(sr) = epi.scale_result {
                 // A plain fp32 multiply, no +0 addend: an exact zero keeps the sign of the product.
                 let exact = Exact::of_f32(y).zip(Exact::of_f32(sr)).map(|(a, b)| a.mul(&b));

@@ -2,11 +2,11 @@
 //! `explain` makes them, then the element's plan and epilogue ([`super::trace_element`]).
 
 use super::{trace_element, Trace, TraceOp};
-use crate::accumulate::Operands;
-use crate::epilogue::{Epilogue, OutDtype};
-use crate::error::{Error, Result};
-use crate::plan::Plan;
-use crate::scaled_mm::{resolve_profile, ScaledMm, Validation};
+use mmaemu_model::accumulate::Operands;
+use mmaemu_model::epilogue::{Epilogue, OutDtype};
+use mmaemu_model::error::{Error, Result};
+use mmaemu_model::plan::Plan;
+use mmaemu_model::scaled_mm::{resolve_profile, ScaledMm, Validation};
 
 /// Trace element (i, j) of `call`. A call that would raise returns that error; a zero-size call traces +0.
 pub fn trace_scaled_mm(call: &ScaledMm<'_>, i: usize, j: usize) -> Result<Trace> {
@@ -22,7 +22,7 @@ pub fn trace_scaled_mm(call: &ScaledMm<'_>, i: usize, j: usize) -> Result<Trace>
             return Err(Error::invalid_value("out= is returned unchanged (§5.2 step 9): no element is computed"));
         }
         let ops = Operands { fa, fb, a: &[], b: &[], m, n, k: 0 };
-        let p = Plan::new(preset, 0, call.use_fast_accum, crate::plan::SplitK::NONE)?;
+        let p = Plan::new(preset, 0, call.use_fast_accum, mmaemu_model::plan::SplitK::NONE)?;
         let mut t = trace_element(preset, &p, &ops, i, j, None)?;
         t.op = TraceOp::ScaledMm;
         t.dtype = c.od.unwrap_or(OutDtype::Float32);
@@ -42,7 +42,7 @@ pub fn trace_scaled_mm(call: &ScaledMm<'_>, i: usize, j: usize) -> Result<Trace>
 }
 
 /// Row `i` of a 2-D view as packed bytes (a [1, C] view at the row's offset).
-fn row(v: &crate::tensor::View<'_>, i: usize, name: &str) -> Result<Vec<u8>> {
+fn row(v: &mmaemu_model::tensor::View<'_>, i: usize, name: &str) -> Result<Vec<u8>> {
     let mut r = v.clone();
     r.offset = v.offset + i * v.strides[0];
     r.shape[0] = 1;
@@ -74,11 +74,11 @@ pub fn attribute_scaled_mm_with(
 /// returns that error, with its category), its split decision, profile, operand formats and out dtype (None: not a
 /// GEMM output).
 struct Checked {
-    split: Option<crate::splitk::SplitDecision>,
-    profile: crate::profile::Profile,
-    fa: crate::format::Format,
-    fb: crate::format::Format,
-    od_dtype: crate::dtype::Dtype,
+    split: Option<mmaemu_model::splitk::SplitDecision>,
+    profile: mmaemu_model::profile::Profile,
+    fa: mmaemu_model::format::Format,
+    fb: mmaemu_model::format::Format,
+    od_dtype: mmaemu_model::dtype::Dtype,
     od: Option<OutDtype>,
 }
 

@@ -5,11 +5,11 @@ use super::attribute::{attribute, Attribution};
 use super::exact::Exact;
 use super::fast::FastGemm;
 use super::trace_element;
-use crate::accumulate::Operands;
-use crate::epilogue::{Epilogue, OutDtype};
-use crate::error::{Error, Result};
-use crate::plan::Plan;
-use crate::preset::Preset;
+use mmaemu_model::accumulate::Operands;
+use mmaemu_model::epilogue::{Epilogue, OutDtype};
+use mmaemu_model::error::{Error, Result};
+use mmaemu_model::plan::Plan;
+use mmaemu_model::preset::Preset;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -175,8 +175,8 @@ pub fn attribute_gemm_with(
             "M·N = {outputs} outputs is above the attribution's limit of {MAX_OUTPUTS} outputs"
         )));
     }
-    let bytes = crate::limits::product(&[outputs, std::mem::size_of::<OutputFigures>() as u64]);
-    crate::limits::check("the attribution's per-output figures", bytes).map_err(Error::invalid_value)?;
+    let bytes = mmaemu_model::limits::product(&[outputs, std::mem::size_of::<OutputFigures>() as u64]);
+    mmaemu_model::limits::check("the attribution's per-output figures", bytes).map_err(Error::invalid_value)?;
     let out = epi.map_or(OutDtype::Float32, |e| e.out);
     let fast = FastGemm::new(preset, plan, *ops, epi)?;
     let (done, fallbacks) = (AtomicUsize::new(0), AtomicUsize::new(0));

@@ -10,11 +10,11 @@
 use super::attribute::{finish, Attribution};
 use super::exact::Exact;
 use super::{epilogue, nonfinite_rule};
-use crate::accumulate::Operands;
-use crate::epilogue::Epilogue;
-use crate::format::{Class, Format};
-use crate::plan::Plan;
-use crate::preset::{CEntry, Preset};
+use mmaemu_model::accumulate::Operands;
+use mmaemu_model::epilogue::Epilogue;
+use mmaemu_model::format::{Class, Format};
+use mmaemu_model::plan::Plan;
+use mmaemu_model::preset::{CEntry, Preset};
 
 /// A padding position of a chain (a zero product).
 const PAD: u32 = u32::MAX;
@@ -71,10 +71,10 @@ impl<'a> FastGemm<'a> {
         plan: &'a Plan,
         ops: Operands<'a>,
         epi: Option<&'a Epilogue>,
-    ) -> crate::error::Result<FastGemm<'a>> {
+    ) -> mmaemu_model::error::Result<FastGemm<'a>> {
         ops.check()?;
         if ops.k != plan.k() {
-            return Err(crate::error::Error::invalid_value(format!(
+            return Err(mmaemu_model::error::Error::invalid_value(format!(
                 "the plan is for K = {}, the operands have K = {}",
                 plan.k(),
                 ops.k
@@ -208,9 +208,9 @@ impl<'a> FastGemm<'a> {
 
     /// The split combination in the rule's order (`super::combine`), its errors added to `err`.
     fn combine(&self, p: &[f32], err: &mut i128) -> Option<f32> {
-        let order = self.plan.split().scheme().rule().map_or(crate::rule::Order::Serial, |r| r.order);
+        let order = self.plan.split().scheme().rule().map_or(mmaemu_model::rule::Order::Serial, |r| r.order);
         let e = std::cell::Cell::new(Some(0i128));
-        let sum = crate::rule::combine_with(order, p, &|x: &f32, y: &f32| {
+        let sum = mmaemu_model::rule::combine_with(order, p, &|x: &f32, y: &f32| {
             let mut here = 0;
             let r = self.add(*x, *y, &mut here);
             e.set(e.get().zip(r).map(|(acc, _)| acc + here));
@@ -250,7 +250,7 @@ impl<'a> FastGemm<'a> {
             acc = nonfinite_rule(self.ops.fa, self.ops.fb, ra, rb).0;
         }
         let et = self.epi.map(|e| epilogue::trace(e, acc));
-        let bits = et.as_ref().map_or(crate::chain::canonical_f32(acc).to_bits(), |e| e.bits);
+        let bits = et.as_ref().map_or(mmaemu_model::chain::canonical_f32(acc).to_bits(), |e| e.bits);
         if nonfinite {
             return Some((bits, None));
         }

@@ -25,12 +25,12 @@ pub use call::{attribute_scaled_mm, attribute_scaled_mm_with, trace_scaled_mm};
 pub use epilogue::EpilogueTrace;
 pub use exact::Exact;
 
-use crate::accumulate::Operands;
-use crate::epilogue::{Epilogue, OutDtype};
-use crate::error::{Error, Result};
-use crate::format::{Class, Format};
-use crate::plan::{Chunk, Plan, Scheme, SplitK};
-use crate::preset::Preset;
+use mmaemu_model::accumulate::Operands;
+use mmaemu_model::epilogue::{Epilogue, OutDtype};
+use mmaemu_model::error::{Error, Result};
+use mmaemu_model::format::{Class, Format};
+use mmaemu_model::plan::{Chunk, Plan, Scheme, SplitK};
+use mmaemu_model::preset::Preset;
 use std::ops::Range;
 
 /// One IEEE fp32 addition with its exact sum and rounding error.
@@ -70,7 +70,7 @@ impl Addition {
                 let error = Exact::of_f32(result).map(|r| r.sub(&s));
                 Addition { label, x, y, exact: Some(s), result, error }
             }
-            _ => Addition { label, x, y, exact: None, result: crate::chain::canonical_f32(x + y), error: None },
+            _ => Addition { label, x, y, exact: None, result: mmaemu_model::chain::canonical_f32(x + y), error: None },
         }
     }
 }
@@ -192,7 +192,7 @@ fn chain(
         acc = b.result;
         blocks.push(b);
     }
-    (blocks, crate::chain::canonical_f32(acc))
+    (blocks, mmaemu_model::chain::canonical_f32(acc))
 }
 
 /// The (position, k, a, b) pairs of a chunk over rows `a` and `b` of length K.
@@ -217,7 +217,7 @@ fn base(preset: &Preset, op: TraceOp, fa: Format, fb: Format, k: usize) -> Trace
         frac: preset.frac(),
         frac_out: preset.frac_out(),
         min_exp: preset.min_exp(),
-        c_early: preset.c_entry() == crate::preset::CEntry::Early,
+        c_early: preset.c_entry() == mmaemu_model::preset::CEntry::Early,
         fa,
         fb,
         k,
@@ -253,7 +253,7 @@ pub fn trace_dot(preset: &Preset, fa: Format, fb: Format, a: &[u8], b: &[u8], c:
     if k == 0 {
         t.notes.push("K = 0: no block step; c is returned unchanged".into());
     }
-    let result = if k == 0 { crate::chain::canonical_f32(start) } else { result };
+    let result = if k == 0 { mmaemu_model::chain::canonical_f32(start) } else { result };
     t.splits.push(SplitTrace {
         index: 0,
         chains: vec![ChainTrace { ranges: vec![0..k], len: k, start, blocks, result }],
@@ -327,7 +327,7 @@ pub fn trace_element(
     }
     match epi {
         None => {
-            t.bits = crate::chain::canonical_f32(t.accumulator).to_bits();
+            t.bits = mmaemu_model::chain::canonical_f32(t.accumulator).to_bits();
             t.dtype = OutDtype::Float32;
         }
         Some(e) => {
@@ -343,10 +343,10 @@ pub fn trace_element(
 /// The split combination (§3.2, §3.3) in the order of the split's rule (serial where it has none), with every fp32
 /// addition kept: each is labelled by the partials or earlier sums (`s<n>`) it adds.
 pub fn combine(scheme: Scheme, p: &[f32]) -> (f32, Vec<Addition>) {
-    let order = scheme.rule().map_or(crate::rule::Order::Serial, |r| r.order);
+    let order = scheme.rule().map_or(mmaemu_model::rule::Order::Serial, |r| r.order);
     let adds = std::cell::RefCell::new(Vec::new());
     let named: Vec<(f32, String)> = p.iter().enumerate().map(|(i, &x)| (x, format!("p{i}"))).collect();
-    let sum = crate::rule::combine_with(order, &named, &|x: &(f32, String), y: &(f32, String)| {
+    let sum = mmaemu_model::rule::combine_with(order, &named, &|x: &(f32, String), y: &(f32, String)| {
         let mut adds = adds.borrow_mut();
         let name = format!("s{}", adds.len());
         let a = Addition::of(format!("{name} = {} + {}", x.1, y.1), x.0, y.0);
@@ -376,7 +376,7 @@ pub(crate) fn nonfinite_rule(fa: Format, fb: Format, ra: &[u8], rb: &[u8]) -> (f
             _ => {}
         }
     }
-    let nan = f32::from_bits(crate::chain::CANONICAL_NAN_F32);
+    let nan = f32::from_bits(mmaemu_model::chain::CANONICAL_NAN_F32);
     if nan_code {
         (nan, "§3.7: the row of A or B holds a NaN code: the accumulator is NaN".into())
     } else if inf_zero {

@@ -6,8 +6,8 @@
 
 use super::exact::Exact;
 use super::Addition;
-use crate::format::{Class, Format};
-use crate::preset::{CEntry, Preset};
+use mmaemu_model::format::{Class, Format};
+use mmaemu_model::preset::{CEntry, Preset};
 
 /// One product of a block.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,9 +145,9 @@ pub fn block(
     }
     if any {
         let (r, why) = if nan {
-            (f32::from_bits(crate::chain::CANONICAL_NAN_F32), "a NaN, Inf x 0 or a NaN c: canonical NaN")
+            (f32::from_bits(mmaemu_model::chain::CANONICAL_NAN_F32), "a NaN, Inf x 0 or a NaN c: canonical NaN")
         } else if pos_inf && neg_inf {
-            (f32::from_bits(crate::chain::CANONICAL_NAN_F32), "infinities of both signs: canonical NaN")
+            (f32::from_bits(mmaemu_model::chain::CANONICAL_NAN_F32), "infinities of both signs: canonical NaN")
         } else if pos_inf {
             (f32::INFINITY, "infinite terms of one sign: +Inf")
         } else {

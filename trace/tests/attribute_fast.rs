@@ -1,11 +1,12 @@
 //! The fixed-point attribution of whole GEMMs (`trace::fast`) against the exact trace (`trace::attribute`), output by
 //! output and bit for bit, on fuzzed small calls of every preset: edge codes, non-finite rows, split-K, both formats.
 
-use mmaemu_model::trace::fast::FastGemm;
-use mmaemu_model::trace::summary::{attribute_exact, attribute_gemm};
+use mmaemu_trace::fast::FastGemm;
+use mmaemu_trace::summary::{attribute_exact, attribute_gemm};
 use mmaemu_model::{Epilogue, Format, Operands, OutDtype, Plan, Preset, SplitK};
 
 /// SplitMix64: a fixed, seeded stream.
+#[path = "../../model/tests/common/mod.rs"]
 mod common;
 use common::SplitMix64 as Rng;
 
