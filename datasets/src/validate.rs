@@ -33,11 +33,12 @@ pub(crate) fn check_row(row: &Row) -> Result<(), String> {
             return Err("`preset` is unknown, so `profile` must be null".into());
         }
     } else {
-        let preset = mmaemu_model::Preset::by_name(&row.preset)
+        let catalogue = crate::platform::catalogue();
+        let preset = catalogue
+            .preset(&row.preset)
             .map_err(|_| format!("`preset` {:?} is not a preset of the model", row.preset))?;
         if let Some(name) = &row.profile {
-            let profile =
-                mmaemu_model::Profile::by_name(name).map_err(|_| format!("`profile` {name:?} is not a profile"))?;
+            let profile = catalogue.profile(name).map_err(|_| format!("`profile` {name:?} is not a profile"))?;
             if profile.preset.name() != preset.name() {
                 return Err(format!(
                     "profile {name} runs preset {}, the row says preset {}",

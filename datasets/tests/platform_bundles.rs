@@ -55,7 +55,7 @@ fn load_err(dir: &Path) -> String {
 #[test]
 fn a_rebuilt_rtx4060_bundle_decides_like_ada() {
     let lab = load_profile(built().1.to_str().unwrap()).unwrap();
-    let ada = Profile::by_name("ada").unwrap();
+    let ada = mmaemu_model::Catalogue::builtin().profile("ada").unwrap();
     assert_eq!(lab.gpu_name, ada.gpu_name);
     assert_eq!(lab.capability, ada.capability);
     assert_eq!(lab.splitk_table.map(|t| t.id()), ada.splitk_table.map(|t| t.id()));
@@ -85,7 +85,7 @@ fn a_rebuilt_rtx4060_bundle_decides_like_ada() {
 #[test]
 fn a_rebuilt_rtx4060_bundle_decides_like_ada_on_every_table_key_and_100000_random_keys() {
     let lab = load_profile(built().1.to_str().unwrap()).unwrap();
-    let ada = Profile::by_name("ada").unwrap();
+    let ada = mmaemu_model::Catalogue::builtin().profile("ada").unwrap();
     let same = |key: &SplitKey| {
         let decide = |p: &Profile| {
             resolve_splitk(p, key, &SplitRequest::Auto, true, false)
@@ -225,7 +225,7 @@ fn the_built_in_bundles_are_not_loadable_as_user_bundles() {
 
 #[test]
 fn the_built_in_bundles_list_exactly_their_files() {
-    for p in mmaemu_model::Platform::builtins().unwrap() {
+    for p in mmaemu_model::Catalogue::builtin().platforms() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms").join(&p.name);
         let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()

@@ -174,6 +174,8 @@ pub struct CallParts {
     out_dtype: Option<Dtype>,
     fast: bool,
     profile: ProfileArg,
+    /// The catalogue the row's profile name is looked up in (the process's: built-ins and loaded bundles).
+    catalogue: std::sync::Arc<mmaemu_model::Catalogue>,
 }
 
 impl CallParts {
@@ -231,6 +233,7 @@ impl CallParts {
             out,
             out_dtype: row.out_dtype.as_deref().map(Dtype::from_name),
             fast: row.fast_accum.unwrap_or(false),
+            catalogue: mmaemu_datasets::platform::catalogue(),
             profile: match (under.profile(row)?, &row.profile) {
                 (Some(p), _) => ProfileArg::Value(Box::new(p.clone())),
                 (None, Some(p)) => ProfileArg::Name(p.clone()),
@@ -252,6 +255,7 @@ impl CallParts {
             use_fast_accum: self.fast,
             out: self.out.clone(),
             profile: self.profile.clone(),
+            catalogue: &self.catalogue,
             splitk,
             backend: "reference".into(),
             strict: false,

@@ -293,7 +293,9 @@ fn preset_of(row: &Row, under: &Under) -> Result<Preset, String> {
              nothing to replay the row with"
         ));
     }
-    Preset::by_name(&row.preset).map_err(|e| format!("preset '{}' is not one of this build's presets: {e}", row.preset))
+    mmaemu_datasets::platform::catalogue()
+        .preset(&row.preset)
+        .map_err(|e| format!("preset '{}' is not one of this build's presets: {e}", row.preset))
 }
 
 /// op `mma`: out[t, i, j] = the preset's chain over k of a[t, i, k] * b[t, j, k] from c[t, i, j].

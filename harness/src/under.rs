@@ -42,7 +42,7 @@ impl Under {
         if let Some(p) = self.profiles.iter().find(|p| p.name == name) {
             return Ok(Some(p));
         }
-        let theirs = Profile::by_name(name).map_err(|e| e.to_string())?;
+        let theirs = mmaemu_datasets::platform::catalogue().profile(name).map_err(|e| e.to_string())?;
         let same = |p: &&Profile| {
             (p.caller, p.workspace_bytes, p.align) == (theirs.caller, theirs.workspace_bytes, theirs.align)
         };
@@ -55,7 +55,7 @@ impl Under {
     pub fn preset(&self, row: &Row) -> Result<Preset> {
         match self.profiles.first() {
             Some(p) => Ok(p.preset.clone()),
-            None => Preset::by_name(&row.preset),
+            None => mmaemu_datasets::platform::catalogue().preset(&row.preset),
         }
     }
 

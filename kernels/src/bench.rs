@@ -14,7 +14,7 @@ use crate::{CpuEngine, SimdLevel};
 use mmaemu_model::format::Class;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::scaled_mm::resolve_profile;
-use mmaemu_model::{execute, Format, Operands, Plan, Preset};
+use mmaemu_model::{execute, Catalogue, Format, Operands, Plan, Preset};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use std::time::Instant;
@@ -164,15 +164,16 @@ fn nonfinite_codes(f: Format) -> (Vec<u8>, Vec<u8>) {
     (all.clone().filter(|&c| class(c) == Class::Nan).collect(), all.filter(|&c| class(c) == Class::Inf).collect())
 }
 
-fn preset_of(b: &GemmBench) -> Result<Preset, String> {
+fn preset_of(b: &GemmBench, catalogue: &Catalogue) -> Result<Preset, String> {
     if let Some(name) = &b.preset {
-        return Preset::by_name_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| e.to_string());
+        return catalogue.preset_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| e.to_string());
     }
-    let profile = resolve_profile(&crate::env::profile_arg(b.profile.as_deref())).map_err(|e| e.to_string())?;
+    let profile =
+        resolve_profile(&crate::env::profile_arg(b.profile.as_deref()), catalogue).map_err(|e| e.to_string())?;
     Ok(profile.preset)
 }
 
-fn split_of(s: &str, preset: &Preset) -> Result<SplitK, String> {
+fn split_of(s: &str, preset: &Preset, catalogue: &Catalogue) -> Result<SplitK, String> {
     let bad = || format!("malformed --splitk '{s}': expected 1, S or S,scheme");
     let (count, scheme) = match s.split_once(',') {
         Some((c, sc)) => (c.trim(), Some(sc.trim())),
@@ -183,7 +184,7 @@ fn split_of(s: &str, preset: &Preset) -> Result<SplitK, String> {
         Some(name) => Scheme::from_name(name).ok_or_else(bad)?,
         None if count == 1 => Scheme::None,
         None => {
-            *preset.allowed_schemes().first().ok_or_else(|| format!("preset '{}' has no split-K", preset.name()))?
+            *catalogue.schemes(preset).first().ok_or_else(|| format!("preset '{}' has no split-K", preset.name()))?
         }
     };
     SplitK::new(count, scheme).map_err(|e| e.to_string())
@@ -239,16 +240,17 @@ fn check_size(b: &GemmBench) -> Result<(), String> {
 
 /// Run the benchmark.
 pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
-    gemm_planted(b, &Planted::default())
+    gemm_planted(b, &Planted::default(), Catalogue::builtin())
 }
 
-/// Run the benchmark with non-finite codes planted in both operands; when some are, the finite operands are timed
+/// Run the benchmark (profile and preset names looked up in `catalogue`) with non-finite codes planted in both
+/// operands; when some are, the finite operands are timed
 /// too, in turn with the planted ones (repetition by repetition), on the same pool.
-pub fn gemm_planted(b: &GemmBench, planted: &Planted) -> Result<GemmResult, String> {
+pub fn gemm_planted(b: &GemmBench, planted: &Planted, catalogue: &Catalogue) -> Result<GemmResult, String> {
     check_size(b)?;
     check_planted(planted, b.fmt_a, b.fmt_b)?;
-    let preset = preset_of(b)?;
-    let split = split_of(&b.splitk, &preset)?;
+    let preset = preset_of(b, catalogue)?;
+    let split = split_of(&b.splitk, &preset, catalogue)?;
     let plan = Plan::new(&preset, b.k, b.fast, split).map_err(|e| e.to_string())?;
     let selected = registry().resolve(&b.backend).map_err(|e| e.to_string())?;
     let level = selected.name.strip_prefix("cpu:").and_then(SimdLevel::by_name);
@@ -415,7 +417,7 @@ mod tests {
         assert_eq!(r.threads, 1);
         assert_eq!(r.verified.as_deref(), Some("reference"));
         assert!(r.emulated_gmacs > 0.0 && r.ratio.unwrap() > 0.0);
-        assert!(split_of("2,bogus", &Preset::ada()).is_err());
+        assert!(split_of("2,bogus", &Preset::ada(), Catalogue::builtin()).is_err());
     }
 
     /// Planted NaN and Inf codes: counted, timed next to the finite operands, the result verified against the
@@ -439,14 +441,14 @@ mod tests {
             no_native: true,
             verify: true,
         };
-        let r = gemm_planted(&b, &Planted { nan: 0.01, inf: 0.02 }).unwrap();
+        let r = gemm_planted(&b, &Planted { nan: 0.01, inf: 0.02 }, Catalogue::builtin()).unwrap();
         let p = r.planted.unwrap();
         // 1 % of A's and B's codes as NaN, 2 % of B's as Inf (A is E4M3).
         assert_eq!(p.codes, 16 + 48 + 96);
         assert!(p.finite_s > 0.0 && p.slowdown > 0.0 && r.verified.is_some());
-        assert!(gemm_planted(&b, &Planted { nan: 1.5, inf: 0.0 }).is_err());
+        assert!(gemm_planted(&b, &Planted { nan: 1.5, inf: 0.0 }, Catalogue::builtin()).is_err());
         b.fmt_b = Format::E4m3;
-        assert!(gemm_planted(&b, &Planted { nan: 0.0, inf: 0.01 }).unwrap_err().contains("e5m2"));
+        assert!(gemm_planted(&b, &Planted { nan: 0.0, inf: 0.01 }, Catalogue::builtin()).unwrap_err().contains("e5m2"));
         assert!(gemm(&b).unwrap().planted.is_none());
     }
 }

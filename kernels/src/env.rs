@@ -2,9 +2,8 @@
 //! stays pure: MMAEMU_PROFILE (the default profile), MMAEMU_SPLITK_STRICT (strict split-K mode) and MMAEMU_SIMD
 //! (the best SIMD level of the CPU backend).
 
-use mmaemu_model::profile::Profile;
 use mmaemu_model::scaled_mm::ProfileArg;
-use mmaemu_model::Error;
+use mmaemu_model::{Catalogue, Error};
 
 /// The profile to use when the caller names none: MMAEMU_PROFILE if set and non-empty, else the default.
 pub fn default_profile() -> ProfileArg {
@@ -23,11 +22,11 @@ pub fn profile_arg(name: Option<&str>) -> ProfileArg {
 }
 
 /// [`profile_arg`], with MMAEMU_PROFILE checked when it applies: a name no profile has is the error of
-/// [`Profile::by_name`] (KeyError in Python) naming the variable and its value.
-pub fn checked_profile_arg(name: Option<&str>) -> Result<ProfileArg, Error> {
+/// [`Catalogue::profile`] (KeyError in Python) naming the variable and its value.
+pub fn checked_profile_arg(name: Option<&str>, catalogue: &Catalogue) -> Result<ProfileArg, Error> {
     let arg = profile_arg(name);
     if let (None, ProfileArg::Name(v)) = (name, &arg) {
-        if let Err(e) = Profile::by_name(v) {
+        if let Err(e) = catalogue.profile(v) {
             return Err(Error::new(e.category(), format!("MMAEMU_PROFILE={v:?}: {}", e.message())));
         }
     }

@@ -10,7 +10,7 @@
 
 use crate::fpstate::FpState;
 use crate::CpuEngine;
-use mmaemu_model::plan::SplitK;
+use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::preset::{CEntry, PresetSpec};
 use mmaemu_model::{execute, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
 use rand::rngs::ChaCha8Rng;
@@ -70,14 +70,14 @@ fn row(rng: &mut ChaCha8Rng, f: Format, k: usize, which: usize) -> Vec<u8> {
         .collect()
 }
 
-/// The plans of the battery for a preset: fast and slow unsplit, and S = 2 and 3 with every scheme the
-/// preset allows.
+/// The plans of the battery for a preset: fast and slow unsplit, and S = 2 and 3 with every documented scheme (a
+/// plan follows the preset's parameters and the rule alone, whichever GPU splits that way).
 fn plans(preset: &Preset, k: usize) -> Vec<Plan> {
     let mut v = Vec::new();
     for fast in [true, false] {
         let mut splits = vec![SplitK::NONE];
         for s in [2, 3] {
-            for &scheme in preset.allowed_schemes() {
+            for scheme in [Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous] {
                 splits.extend(SplitK::new(s, scheme).ok());
             }
         }

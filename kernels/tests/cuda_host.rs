@@ -126,7 +126,7 @@ fn emulated_kernels_run_every_plan_like_the_model() {
     let engine = Emulated(DecodeTables::from_model());
     let mut rng = ChaCha8Rng::seed_from_u64(777);
     for preset in [Preset::ada(), Preset::hopper(), Preset::b200_mma_sync()] {
-        for &scheme in preset.allowed_schemes() {
+        for scheme in mmaemu_model::Catalogue::builtin().schemes(&preset) {
             for s in [1usize, 2, 3] {
                 for fast in [true, false] {
                     let Ok(split) = SplitK::new(s, scheme) else { continue };

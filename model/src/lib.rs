@@ -6,6 +6,7 @@
 
 pub mod accumulate;
 pub mod block_scale;
+pub mod catalogue;
 pub mod chain;
 pub mod dtype;
 pub mod epilogue;
@@ -29,6 +30,7 @@ pub mod warning;
 
 pub use accumulate::{accumulate, execute, ChainEngine, Operands, ReferenceEngine};
 pub use block_scale::dot_scaled;
+pub use catalogue::Catalogue;
 pub use chain::{dot, Chain};
 pub use epilogue::{Epilogue, OutDtype};
 pub use error::{Category, Error, InvalidKind, Result};
@@ -36,7 +38,7 @@ pub use format::Format;
 pub use gemm::{gemm, gemm_with, Output};
 pub use plan::{Plan, Scheme, SplitK};
 pub use platform::Platform;
-pub use preset::{BlockRounding, Builtin, CEntry, Maturity, Preset, PresetSpec};
+pub use preset::{BlockRounding, CEntry, Maturity, Preset, PresetSpec};
 pub use profile::{Caller, Profile, RejectRule};
 pub use rule::SplitRule;
 pub use splitk::{

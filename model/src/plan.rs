@@ -211,37 +211,19 @@ impl Plan {
         let per_split = (std::mem::size_of::<Split>() + std::mem::size_of::<Chunk>() + 16) as u64;
         crate::limits::check(&format!("a plan of S = {s} splits"), crate::limits::product(&[s as u64, per_split]))
             .map_err(Error::invalid_value)?;
-        // (1, 2: S and the scheme are validated by SplitK.)
-        // Slow accumulation needs the preset's slow chunk, except in a split of another preset than the built-ins,
-        // which the rule's slow restart cuts.
-        if !fast && preset.slow_chunk().is_none() && (s == 1 || preset.builtin_kind().is_some()) {
+        // (1, 2: S and the scheme are validated by SplitK.) The plan follows the preset's parameters and the rule
+        // alone: which layouts a GPU's kernels use is its profile's to check (`Profile::check_split`).
+        // Unsplit slow accumulation needs the preset's slow chunk; a split is cut by its rule's slow restart.
+        if !fast && s == 1 && preset.slow_chunk().is_none() {
             return Err(Error::unsupported(format!(
                 "slow accumulation (use_fast_accum=False) is not characterised for preset '{}'",
                 preset.name()
             )));
         }
-        // A built-in preset without slow accumulation has no recorded split either; another preset splits by the
-        // rule it is given (its slow restart, not the preset's slow chunk, cuts a slow split).
-        if s > 1 && preset.slow_chunk().is_none() && preset.builtin_kind().is_some() {
-            return Err(Error::unsupported(format!("split-K is not characterised for preset '{}'", preset.name())));
-        }
         if s > 1 && !fast && split.scheme().rule().is_some_and(|r| r.layout.restart.is_none()) {
             return Err(Error::invalid_value(format!(
                 "split rule '{}' has no slow restart (`/restart<n>`): it cannot plan slow accumulation",
                 split.scheme()
-            )));
-        }
-        // A built-in preset's kernels split as documented: another documented scheme is refused. A rule given by
-        // name (a bundle's table, a fit) is the data's claim and is planned as given.
-        let documented = !matches!(split.scheme(), Scheme::Rule(_));
-        if s > 1 && documented && preset.builtin_kind().is_some() && !preset.allowed_schemes().contains(&split.scheme())
-        {
-            let allowed: Vec<_> = preset.allowed_schemes().iter().map(|x| x.name()).collect();
-            return Err(Error::invalid_value(format!(
-                "scheme '{}' is not a split-K layout of preset '{}': its cuBLASLt kernels split as {}",
-                split.scheme(),
-                preset.name(),
-                allowed.join(" or ")
             )));
         }
         let splits = if k == 0 {
@@ -390,16 +372,16 @@ mod tests {
 
     #[test]
     fn validation_order() {
-        use crate::error::{Category, InvalidKind};
+        use crate::error::Category;
         let b200 = Preset::b200_mma_sync();
-        let e = Plan::new(&b200, 64, false, SplitK::new(2, Scheme::Serial).unwrap()).unwrap_err();
+        let e = Plan::new(&b200, 64, false, SplitK::NONE).unwrap_err();
         assert!(e.message().contains("slow accumulation"));
-        let e = Plan::new(&b200, 64, true, SplitK::new(2, Scheme::Serial).unwrap()).unwrap_err();
         assert_eq!(e.category(), Category::UnsupportedFeature);
-        let e = Plan::new(&Preset::hopper(), 64, true, SplitK::new(2, Scheme::Serial).unwrap()).unwrap_err();
-        assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::InvalidValue));
-        let e = Plan::new(&Preset::ada(), 64, true, SplitK::new(2, Scheme::Contiguous).unwrap()).unwrap_err();
-        assert!(e.message().contains("not a split-K layout of preset 'ada'"));
+        // A split is cut by its rule's slow restart, whatever the preset.
+        assert!(Plan::new(&b200, 64, false, SplitK::new(2, Scheme::Serial).unwrap()).is_ok());
+        let rule = SplitRule::parse("interleaved32/serial").unwrap();
+        let e = Plan::new(&Preset::ada(), 64, false, SplitK::new(2, Scheme::Rule(rule)).unwrap()).unwrap_err();
+        assert!(e.message().contains("no slow restart"), "{e}");
         assert!(SplitK::new(0, Scheme::None).is_err());
         assert!(SplitK::new(1, Scheme::Serial).is_err());
         assert!(SplitK::new(3, Scheme::None).is_err());

@@ -1,32 +1,22 @@
 //! Platforms (docs/platform-format.md): one GPU under one cuBLASLt — its preset, split-K table, rejections and
 //! the profiles of its callers — read from a `platform.toml` manifest. The built-in platforms are embedded
-//! manifests read by the same reader; platforms loaded at run time join them in a process-wide registry.
+//! manifests read by the same reader; the platforms a caller loads join them in its `Catalogue`.
 
 use crate::epilogue::OutDtype;
 use crate::error::{Category, Error, Result};
 use crate::format::Format;
+use crate::plan::Scheme;
 use crate::preset::{Maturity, Preset};
 use crate::profile::{Caller, Profile, RejectRule};
 use crate::splitk::Table;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::sync::{OnceLock, RwLock};
 
 /// The manifest's format.
 pub const FORMAT: &str = "mmaemu-platform/1";
 
 /// The file name of a bundle's manifest.
 pub const MANIFEST: &str = "platform.toml";
-
-/// The built-in platforms: (bundle directory name, manifest text).
-const BUILTIN: [(&str, &str); 6] = [
-    ("rtx4060-cublaslt-12.8.3.14", include_str!("../../datasets/platforms/rtx4060-cublaslt-12.8.3.14/platform.toml")),
-    ("h100pcie-cublaslt-12.8.3.14", include_str!("../../datasets/platforms/h100pcie-cublaslt-12.8.3.14/platform.toml")),
-    ("hopper-experimental", include_str!("../../datasets/platforms/hopper-experimental/platform.toml")),
-    ("b200-mma-sync-experimental", include_str!("../../datasets/platforms/b200-mma-sync-experimental/platform.toml")),
-    ("b200-tcgen05-experimental", include_str!("../../datasets/platforms/b200-tcgen05-experimental/platform.toml")),
-    ("rtx50-mma-sync-experimental", include_str!("../../datasets/platforms/rtx50-mma-sync-experimental/platform.toml")),
-];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -65,7 +55,9 @@ struct LibraryDoc {
 #[serde(deny_unknown_fields)]
 struct SplitkDoc {
     /// The table's Parquet file; its sidecar is the same stem with `.json`.
-    table: String,
+    table: Option<String>,
+    /// Without a table: the schemes the GPU's split kernels use (a platform of a recorded GPU without its table).
+    schemes: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -131,7 +123,9 @@ fn maturity_of(what: &str, s: Option<&str>) -> Result<Option<Maturity>> {
 fn preset_of(t: &toml::Table, what: &str) -> Result<Preset> {
     let err = |e: Error| data_err(what, format!("[preset]: {}", e.message()));
     match (t.get("builtin"), t.len()) {
-        (Some(toml::Value::String(name)), 1) => Preset::by_name(name).map_err(err),
+        (Some(toml::Value::String(name)), 1) => Preset::builtin(name).ok_or_else(|| {
+            data_err(what, format!("[preset]: no built-in preset '{name}'; known: {}", Preset::list().join(", ")))
+        }),
         (Some(_), _) => {
             let extra: Vec<&str> = t.keys().map(String::as_str).filter(|k| *k != "builtin").collect();
             Err(data_err(
@@ -160,7 +154,30 @@ impl Platform {
             return Err(data_err(what, format!("{MANIFEST}: format {:?}, expected {FORMAT:?}", m.format)));
         }
         let preset = preset_of(&m.preset, what)?;
-        let table = m.splitk.as_ref().map(|s| table(&s.table)).transpose()?;
+        let table_file = m.splitk.as_ref().and_then(|s| s.table.clone());
+        let table = table_file.as_deref().map(table).transpose()?;
+        let schemes = match (table, m.splitk.as_ref().and_then(|s| s.schemes.as_ref())) {
+            (Some(_), Some(_)) => {
+                return Err(data_err(
+                    what,
+                    "[splitk]: `schemes` is for a platform without a table: its table's are used",
+                ))
+            }
+            (Some(t), None) => t.schemes(),
+            (None, Some(names)) => {
+                let mut v = Vec::new();
+                for n in names {
+                    match Scheme::from_name(n) {
+                        Some(s) if s != Scheme::None => v.push(s),
+                        _ => return Err(data_err(what, format!("[splitk]: {n:?} is not a split scheme or rule"))),
+                    }
+                }
+                v.sort();
+                v.dedup();
+                v
+            }
+            (None, None) => Vec::new(),
+        };
         if let Some(t) = table {
             let gpu = m.gpu.as_ref().and_then(|g| g.name.as_deref());
             if gpu != Some(t.gpu()) {
@@ -230,6 +247,7 @@ impl Platform {
                 workspace_bytes: p.workspace,
                 align: p.align,
                 splitk_table: table,
+                schemes: schemes.clone(),
                 rejects: rejects.clone(),
                 maturity,
                 splitk_maturity,
@@ -241,7 +259,7 @@ impl Platform {
             description: m.description,
             preset,
             table,
-            table_file: m.splitk.map(|s| s.table),
+            table_file,
             files: m.files,
             driver: m.gpu.and_then(|g| g.driver),
             profiles,
@@ -253,86 +271,4 @@ impl Platform {
     pub fn is_recording(&self, file: &str) -> bool {
         file.ends_with(".parquet") && self.table_file.as_deref() != Some(file)
     }
-
-    /// The library's own platforms, in the order of docs/reference.md §6.1 (read once).
-    pub fn builtins() -> Result<&'static [Platform]> {
-        static ALL: OnceLock<Result<Vec<Platform>>> = OnceLock::new();
-        ALL.get_or_init(|| {
-            BUILTIN
-                .iter()
-                .map(|(dir, text)| {
-                    Platform::from_manifest(text, dir, true, |file| {
-                        Table::builtin(file.strip_suffix(".parquet").unwrap_or(file))
-                    })
-                })
-                .collect()
-        })
-        .as_ref()
-        .map(Vec::as_slice)
-        .map_err(Clone::clone)
-    }
-
-    /// Add a loaded platform to the process's registry, so that its profiles and its preset are found by name
-    /// ([`Profile::by_name`], [`Profile::list`], [`Preset::by_name`]). A profile name that is already known, or a
-    /// preset name known with other parameters, is a data error.
-    pub fn register(platform: Platform) -> Result<()> {
-        let mut reg = registry().write().unwrap_or_else(|e| e.into_inner());
-        for p in &platform.profiles {
-            let clash =
-                Platform::builtins()?.iter().chain(reg.iter()).find(|q| q.profiles.iter().any(|x| x.name == p.name));
-            if let Some(q) = clash {
-                // Registering the very same platform twice is harmless.
-                if q == &platform {
-                    return Ok(());
-                }
-                return Err(data_err(
-                    &platform.name,
-                    format!("profile '{}' clashes with a profile of platform {}", p.name, q.name),
-                ));
-            }
-        }
-        // A preset is known by its name too (rows name it, `Preset::by_name`): one name, one arithmetic.
-        let same_name =
-            Platform::builtins()?.iter().chain(reg.iter()).find(|q| q.preset.name() == platform.preset.name());
-        if let Some(q) = same_name {
-            if q.preset.spec() != platform.preset.spec() {
-                return Err(data_err(
-                    &platform.name,
-                    format!(
-                        "preset '{}' clashes with the preset of platform {} (same name, other parameters)",
-                        platform.preset.name(),
-                        q.name
-                    ),
-                ));
-            }
-        }
-        reg.push(platform);
-        Ok(())
-    }
-
-    /// The platforms loaded and registered in this process.
-    pub fn registered() -> Vec<Platform> {
-        registry().read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Apply `f` to every known platform (the built-ins, then the registered ones) without copying them; the first
-    /// `Some` it returns is the answer.
-    pub fn find<T>(mut f: impl FnMut(&Platform) -> Option<T>) -> Result<Option<T>> {
-        if let Some(t) = Platform::builtins()?.iter().find_map(&mut f) {
-            return Ok(Some(t));
-        }
-        Ok(registry().read().unwrap_or_else(|e| e.into_inner()).iter().find_map(f))
-    }
-
-    /// Every known platform: the built-ins, then the registered ones.
-    pub fn all() -> Result<Vec<Platform>> {
-        let mut v = Platform::builtins()?.to_vec();
-        v.extend(Platform::registered());
-        Ok(v)
-    }
-}
-
-fn registry() -> &'static RwLock<Vec<Platform>> {
-    static REG: OnceLock<RwLock<Vec<Platform>>> = OnceLock::new();
-    REG.get_or_init(|| RwLock::new(Vec::new()))
 }

@@ -1,10 +1,9 @@
 //! Presets (docs/reference.md §2.1): the parameters of one tensor-core arithmetic — block size, fraction bits,
 //! minimum exponent, how the block result is rounded, how the accumulator enters the block, optional block scales,
-//! the slow-accumulation chunk — and their maturity. The built-in presets, their alias, the refused names, and
-//! validated user-defined presets.
+//! the slow-accumulation chunk — and their maturity; validated user-defined presets. The built-in presets are
+//! documents (datasets/presets) read by the same reader as a lab's (`preset_document.rs`).
 
 use crate::error::{Error, Result};
-use crate::plan::Scheme;
 use std::fmt;
 
 /// How the running accumulator c enters a block step.
@@ -56,21 +55,6 @@ impl Maturity {
             Maturity::Custom => "custom",
         }
     }
-}
-
-/// Which of the library's own presets a value is; user-defined presets have none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Builtin {
-    /// `ada`: RTX 4060 (sm_89) FP8 mma.sync.
-    Ada,
-    /// `hopper`: the H100 PCIe's cuBLAS FP8 GEMMs (sm_90 nvjet kernels).
-    Hopper,
-    /// `b200_mma_sync`: mma.sync compiled for sm_90/sm_100 into HMMA + fp32 add.
-    B200MmaSync,
-    /// `b200_tcgen05`: sm_100 (B200, GB200) `tcgen05.mma` kind::f8f6f4, after MMA-Sim; no recordings of ours.
-    B200Tcgen05,
-    /// `rtx50_mma_sync`: sm_120 (RTX 50) `mma.sync` m16n8k32 and kind::f8f6f4, after MMA-Sim; no recordings of ours.
-    Rtx50MmaSync,
 }
 
 /// The parameters of a user-defined preset (see [`Preset::custom`]).
@@ -146,95 +130,58 @@ impl PresetSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preset {
     spec: PresetSpec,
-    builtin: Option<Builtin>,
+    /// Why the preset is experimental (its document's `[builtin] note`, or that of the built-in preset whose
+    /// arithmetic it shares).
+    note: Option<String>,
+    /// Whether it is one of the library's own preset documents (datasets/presets).
+    builtin: bool,
 }
-
-/// Names refused with a pointer to the bring-up guide (compared case-insensitively).
-const SM120_NAMES: [&str; 6] = ["sm_120", "sm120", "rtx_blackwell", "rtx-blackwell", "rtx5070ti", "rtx_5070_ti"];
 
 /// Where a GPU without a preset or profile is brought up.
 pub const BRING_UP: &str =
     "docs/bring-up.md (record the GPU with mmaemu-record, fit its split-K rules, build and check a platform bundle)";
 
 impl Preset {
-    fn builtin(b: Builtin) -> Preset {
-        // ada and hopper differ only in the block size (docs/reference.md §2.1).
-        let ada = PresetSpec {
-            name: "ada".into(),
-            nfma: 16,
-            frac: 13,
-            frac_out: 13,
-            min_exp: -132,
-            c_entry: CEntry::Early,
-            rounding: BlockRounding::Truncate,
-            scale_block: None,
-            slow_chunk: Some(128),
-            maturity: Maturity::Validated,
-        };
-        let spec = match b {
-            Builtin::Ada => ada,
-            Builtin::Hopper => PresetSpec { name: "hopper".into(), nfma: 32, ..ada },
-            Builtin::B200MmaSync => PresetSpec {
-                name: "b200_mma_sync".into(),
-                nfma: 32,
-                frac: 25,
-                frac_out: 23,
-                min_exp: -133,
-                c_entry: CEntry::Late,
-                rounding: BlockRounding::Truncate,
-                scale_block: None,
-                slow_chunk: None,
-                maturity: Maturity::Experimental,
-            },
-            // MMA-Sim's sm_100 tcgen05.mma and sm_120 mma.sync FP8 models: one arithmetic (docs/reference.md §2.1).
-            Builtin::B200Tcgen05 | Builtin::Rtx50MmaSync => PresetSpec {
-                name: if b == Builtin::B200Tcgen05 { "b200_tcgen05" } else { "rtx50_mma_sync" }.into(),
-                nfma: 32,
-                frac: 25,
-                frac_out: 23,
-                min_exp: -133,
-                c_entry: CEntry::Early,
-                rounding: BlockRounding::Truncate,
-                scale_block: Some(32),
-                slow_chunk: None,
-                maturity: Maturity::Experimental,
-            },
-        };
-        Preset { spec, builtin: Some(b) }
+    /// The built-in preset `name` (or alias), from its document in datasets/presets; None for other names.
+    pub fn builtin(name: &str) -> Option<Preset> {
+        crate::catalogue::builtin_presets()
+            .iter()
+            .find(|b| b.preset.name() == name || b.is_alias(name))
+            .map(|b| b.preset.clone())
+    }
+
+    fn named_builtin(name: &str) -> Preset {
+        Preset::builtin(name).unwrap_or_else(|| unreachable!("datasets/presets holds {name}.toml"))
     }
 
     /// The `ada` preset: 16-product blocks, 13/13 fraction bits, c early, validated.
     pub fn ada() -> Preset {
-        Preset::builtin(Builtin::Ada)
+        Preset::named_builtin("ada")
     }
     /// The `hopper` preset: 32-product blocks, 13/13 fraction bits, c early, validated.
     pub fn hopper() -> Preset {
-        Preset::builtin(Builtin::Hopper)
+        Preset::named_builtin("hopper")
     }
     /// The `b200_mma_sync` preset (alias `blackwell`): 32-product blocks, 25/23 bits, c late, experimental.
     pub fn b200_mma_sync() -> Preset {
-        Preset::builtin(Builtin::B200MmaSync)
+        Preset::named_builtin("b200_mma_sync")
     }
-
     /// The `b200_tcgen05` preset: 32-product blocks, 25/23 bits truncated, c early, e8m0 scales per 32,
     /// experimental (MMA-Sim's model of sm_100 tcgen05.mma kind::f8f6f4).
     pub fn b200_tcgen05() -> Preset {
-        Preset::builtin(Builtin::B200Tcgen05)
+        Preset::named_builtin("b200_tcgen05")
     }
     /// The `rtx50_mma_sync` preset: the arithmetic of `b200_tcgen05`, experimental (MMA-Sim's model of sm_120
     /// mma.sync m16n8k32).
     pub fn rtx50_mma_sync() -> Preset {
-        Preset::builtin(Builtin::Rtx50MmaSync)
+        Preset::named_builtin("rtx50_mma_sync")
     }
 
-    /// The preset of a built-in kind.
-    pub fn of_builtin(b: Builtin) -> Preset {
-        Preset::builtin(b)
+    /// A preset of the library's own documents (datasets/presets), with its declared maturity and note.
+    pub(crate) fn from_builtin_spec(spec: PresetSpec, note: Option<String>) -> Result<Preset> {
+        let p = Preset::custom(spec)?;
+        Ok(Preset { note, builtin: true, ..p })
     }
-
-    /// Every built-in kind, in the order of [`Preset::list`].
-    pub const BUILTINS: [Builtin; 5] =
-        [Builtin::Ada, Builtin::B200MmaSync, Builtin::B200Tcgen05, Builtin::Hopper, Builtin::Rtx50MmaSync];
 
     /// A user-defined preset, validated (docs/reference.md §2.1): nfma >= 1, slow_chunk None or >= 1,
     /// 1 <= frac <= 40, 1 <= frac_out <= 23, -1000 <= min_exp <= 1000; nearest-even rounding only with
@@ -281,39 +228,15 @@ impl Preset {
                 )));
             }
         }
-        Ok(Preset { spec, builtin: None })
+        Ok(Preset { spec, note: None, builtin: false })
     }
 
-    /// Look a preset up by name (docs/reference.md §2.1): `ada`, `hopper`, `b200_mma_sync`, `b200_tcgen05`,
-    /// `rtx50_mma_sync`, the alias `blackwell`, then the presets of the platform bundles loaded in this process
-    /// (docs/platform-format.md). The sm_120 names are refused with a pointer to the bring-up guide.
-    pub fn by_name(name: &str) -> Result<Preset> {
-        match name {
-            "ada" => return Ok(Preset::ada()),
-            "hopper" => return Ok(Preset::hopper()),
-            "b200_mma_sync" | "blackwell" => return Ok(Preset::b200_mma_sync()),
-            "b200_tcgen05" => return Ok(Preset::b200_tcgen05()),
-            "rtx50_mma_sync" => return Ok(Preset::rtx50_mma_sync()),
-            _ => {}
-        }
-        if let Some(p) = crate::platform::Platform::find(|p| (p.preset.name() == name).then(|| p.preset.clone()))? {
-            return Ok(p);
-        }
-        if SM120_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-            return Err(Error::unknown_name(format!(
-                "unknown preset '{name}': sm_120 GPUs (RTX 50 series) have no validated preset (the experimental \
-                 'rtx50_mma_sync' follows MMA-Sim); see {BRING_UP}"
-            )));
-        }
-        Err(Error::unknown_name(format!(
-            "unknown preset '{name}'; known: ['ada', 'b200_mma_sync', 'b200_tcgen05', 'hopper', 'rtx50_mma_sync'] \
-             (alias: 'blackwell')"
-        )))
-    }
-
-    /// The sorted canonical names of the built-in presets.
-    pub fn list() -> [&'static str; 5] {
-        ["ada", "b200_mma_sync", "b200_tcgen05", "hopper", "rtx50_mma_sync"]
+    /// The sorted canonical names of the built-in presets (datasets/presets).
+    pub fn list() -> Vec<&'static str> {
+        let mut names: Vec<&'static str> =
+            crate::catalogue::builtin_presets().iter().map(|b| b.preset.name()).collect();
+        names.sort_unstable();
+        names
     }
 
     /// The preset's name (`ada`, `hopper`, `b200_mma_sync`, or the user's).
@@ -356,8 +279,8 @@ impl Preset {
     pub fn maturity(&self) -> Maturity {
         self.spec.maturity
     }
-    /// Which built-in preset this is, if any.
-    pub fn builtin_kind(&self) -> Option<Builtin> {
+    /// Whether this is one of the library's own presets (a document of datasets/presets).
+    pub fn is_builtin(&self) -> bool {
         self.builtin
     }
     /// The parameters.
@@ -368,15 +291,9 @@ impl Preset {
     /// Why an experimental preset is experimental (the text of its warning), None for the others.
     pub fn maturity_note(&self) -> Option<String> {
         let name = self.name();
-        match (self.maturity(), self.builtin) {
-            (Maturity::Experimental, Some(Builtin::B200Tcgen05 | Builtin::Rtx50MmaSync)) => Some(format!(
-                "preset '{name}' is experimental: its parameters are MMA-Sim's published model (microsoft/MMA-Sim), \
-                 not our own recordings, which do not exist for this GPU yet (split-K decisions unknown)"
-            )),
-            (Maturity::Experimental, _) => Some(format!(
-                "preset '{name}' is experimental: it fits the toolbox's vectors only; NOT a model of sm_120, NOT B200 \
-                 cuBLAS (slow accumulation and split-K raise)"
-            )),
+        match (self.maturity(), &self.note) {
+            (Maturity::Experimental, Some(note)) => Some(format!("preset '{name}' is experimental: {note}")),
+            (Maturity::Experimental, None) => Some(format!("preset '{name}' is experimental")),
             (Maturity::Custom, _) => {
                 Some(format!("preset '{name}' is custom (not validated): no hardware recording backs it"))
             }
@@ -384,15 +301,10 @@ impl Preset {
         }
     }
 
-    /// The split schemes this preset's kernels use: ada {serial, pairwise}; hopper {contiguous};
-    /// b200_mma_sync, b200_tcgen05, rtx50_mma_sync none; user-defined presets accept every scheme.
-    pub fn allowed_schemes(&self) -> &'static [Scheme] {
-        match self.builtin {
-            Some(Builtin::Ada) => &[Scheme::Serial, Scheme::Pairwise],
-            Some(Builtin::Hopper) => &[Scheme::Contiguous],
-            Some(Builtin::B200MmaSync | Builtin::B200Tcgen05 | Builtin::Rtx50MmaSync) => &[],
-            None => &[Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous],
-        }
+    /// The same preset with another name and maturity, keeping a built-in preset's note (a user's document with
+    /// a built-in arithmetic).
+    pub(crate) fn renamed(&self, spec: PresetSpec) -> Preset {
+        Preset { spec, note: self.note.clone(), builtin: false }
     }
 }
 

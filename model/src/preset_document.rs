@@ -66,7 +66,21 @@ impl Preset {
 
     /// The preset of a document already parsed, or of the `[preset]` table a larger document embeds.
     pub fn from_table(t: &toml::Table) -> Result<Preset> {
-        if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        if t.contains_key("builtin") {
+            return Err(bad(
+                "'builtin' belongs to the library's own documents: a preset's maturity is computed from recordings, \
+                 never declared"
+                    .to_string(),
+            ));
+        }
+        Preset::from_spec(spec_of(t)?)
+    }
+}
+
+/// The parameters of a document's table (every key but the built-in documents' `[builtin]`).
+fn spec_of(t: &toml::Table) -> Result<PresetSpec> {
+    {
+        if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str()) && k.as_str() != "builtin") {
             return Err(bad(format!("unknown key '{k}'; the keys are {}", KEYS.join(", "))));
         }
         let format = string(t, "format")?;
@@ -95,15 +109,79 @@ impl Preset {
         )
         .with_rounding(rounding)
         .with_scale_block(optional_u32(t, "scale_block")?);
-        Preset::from_spec(spec)
+        Ok(spec)
+    }
+}
+
+/// One of the library's own preset documents (datasets/presets): the preset and its `[builtin]` table — the
+/// maturity its recordings (or the oracle) establish, the evidence, the note of its warnings, its aliases, and the
+/// names refused with a pointer to the bring-up guide.
+#[derive(Clone, Debug)]
+pub struct BuiltinPreset {
+    /// The preset, with the declared maturity.
+    pub preset: Preset,
+    /// Other names of the preset (`blackwell`).
+    pub aliases: Vec<String>,
+    /// What establishes its maturity.
+    pub evidence: String,
+    /// Names refused (case-insensitively) as another GPU's, and why.
+    pub refused: Vec<String>,
+    /// The reason given with a refused name.
+    pub refused_because: Option<String>,
+}
+
+impl BuiltinPreset {
+    /// Whether `name` is one of the preset's aliases.
+    pub fn is_alias(&self, name: &str) -> bool {
+        self.aliases.iter().any(|a| a == name)
     }
 
+    /// A built-in document: a preset document plus its `[builtin]` table.
+    pub fn from_document(text: &str) -> Result<BuiltinPreset> {
+        let t: toml::Table = text.parse().map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
+        let Some(toml::Value::Table(b)) = t.get("builtin") else {
+            return Err(bad("a built-in document needs its [builtin] table".to_string()));
+        };
+        const BUILTIN_KEYS: [&str; 6] = ["maturity", "evidence", "note", "aliases", "refused_names", "refused_because"];
+        if let Some(k) = b.keys().find(|k| !BUILTIN_KEYS.contains(&k.as_str())) {
+            return Err(bad(format!("unknown key 'builtin.{k}'; the keys are {}", BUILTIN_KEYS.join(", "))));
+        }
+        let maturity = match string(b, "maturity")? {
+            "validated" => Maturity::Validated,
+            "experimental" => Maturity::Experimental,
+            other => return Err(bad(format!("builtin.maturity must be 'validated' or 'experimental', got '{other}'"))),
+        };
+        let strings = |key: &str| -> Result<Vec<String>> {
+            match b.get(key) {
+                None => Ok(Vec::new()),
+                Some(toml::Value::Array(a)) => a
+                    .iter()
+                    .map(|v| {
+                        v.as_str().map(str::to_string).ok_or_else(|| bad(format!("'builtin.{key}' holds strings")))
+                    })
+                    .collect(),
+                Some(v) => Err(bad(format!("'builtin.{key}' must be an array, got {}", v.type_str()))),
+            }
+        };
+        let optional = |key: &str| b.get(key).map(|_| string(b, key).map(str::to_string)).transpose();
+        let spec = PresetSpec { maturity, ..spec_of(&t)? };
+        Ok(BuiltinPreset {
+            preset: Preset::from_builtin_spec(spec, optional("note")?)?,
+            aliases: strings("aliases")?,
+            evidence: string(b, "evidence")?.to_string(),
+            refused: strings("refused_names")?,
+            refused_because: optional("refused_because")?,
+        })
+    }
+}
+
+impl Preset {
     /// A user's parameters as a preset whose maturity is computed: a built-in preset's own name and arithmetic give
     /// that preset; another name with a built-in preset's arithmetic gets its maturity; anything else is custom.
     /// A built-in name with other parameters is refused.
     pub fn from_spec(spec: PresetSpec) -> Result<Preset> {
-        let builtins = Preset::BUILTINS.map(Preset::of_builtin);
-        if let Some(builtin) = builtins.iter().find(|b| b.name() == spec.name) {
+        let builtins = crate::catalogue::builtin_presets().iter().map(|b| &b.preset);
+        if let Some(builtin) = builtins.clone().find(|b| b.name() == spec.name) {
             if builtin.spec().same_arithmetic(&spec) {
                 return Ok(builtin.clone());
             }
@@ -112,8 +190,9 @@ impl Preset {
                 spec.name
             )));
         }
-        if let Some(builtin) = builtins.iter().find(|b| b.spec().same_arithmetic(&spec)) {
-            return Preset::custom(PresetSpec { maturity: builtin.maturity(), ..spec });
+        if let Some(builtin) = builtins.clone().find(|b| b.spec().same_arithmetic(&spec)) {
+            let spec = PresetSpec { maturity: builtin.maturity(), ..spec };
+            return Preset::custom(spec.clone()).map(|_| builtin.renamed(spec));
         }
         Preset::custom(PresetSpec { maturity: Maturity::Custom, ..spec })
     }
@@ -142,22 +221,5 @@ impl Preset {
             out += &format!("scale_block = {b}\n");
         }
         out
-    }
-}
-
-impl Preset {
-    /// A preset named by `arg`: a built-in name (or alias), or else, when `arg` ends in `.toml` or holds a path
-    /// separator, the `mmaemu-preset/1` document at that path, read with `read` (the model does no I/O itself).
-    /// Errors: [`Preset::by_name`]'s for other names; an invalid value for a file that cannot be read or parsed.
-    pub fn by_name_or_path(arg: &str, read: impl FnOnce(&str) -> std::io::Result<String>) -> Result<Preset> {
-        let is_path = arg.ends_with(".toml") || arg.contains('/') || arg.contains(std::path::MAIN_SEPARATOR);
-        match Preset::by_name(arg) {
-            Err(_) if is_path => {
-                let text = read(arg).map_err(|e| bad(format!("cannot read preset file '{arg}': {e}")))?;
-                Preset::from_document(&text)
-                    .map_err(|e| Error::new(e.category(), e.message().replacen("preset document", arg, 1)))
-            }
-            other => other,
-        }
     }
 }

@@ -1,11 +1,11 @@
 //! Profiles (docs/reference.md §6.1): one platform and caller — the preset, the GPU, cuBLASLt, the workspace, the
-//! split-K table, the profile's cuBLAS rejections and its maturity — and their lookup among the known platforms.
+//! split-K table, the profile's cuBLAS rejections and its maturity. A `Catalogue` finds them by name.
 
 use crate::epilogue::OutDtype;
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::platform::Platform;
-use crate::preset::{Maturity, Preset, BRING_UP};
+use crate::plan::{Scheme, SplitK};
+use crate::preset::{Maturity, Preset};
 use crate::splitk::Table;
 use std::fmt;
 
@@ -77,6 +77,9 @@ pub struct Profile {
     pub align: Option<u32>,
     /// The split-K table.
     pub splitk_table: Option<Table>,
+    /// The schemes its GPU's split kernels use (its table's customOptions', or its manifest's `[splitk] schemes`),
+    /// sorted; empty: its split-K layouts are not characterised.
+    pub schemes: Vec<Scheme>,
     /// The profile's cuBLAS rejections.
     pub rejects: Vec<RejectRule>,
     /// Maturity of the profile.
@@ -90,32 +93,34 @@ pub struct Profile {
 /// The default profile.
 pub const DEFAULT_PROFILE: &str = "hopper";
 
-/// The names of the built-in profiles, in the order of docs/reference.md §6.1.
-pub fn builtin_names() -> Vec<String> {
-    Platform::builtins()
-        .map(|ps| ps.iter().flat_map(|p| p.profiles.iter().map(|q| q.name.clone())).collect())
-        .unwrap_or_default()
-}
-
 impl Profile {
-    /// A profile by name (docs/reference.md §6.1): the built-in ones and those of the platforms loaded in this
-    /// process. Unknown names are invalid-argument (unknown name) errors naming the known profiles and the way to
-    /// add a GPU.
-    pub fn by_name(name: &str) -> Result<Profile> {
-        // Called on every call that names its profile: only the profile found is copied.
-        if let Some(p) = Platform::find(|p| p.profiles.iter().find(|p| p.name == name).cloned())? {
-            return Ok(p);
+    /// Whether the profile's GPU splits K as `split` says (docs/reference.md §3.4), in this order: no split-K
+    /// layout characterised → UnsupportedFeatureError (slow accumulation without a slow chunk first); a documented
+    /// scheme that is not one of its kernels' → invalid value. A split rule by name is the data's claim, planned as
+    /// given.
+    pub fn check_split(&self, split: SplitK, fast: bool) -> Result<()> {
+        let name = self.preset.name();
+        if split.s() == 1 {
+            return Ok(());
         }
-        let known: Vec<String> = Platform::all()?.into_iter().flat_map(|p| p.profiles).map(|p| p.name).collect();
-        Err(Error::unknown_name(format!(
-            "unknown profile '{name}'; known: {}. A GPU without a profile is brought up as a platform bundle: see {BRING_UP}",
-            known.join(", ")
-        )))
-    }
-
-    /// All known profiles: the built-in ones in the order of §6.1, then those of loaded platforms.
-    pub fn list() -> Vec<Profile> {
-        Platform::all().map(|ps| ps.into_iter().flat_map(|p| p.profiles).collect()).unwrap_or_default()
+        if self.schemes.is_empty() {
+            if !fast && self.preset.slow_chunk().is_none() {
+                return Err(Error::unsupported(format!(
+                    "slow accumulation (use_fast_accum=False) is not characterised for preset '{name}'"
+                )));
+            }
+            return Err(Error::unsupported(format!("split-K is not characterised for preset '{name}'")));
+        }
+        let documented = !matches!(split.scheme(), Scheme::Rule(_));
+        if documented && !self.schemes.contains(&split.scheme()) {
+            let allowed: Vec<_> = self.schemes.iter().map(|x| x.name()).collect();
+            return Err(Error::invalid_value(format!(
+                "scheme '{}' is not a split-K layout of preset '{name}': its cuBLASLt kernels split as {}",
+                split.scheme(),
+                allowed.join(" or ")
+            )));
+        }
+        Ok(())
     }
 
     /// The first rejection rule matching (fa, fb, od), if any.

@@ -18,12 +18,12 @@ slow_chunk = 128
 #[test]
 fn every_built_in_preset_round_trips() {
     for name in Preset::list() {
-        let p = Preset::by_name(name).unwrap();
+        let p = mmaemu_model::Catalogue::builtin().preset(name).unwrap();
         let doc = p.to_document();
         assert!(doc.starts_with("format = \"mmaemu-preset/1\"\n"), "{doc}");
         let back = Preset::from_document(&doc).unwrap();
         assert_eq!(back, p, "{doc}");
-        assert_eq!((back.maturity(), back.builtin_kind()), (p.maturity(), p.builtin_kind()));
+        assert_eq!((back.maturity(), back.is_builtin()), (p.maturity(), p.is_builtin()));
     }
     // A hand-written document without the optional keys (rounding defaults to truncate).
     assert_eq!(Preset::from_document(HOPPER_DOC).unwrap(), Preset::hopper());
@@ -32,7 +32,7 @@ fn every_built_in_preset_round_trips() {
 #[test]
 fn the_maturity_is_computed_from_the_parameters() {
     let renamed = Preset::from_document(&HOPPER_DOC.replace("\"hopper\"", "\"h100-fit\"")).unwrap();
-    assert_eq!((renamed.name(), renamed.maturity(), renamed.builtin_kind()), ("h100-fit", Maturity::Validated, None));
+    assert_eq!((renamed.name(), renamed.maturity(), renamed.is_builtin()), ("h100-fit", Maturity::Validated, false));
     let other =
         Preset::from_document(&HOPPER_DOC.replace("\"hopper\"", "\"x\"").replace("frac = 13", "frac = 14")).unwrap();
     assert_eq!((other.maturity(), other.frac()), (Maturity::Custom, 14));
@@ -76,18 +76,24 @@ fn bad_documents_are_invalid_values() {
 #[test]
 fn a_preset_argument_is_a_name_or_a_document_path() {
     let unread = |p: &str| -> std::io::Result<String> { panic!("read {p}") };
-    assert_eq!(Preset::by_name_or_path("blackwell", unread).unwrap(), Preset::b200_mma_sync());
+    assert_eq!(
+        mmaemu_model::Catalogue::builtin().preset_or_path("blackwell", unread).unwrap(),
+        Preset::b200_mma_sync()
+    );
     let doc = Preset::rtx50_mma_sync().to_document();
     let read =
         |p: &str| if p == "fits/rtx50.toml" { Ok(doc.clone()) } else { Err(std::io::ErrorKind::NotFound.into()) };
-    assert_eq!(Preset::by_name_or_path("fits/rtx50.toml", read).unwrap(), Preset::rtx50_mma_sync());
-    let e = Preset::by_name_or_path("gone.toml", read).unwrap_err();
+    assert_eq!(
+        mmaemu_model::Catalogue::builtin().preset_or_path("fits/rtx50.toml", read).unwrap(),
+        Preset::rtx50_mma_sync()
+    );
+    let e = mmaemu_model::Catalogue::builtin().preset_or_path("gone.toml", read).unwrap_err();
     assert!(e.message().starts_with("preset document: cannot read preset file 'gone.toml'"), "{}", e.message());
-    let e = Preset::by_name_or_path("bad.toml", |_| Ok("format = 1".into())).unwrap_err();
+    let e = mmaemu_model::Catalogue::builtin().preset_or_path("bad.toml", |_| Ok("format = 1".into())).unwrap_err();
     assert!(e.message().starts_with("bad.toml: 'format' must be a string"), "{}", e.message());
     // Not a path: the unknown-name error of by_name.
     assert_eq!(
-        Preset::by_name_or_path("h100", unread).unwrap_err().category(),
+        mmaemu_model::Catalogue::builtin().preset_or_path("h100", unread).unwrap_err().category(),
         Category::InvalidArgument(InvalidKind::UnknownName)
     );
 }

@@ -18,12 +18,12 @@ const TABLE: [Row; 5] = [
 fn the_built_in_presets_are_the_table() {
     assert_eq!(Preset::list(), ["ada", "b200_mma_sync", "b200_tcgen05", "hopper", "rtx50_mma_sync"]);
     for (name, nfma, frac, frac_out, min_exp, c_entry, slow_chunk, maturity, schemes) in TABLE {
-        let p = Preset::by_name(name).unwrap();
+        let p = mmaemu_model::Catalogue::builtin().preset(name).unwrap();
         assert_eq!((p.name(), p.to_string()), (name, name.to_string()));
         assert_eq!((p.nfma(), p.frac(), p.frac_out(), p.min_exp()), (nfma as usize, frac, frac_out, min_exp), "{name}");
         assert_eq!((p.c_entry(), p.slow_chunk(), p.maturity()), (c_entry, slow_chunk.map(|c| c as usize), maturity));
-        assert_eq!(p.allowed_schemes(), schemes, "{name}");
-        assert!(p.builtin_kind().is_some());
+        assert_eq!(mmaemu_model::Catalogue::builtin().schemes(&p), schemes, "{name}");
+        assert!(p.is_builtin());
         assert_eq!(p.rounding(), BlockRounding::Truncate, "{name}");
         // The two Blackwell FP8 paths of MMA-Sim's table take MXFP8 scales (e8m0 per 32 elements).
         let scaled = matches!(name, "b200_tcgen05" | "rtx50_mma_sync");
@@ -31,12 +31,12 @@ fn the_built_in_presets_are_the_table() {
         assert_eq!(p.maturity_note().is_some(), maturity != Maturity::Validated, "{name}");
     }
     for name in ["b200_tcgen05", "rtx50_mma_sync"] {
-        let note = Preset::by_name(name).unwrap().maturity_note().unwrap();
+        let note = mmaemu_model::Catalogue::builtin().preset(name).unwrap().maturity_note().unwrap();
         assert!(note.contains("MMA-Sim") && note.contains("not our own recordings"), "{note}");
     }
-    assert_eq!(Preset::by_name("ada").unwrap(), Preset::ada());
-    assert_eq!(Preset::by_name("hopper").unwrap(), Preset::hopper());
-    assert_eq!(Preset::by_name("blackwell").unwrap(), Preset::b200_mma_sync());
+    assert_eq!(mmaemu_model::Catalogue::builtin().preset("ada").unwrap(), Preset::ada());
+    assert_eq!(mmaemu_model::Catalogue::builtin().preset("hopper").unwrap(), Preset::hopper());
+    assert_eq!(mmaemu_model::Catalogue::builtin().preset("blackwell").unwrap(), Preset::b200_mma_sync());
     let names =
         [(Maturity::Validated, "validated"), (Maturity::Experimental, "experimental"), (Maturity::Custom, "custom")];
     for (m, name) in names {
@@ -47,7 +47,7 @@ fn the_built_in_presets_are_the_table() {
 #[test]
 fn unknown_and_sm120_names_are_refused() {
     for name in ["sm_120", "SM120", "rtx_blackwell", "RTX-Blackwell", "rtx5070ti", "RTX_5070_TI"] {
-        let e = Preset::by_name(name).unwrap_err();
+        let e = mmaemu_model::Catalogue::builtin().preset(name).unwrap_err();
         assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::UnknownName));
         assert_eq!(
             e.message(),
@@ -59,7 +59,7 @@ fn unknown_and_sm120_names_are_refused() {
         );
     }
     for name in ["", "Ada", "HOPPER", "b200", "blackwell ", "custom"] {
-        let e = Preset::by_name(name).unwrap_err();
+        let e = mmaemu_model::Catalogue::builtin().preset(name).unwrap_err();
         assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::UnknownName));
         assert_eq!(
             e.message(),
@@ -83,8 +83,11 @@ fn a_user_defined_preset_is_checked_at_both_ends_of_each_range() {
         spec(8, 30, 23, -133, None).with_rounding(BlockRounding::NearestEven).with_scale_block(Some(8)),
     ] {
         let p = Preset::custom(ok.clone()).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
-        assert_eq!((p.maturity(), p.builtin_kind(), p.spec()), (Maturity::Custom, None, &ok));
-        assert_eq!(p.allowed_schemes(), [Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous]);
+        assert_eq!((p.maturity(), p.is_builtin(), p.spec()), (Maturity::Custom, false, &ok));
+        assert_eq!(
+            mmaemu_model::Catalogue::builtin().schemes(&p),
+            [Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous]
+        );
     }
     for bad in [
         spec(0, 13, 13, -132, None),

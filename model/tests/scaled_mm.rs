@@ -353,7 +353,7 @@ fn run_case(case: &Case) {
         }),
     };
     // Every shipped profile, and one that does not exist.
-    let names = mmaemu_model::profile::builtin_names();
+    let names = mmaemu_model::Catalogue::builtin().builtin_profile_names();
     let profiles: Vec<&str> = names.iter().map(String::as_str).chain(["nope"]).collect();
     let splitk = match case.split {
         0 => SplitRequest::Auto,
@@ -374,6 +374,7 @@ fn run_case(case: &Case) {
         use_fast_accum: case.fast,
         out,
         profile: ProfileArg::Name(profiles[case.profile].into()),
+        catalogue: mmaemu_model::Catalogue::builtin(),
         splitk,
         backend: if case.seed.is_multiple_of(7) { "cuda".into() } else { "reference".into() },
         strict: case.seed.is_multiple_of(3),

@@ -19,7 +19,7 @@ const E5: Format = Format::E5m2;
 const MIB: u64 = 1 << 20;
 
 fn profile(name: &str) -> Profile {
-    Profile::by_name(name).unwrap()
+    mmaemu_model::Catalogue::builtin().profile(name).unwrap()
 }
 
 fn key(m: usize, n: usize, k: usize, fa: Format, fb: Format, out: OutDtype, fast: bool) -> SplitKey {

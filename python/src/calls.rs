@@ -60,6 +60,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for CallArgs {
             splitk,
             backend,
             grad,
+            catalogue: mmaemu_datasets::platform::catalogue(),
         })
     }
 }
@@ -80,6 +81,8 @@ pub struct CallArgs {
     backend: String,
     /// A tensor argument requires grad under grad mode (docs/reference.md §5.2 step 7.3).
     grad: bool,
+    /// The process's catalogue when the call was made: the built-ins and the bundles loaded so far.
+    catalogue: std::sync::Arc<mmaemu_model::Catalogue>,
 }
 
 impl CallArgs {
@@ -138,7 +141,8 @@ impl CallArgs {
                 out_dtype: self.out_dtype.as_deref().map(Dtype::from_name),
                 use_fast_accum: self.use_fast_accum,
                 out,
-                profile: env::checked_profile_arg(self.profile.as_deref())?,
+                profile: env::checked_profile_arg(self.profile.as_deref(), &self.catalogue)?,
+                catalogue: &self.catalogue,
                 splitk: self.splitk.request(),
                 backend: self.backend.clone(),
                 strict,
@@ -176,7 +180,7 @@ impl CallArgs {
         if self.before_scope_end(e.category().name()) {
             return vec![];
         }
-        match resolve_profile(&env::profile_arg(self.profile.as_deref())) {
+        match resolve_profile(&env::profile_arg(self.profile.as_deref()), &self.catalogue) {
             Ok(p) => maturity_warning(&p).into_iter().collect(),
             Err(_) => vec![],
         }
@@ -405,8 +409,10 @@ pub fn accumulate(
                     &[budget::bytes(&[m, n, 8]), budget::bytes(&[m.saturating_add(n), k])],
                 )
                 .map_err(alone)?;
-                let profile =
-                    env::checked_profile_arg(profile.as_deref()).and_then(|p| resolve_profile(&p)).map_err(alone)?;
+                let catalogue = mmaemu_datasets::platform::catalogue();
+                let profile = env::checked_profile_arg(profile.as_deref(), &catalogue)
+                    .and_then(|p| resolve_profile(&p, &catalogue))
+                    .map_err(alone)?;
                 let name = out_dtype_for_split.strip_prefix("torch.").unwrap_or(&out_dtype_for_split);
                 let od = OutDtype::from_name(name).ok_or_else(|| {
                     alone(Error::wrong_type(format!(

@@ -46,7 +46,7 @@ pub unsafe fn scaled_mm(
     if target.shape != [m, n] {
         return None;
     }
-    let profile = resolve_profile(&call.profile).ok()?;
+    let profile = resolve_profile(&call.profile, call.catalogue).ok()?;
     let preset = &profile.preset;
     let (fa, fb) = (call.input.dtype.format()?, call.mat2.dtype.format()?);
     let od = call

@@ -45,14 +45,16 @@ fn profile_dict<'py>(py: Python<'py>, p: &Profile) -> PyResult<Bound<'py, PyDict
 #[pyo3(signature = (name=None))]
 pub fn get_profile<'py>(py: Python<'py>, name: Option<String>) -> PyResult<Bound<'py, PyDict>> {
     no_panic(|| {
-        let p =
-            env::checked_profile_arg(name.as_deref()).and_then(|p| resolve_profile(&p)).map_err(|e| to_py(py, &e))?;
+        let catalogue = mmaemu_datasets::platform::catalogue();
+        let p = env::checked_profile_arg(name.as_deref(), &catalogue)
+            .and_then(|p| resolve_profile(&p, &catalogue))
+            .map_err(|e| to_py(py, &e))?;
         profile_dict(py, &p)
     })
 }
 
 /// Load a platform bundle's profile (`DIR` or `DIR#NAME`, docs/platform-format.md), add its platform to the
-/// process's registry (so that its profiles are known by name), and return the profile as a dict. A bad bundle
+/// process's catalogue (so that its profiles are known by name), and return the profile as a dict. A bad bundle
 /// is a data error naming the file.
 #[pyfunction]
 pub fn load_profile<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -70,14 +72,15 @@ pub fn load_profile<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyD
 /// The profile names, in the reference's order.
 #[pyfunction]
 pub fn list_profiles() -> Vec<String> {
-    Profile::list().into_iter().map(|p| p.name).collect()
+    mmaemu_datasets::platform::catalogue().profiles().map(|p| p.name.clone()).collect()
 }
 
 /// A preset by name (aliases accepted), as a dict of its parameters.
 #[pyfunction]
 pub fn get_preset<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
     no_panic(|| {
-        let p = Preset::by_name_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| to_py(py, &e))?;
+        let catalogue = mmaemu_datasets::platform::catalogue();
+        let p = catalogue.preset_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| to_py(py, &e))?;
         let d = PyDict::new(py);
         d.set_item("name", p.name())?;
         d.set_item("nfma", p.nfma())?;
@@ -87,7 +90,7 @@ pub fn get_preset<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDic
         d.set_item("c_entry", format!("{:?}", p.c_entry()).to_lowercase())?;
         d.set_item("slow_chunk", p.slow_chunk())?;
         d.set_item("maturity", p.maturity().name())?;
-        d.set_item("schemes", p.allowed_schemes().iter().map(|s| s.name()).collect::<Vec<_>>())?;
+        d.set_item("schemes", catalogue.schemes(&p).iter().map(|s| s.name()).collect::<Vec<_>>())?;
         Ok(d)
     })
 }
@@ -95,7 +98,7 @@ pub fn get_preset<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDic
 /// The built-in preset names.
 #[pyfunction]
 pub fn list_presets() -> Vec<&'static str> {
-    Preset::list().to_vec()
+    Preset::list()
 }
 
 /// `backends_status`'s answer: (name, available, status) per backend, auto's choice, auto's fallbacks.

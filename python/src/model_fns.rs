@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 
 /// The ExperimentalPresetWarning of a call that uses `preset` (§7.2), as `scaled_mm` words it.
 fn preset_warning(preset: &Preset) -> Option<Warning> {
-    let profile = Profile::by_name(DEFAULT_PROFILE).ok()?;
+    let profile = mmaemu_model::Catalogue::builtin().profile(DEFAULT_PROFILE).ok()?;
     maturity_warning(&Profile { preset: preset.clone(), maturity: Maturity::Validated, ..profile })
 }
 
@@ -95,7 +95,7 @@ pub fn dot(
     no_panic(|| {
         let done = py.detach(|| {
             catch(|| -> Result<Vec<Warning>, Error> {
-                let preset = Preset::by_name_or_path(&preset, |p| std::fs::read_to_string(p))?;
+                let preset = mmaemu_datasets::platform::catalogue().preset_or_path(&preset, |p| std::fs::read_to_string(p))?;
                 let (fa, fb) = (format_arg("fmt", &fa)?, format_arg("fmt", &fb)?);
                 if a.shape.is_empty() || a.shape != b.shape {
                     return Err(Error::invalid_value(format!(

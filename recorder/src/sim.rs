@@ -41,7 +41,9 @@ pub struct SimDevice {
 impl SimDevice {
     /// The simulated device of profile `name`.
     pub fn new(name: &str) -> Result<SimDevice, RecordError> {
-        let profile = Profile::by_name(name).map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
+        let profile = mmaemu_datasets::platform::catalogue()
+            .profile(name)
+            .map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
         let engine = mmaemu_kernels::registry::registry()
             .resolve("auto")
             .map_err(|e| RecordError::Model(format!("no CPU backend for the simulated device: {e}")))?

@@ -26,7 +26,7 @@ use mmaemu_datasets::{
     read_recording_with, write_recording, Expectation, FileMeta, Op, OutSelect, ReadOptions, Recording,
     RecordingWriter, Row, RowExt, Truth, FORMAT_V1,
 };
-use mmaemu_model::{Format, Preset, Profile};
+use mmaemu_model::{Format, Profile};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -71,7 +71,10 @@ pub fn resolve_profile(
                 _ => None,
             }
         });
-    name.map(|n| Profile::by_name(&n).map_err(|e| RecordError::Usage(format!("profile: {e}")))).transpose()
+    name.map(|n| {
+        mmaemu_datasets::platform::catalogue().profile(&n).map_err(|e| RecordError::Usage(format!("profile: {e}")))
+    })
+    .transpose()
 }
 
 /// Everything a row needs besides its case.
@@ -376,7 +379,11 @@ pub fn run_sweep(
     let platform = device.platform().clone();
     let profile = resolve_profile(sweep, opts.profile.as_deref(), &platform, simulated_profile)?;
     let preset = match (&sweep.spec.preset, &profile) {
-        (Some(p), _) => Preset::by_name(p).map_err(|e| RecordError::Usage(e.to_string()))?.name().to_string(),
+        (Some(p), _) => mmaemu_datasets::platform::catalogue()
+            .preset(p)
+            .map_err(|e| RecordError::Usage(e.to_string()))?
+            .name()
+            .to_string(),
         (None, Some(p)) => p.preset.name().to_string(),
         (None, None) => {
             return Err(RecordError::Usage(format!(

@@ -138,7 +138,7 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
         (Err(e), _) | (_, Err(e)) => return Err(CommandError::bad_input(e)),
     };
     let planted = Planted { nan: a.nan, inf: a.inf };
-    let r = gemm_planted(&bench, &planted).map_err(CommandError::bad_input)?;
+    let r = gemm_planted(&bench, &planted, &mmaemu_datasets::platform::catalogue()).map_err(CommandError::bad_input)?;
     if a.json {
         println!("{}", json(&r));
     } else {

@@ -109,6 +109,7 @@ pub fn explain_case(c: &Case) -> CallPlan {
         offset: 0,
         storage: vec![],
     });
+    let catalogue = mmaemu_datasets::platform::catalogue();
     let call = ScaledMm {
         input,
         mat2,
@@ -120,6 +121,7 @@ pub fn explain_case(c: &Case) -> CallPlan {
         use_fast_accum: c.fast,
         out,
         profile: env::profile_arg(c.profile.as_deref()),
+        catalogue: &catalogue,
         splitk: c.splitk.clone(),
         backend: c.backend.clone(),
         strict: env::strict(),

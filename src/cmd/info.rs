@@ -3,10 +3,7 @@
 
 use super::{CommandResult, Exit};
 use mmaemu_kernels::env;
-use mmaemu_model::profile::Profile;
 use mmaemu_model::splitk::table_info;
-use mmaemu_model::Platform;
-use mmaemu_model::Preset;
 use serde_json::{json, Value};
 
 /// The whole report as JSON.
@@ -30,8 +27,9 @@ pub fn report() -> Value {
             }
         }
     };
-    let profiles: Vec<Value> = Profile::list()
-        .iter()
+    let catalogue = mmaemu_datasets::platform::catalogue();
+    let profiles: Vec<Value> = catalogue
+        .profiles()
         .map(|p| {
             json!({
                 "name": p.name,
@@ -53,13 +51,15 @@ pub fn report() -> Value {
             })
         })
         .collect();
-    let presets: Vec<Value> = Preset::list()
+    let mut builtins: Vec<_> = mmaemu_model::catalogue::builtin_presets().iter().collect();
+    builtins.sort_by(|a, b| a.preset.name().cmp(b.preset.name()));
+    let presets: Vec<Value> = builtins
         .iter()
-        .filter_map(|n| Preset::by_name(n).ok())
-        .map(|p| {
+        .map(|b| {
+            let p = &b.preset;
             json!({
                 "name": p.name(),
-                "aliases": if p.name() == "b200_mma_sync" { vec!["blackwell"] } else { vec![] },
+                "aliases": b.aliases,
                 "maturity": p.maturity().name(),
                 "nfma": p.nfma(),
                 "frac": p.frac(),
@@ -67,11 +67,11 @@ pub fn report() -> Value {
                 "min_exp": p.min_exp(),
                 "c_entry": format!("{:?}", p.c_entry()).to_lowercase(),
                 "slow_chunk": p.slow_chunk(),
-                "schemes": p.allowed_schemes().iter().map(|s| s.name()).collect::<Vec<_>>(),
+                "schemes": catalogue.schemes(p).iter().map(|s| s.name()).collect::<Vec<_>>(),
             })
         })
         .collect();
-    let platforms = Platform::all().unwrap_or_default();
+    let platforms = catalogue.platforms();
     let tables: Vec<Value> = platforms
         .iter()
         .filter_map(|p| p.table.map(|t| (p, t)))

@@ -143,7 +143,8 @@ pub fn run(
 pub fn under(profile: Option<String>) -> Result<Under, CommandError> {
     match profile {
         None => Ok(Under::own()),
-        Some(name) => mmaemu_model::Profile::by_name(&name)
+        Some(name) => mmaemu_datasets::platform::catalogue()
+            .profile(&name)
             .map(|p| Under::profiles(vec![p]))
             .map_err(|e| CommandError::bad_input(format!("--profile: {e}"))),
     }

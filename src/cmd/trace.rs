@@ -216,6 +216,7 @@ pub fn with_call<R>(
     };
     let a = make(Operand::A, da.name(), m, element.map(|e| e.0)).map_err(bad)?;
     let b = make(Operand::B, db.name(), n, element.map(|e| e.1)).map_err(bad)?;
+    let catalogue = mmaemu_datasets::platform::catalogue();
     let call = ScaledMm {
         input: View { dtype: da, shape: vec![m, k], strides: vec![k, 1], offset: 0, storage: &a },
         mat2: View { dtype: db, shape: vec![k, n], strides: vec![1, k], offset: 0, storage: &b },
@@ -227,6 +228,7 @@ pub fn with_call<R>(
         use_fast_accum: f.fast,
         out: None,
         profile: env::profile_arg(f.profile.as_deref()),
+        catalogue: &catalogue,
         splitk: parse_splitk(&f.splitk).map_err(bad)?,
         backend: "reference".into(),
         strict: env::strict(),

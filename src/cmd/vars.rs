@@ -3,7 +3,6 @@
 
 use super::CommandError;
 use mmaemu_kernels::registry::{registry, Placement};
-use mmaemu_model::profile::Profile;
 use mmaemu_model::{Category, InvalidKind};
 
 /// Every variable's value, checked; the first bad one is the error.
@@ -39,7 +38,7 @@ pub fn check_env() -> Result<(), CommandError> {
 
 /// A profile name given by `what` (a flag or variable): exit 2 naming it when no profile has that name.
 pub fn profile(what: &str, name: &str) -> Result<(), CommandError> {
-    match Profile::by_name(name) {
+    match mmaemu_datasets::platform::catalogue().profile(name) {
         Ok(_) => Ok(()),
         Err(e) => Err(CommandError::bad_input(format!("{what}: {}", e.message()))),
     }

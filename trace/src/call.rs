@@ -91,7 +91,7 @@ fn checked(call: &ScaledMm<'_>) -> Result<Checked> {
             Ok(_) => Err(Error::invalid_value("the call's checks disagree between explain and run")),
         };
     }
-    let profile = resolve_profile(&call.profile)?;
+    let profile = resolve_profile(&call.profile, call.catalogue)?;
     let od_dtype = call
         .out_dtype
         .clone()

@@ -1,9 +1,9 @@
 //! The fixed-point attribution of whole GEMMs (`trace::fast`) against the exact trace (`trace::attribute`), output by
 //! output and bit for bit, on fuzzed small calls of every preset: edge codes, non-finite rows, split-K, both formats.
 
+use mmaemu_model::{Epilogue, Format, Operands, OutDtype, Plan, Preset, SplitK};
 use mmaemu_trace::fast::FastGemm;
 use mmaemu_trace::summary::{attribute_exact, attribute_gemm};
-use mmaemu_model::{Epilogue, Format, Operands, OutDtype, Plan, Preset, SplitK};
 
 /// SplitMix64: a fixed, seeded stream.
 #[path = "../../model/tests/common/mod.rs"]
@@ -41,7 +41,7 @@ fn scale(r: &mut Rng) -> f32 {
 }
 
 fn presets() -> Vec<Preset> {
-    Preset::list().iter().map(|n| Preset::by_name(n).unwrap()).collect()
+    Preset::list().iter().map(|n| mmaemu_model::Catalogue::builtin().preset(n).unwrap()).collect()
 }
 
 /// One fuzzed call: every output's fixed-point attribution equals the exact trace's. Returns (outputs, fixed-point
@@ -64,7 +64,7 @@ fn check_call(r: &mut Rng, preset: &Preset) -> (usize, usize, usize) {
     let split = if !characterised || r.below(2) == 0 {
         SplitK::NONE
     } else {
-        let schemes = preset.allowed_schemes();
+        let schemes = mmaemu_model::Catalogue::builtin().schemes(&preset);
         SplitK::new(2 + r.below(7) as usize, schemes[r.below(schemes.len() as u64) as usize]).unwrap()
     };
     let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };

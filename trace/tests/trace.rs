@@ -4,8 +4,8 @@
 // The fuzz count per preset is FUZZ_CALLS (10,000 for each of the five built-in presets: about 20 s in the test
 // profile on 2 cores).
 
-use mmaemu_trace::{attribute, trace_dot, trace_element, Exact, ExpSource, Trace};
 use mmaemu_model::{accumulate, dot, gemm, Epilogue, Format, Operands, OutDtype, Plan, Preset, Scheme, SplitK};
+use mmaemu_trace::{attribute, trace_dot, trace_element, Exact, ExpSource, Trace};
 
 const FUZZ_CALLS: usize = 10_000;
 
@@ -73,7 +73,7 @@ fn fuzz_one(r: &mut Rng, preset: &Preset) {
     } else {
         let s = 2 + r.below(7) as usize;
         // The preset's documented schemes and split rules of other orders and layouts (a bundle's fitted rules).
-        let mut schemes = preset.allowed_schemes().to_vec();
+        let mut schemes = mmaemu_model::Catalogue::builtin().schemes(&preset).to_vec();
         for rule in ["interleaved32/tree/restart4", "contiguous64/reversed/restart2", "interleaved16/pairwise/restart3"]
         {
             schemes.push(mmaemu_model::Scheme::from_name(rule).unwrap());

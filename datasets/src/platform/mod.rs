@@ -12,9 +12,10 @@ use crate::digest::sha256_file;
 use crate::splitk_table::read_splitk_table_with_sidecar;
 use crate::DatasetError;
 use mmaemu_model::platform::MANIFEST;
-use mmaemu_model::{limits, Platform, Profile, Table};
+use mmaemu_model::{limits, Catalogue, Platform, Profile, Table};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// The environment variable listing directories of platform bundles (or bundles themselves), separated like `PATH`.
 pub const PLATFORMS_ENV: &str = "MMAEMU_PLATFORMS";
@@ -128,18 +129,32 @@ pub fn load_platform(path: &Path) -> Result<Platform, DatasetError> {
         Ok(p) => p,
         Err(e) => return Err(table_err.unwrap_or_else(|| invalid(&manifest, e.message().to_string()))),
     };
-    let builtin = mmaemu_model::profile::builtin_names();
+    let builtin = Catalogue::builtin().builtin_profile_names();
     if let Some(p) = platform.profiles.iter().find(|p| builtin.contains(&p.name)) {
         return Err(invalid(&manifest, format!("profile '{}' clashes with a built-in profile", p.name)));
     }
     Ok(platform)
 }
 
-/// Load a bundle and add it to the process's registry, so that its profiles are found by name.
+/// The process's catalogue: the built-ins and every bundle [`register_platform`] loaded. The model keeps no
+/// registry; the command line and the Python package load bundles once and look names up here.
+pub fn catalogue() -> Arc<Catalogue> {
+    process_catalogue().read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn process_catalogue() -> &'static RwLock<Arc<Catalogue>> {
+    static CATALOGUE: OnceLock<RwLock<Arc<Catalogue>>> = OnceLock::new();
+    CATALOGUE.get_or_init(|| RwLock::new(Arc::new(Catalogue::builtin().clone())))
+}
+
+/// Load a bundle and add it to the process's catalogue ([`catalogue`]), so that its profiles are found by name.
 pub fn register_platform(path: &Path) -> Result<Platform, DatasetError> {
     let platform = load_platform(path)?;
-    Platform::register(platform.clone())
+    let mut current = process_catalogue().write().unwrap_or_else(|e| e.into_inner());
+    let next = current
+        .with(platform.clone())
         .map_err(|e| invalid(&bundle_dir(path).join(MANIFEST), e.message().to_string()))?;
+    *current = Arc::new(next);
     Ok(platform)
 }
 

@@ -198,10 +198,12 @@ pub fn tiny_index(id: &str) -> usize {
 pub fn hopper_with_workspace(ws: u64) -> mmaemu_model::profile::Profile {
     use mmaemu_model::profile::Profile;
     let mut profile = match ws {
-        0 => Profile::by_name("hopper-ws0").unwrap(),
-        1_048_576 => Profile::by_name("hopper").unwrap(),
-        33_554_432 => Profile::by_name("hopper-te").unwrap(),
-        _ => Profile { name: format!("hopper-ws{ws}"), ..Profile::by_name("hopper").unwrap() },
+        0 => mmaemu_model::Catalogue::builtin().profile("hopper-ws0").unwrap(),
+        1_048_576 => mmaemu_model::Catalogue::builtin().profile("hopper").unwrap(),
+        33_554_432 => mmaemu_model::Catalogue::builtin().profile("hopper-te").unwrap(),
+        _ => {
+            Profile { name: format!("hopper-ws{ws}"), ..mmaemu_model::Catalogue::builtin().profile("hopper").unwrap() }
+        }
     };
     profile.workspace_bytes = Some(ws);
     profile

@@ -22,8 +22,7 @@ pub use render::{json, text};
 use crate::files::FileReport;
 use crate::replay::Verdict;
 use mmaemu_datasets::{DatasetError, Expectation, Op, Row, Truth};
-use mmaemu_model::profile::builtin_names;
-use mmaemu_model::{Format, OutDtype, Preset, Profile};
+use mmaemu_model::{Format, OutDtype, Preset};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -407,7 +406,7 @@ fn universe(preset: &Preset, profile: bool) -> Vec<Feature> {
     u.push(Feature::new(Group::Accumulation, "fast"));
     u.push(Feature::new(Group::Accumulation, "slow"));
     u.push(Feature::new(Group::Split, "none"));
-    for s in preset.allowed_schemes() {
+    for s in mmaemu_datasets::platform::catalogue().schemes(preset) {
         u.push(Feature::new(Group::Split, s.name()));
     }
     for od in OutDtype::ALL {
@@ -475,7 +474,7 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
             order.push((ScopeKind::Preset, name.clone(), false));
         }
     }
-    let profile_names = builtin_names();
+    let profile_names = mmaemu_model::Catalogue::builtin().builtin_profile_names();
     for p in &profile_names {
         order.push((ScopeKind::Profile, p.clone(), true));
     }
@@ -489,16 +488,26 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
         .map(|(kind, name, builtin)| {
             let (counts, per, instruction, gemm) = scopes.remove(&(kind, name.clone())).unwrap_or_default();
             let declared = match kind {
-                ScopeKind::Preset => Preset::by_name(&name).ok().map(|p| p.maturity().name()),
-                ScopeKind::Profile => Profile::by_name(&name).ok().map(|p| p.maturity.name()),
+                ScopeKind::Preset => {
+                    mmaemu_datasets::platform::catalogue().preset(&name).ok().map(|p| p.maturity().name())
+                }
+                ScopeKind::Profile => {
+                    mmaemu_datasets::platform::catalogue().profile(&name).ok().map(|p| p.maturity.name())
+                }
             };
             let mut features: Vec<FeatureStatus> =
                 per.into_iter().map(|(feature, c)| FeatureStatus { feature, counts: c, status: c.status() }).collect();
             let expected = match kind {
-                ScopeKind::Preset => Preset::by_name(&name).ok().filter(|_| builtin).map(|p| universe(&p, false)),
-                ScopeKind::Profile => {
-                    Profile::by_name(&name).ok().filter(|_| builtin).map(|p| universe(&p.preset, true))
-                }
+                ScopeKind::Preset => mmaemu_datasets::platform::catalogue()
+                    .preset(&name)
+                    .ok()
+                    .filter(|_| builtin)
+                    .map(|p| universe(&p, false)),
+                ScopeKind::Profile => mmaemu_datasets::platform::catalogue()
+                    .profile(&name)
+                    .ok()
+                    .filter(|_| builtin)
+                    .map(|p| universe(&p.preset, true)),
             };
             for f in expected.unwrap_or_default() {
                 if !features.iter().any(|x| x.feature == f) {

@@ -38,7 +38,7 @@ fn bits(v: &[f32]) -> HexBits {
 /// the preset's kernels, S up to 12).
 pub fn plan_choice(preset: &Preset) -> BoxedStrategy<(bool, SplitK)> {
     let fast = if preset.slow_chunk().is_some() { any::<bool>().boxed() } else { Just(true).boxed() };
-    let schemes: Vec<Scheme> = preset.allowed_schemes().to_vec();
+    let schemes: Vec<Scheme> = mmaemu_model::Catalogue::builtin().schemes(&preset).to_vec();
     if schemes.is_empty() {
         return fast.prop_map(|f| (f, SplitK::NONE)).boxed();
     }
@@ -223,7 +223,7 @@ fn k0() -> Family {
         check(name, seed, cases, strategy, |((p, m, n, fast, s), out, sa, sb, sr)| {
             let preset = presets()[p].clone();
             let fast = fast || preset.slow_chunk().is_none();
-            let split = match preset.allowed_schemes().first() {
+            let split = match mmaemu_model::Catalogue::builtin().schemes(&preset).first() {
                 Some(&scheme) if s > 1 => SplitK::new(s, scheme).unwrap_or(SplitK::NONE),
                 _ => SplitK::NONE,
             };

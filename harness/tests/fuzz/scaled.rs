@@ -27,7 +27,7 @@ fn scale() -> impl Strategy<Value = f32> {
 
 /// A split the profile's preset accepts: Count(1), or Pair(S, scheme) for its split schemes.
 fn split(profile: &Profile) -> BoxedStrategy<(SplitK, SplitRequest)> {
-    let schemes = profile.preset.allowed_schemes().to_vec();
+    let schemes = mmaemu_model::Catalogue::builtin().schemes(&profile.preset).to_vec();
     let one = Just((SplitK::NONE, SplitRequest::Count(1)));
     if schemes.is_empty() {
         return one.boxed();
@@ -124,7 +124,7 @@ pub fn families() -> Vec<Family> {
         .into_iter()
         .map(|p| {
             Family::new(format!("fuzz/scaled_mm/{p}"), 4, move |name, seed, cases| {
-                let profile = Profile::by_name(p).map_err(|e| format!("profile {p}: {e}"))?;
+                let profile = mmaemu_model::Catalogue::builtin().profile(p).map_err(|e| format!("profile {p}: {e}"))?;
                 check(name, seed, cases, call(&profile), |c| run_call(&profile, &c))
             })
         })

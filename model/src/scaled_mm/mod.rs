@@ -8,6 +8,7 @@
 mod checks;
 
 use crate::accumulate::{execute, ChainEngine, Operands, ReferenceEngine};
+use crate::catalogue::Catalogue;
 use crate::dtype::Dtype;
 use crate::epilogue::{Epilogue, OutDtype};
 use crate::error::{Category, Error, Result};
@@ -94,6 +95,8 @@ pub struct ScaledMm<'a> {
     pub out: Option<Tensor>,
     /// The profile.
     pub profile: ProfileArg,
+    /// The catalogue the profile's name is looked up in (the built-ins unless the caller loaded bundles).
+    pub catalogue: &'a Catalogue,
     /// The split-K request.
     pub splitk: SplitRequest,
     /// The backend name: `auto`, `reference`, `cuda`, `cuda:<kernel>`, or any other name the [`Backends`]
@@ -186,11 +189,11 @@ fn r(msg: String) -> Error {
     Error::rejects(msg)
 }
 
-/// The effective profile.
-pub fn resolve_profile(p: &ProfileArg) -> Result<Profile> {
+/// The effective profile, names looked up in `catalogue`.
+pub fn resolve_profile(p: &ProfileArg, catalogue: &Catalogue) -> Result<Profile> {
     match p {
-        ProfileArg::Default => Profile::by_name(DEFAULT_PROFILE),
-        ProfileArg::Name(n) => Profile::by_name(n),
+        ProfileArg::Default => catalogue.profile(DEFAULT_PROFILE),
+        ProfileArg::Name(n) => catalogue.profile(n),
         ProfileArg::Value(p) => Ok((**p).clone()),
     }
 }
@@ -280,6 +283,7 @@ impl<'a> ScaledMm<'a> {
             use_fast_accum: false,
             out: None,
             profile: ProfileArg::Default,
+            catalogue: Catalogue::builtin(),
             splitk: SplitRequest::Auto,
             backend: "auto".into(),
             strict: false,
@@ -292,7 +296,7 @@ impl<'a> ScaledMm<'a> {
         self.argument_checks(dry).map_err(|e| fail(None, e))?;
         self.torch_checks().map_err(|e| fail(None, e))?;
         // Step 3: the profile, before the zero-size return.
-        let profile = resolve_profile(&self.profile).map_err(|e| fail(None, e))?;
+        let profile = resolve_profile(&self.profile, self.catalogue).map_err(|e| fail(None, e))?;
         let p = Some(&profile);
         let (m, k, n) = (self.input.shape[0], self.input.shape[1], self.mat2.shape[1]);
         let od = self.effective_out_dtype();
@@ -360,6 +364,8 @@ impl<'a> ScaledMm<'a> {
             crate::fpenv::check().map_err(|e| fail(p, e))?;
         }
         // Step 13: plan construction.
+        // The plan (§3.4): the profile's GPU splits as its kernels do, then the preset's arithmetic plans it.
+        profile.check_split(split.splitk(), self.use_fast_accum).map_err(|e| fail(p, e))?;
         let plan = Plan::new(&profile.preset, k, self.use_fast_accum, split.splitk()).map_err(|e| fail(p, e))?;
         let epilogue = Epilogue {
             scale_a: self.scale_a.value_f32(),

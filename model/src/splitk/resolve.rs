@@ -34,7 +34,7 @@ fn describe_setting(ws: u64, out: OutDtype, fast: bool, fa: Format, fb: Format) 
 
 /// The schemes of the profile's preset for the hint `splitk=(S, 'a'|'b')`.
 fn scheme_hint(profile: &Profile) -> String {
-    let schemes = profile.preset.allowed_schemes();
+    let schemes = &profile.schemes;
     if schemes.is_empty() {
         "scheme".to_string()
     } else {
@@ -49,7 +49,7 @@ fn explicit_split(profile: &Profile, request: &SplitRequest) -> Result<Option<Sp
         SplitRequest::Auto => Ok(None),
         SplitRequest::Count(1) => Ok(Some(SplitK::NONE)),
         SplitRequest::Count(s) if s > 1 => {
-            let hint = if profile.preset.allowed_schemes().is_empty() {
+            let hint = if profile.schemes.is_empty() {
                 format!(" (preset '{}' has no split-K layout)", profile.preset.name())
             } else {
                 String::new()

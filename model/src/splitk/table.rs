@@ -93,6 +93,14 @@ impl Table {
         let sc = &self.0.sidecar;
         sc.custom_schemes.iter().find(|(c, _)| i64::from(*c) == custom).map_or(sc.unlisted_scheme, |(_, s)| *s)
     }
+    /// The schemes of the split kernels its customOptions select (listed and unlisted), sorted.
+    pub fn schemes(self) -> Vec<Scheme> {
+        let sc = &self.0.sidecar;
+        let mut s: Vec<Scheme> = sc.custom_schemes.iter().map(|(_, s)| *s).chain([sc.unlisted_scheme]).collect();
+        s.sort();
+        s.dedup();
+        s
+    }
     /// Size of the encoded rows in bytes.
     pub fn rows_bytes(self) -> u64 {
         self.0.blob.len() as u64

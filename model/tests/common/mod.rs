@@ -66,13 +66,13 @@ pub struct OracleChain {
 /// Every chain through every model (a preset name, `+mx` for its block-scaled dot) against MMA-Sim's bits,
 /// `expected[chain][model]`: the first differences are listed, and every result is compared.
 pub fn assert_equals_mmasim(models: &[String], chains: &[OracleChain], expected: &[Vec<u32>]) {
-    use mmaemu_model::{dot, dot_scaled, Preset};
+    use mmaemu_model::{dot, dot_scaled};
     assert_eq!(chains.len(), expected.len());
     let mut failures = Vec::new();
     let (mut compared, mut differ) = (0usize, 0usize);
     for (m, model) in models.iter().enumerate() {
         let (name, scaled) = model.strip_suffix("+mx").map_or((model.as_str(), false), |n| (n, true));
-        let preset = Preset::by_name(name).unwrap();
+        let preset = mmaemu_model::Catalogue::builtin().preset(name).unwrap();
         for (i, (ch, expected)) in chains.iter().zip(expected).enumerate() {
             let c = Some(f32::from_bits(ch.c));
             let got = if scaled {

@@ -63,7 +63,7 @@ pub use fields::{
 use crate::caller::Caller;
 use crate::geometry::Geometry;
 use mmaemu_datasets::inputs::DataClass;
-use mmaemu_model::{Format, OutDtype, Profile, Scheme, Table};
+use mmaemu_model::{Format, OutDtype, Scheme, Table};
 use serde::Deserialize;
 use std::collections::HashSet;
 
@@ -385,10 +385,10 @@ impl Sweep {
             },
         };
         if let Some(p) = &spec.profile {
-            Profile::by_name(p).map_err(|e| format!("profile: {e}"))?;
+            mmaemu_datasets::platform::catalogue().profile(p).map_err(|e| format!("profile: {e}"))?;
         }
         if let Some(p) = &spec.preset {
-            mmaemu_model::Preset::by_name(p).map_err(|e| format!("preset: {e}"))?;
+            mmaemu_datasets::platform::catalogue().preset(p).map_err(|e| format!("preset: {e}"))?;
         }
         if spec.chunk_rows == 0 || spec.grid_chunk_rows == 0 {
             return Err("chunk_rows and grid_chunk_rows must be at least 1".into());

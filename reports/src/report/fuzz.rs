@@ -88,7 +88,8 @@ fn case(rng: &mut ChaCha8Rng, finite: bool) -> Case {
     };
     let fast = rng.random_range(0..2) == 0;
     let s = [1, 1, 2, 3, 4, 5, 6, 8][rng.random_range(0..8)];
-    let scheme = match (s, preset.allowed_schemes()) {
+    let schemes = mmaemu_model::Catalogue::builtin().schemes(&preset);
+    let scheme = match (s, schemes.as_slice()) {
         (1, _) => Scheme::None,
         (_, allowed) if !allowed.is_empty() => allowed[rng.random_range(0..allowed.len())],
         _ => Scheme::None,

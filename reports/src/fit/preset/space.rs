@@ -50,7 +50,7 @@ pub fn params(s: &PresetSpec) -> [(&'static str, String); 6] {
 pub fn builtin_matches(s: &PresetSpec) -> Vec<Preset> {
     Preset::list()
         .into_iter()
-        .filter_map(|n| Preset::by_name(n).ok())
+        .filter_map(Preset::builtin)
         .filter(|p| {
             let b = p.spec();
             (b.nfma, b.frac, b.frac_out, b.rounding, b.min_exp, b.c_entry)

@@ -207,7 +207,8 @@ fn numerics(row: &Row) -> Result<(Preset, Format, Format, Finish, OutDtype), Str
     let fmt = |n: &str| Format::from_name(n).ok_or_else(|| format!("operand format '{n}' is not an FP8 format"));
     match row.op {
         Op::Accumulator | Op::Gemm => {
-            let preset = Preset::by_name(&row.preset).map_err(|e| format!("preset: {e}"))?;
+            let preset =
+                mmaemu_datasets::platform::catalogue().preset(&row.preset).map_err(|e| format!("preset: {e}"))?;
             let (fa, fb) = (fmt(&row.fmt_a)?, fmt(&row.fmt_b)?);
             if row.op == Op::Accumulator {
                 return Ok((preset, fa, fb, Finish::Accumulator, OutDtype::Float32));
@@ -226,7 +227,7 @@ fn numerics(row: &Row) -> Result<(Preset, Format, Format, Finish, OutDtype), Str
             if plan.split.is_none() {
                 return Err(format!("the call computes nothing ({})", plan.backend));
             }
-            let profile = resolve_profile(&call.profile).map_err(|e| format!("profile: {e}"))?;
+            let profile = resolve_profile(&call.profile, call.catalogue).map_err(|e| format!("profile: {e}"))?;
             let fa = call.input.dtype.format().ok_or("mat1 is not an FP8 operand")?;
             let fb = call.mat2.dtype.format().ok_or("mat2 is not an FP8 operand")?;
             let od = call
