@@ -15,6 +15,7 @@ fn mmaemu(vars: &[(&str, &str)], args: &[&str]) -> Output {
         "MMAEMU_MAX_BYTES",
         "MMAEMU_DISABLE_CUDA",
         "MMAEMU_SIMD",
+        "MMAEMU_NATIVE",
     ] {
         c.env_remove(k);
     }
@@ -51,11 +52,27 @@ fn a_bad_variable_value_is_exit_2_naming_the_variable() {
         ("MMAEMU_MAX_BYTES", "lots"),
         ("MMAEMU_DISABLE_CUDA", "perhaps"),
         ("MMAEMU_SIMD", "sse2"),
+        ("MMAEMU_NATIVE", "openblas"),
+        ("MMAEMU_MAX_BYTES", " 1024"),
     ] {
-        let (_, e) = expect(2, &[(var, value)], &["info"]);
-        assert!(e.contains(var), "{var}={value}: {e}");
-        let (_, e) = expect(2, &[(var, value)], &["explain", "16", "5760", "1920", "--out", "bfloat16", "--fast"]);
-        assert!(e.contains(var), "{var}={value}: {e}");
+        let named = format!("{var}={value:?}");
+        for args in [
+            &["info"][..],
+            &["explain", "16", "5760", "1920", "--out", "bfloat16", "--fast"],
+            &["trace", "--m", "2", "--n", "2", "--k", "32", "--element", "0,0"],
+            &["attribute", "--m", "2", "--n", "2", "--k", "32"],
+            &["bench", "gemm", "--m", "2", "--n", "2", "--k", "32", "--reps", "0", "--no-native"],
+        ] {
+            let (_, e) = expect(2, &[(var, value)], args);
+            assert!(e.contains(var), "{var}={value} {args:?}: {e}");
+            if var != "MMAEMU_BACKEND" && var != "MMAEMU_PROFILE" {
+                assert!(e.contains(&named), "{args:?}: {e}");
+            }
+        }
+        // With --max-bytes the variable is still read, and still an error.
+        expect(2, &[(var, value)], &["--max-bytes", "1024", "info"]);
+        // Empty is the default, like unset.
+        expect(0, &[(var, "")], &["info"]);
     }
     // The accepted values still work.
     expect(0, &[("MMAEMU_SPLITK_STRICT", "1"), ("MMAEMU_BACKEND", "reference")], &["info"]);

@@ -168,7 +168,8 @@ fn preset_of(b: &GemmBench) -> Result<Preset, String> {
     if let Some(name) = &b.preset {
         return Preset::by_name_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| e.to_string());
     }
-    let profile = resolve_profile(&crate::env::profile_arg(b.profile.as_deref())).map_err(|e| e.to_string())?;
+    let profile =
+        crate::env::profile_arg(b.profile.as_deref()).and_then(|p| resolve_profile(&p)).map_err(|e| e.to_string())?;
     Ok(profile.preset)
 }
 
@@ -218,7 +219,7 @@ pub fn max_threads() -> usize {
 /// Refuse a shape or thread count before anything is allocated: an empty GEMM (its throughput means
 /// nothing), a size that overflows, memory above the ceiling (operands, result, and the native GEMM's
 /// fp32 copies unless skipped), no threads or more than [`max_threads`].
-fn check_size(b: &GemmBench) -> Result<(), String> {
+fn check_size(b: &GemmBench, max_bytes: u64) -> Result<(), String> {
     use mmaemu_model::limits::{check, product, sum};
     if b.m == 0 || b.n == 0 || b.k == 0 {
         return Err(format!("{}x{}x{} is an empty GEMM: M, N and K must be at least 1", b.m, b.n, b.k));
@@ -234,18 +235,21 @@ fn check_size(b: &GemmBench) -> Result<(), String> {
     let (ak, bk, mn) = (product(&[m, k]), product(&[n, k]), product(&[m, n]));
     let fp8 = sum(&[ak, bk, mn.and_then(|x| x.checked_mul(8))]);
     let native = if b.no_native { Some(0) } else { sum(&[ak, bk, mn]).and_then(|x| x.checked_mul(4)) };
-    check(&format!("the {}x{}x{} benchmark", b.m, b.n, b.k), sum(&[fp8, native]))
+    check(&format!("the {}x{}x{} benchmark", b.m, b.n, b.k), sum(&[fp8, native]), max_bytes)
 }
 
-/// Run the benchmark.
+/// Run the benchmark under the ceiling of MMAEMU_MAX_BYTES.
 pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
-    gemm_planted(b, &Planted::default())
+    let max_bytes = crate::env::max_bytes().map_err(|e| e.message().to_string())?;
+    gemm_planted(b, &Planted::default(), max_bytes)
 }
 
 /// Run the benchmark with non-finite codes planted in both operands; when some are, the finite operands are timed
-/// too, in turn with the planted ones (repetition by repetition), on the same pool.
-pub fn gemm_planted(b: &GemmBench, planted: &Planted) -> Result<GemmResult, String> {
-    check_size(b)?;
+/// too, in turn with the planted ones (repetition by repetition), on the same pool. Nothing is allocated above
+/// `max_bytes`.
+pub fn gemm_planted(b: &GemmBench, planted: &Planted, max_bytes: u64) -> Result<GemmResult, String> {
+    check_size(b, max_bytes)?;
+    crate::env::native_matrixmultiply().map_err(|e| e.message().to_string())?;
     check_planted(planted, b.fmt_a, b.fmt_b)?;
     let preset = preset_of(b)?;
     let split = split_of(&b.splitk, &preset)?;
@@ -277,7 +281,8 @@ pub fn gemm_planted(b: &GemmBench, planted: &Planted) -> Result<GemmResult, Stri
     if *planted != Planted::default() {
         // A second copy of each operand, with the planted codes (the check above counted one copy only: the ceiling
         // is checked again with both).
-        mmaemu_model::limits::check("the planted operands", Some(2 * (m as u64 * k as u64 + n as u64 * k as u64)))?;
+        let bytes = Some(2 * (m as u64 * k as u64 + n as u64 * k as u64));
+        mmaemu_model::limits::check("the planted operands", bytes, max_bytes)?;
         (pa, pb) = (a.clone(), bb.clone());
         for (codes, f) in [(&mut pa, b.fmt_a), (&mut pb, b.fmt_b)] {
             let (nans, infs) = nonfinite_codes(f);
@@ -439,14 +444,16 @@ mod tests {
             no_native: true,
             verify: true,
         };
-        let r = gemm_planted(&b, &Planted { nan: 0.01, inf: 0.02 }).unwrap();
+        let r = gemm_planted(&b, &Planted { nan: 0.01, inf: 0.02 }, mmaemu_model::limits::DEFAULT_MAX_BYTES).unwrap();
         let p = r.planted.unwrap();
         // 1 % of A's and B's codes as NaN, 2 % of B's as Inf (A is E4M3).
         assert_eq!(p.codes, 16 + 48 + 96);
         assert!(p.finite_s > 0.0 && p.slowdown > 0.0 && r.verified.is_some());
-        assert!(gemm_planted(&b, &Planted { nan: 1.5, inf: 0.0 }).is_err());
+        assert!(gemm_planted(&b, &Planted { nan: 1.5, inf: 0.0 }, mmaemu_model::limits::DEFAULT_MAX_BYTES).is_err());
         b.fmt_b = Format::E4m3;
-        assert!(gemm_planted(&b, &Planted { nan: 0.0, inf: 0.01 }).unwrap_err().contains("e5m2"));
+        assert!(gemm_planted(&b, &Planted { nan: 0.0, inf: 0.01 }, mmaemu_model::limits::DEFAULT_MAX_BYTES)
+            .unwrap_err()
+            .contains("e5m2"));
         assert!(gemm(&b).unwrap().planted.is_none());
     }
 }

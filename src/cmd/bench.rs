@@ -138,7 +138,7 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
         (Err(e), _) | (_, Err(e)) => return Err(CommandError::bad_input(e)),
     };
     let planted = Planted { nan: a.nan, inf: a.inf };
-    let r = gemm_planted(&bench, &planted).map_err(CommandError::bad_input)?;
+    let r = gemm_planted(&bench, &planted, mmaemu_datasets::limits::ceiling()).map_err(CommandError::bad_input)?;
     if a.json {
         println!("{}", json(&r));
     } else {
@@ -155,6 +155,7 @@ fn suite(a: SuiteArgs) -> CommandResult {
         presets: a.presets.split(',').map(|p| p.trim().to_string()).collect(),
         max_macs: a.max_macs,
         rounds: a.rounds,
+        max_bytes: mmaemu_datasets::limits::ceiling(),
     };
     if !a.json {
         println!("{}", SUITE_HEADER.join("\n"));

@@ -95,8 +95,9 @@ pub fn dtype_arg(s: &str) -> Dtype {
     }
 }
 
-/// Explain one case.
-pub fn explain_case(c: &Case) -> CallPlan {
+/// Explain one case (a bad MMAEMU_PROFILE or MMAEMU_SPLITK_STRICT is exit 2).
+pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
+    let bad = |e: mmaemu_model::Error| CommandError::bad_input(e.message());
     let (da, db) = (dtype_arg(&c.a), dtype_arg(&c.b));
     let od = c.out.as_deref().map(dtype_arg);
     // Operands without data: explain reads shapes, strides, offsets and dtypes only.
@@ -119,12 +120,12 @@ pub fn explain_case(c: &Case) -> CallPlan {
         out_dtype: od,
         use_fast_accum: c.fast,
         out,
-        profile: env::profile_arg(c.profile.as_deref()),
+        profile: env::profile_arg(c.profile.as_deref()).map_err(bad)?,
         splitk: c.splitk.clone(),
         backend: c.backend.clone(),
-        strict: env::strict(),
+        strict: env::strict().map_err(bad)?,
     };
-    call.explain_on(&OnPlacement(c.device.unwrap_or_else(Placement::auto)))
+    Ok(call.explain_on(&OnPlacement(c.device.unwrap_or_else(Placement::auto))))
 }
 
 /// A split decision as JSON.
@@ -366,7 +367,7 @@ pub fn run(args: ExplainArgs) -> CommandResult {
     if let Some(path) = args.cases {
         return explain_cases(&path, &case);
     }
-    let plan = explain_case(&case);
+    let plan = explain_case(&case)?;
     if args.json {
         println!("{}", plan_json(&plan));
     } else {
@@ -386,7 +387,7 @@ fn explain_cases(path: &std::path::Path, defaults: &Case) -> CommandResult {
         }
         let (id, case) = parse_case_line(line, defaults)
             .map_err(|e| CommandError::bad_input(format!("{}:{}: {e}", path.display(), no + 1)))?;
-        let plan = explain_case(&case);
+        let plan = explain_case(&case)?;
         any_error |= plan.validation != Validation::Ok;
         let mut obj = serde_json::Map::new();
         obj.insert("id".into(), id);

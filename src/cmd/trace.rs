@@ -199,7 +199,7 @@ pub fn with_call<R>(
         stream: f.stream,
         data: data_class(&f.data).map_err(bad)?,
     };
-    limits::check(
+    limits::check_in_force(
         "the operands",
         limits::sum(&[limits::product(&[m as u64, k as u64]), limits::product(&[n as u64, k as u64])]),
     )
@@ -226,10 +226,10 @@ pub fn with_call<R>(
         out_dtype: f.out.as_deref().map(dtype_arg),
         use_fast_accum: f.fast,
         out: None,
-        profile: env::profile_arg(f.profile.as_deref()),
+        profile: env::profile_arg(f.profile.as_deref()).map_err(|e| bad(e.message().to_string()))?,
         splitk: parse_splitk(&f.splitk).map_err(bad)?,
         backend: "reference".into(),
-        strict: env::strict(),
+        strict: env::strict().map_err(|e| bad(e.message().to_string()))?,
     };
     run(&call)
 }
