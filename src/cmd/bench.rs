@@ -1,9 +1,9 @@
 //! `mmaemu bench gemm`: the arguments and the printed forms (text, JSON) of
-//! `mmaemu_kernels::bench`.
+//! `mmaemu_bench::gemm`.
 
 use super::{CommandError, CommandResult, Exit};
-use mmaemu_kernels::bench::{gemm_planted, GemmBench, GemmResult, Planted};
-use mmaemu_kernels::suite::{self, Suite, SuiteRow};
+use mmaemu_bench::gemm::{gemm_planted, GemmBench, GemmResult, Planted};
+use mmaemu_bench::suite::{self, Suite, SuiteRow};
 use mmaemu_kernels::tiling::Tiling;
 use mmaemu_model::Format;
 use serde_json::{json, Value};

@@ -8,9 +8,10 @@
 //! is run once to warm up and timed `reps` times, and the best time counts (both sides alike).
 
 use crate::native;
-use crate::registry::registry;
-use crate::tiling::Tiling;
-use crate::{CpuEngine, SimdLevel};
+use mmaemu_kernels::env;
+use mmaemu_kernels::registry::registry;
+use mmaemu_kernels::tiling::Tiling;
+use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::format::Class;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::scaled_mm::resolve_profile;
@@ -169,7 +170,7 @@ fn preset_of(b: &GemmBench) -> Result<Preset, String> {
         return Preset::by_name_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| e.to_string());
     }
     let profile =
-        crate::env::profile_arg(b.profile.as_deref()).and_then(|p| resolve_profile(&p)).map_err(|e| e.to_string())?;
+        env::profile_arg(b.profile.as_deref()).and_then(|p| resolve_profile(&p)).map_err(|e| e.to_string())?;
     Ok(profile.preset)
 }
 
@@ -240,7 +241,7 @@ fn check_size(b: &GemmBench, max_bytes: u64) -> Result<(), String> {
 
 /// Run the benchmark under the ceiling of MMAEMU_MAX_BYTES.
 pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
-    let max_bytes = crate::env::max_bytes().map_err(|e| e.message().to_string())?;
+    let max_bytes = env::max_bytes().map_err(|e| e.message().to_string())?;
     gemm_planted(b, &Planted::default(), max_bytes)
 }
 
@@ -249,7 +250,7 @@ pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
 /// `max_bytes`.
 pub fn gemm_planted(b: &GemmBench, planted: &Planted, max_bytes: u64) -> Result<GemmResult, String> {
     check_size(b, max_bytes)?;
-    crate::env::native_matrixmultiply().map_err(|e| e.message().to_string())?;
+    env::native_matrixmultiply().map_err(|e| e.message().to_string())?;
     check_planted(planted, b.fmt_a, b.fmt_b)?;
     let preset = preset_of(b)?;
     let split = split_of(&b.splitk, &preset)?;

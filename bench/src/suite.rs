@@ -2,8 +2,8 @@
 //! for hopper and ada, fast and slow, each measured with `auto`, with every SIMD level above portable, and
 //! against the native fp32 GEMM of the same shape on the same threads — the rows of kernels/performance.md's tables.
 
-use crate::bench::{gemm_planted, GemmBench, GemmResult, Planted};
-use crate::SimdLevel;
+use crate::gemm::{gemm_planted, GemmBench, GemmResult, Planted};
+use mmaemu_kernels::SimdLevel;
 use mmaemu_model::Format;
 
 /// The suite's shapes (M, N, K): M in {1, 16, 128, 2048} against the (N, K) of common layers, then a long K,
