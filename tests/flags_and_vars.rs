@@ -122,3 +122,13 @@ fn replay_ends_with_its_verdict_and_shows_the_table_on_request() {
     assert!(stdout.contains("== status table ==") && stdout.contains("validated"), "{stdout}");
     assert_eq!(stdout.lines().last(), Some("2 passed, 0 failed"));
 }
+
+#[test]
+fn explain_takes_the_shape_positionally_or_by_the_flags_of_trace() {
+    let call = ["--out", "bfloat16", "--fast", "--json"];
+    let (positional, _) = expect(0, &[], &[&["explain", "16", "5760", "1920"][..], &call].concat());
+    let (flags, _) = expect(0, &[], &[&["explain", "--m", "16", "--n", "5760", "--k", "1920"][..], &call].concat());
+    assert_eq!(positional, flags);
+    let (_, e) = expect(2, &[], &["explain", "16", "5760", "1920", "--m", "16"]);
+    assert!(e.contains("--m"), "{e}");
+}
