@@ -397,26 +397,30 @@ pub fn gemm_planted(b: &GemmBench, planted: &Planted, max_bytes: u64) -> Result<
 mod tests {
     use super::*;
 
-    #[test]
-    fn small_bench_runs() {
-        let b = GemmBench {
-            m: 16,
-            n: 40,
-            k: 300,
+    /// A small benchmark on the CPU backend, one thread, one repetition, verified; E4M3 x E5M2.
+    fn small(m: usize, n: usize, k: usize, fast: bool, splitk: &str, no_native: bool) -> GemmBench {
+        GemmBench {
+            m,
+            n,
+            k,
             profile: None,
             preset: None,
-            fast: false,
-            splitk: "3".into(),
+            fast,
+            splitk: splitk.into(),
             fmt_a: Format::E4m3,
             fmt_b: Format::E5m2,
             threads: Some(1),
             backend: "cpu".into(),
             tiling: None,
             reps: 1,
-            no_native: false,
+            no_native,
             verify: true,
-        };
-        let r = gemm(&b).unwrap();
+        }
+    }
+
+    #[test]
+    fn small_bench_runs() {
+        let r = gemm(&small(16, 40, 300, false, "3", false)).unwrap();
         assert_eq!(r.split, "3,contiguous");
         assert_eq!(r.threads, 1);
         assert_eq!(r.verified.as_deref(), Some("reference"));
@@ -428,33 +432,18 @@ mod tests {
     /// model; a fraction outside [0, 1] and Inf codes without an E5M2 operand are refused.
     #[test]
     fn planted_bench_runs() {
-        let mut b = GemmBench {
-            m: 8,
-            n: 24,
-            k: 200,
-            profile: None,
-            preset: None,
-            fast: true,
-            splitk: "1".into(),
-            fmt_a: Format::E4m3,
-            fmt_b: Format::E5m2,
-            threads: Some(1),
-            backend: "cpu".into(),
-            tiling: None,
-            reps: 1,
-            no_native: true,
-            verify: true,
+        let mut b = small(8, 24, 200, true, "1", true);
+        let run = |b: &GemmBench, nan: f64, inf: f64| {
+            gemm_planted(b, &Planted { nan, inf }, mmaemu_model::limits::DEFAULT_MAX_BYTES)
         };
-        let r = gemm_planted(&b, &Planted { nan: 0.01, inf: 0.02 }, mmaemu_model::limits::DEFAULT_MAX_BYTES).unwrap();
+        let r = run(&b, 0.01, 0.02).unwrap();
         let p = r.planted.unwrap();
         // 1 % of A's and B's codes as NaN, 2 % of B's as Inf (A is E4M3).
         assert_eq!(p.codes, 16 + 48 + 96);
         assert!(p.finite_s > 0.0 && p.slowdown > 0.0 && r.verified.is_some());
-        assert!(gemm_planted(&b, &Planted { nan: 1.5, inf: 0.0 }, mmaemu_model::limits::DEFAULT_MAX_BYTES).is_err());
+        assert!(run(&b, 1.5, 0.0).is_err());
         b.fmt_b = Format::E4m3;
-        assert!(gemm_planted(&b, &Planted { nan: 0.0, inf: 0.01 }, mmaemu_model::limits::DEFAULT_MAX_BYTES)
-            .unwrap_err()
-            .contains("e5m2"));
+        assert!(run(&b, 0.0, 0.01).unwrap_err().contains("e5m2"));
         assert!(gemm(&b).unwrap().planted.is_none());
     }
 }
