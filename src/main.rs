@@ -164,6 +164,11 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // The memory ceiling in force (`mmaemu_datasets::limits::ceiling`): MMAEMU_MAX_BYTES, before the bundles are
+    // read; `--max-bytes` replaces it below, and a bad value of the variable is exit 2 at `check_env`.
+    mmaemu_datasets::limits::set_ceiling(
+        mmaemu_kernels::env::max_bytes().unwrap_or(mmaemu_datasets::limits::DEFAULT_MAX_BYTES),
+    );
     // Bundles first (MMAEMU_PLATFORMS, --platform, --profile PATH): every command then knows their profiles by name.
     let args = match cmd::platform::prepare(std::env::args_os().collect()) {
         Ok(a) => a,
@@ -174,8 +179,7 @@ fn main() -> ExitCode {
     };
     let cli = Cli::parse_from(args);
     if let Some(bytes) = cli.max_bytes {
-        // Still one thread: nothing has started that reads the environment.
-        std::env::set_var(mmaemu_datasets::limits::MAX_BYTES_ENV, bytes.to_string());
+        mmaemu_datasets::limits::set_ceiling(bytes);
     }
     let command = cli.command;
     let name = command.name();

@@ -15,6 +15,7 @@ fn mmaemu(vars: &[(&str, &str)], args: &[&str]) -> Output {
         "MMAEMU_MAX_BYTES",
         "MMAEMU_DISABLE_CUDA",
         "MMAEMU_SIMD",
+        "MMAEMU_NATIVE",
     ] {
         c.env_remove(k);
     }
@@ -51,11 +52,27 @@ fn a_bad_variable_value_is_exit_2_naming_the_variable() {
         ("MMAEMU_MAX_BYTES", "lots"),
         ("MMAEMU_DISABLE_CUDA", "perhaps"),
         ("MMAEMU_SIMD", "sse2"),
+        ("MMAEMU_NATIVE", "openblas"),
+        ("MMAEMU_MAX_BYTES", " 1024"),
     ] {
-        let (_, e) = expect(2, &[(var, value)], &["info"]);
-        assert!(e.contains(var), "{var}={value}: {e}");
-        let (_, e) = expect(2, &[(var, value)], &["explain", "16", "5760", "1920", "--out", "bfloat16", "--fast"]);
-        assert!(e.contains(var), "{var}={value}: {e}");
+        let named = format!("{var}={value:?}");
+        for args in [
+            &["info"][..],
+            &["explain", "16", "5760", "1920", "--out", "bfloat16", "--fast"],
+            &["trace", "--m", "2", "--n", "2", "--k", "32", "--element", "0,0"],
+            &["attribute", "--m", "2", "--n", "2", "--k", "32"],
+            &["bench", "gemm", "--m", "2", "--n", "2", "--k", "32", "--reps", "0", "--no-native"],
+        ] {
+            let (_, e) = expect(2, &[(var, value)], args);
+            assert!(e.contains(var), "{var}={value} {args:?}: {e}");
+            if var != "MMAEMU_BACKEND" && var != "MMAEMU_PROFILE" {
+                assert!(e.contains(&named), "{args:?}: {e}");
+            }
+        }
+        // With --max-bytes the variable is still read, and still an error.
+        expect(2, &[(var, value)], &["--max-bytes", "1024", "info"]);
+        // Empty is the default, like unset.
+        expect(0, &[(var, "")], &["info"]);
     }
     // The accepted values still work.
     expect(0, &[("MMAEMU_SPLITK_STRICT", "1"), ("MMAEMU_BACKEND", "reference")], &["info"]);
@@ -104,4 +121,14 @@ fn replay_ends_with_its_verdict_and_shows_the_table_on_request() {
     let (stdout, _) = expect(0, &[], &["replay", "--status", file.to_str().unwrap()]);
     assert!(stdout.contains("== status table ==") && stdout.contains("validated"), "{stdout}");
     assert_eq!(stdout.lines().last(), Some("2 passed, 0 failed"));
+}
+
+#[test]
+fn explain_takes_the_shape_positionally_or_by_the_flags_of_trace() {
+    let call = ["--out", "bfloat16", "--fast", "--json"];
+    let (positional, _) = expect(0, &[], &[&["explain", "16", "5760", "1920"][..], &call].concat());
+    let (flags, _) = expect(0, &[], &[&["explain", "--m", "16", "--n", "5760", "--k", "1920"][..], &call].concat());
+    assert_eq!(positional, flags);
+    let (_, e) = expect(2, &[], &["explain", "16", "5760", "1920", "--m", "16"]);
+    assert!(e.contains("--m"), "{e}");
 }

@@ -54,7 +54,7 @@ fn lay_out(
         ((rows - 1) as u64).checked_mul(s0 as u64).and_then(|x| x.checked_add((cols - 1) as u64 * s1 as u64 + 1))
     };
     let bytes = extent.and_then(|e| e.checked_add(offset as u64)).and_then(|e| e.checked_mul(w as u64));
-    limits::check("an operand's storage", bytes)?;
+    limits::check_in_force("an operand's storage", bytes)?;
     if data.len() < rows * cols * w {
         return Err(format!("the operand holds {} bytes, its shape needs {}", data.len(), rows * cols * w));
     }
@@ -123,7 +123,7 @@ fn mat2(row: &Row, spec: &MatSpec, n: usize, k: usize) -> Result<Operand, String
 fn scale_tensor(spec: &ScaleSpec) -> Result<ScaleTensor, String> {
     let shape: Vec<usize> = spec.shape.iter().map(|&x| usize_of(x, "scale shape")).collect::<Result<_, _>>()?;
     let count = limits::product(&shape.iter().map(|&x| x as u64).collect::<Vec<_>>());
-    limits::check("a scale tensor", count.and_then(|c| c.checked_mul(8)))?;
+    limits::check_in_force("a scale tensor", count.and_then(|c| c.checked_mul(8)))?;
     let n = count.unwrap_or(0) as usize;
     Ok(ScaleTensor {
         dtype: Dtype::from_name(&spec.dtype),
@@ -189,7 +189,7 @@ impl CallParts {
         let default_call = Call::default();
         let call = row.call.as_ref().unwrap_or(&default_call);
         let (m, n, k) = (usize_of(row.m, "m")?, usize_of(row.n, "n")?, usize_of(row.k, "k")?);
-        limits::check("the result", limits::product(&[m as u64, n as u64, 4]))?;
+        limits::check_in_force("the result", limits::product(&[m as u64, n as u64, 4]))?;
         let scale = |spec: &Option<ScaleSpec>, bits: Option<u32>, what: &str| match spec {
             Some(s) => scale_tensor(s),
             None => scale_from_bits(bits, what),
@@ -206,7 +206,7 @@ impl CallParts {
                 let shape: Vec<usize> = o.shape.iter().map(|&x| usize_of(x, "out shape")).collect::<Result<_, _>>()?;
                 let dims: Vec<u64> = shape.iter().map(|&x| x as u64).collect();
                 let bytes = limits::product(&dims).and_then(|c| c.checked_mul(dtype.size() as u64));
-                limits::check("the out= tensor", bytes)?;
+                limits::check_in_force("the out= tensor", bytes)?;
                 let element = match &o.fill {
                     Some(f) => element_bytes(&dtype, f.value()),
                     None => vec![0x7F; dtype.size()],

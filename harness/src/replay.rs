@@ -277,7 +277,7 @@ fn dims(row: &Row) -> Result<(usize, usize, usize, usize), String> {
     let conv = |x: i64| usize::try_from(x).map_err(|_| format!("negative dimension {x}"));
     let d = (conv(row.batch)?, conv(row.m)?, conv(row.n)?, conv(row.k)?);
     let elements = mmaemu_datasets::limits::product(&[d.0 as u64, d.1 as u64, d.2 as u64]);
-    mmaemu_datasets::limits::check("the result", elements.and_then(|e| e.checked_mul(4)))?;
+    mmaemu_datasets::limits::check_in_force("the result", elements.and_then(|e| e.checked_mul(4)))?;
     Ok(d)
 }
 

@@ -1,30 +1,66 @@
-//! The `MMAEMU_*` environment variables (docs/reference.md §9.3) read at the library's edge, so the model
-//! stays pure: MMAEMU_PROFILE (the default profile), MMAEMU_SPLITK_STRICT (strict split-K mode) and MMAEMU_SIMD
-//! (the best SIMD level of the CPU backend).
+//! Every `MMAEMU_*` variable of docs/reference.md §9.3, read here at the library's edge (the model reads no
+//! environment), under one rule: unset or empty is the default, and a value the library cannot use is an invalid
+//! value (ValueError in Python, exit 2 on the command line) that names the variable and its value.
 
+use mmaemu_model::limits::DEFAULT_MAX_BYTES;
 use mmaemu_model::scaled_mm::ProfileArg;
 use mmaemu_model::{Catalogue, Error};
 
-/// The profile to use when the caller names none: MMAEMU_PROFILE if set and non-empty, else the default.
-pub fn default_profile() -> ProfileArg {
-    match std::env::var("MMAEMU_PROFILE") {
-        Ok(v) if !v.is_empty() => ProfileArg::Name(v),
-        _ => ProfileArg::Default,
+/// The variables `mmaemu info` reports, in its order.
+pub const VARIABLES: [&str; 9] = [
+    "MMAEMU_PROFILE",
+    "MMAEMU_SPLITK_STRICT",
+    "MMAEMU_BACKEND",
+    "MMAEMU_SIMD",
+    "MMAEMU_DISABLE_CUDA",
+    "MMAEMU_ALLOW_GATED_KERNELS",
+    "MMAEMU_NATIVE",
+    "MMAEMU_PLATFORMS",
+    "MMAEMU_MAX_BYTES",
+];
+
+/// The value of `name`: None when unset or empty; a value that is not Unicode is an invalid value.
+fn var(name: &str) -> Result<Option<String>, Error> {
+    match std::env::var(name) {
+        Ok(v) if v.is_empty() => Ok(None),
+        Ok(v) => Ok(Some(v)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(invalid(name, &v.to_string_lossy(), "a Unicode value")),
     }
 }
 
-/// A profile name given by the caller, or the environment's default.
-pub fn profile_arg(name: Option<&str>) -> ProfileArg {
-    match name {
-        Some(n) => ProfileArg::Name(n.to_string()),
-        None => default_profile(),
+/// The invalid value `name=value`, saying what was expected.
+pub fn invalid(name: &str, value: &str, expected: &str) -> Error {
+    Error::invalid_value(format!("{name}={value:?}: expected {expected}"))
+}
+
+/// The value of `name` parsed by `parse` (None: not a value it takes, then the error says `expected`); unset or
+/// empty: `default`.
+fn parsed<T>(name: &str, default: T, expected: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, Error> {
+    match var(name)? {
+        None => Ok(default),
+        Some(v) => parse(&v).ok_or_else(|| invalid(name, &v, expected)),
     }
+}
+
+/// MMAEMU_PROFILE: the default profile's name (None: unset or empty). The name itself is checked where a profile
+/// is resolved ([`checked_profile_arg`]).
+pub fn profile() -> Result<Option<String>, Error> {
+    var("MMAEMU_PROFILE")
+}
+
+/// A profile name given by the caller, or MMAEMU_PROFILE's, or the default.
+pub fn profile_arg(name: Option<&str>) -> Result<ProfileArg, Error> {
+    Ok(match name {
+        Some(n) => ProfileArg::Name(n.to_string()),
+        None => profile()?.map_or(ProfileArg::Default, ProfileArg::Name),
+    })
 }
 
 /// [`profile_arg`], with MMAEMU_PROFILE checked when it applies: a name no profile has is the error of
 /// [`Catalogue::profile`] (KeyError in Python) naming the variable and its value.
 pub fn checked_profile_arg(name: Option<&str>, catalogue: &Catalogue) -> Result<ProfileArg, Error> {
-    let arg = profile_arg(name);
+    let arg = profile_arg(name)?;
     if let (None, ProfileArg::Name(v)) = (name, &arg) {
         if let Err(e) = catalogue.profile(v) {
             return Err(Error::new(e.category(), format!("MMAEMU_PROFILE={v:?}: {}", e.message())));
@@ -33,46 +69,95 @@ pub fn checked_profile_arg(name: Option<&str>, catalogue: &Catalogue) -> Result<
     Ok(arg)
 }
 
-/// Strict split-K mode: MMAEMU_SPLITK_STRICT equals exactly "1" (read on every call).
-pub fn strict() -> bool {
-    std::env::var("MMAEMU_SPLITK_STRICT").is_ok_and(|v| v == "1")
+/// MMAEMU_SPLITK_STRICT: `1` strict split-K mode, `0` (or unset, empty) not; read on every call.
+pub fn strict() -> Result<bool, Error> {
+    parsed("MMAEMU_SPLITK_STRICT", false, "1 (strict split-K) or 0", |v| match v {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    })
+}
+
+/// MMAEMU_BACKEND: the backend `auto` stands for (None: unset or empty). The raw value; the name is checked
+/// where it is resolved (`registry::Registry::resolve_for`), whose errors name the variable.
+pub fn backend() -> Result<Option<String>, Error> {
+    var("MMAEMU_BACKEND")
 }
 
 /// MMAEMU_SIMD: the best SIMD level the CPU backend offers (`avx512`, `avx2` or `portable`; unset or empty: the
 /// CPU's best), so that the levels below the CPU's best can be selected by `auto` and measured as on a CPU without
-/// the levels above. Any other value is an invalid value naming the variable.
+/// the levels above.
 pub fn simd_limit() -> Result<Option<&'static str>, Error> {
-    match std::env::var("MMAEMU_SIMD") {
-        Ok(v) if !v.is_empty() => match crate::SimdLevel::all_names().into_iter().find(|n| *n == v) {
-            Some(name) => Ok(Some(name)),
-            None => Err(Error::invalid_value(format!("MMAEMU_SIMD={v:?}: expected avx512, avx2 or portable"))),
-        },
-        _ => Ok(None),
-    }
+    parsed("MMAEMU_SIMD", None, "avx512, avx2 or portable", |v| {
+        crate::SimdLevel::all_names().into_iter().find(|n| *n == v).map(Some)
+    })
+}
+
+/// MMAEMU_DISABLE_CUDA: 1, true, yes, on (ignoring case) keep the library off the GPU — auto selection and
+/// `--device auto` use the host, explicit cuda names are unavailable, and `info` does not touch CUDA; 0, false,
+/// no, off (or unset, empty) do not.
+pub fn cuda_disabled() -> Result<bool, Error> {
+    parsed("MMAEMU_DISABLE_CUDA", false, "1, true, yes, on (off the GPU) or 0, false, no, off", |v| {
+        let is = |set: [&str; 4]| set.iter().any(|t| v.eq_ignore_ascii_case(t));
+        if is(["1", "true", "yes", "on"]) {
+            Some(true)
+        } else if is(["0", "false", "no", "off"]) {
+            Some(false)
+        } else {
+            None
+        }
+    })
+}
+
+/// MMAEMU_NATIVE: `matrixmultiply` makes the benchmarks' native fp32 GEMM matrixmultiply's even where OpenBLAS is
+/// installed (true); unset or empty: OpenBLAS where installed (false).
+pub fn native_matrixmultiply() -> Result<bool, Error> {
+    parsed("MMAEMU_NATIVE", false, "matrixmultiply", |v| (v == "matrixmultiply").then_some(true))
+}
+
+/// MMAEMU_MAX_BYTES: the memory ceiling in bytes (a decimal number); unset or empty:
+/// [`DEFAULT_MAX_BYTES`].
+pub fn max_bytes() -> Result<u64, Error> {
+    parsed("MMAEMU_MAX_BYTES", DEFAULT_MAX_BYTES, "a number of bytes", |v| v.parse().ok())
+}
+
+/// Every variable with a value to check, checked; the first bad one is the error. A profile or backend name is
+/// checked where it is resolved.
+pub fn check() -> Result<(), Error> {
+    profile()?;
+    strict()?;
+    backend()?;
+    simd_limit()?;
+    cuda_disabled()?;
+    native_matrixmultiply()?;
+    max_bytes()?;
+    Ok(())
 }
 
 /// The variables and their values, for `mmaemu info`.
 pub fn report() -> Vec<(&'static str, Option<String>)> {
-    [
-        "MMAEMU_PROFILE",
-        "MMAEMU_SPLITK_STRICT",
-        "MMAEMU_BACKEND",
-        "MMAEMU_SIMD",
-        "MMAEMU_DISABLE_CUDA",
-        "MMAEMU_ALLOW_GATED_KERNELS",
-        "MMAEMU_NATIVE",
-        "MMAEMU_PLATFORMS",
-        "MMAEMU_MAX_BYTES",
-    ]
-    .into_iter()
-    .map(|k| (k, std::env::var(k).ok()))
-    .collect()
+    VARIABLES.into_iter().map(|k| (k, std::env::var(k).ok())).collect()
 }
 
-/// MMAEMU_DISABLE_CUDA: any of 1, true, yes, on (case-insensitive) keeps the library off the GPU — auto
-/// selection and `--device auto` use the host, explicit cuda names are unavailable, and `info` does not
-/// touch CUDA (docs/reference.md §9.3).
-pub fn cuda_disabled() -> bool {
-    std::env::var("MMAEMU_DISABLE_CUDA")
-        .is_ok_and(|v| ["1", "true", "yes", "on"].iter().any(|t| v.eq_ignore_ascii_case(t)))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one rule, on a variable no other test sets: unset and empty are the default, a value is parsed, a bad
+    /// value is an invalid value naming the variable and the value.
+    #[test]
+    fn one_rule() {
+        let name = "MMAEMU_ENV_RULE_TEST";
+        let get = || parsed(name, 7u64, "a number", |v| v.parse().ok());
+        assert_eq!(get().unwrap(), 7);
+        std::env::set_var(name, "");
+        assert_eq!(get().unwrap(), 7);
+        std::env::set_var(name, "12");
+        assert_eq!(get().unwrap(), 12);
+        std::env::set_var(name, " 12");
+        let e = get().unwrap_err();
+        assert_eq!(e.category(), mmaemu_model::Category::InvalidArgument(mmaemu_model::InvalidKind::InvalidValue));
+        assert_eq!(e.message(), "MMAEMU_ENV_RULE_TEST=\" 12\": expected a number");
+        std::env::remove_var(name);
+    }
 }

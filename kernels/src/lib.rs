@@ -5,16 +5,13 @@
 // Besides what README.md says of the modules: `driver` runs the plan's output tiles in parallel with rayon, and the
 // batteries, tests and benchmarks draw their inputs from `rand`'s ChaCha8 (`ChaCha8Rng`) with fixed seeds.
 
-pub mod bench;
 pub mod cuda;
 pub mod driver;
 pub mod env;
 pub mod fpstate;
 pub mod kernel;
-pub mod native;
 pub mod registry;
 pub mod selfcheck;
-pub mod suite;
 pub mod tables;
 pub mod tiling;
 pub mod x86;

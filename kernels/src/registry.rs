@@ -99,8 +99,11 @@ pub struct GpuSlot {
 
 impl GpuSlot {
     fn open(ordinal: usize, fallback: impl FnOnce() -> Arc<dyn ChainEngine + Send + Sync>) -> GpuSlot {
-        let gpu =
-            if env::cuda_disabled() { Err("disabled by MMAEMU_DISABLE_CUDA".to_string()) } else { Gpu::open(ordinal) };
+        let gpu = match env::cuda_disabled() {
+            Ok(false) => Gpu::open(ordinal),
+            Ok(true) => Err("disabled by MMAEMU_DISABLE_CUDA".to_string()),
+            Err(e) => Err(e.message().to_string()),
+        };
         let Ok(g) = &gpu else {
             return GpuSlot { gpu, reports: vec![], engines: vec![] };
         };
@@ -223,9 +226,9 @@ impl Registry {
         call: Option<(&Preset, Format, Format)>,
     ) -> Result<Selected<'_>> {
         crate::env::simd_limit()?;
+        crate::env::cuda_disabled()?;
         if name == "auto" {
-            let from_env = std::env::var("MMAEMU_BACKEND").unwrap_or_default();
-            if !from_env.is_empty() {
+            if let Some(from_env) = crate::env::backend()? {
                 // An error of the variable's value names the variable (and its value).
                 return self
                     .resolve_name(&from_env, placement, call)

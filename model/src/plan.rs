@@ -209,7 +209,8 @@ impl Plan {
         let s = split.s();
         // The splits are sized from the caller's S: refused above the memory ceiling before any is built.
         let per_split = (std::mem::size_of::<Split>() + std::mem::size_of::<Chunk>() + 16) as u64;
-        crate::limits::check(&format!("a plan of S = {s} splits"), crate::limits::product(&[s as u64, per_split]))
+        let bytes = crate::limits::product(&[s as u64, per_split]);
+        crate::limits::check(&format!("a plan of S = {s} splits"), bytes, crate::limits::DEFAULT_MAX_BYTES)
             .map_err(Error::invalid_value)?;
         // (1, 2: S and the scheme are validated by SplitK.) The plan follows the preset's parameters and the rule
         // alone: which layouts a GPU's kernels use is its profile's to check (`Profile::check_split`).

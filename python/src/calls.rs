@@ -124,7 +124,7 @@ impl CallArgs {
     /// Every described tensor must stay alive and unwritten while the call is used.
     pub(crate) unsafe fn call(&self, dry: bool) -> Result<ScaledMm<'_>, Error> {
         self.budget(dry)?;
-        let strict = budget::strict()?;
+        let strict = env::strict()?;
         let out = match &self.out {
             None => None,
             Some(o) => Some(o.shadow(dry)?),
@@ -180,7 +180,7 @@ impl CallArgs {
         if self.before_scope_end(e.category().name()) {
             return vec![];
         }
-        match resolve_profile(&env::profile_arg(self.profile.as_deref()), &self.catalogue) {
+        match env::profile_arg(self.profile.as_deref()).and_then(|p| resolve_profile(&p, &self.catalogue)) {
             Ok(p) => maturity_warning(&p).into_iter().collect(),
             Err(_) => vec![],
         }
@@ -429,7 +429,7 @@ pub fn accumulate(
                     unsafe { dst.write_logical(None) }.map_err(fault)?;
                     return Ok(warnings);
                 }
-                let strict = budget::strict().map_err(|e| (e, warnings.clone()))?;
+                let strict = env::strict().map_err(|e| (e, warnings.clone()))?;
                 let key = SplitKey { m, n, k, fa, fb, out: od, fast: use_fast_accum };
                 let bk = backends();
                 let computed = resolve_splitk(&profile, &key, &splitk.request(), true, strict).and_then(

@@ -59,6 +59,7 @@ pub fn get_profile<'py>(py: Python<'py>, name: Option<String>) -> PyResult<Bound
 #[pyfunction]
 pub fn load_profile<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> {
     no_panic(|| {
+        crate::budget::apply_ceiling(py)?;
         let data = |e: mmaemu_datasets::DatasetError| to_py(py, &Error::new(Category::Data, e.to_string()));
         let p = py.detach(|| {
             let p = mmaemu_datasets::platform::load_profile(path)?;
@@ -142,6 +143,7 @@ pub fn backends_status(py: Python<'_>, device: &str) -> PyResult<Status> {
 #[pyfunction]
 pub fn read_recording_rows<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyList>> {
     no_panic(|| {
+        crate::budget::apply_ceiling(py)?;
         let rec = py
             .detach(|| crate::errors::catch(|| read_recording(Path::new(path))))
             .map_err(internal)?

@@ -143,6 +143,32 @@ def test_a_bad_memory_ceiling_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
         mmaemu.accumulate(a, b, use_fast_accum=True, splitk=1)
 
 
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("MMAEMU_SPLITK_STRICT", "true"),
+        ("MMAEMU_DISABLE_CUDA", "perhaps"),
+        ("MMAEMU_NATIVE", "openblas-please"),
+        ("MMAEMU_MAX_BYTES", " 1024"),
+        ("MMAEMU_SIMD", "sse2"),
+    ],
+)
+def test_every_bad_variable_is_a_value_error_naming_it(monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
+    # One rule for every variable (docs/reference.md §9.3): a value the library cannot use is a ValueError that
+    # names the variable and its value, in every call, never a silent default.
+    a, b = mats()
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ValueError, match=f"{var}=\"{value}\""):
+        mmaemu.scaled_mm(a, b.t(), ONE, ONE, out_dtype=torch.float32)
+    with pytest.raises(ValueError, match=var):
+        mmaemu.accumulate(a, b, use_fast_accum=True)
+    with pytest.raises(ValueError, match=var):
+        mmaemu.scaled_mm(a, b.t(), ONE, ONE, out_dtype=torch.float32, splitk=1, backend="reference")
+    # Empty is the default, like unset.
+    monkeypatch.setenv(var, "")
+    mmaemu.scaled_mm(a, b.t(), ONE, ONE, out_dtype=torch.float32, splitk=1)
+
+
 def test_a_large_call_under_flush_to_zero_still_raises() -> None:
     # 256^3 = 2^24 multiply-adds: large enough to run on a thread of its own, which must not hide the caller's
     # flush-to-zero state.

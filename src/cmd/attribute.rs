@@ -1,7 +1,8 @@
 //! `mmaemu attribute`: every output of a generated call or a recorded row attributed (term and block truncation,
 //! chunk and split additions, epilogue rounding), summarised per source, compared across variants, as text, JSON or HTML.
 
-use super::trace::{with_call, CallFlags};
+use super::call::GeneratedCall;
+use super::trace::with_call;
 use super::{CommandError, CommandResult, Exit};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -23,7 +24,7 @@ pub struct AttributeArgs {
     pub row: Option<String>,
     /// The call (operands from the generator).
     #[command(flatten)]
-    pub call: CallFlags,
+    pub call: GeneratedCall,
     /// Variants of the call to compare with it, comma-separated; each is `:`-joined changes: a profile name, `fast`,
     /// `slow`, `s1` (no split), `auto` (the table's split), or an out dtype (fp32, bf16, fp16, e4m3, e5m2).
     #[arg(long)]
@@ -69,8 +70,8 @@ fn bar(total: usize, what: &str) -> Option<ProgressBar> {
 }
 
 /// Attribute a call by flags, with a progress bar.
-fn attribute_flags(f: &CallFlags, what: &str) -> Result<GemmAttribution, CommandError> {
-    let (m, n, _) = super::trace::shape(f)?;
+fn attribute_flags(f: &GeneratedCall, what: &str) -> Result<GemmAttribution, CommandError> {
+    let (m, n, _) = f.call.shape(None)?;
     let pb = bar(m.saturating_mul(n), what);
     let r = with_call(f, None, |call| {
         attribute_scaled_mm_with(call, &|d: usize| {
@@ -87,19 +88,19 @@ fn attribute_flags(f: &CallFlags, what: &str) -> Result<GemmAttribution, Command
 }
 
 /// The call `base` with the changes of one `--compare` item.
-pub fn variant(base: &CallFlags, spec: &str) -> Result<CallFlags, String> {
+pub fn variant(base: &GeneratedCall, spec: &str) -> Result<GeneratedCall, String> {
     let mut f = base.clone();
     for change in spec.split(':').map(str::trim) {
         match change {
-            "fast" => f.fast = true,
-            "slow" => f.fast = false,
-            "s1" => f.splitk = "1".into(),
-            "auto" => f.splitk = "auto".into(),
+            "fast" => f.call.fast = true,
+            "slow" => f.call.fast = false,
+            "s1" => f.call.splitk = "1".into(),
+            "auto" => f.call.splitk = "auto".into(),
             "fp32" | "float32" | "bf16" | "bfloat16" | "fp16" | "float16" | "e4m3" | "e5m2" => {
-                f.out = Some(change.into())
+                f.call.out = Some(change.into())
             }
             "" => return Err(format!("empty change in --compare item '{spec}'")),
-            profile => f.profile = Some(profile.into()),
+            profile => f.call.profile = Some(profile.into()),
         }
     }
     Ok(f)
@@ -199,7 +200,7 @@ fn describe(a: &AttributeArgs) -> String {
     if let Some(f) = &a.file {
         return format!("recording {} row {}", f.display(), a.row.as_deref().unwrap_or(""));
     }
-    let c = &a.call;
+    let (c, inputs) = (&a.call.call, &a.call.inputs);
     format!(
         "scaled_mm {}x{}x{} {} x {} -> {}, profile {}, {}, split {}, data {} seed {}",
         c.m.unwrap_or(0),
@@ -211,8 +212,8 @@ fn describe(a: &AttributeArgs) -> String {
         c.profile.as_deref().unwrap_or("(default)"),
         if c.fast { "fast" } else { "slow" },
         c.splitk,
-        c.data,
-        c.seed
+        inputs.data,
+        inputs.seed
     )
 }
 

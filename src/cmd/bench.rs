@@ -1,9 +1,9 @@
 //! `mmaemu bench gemm`: the arguments and the printed forms (text, JSON) of
-//! `mmaemu_kernels::bench`.
+//! `mmaemu_bench::gemm`.
 
 use super::{CommandError, CommandResult, Exit};
-use mmaemu_kernels::bench::{gemm_planted, GemmBench, GemmResult, Planted};
-use mmaemu_kernels::suite::{self, Suite, SuiteRow};
+use mmaemu_bench::gemm::{gemm_planted, GemmBench, GemmResult, Planted};
+use mmaemu_bench::suite::{self, Suite, SuiteRow};
 use mmaemu_kernels::tiling::Tiling;
 use mmaemu_model::Format;
 use serde_json::{json, Value};
@@ -138,7 +138,9 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
         (Err(e), _) | (_, Err(e)) => return Err(CommandError::bad_input(e)),
     };
     let planted = Planted { nan: a.nan, inf: a.inf };
-    let r = gemm_planted(&bench, &planted, &mmaemu_datasets::platform::catalogue()).map_err(CommandError::bad_input)?;
+    let catalogue = mmaemu_datasets::platform::catalogue();
+    let r = gemm_planted(&bench, &planted, mmaemu_datasets::limits::ceiling(), &catalogue)
+        .map_err(CommandError::bad_input)?;
     if a.json {
         println!("{}", json(&r));
     } else {
@@ -155,6 +157,7 @@ fn suite(a: SuiteArgs) -> CommandResult {
         presets: a.presets.split(',').map(|p| p.trim().to_string()).collect(),
         max_macs: a.max_macs,
         rounds: a.rounds,
+        max_bytes: mmaemu_datasets::limits::ceiling(),
     };
     if !a.json {
         println!("{}", SUITE_HEADER.join("\n"));

@@ -1,6 +1,7 @@
 //! `explain` for the command line: a call described by sizes, formats and options (no data), turned
 //! into a [`CallPlan`], and the plan's JSON form (docs/reference.md §8.1).
 
+use super::call::CallArgs;
 use super::{CommandError, CommandResult, Exit};
 use mmaemu_kernels::env;
 use mmaemu_kernels::registry::{OnPlacement, Placement};
@@ -95,8 +96,9 @@ pub fn dtype_arg(s: &str) -> Dtype {
     }
 }
 
-/// Explain one case.
-pub fn explain_case(c: &Case) -> CallPlan {
+/// Explain one case (a bad MMAEMU_PROFILE or MMAEMU_SPLITK_STRICT is exit 2).
+pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
+    let bad = |e: mmaemu_model::Error| CommandError::bad_input(e.message());
     let (da, db) = (dtype_arg(&c.a), dtype_arg(&c.b));
     let od = c.out.as_deref().map(dtype_arg);
     // Operands without data: explain reads shapes, strides, offsets and dtypes only.
@@ -120,13 +122,13 @@ pub fn explain_case(c: &Case) -> CallPlan {
         out_dtype: od,
         use_fast_accum: c.fast,
         out,
-        profile: env::profile_arg(c.profile.as_deref()),
+        profile: env::profile_arg(c.profile.as_deref()).map_err(bad)?,
         catalogue: &catalogue,
         splitk: c.splitk.clone(),
         backend: c.backend.clone(),
-        strict: env::strict(),
+        strict: env::strict().map_err(bad)?,
     };
-    call.explain_on(&OnPlacement(c.device.unwrap_or_else(Placement::auto)))
+    Ok(call.explain_on(&OnPlacement(c.device.unwrap_or_else(Placement::auto))))
 }
 
 /// A split decision as JSON.
@@ -276,45 +278,21 @@ pub fn parse_case_line(line: &str, defaults: &Case) -> Result<(Value, Case), Str
     Ok((id, c))
 }
 
-/// `mmaemu explain` arguments.
+/// `mmaemu explain` arguments: the call ([`CallArgs`]; its shape also as positional M N K) and where it runs.
 #[derive(clap::Args)]
 pub struct ExplainArgs {
-    /// M (rows of mat1).
-    #[arg(required_unless_present = "cases")]
-    pub m: Option<usize>,
-    /// N (columns of mat2).
-    #[arg(required_unless_present = "cases")]
-    pub n: Option<usize>,
-    /// K: the reduction length.
-    #[arg(required_unless_present = "cases")]
-    pub k: Option<usize>,
-    /// Format of mat1.
-    #[arg(long, default_value = "e4m3")]
-    pub a: String,
-    /// Format of mat2.
-    #[arg(long, default_value = "e4m3")]
-    pub b: String,
-    /// out_dtype: float32|bfloat16|float16|e4m3|e5m2 (fp32, bf16, fp16 accepted); default: the input dtype.
-    #[arg(long)]
-    pub out: Option<String>,
-    /// use_fast_accum=True.
-    #[arg(long)]
-    pub fast: bool,
-    /// scale_a: the scale of mat1.
-    #[arg(long, default_value_t = 1.0)]
-    pub scale_a: f32,
-    /// scale_b: the scale of mat2.
-    #[arg(long, default_value_t = 1.0)]
-    pub scale_b: f32,
-    /// scale_result: the output scale (FP8 out dtypes).
-    #[arg(long)]
-    pub scale_result: Option<f32>,
-    /// Profile (default: MMAEMU_PROFILE, else hopper).
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// auto, an integer, or S,scheme.
-    #[arg(long, default_value = "auto")]
-    pub splitk: String,
+    /// M (rows of mat1); or --m.
+    #[arg(value_name = "M", required_unless_present_any = ["cases", "m"], conflicts_with = "m")]
+    pub pos_m: Option<usize>,
+    /// N (columns of mat2); or --n.
+    #[arg(value_name = "N", required_unless_present_any = ["cases", "n"], conflicts_with = "n")]
+    pub pos_n: Option<usize>,
+    /// K: the reduction length; or --k.
+    #[arg(value_name = "K", required_unless_present_any = ["cases", "k"], conflicts_with = "k")]
+    pub pos_k: Option<usize>,
+    /// The call.
+    #[command(flatten)]
+    pub call: CallArgs,
     /// std, or out-col (a column-major out= of shape [M, N]).
     #[arg(long, default_value = "std", value_parser = LAYOUTS)]
     pub layout: String,
@@ -329,15 +307,16 @@ pub struct ExplainArgs {
     pub json: bool,
     /// Explain many calls: one JSON object per line (id, m, n, k, a, b, out, fast, profile, splitk, layout);
     /// `-` reads standard input.
-    #[arg(long, conflicts_with_all = ["m", "n", "k"])]
+    #[arg(long, conflicts_with_all = ["m", "n", "k", "pos_m", "pos_n", "pos_k"])]
     pub cases: Option<PathBuf>,
 }
 
 /// `mmaemu explain`: the call would run (success), would raise (failed), a usage error, or an unusable
 /// device.
 pub fn run(args: ExplainArgs) -> CommandResult {
-    let splitk = parse_splitk(&args.splitk).map_err(CommandError::bad_input)?;
-    if let Some(p) = &args.profile {
+    let call = args.call;
+    let splitk = parse_splitk(&call.splitk).map_err(CommandError::bad_input)?;
+    if let Some(p) = &call.profile {
         super::vars::profile("--profile", p)?;
     }
     super::vars::backend("--backend", &args.backend)?;
@@ -348,18 +327,21 @@ pub fn run(args: ExplainArgs) -> CommandResult {
         }
         Ok(Ok(p)) => p,
     };
+    let positional = args.pos_m.zip(args.pos_n).zip(args.pos_k).map(|((m, n), k)| (m, n, k));
+    // With --cases the shape comes from each line: none here.
+    let (m, n, k) = if args.cases.is_some() { (0, 0, 0) } else { call.shape(positional)? };
     let case = Case {
-        m: args.m.unwrap_or(0),
-        n: args.n.unwrap_or(0),
-        k: args.k.unwrap_or(0),
-        a: args.a,
-        b: args.b,
-        out: args.out,
-        fast: args.fast,
-        scale_a: args.scale_a,
-        scale_b: args.scale_b,
-        scale_result: args.scale_result,
-        profile: args.profile,
+        m,
+        n,
+        k,
+        a: call.a,
+        b: call.b,
+        out: call.out,
+        fast: call.fast,
+        scale_a: call.scale_a,
+        scale_b: call.scale_b,
+        scale_result: call.scale_result,
+        profile: call.profile,
         splitk,
         layout: args.layout,
         backend: args.backend,
@@ -368,7 +350,7 @@ pub fn run(args: ExplainArgs) -> CommandResult {
     if let Some(path) = args.cases {
         return explain_cases(&path, &case);
     }
-    let plan = explain_case(&case);
+    let plan = explain_case(&case)?;
     if args.json {
         println!("{}", plan_json(&plan));
     } else {
@@ -388,7 +370,7 @@ fn explain_cases(path: &std::path::Path, defaults: &Case) -> CommandResult {
         }
         let (id, case) = parse_case_line(line, defaults)
             .map_err(|e| CommandError::bad_input(format!("{}:{}: {e}", path.display(), no + 1)))?;
-        let plan = explain_case(&case);
+        let plan = explain_case(&case)?;
         any_error |= plan.validation != Validation::Ok;
         let mut obj = serde_json::Map::new();
         obj.insert("id".into(), id);

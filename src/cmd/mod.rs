@@ -5,6 +5,7 @@
 pub mod attribute;
 pub mod attribute_html;
 pub mod bench;
+pub mod call;
 pub mod datasets;
 pub mod explain;
 pub mod fit;

@@ -84,7 +84,7 @@ pub fn parse_kernels(s: &str) -> Result<Vec<usize>, String> {
 
 /// Run the gate: (verdict, JSON report).
 pub fn run_gate(device: usize, kernels: &[usize], force: bool) -> (Gate, Value) {
-    let opened = if env::cuda_disabled() && !force {
+    let opened = if env::cuda_disabled().unwrap_or(true) && !force {
         Err("CUDA disabled by MMAEMU_DISABLE_CUDA (use --force to run anyway)".to_string())
     } else {
         Gpu::open(device)

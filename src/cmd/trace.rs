@@ -1,6 +1,7 @@
 //! `mmaemu trace`: the trace of one output element (docs/reference.md §2–§4 step by step), of a recorded row or of a
 //! call described by flags with operands from the `mmaemu-inputs/1` generator; text (folded) or JSON.
 
+use super::call::GeneratedCall;
 use super::explain::{dtype_arg, parse_splitk};
 use super::{CommandError, CommandResult, Exit};
 use clap::Args;
@@ -34,7 +35,7 @@ pub struct TraceArgs {
     pub json: bool,
     /// A call by flags (with operands from the generator).
     #[command(flatten)]
-    pub call: CallFlags,
+    pub call: GeneratedCall,
 }
 
 fn parse_element(s: &str) -> Result<Vec<usize>, String> {
@@ -59,56 +60,6 @@ fn data_class(name: &str) -> Result<DataClass, String> {
             ))
         }
     })
-}
-
-/// A `torch._scaled_mm` call described by flags, with operands from the `mmaemu-inputs/1` generator.
-#[derive(Args, Clone, Debug)]
-pub struct CallFlags {
-    /// M.
-    #[arg(long)]
-    pub m: Option<usize>,
-    /// N.
-    #[arg(long)]
-    pub n: Option<usize>,
-    /// K.
-    #[arg(long)]
-    pub k: Option<usize>,
-    /// Format of A.
-    #[arg(long, default_value = "e4m3")]
-    pub a: String,
-    /// Format of B.
-    #[arg(long, default_value = "e4m3")]
-    pub b: String,
-    /// out_dtype (default: the input's dtype).
-    #[arg(long)]
-    pub out: Option<String>,
-    /// use_fast_accum.
-    #[arg(long)]
-    pub fast: bool,
-    /// Profile (default: MMAEMU_PROFILE or hopper).
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Split-K: auto, S, or S,scheme.
-    #[arg(long, default_value = "auto")]
-    pub splitk: String,
-    /// scale_a.
-    #[arg(long, default_value_t = 1.0)]
-    pub scale_a: f32,
-    /// scale_b.
-    #[arg(long, default_value_t = 1.0)]
-    pub scale_b: f32,
-    /// scale_result.
-    #[arg(long)]
-    pub scale_result: Option<f32>,
-    /// Data class of the generator: gaussian, bits, split, all_codes, subnormal, special.
-    #[arg(long, default_value = "gaussian")]
-    pub data: String,
-    /// The generator's seed.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// The generator's stream.
-    #[arg(long, default_value_t = 0)]
-    pub stream: u64,
 }
 
 /// Run `mmaemu trace`.
@@ -155,7 +106,7 @@ pub fn run(args: TraceArgs) -> CommandResult {
 
 /// A call described by flags, operands from the generator.
 fn trace_flags(args: &TraceArgs, el: &[usize]) -> Result<Trace, CommandError> {
-    let (m, n, _) = shape(&args.call)?;
+    let (m, n, _) = args.call.call.shape(None)?;
     if el.len() != 2 {
         return Err(CommandError::bad_input("a call's element is I,J"));
     }
@@ -175,31 +126,24 @@ fn trace_flags(args: &TraceArgs, el: &[usize]) -> Result<Trace, CommandError> {
     })
 }
 
-/// (M, N, K) of a call by flags.
-pub fn shape(f: &CallFlags) -> Result<(usize, usize, usize), CommandError> {
-    match (f.m, f.n, f.k) {
-        (Some(m), Some(n), Some(k)) => Ok((m, n, k)),
-        _ => Err(CommandError::bad_input("give a recording FILE with --row, or a call with --m, --n and --k")),
-    }
-}
-
 /// Generate the operands of a call by flags and hand the call to `f`.
 /// With `element` (i, j), only row i of A and row j of B are generated, the rows before them left zero (the views
 /// keep the call's shape; a row past them reads as outside the storage).
 pub fn with_call<R>(
-    f: &CallFlags,
+    g: &GeneratedCall,
     element: Option<(usize, usize)>,
     run: impl FnOnce(&ScaledMm<'_>) -> Result<R, CommandError>,
 ) -> Result<R, CommandError> {
     let bad = |e: String| CommandError::bad_input(e);
-    let (m, n, k) = shape(f)?;
+    let (f, inputs) = (&g.call, &g.inputs);
+    let (m, n, k) = f.shape(None)?;
     let spec = InputSpec {
         generator: GENERATOR_V1.into(),
-        seed: f.seed,
-        stream: f.stream,
-        data: data_class(&f.data).map_err(bad)?,
+        seed: inputs.seed,
+        stream: inputs.stream,
+        data: data_class(&inputs.data).map_err(bad)?,
     };
-    limits::check(
+    limits::check_in_force(
         "the operands",
         limits::sum(&[limits::product(&[m as u64, k as u64]), limits::product(&[n as u64, k as u64])]),
     )
@@ -227,11 +171,11 @@ pub fn with_call<R>(
         out_dtype: f.out.as_deref().map(dtype_arg),
         use_fast_accum: f.fast,
         out: None,
-        profile: env::profile_arg(f.profile.as_deref()),
+        profile: env::profile_arg(f.profile.as_deref()).map_err(|e| bad(e.message().to_string()))?,
         catalogue: &catalogue,
         splitk: parse_splitk(&f.splitk).map_err(bad)?,
         backend: "reference".into(),
-        strict: env::strict(),
+        strict: env::strict().map_err(|e| bad(e.message().to_string()))?,
     };
     run(&call)
 }

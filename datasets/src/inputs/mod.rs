@@ -550,7 +550,7 @@ pub(crate) fn materialise_rows(path: &Path, rows: &mut [Row]) -> Result<(), Data
             crate::limits::product(&[n64, k64]),
             crate::limits::product(&[4, m64, n64]),
         ]);
-        crate::limits::check("regenerating the operands", bytes).map_err(err)?;
+        crate::limits::check_in_force("regenerating the operands", bytes).map_err(err)?;
         let a = generate(&inputs.spec, Operand::A, &row.fmt_a, m, k).map_err(|e| err(format!("`inputs`: {e}")))?;
         let b = generate(&inputs.spec, Operand::B, &row.fmt_b, n, k).map_err(|e| err(format!("`inputs`: {e}")))?;
         for (name, bytes, want) in [("a", &a, &inputs.a_sha256), ("b", &b, &inputs.b_sha256)] {

@@ -12,7 +12,7 @@ use crate::digest::sha256_file;
 use crate::splitk_table::read_splitk_table_with_sidecar;
 use crate::DatasetError;
 use mmaemu_model::platform::MANIFEST;
-use mmaemu_model::{limits, Catalogue, Platform, Profile, Table};
+use mmaemu_model::{Catalogue, Platform, Profile, Table};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -74,7 +74,8 @@ fn check_files(dir: &Path, manifest: &Path, listed: &BTreeMap<String, String>) -
         if !meta.is_file() {
             return Err(DatasetError::NotRegular { path });
         }
-        limits::check(&format!("bundle file {name}"), Some(meta.len())).map_err(|e| invalid(&path, e))?;
+        crate::limits::check_in_force(&format!("bundle file {name}"), Some(meta.len()))
+            .map_err(|e| invalid(&path, e))?;
         let (got, _) = sha256_file(&path).map_err(|e| DatasetError::io(&path, e))?;
         if &got != want {
             return Err(invalid(&path, format!("sha256 {got} differs from the {MANIFEST}'s {want}")));

@@ -2,7 +2,7 @@
 //! wrong samples, all-skipped files, empty directories, FIFOs), and a seeded mutation fuzzer over the small shipped
 //! recordings; every outcome is a typed error or a verdict, never a panic, within bounded time and memory.
 
-// The process runs under a 64 MiB ceiling (`MMAEMU_MAX_BYTES`, set in `main` before any thread starts).
+// The process runs under a 64 MiB ceiling (`limits::set_ceiling`, in `main` before any trial starts).
 // `MMAEMU_HOSTILE_CASES` sets the fuzzer's total case budget (default 2000), `MMAEMU_HOSTILE_SEED` its base seed
 // (decimal or 0x hex), `MMAEMU_HOSTILE_CASE` runs one case number alone. A failing case prints the seed, the case
 // number, the mutation and where a copy of the file is kept.
@@ -37,7 +37,7 @@ use fuzz::*;
 use raw::*;
 use values::*;
 
-/// The memory ceiling of this process (`MMAEMU_MAX_BYTES`).
+/// The memory ceiling of this process (`mmaemu_datasets::limits::ceiling`).
 pub(crate) const CEILING: u64 = 64 << 20;
 /// How long a crafted call may take (a FIFO or an absurd size must not block or grind).
 pub(crate) const CRAFTED_LIMIT: Duration = Duration::from_secs(10);
@@ -51,8 +51,7 @@ pub(crate) const DEFAULT_CASES: u64 = 2000;
 pub(crate) const DEFAULT_SEED: u64 = 0x686F_7374_696C_6531;
 
 fn main() -> ExitCode {
-    // One thread so far: nothing has read the environment yet.
-    std::env::set_var(MAX_BYTES_ENV, CEILING.to_string());
+    mmaemu_datasets::limits::set_ceiling(CEILING);
     install_panic_counter();
     let args = Arguments::from_args();
     let mut trials = vec![

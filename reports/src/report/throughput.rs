@@ -1,12 +1,12 @@
 //! The report's benchmarks: a few fixed GEMM shapes (fast and slow, unsplit and split, both presets), emulated through
-//! every backend with the measurement of `mmaemu bench gemm` ([`mmaemu_kernels::bench`]).
+//! every backend with the measurement of `mmaemu bench gemm` ([`mmaemu_bench::gemm`]).
 
 // That measurement: the time of the plan execution (non-finite scan, chains, slow sums, split combination) over fixed
 // pseudo-random finite codes, best of a few repetitions after a warm-up, and its throughput in multiply-accumulates per
 // second.
 
 use super::backends::Backend;
-use mmaemu_kernels::bench::{gemm, GemmBench};
+use mmaemu_bench::gemm::{gemm, GemmBench};
 use mmaemu_model::{Format, Scheme};
 use serde_json::{json, Value};
 
@@ -76,7 +76,7 @@ impl Measurement {
     }
 }
 
-/// Measure every shape on every backend with `mmaemu bench gemm`'s measurement ([`mmaemu_kernels::bench::gemm`]:
+/// Measure every shape on every backend with `mmaemu bench gemm`'s measurement ([`mmaemu_bench::gemm::gemm`]:
 /// one warm-up run, then the best of `reps`, every thread, no native GEMM). A shape a backend cannot run is
 /// left out.
 pub fn run(backends: &[Box<dyn Backend>], reps: usize) -> Vec<Measurement> {

@@ -8,9 +8,10 @@
 //! is run once to warm up and timed `reps` times, and the best time counts (both sides alike).
 
 use crate::native;
-use crate::registry::registry;
-use crate::tiling::Tiling;
-use crate::{CpuEngine, SimdLevel};
+use mmaemu_kernels::env;
+use mmaemu_kernels::registry::registry;
+use mmaemu_kernels::tiling::Tiling;
+use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::format::Class;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::scaled_mm::resolve_profile;
@@ -168,8 +169,9 @@ fn preset_of(b: &GemmBench, catalogue: &Catalogue) -> Result<Preset, String> {
     if let Some(name) = &b.preset {
         return catalogue.preset_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| e.to_string());
     }
-    let profile =
-        resolve_profile(&crate::env::profile_arg(b.profile.as_deref()), catalogue).map_err(|e| e.to_string())?;
+    let profile = env::profile_arg(b.profile.as_deref())
+        .and_then(|p| resolve_profile(&p, catalogue))
+        .map_err(|e| e.to_string())?;
     Ok(profile.preset)
 }
 
@@ -219,7 +221,7 @@ pub fn max_threads() -> usize {
 /// Refuse a shape or thread count before anything is allocated: an empty GEMM (its throughput means
 /// nothing), a size that overflows, memory above the ceiling (operands, result, and the native GEMM's
 /// fp32 copies unless skipped), no threads or more than [`max_threads`].
-fn check_size(b: &GemmBench) -> Result<(), String> {
+fn check_size(b: &GemmBench, max_bytes: u64) -> Result<(), String> {
     use mmaemu_model::limits::{check, product, sum};
     if b.m == 0 || b.n == 0 || b.k == 0 {
         return Err(format!("{}x{}x{} is an empty GEMM: M, N and K must be at least 1", b.m, b.n, b.k));
@@ -235,19 +237,26 @@ fn check_size(b: &GemmBench) -> Result<(), String> {
     let (ak, bk, mn) = (product(&[m, k]), product(&[n, k]), product(&[m, n]));
     let fp8 = sum(&[ak, bk, mn.and_then(|x| x.checked_mul(8))]);
     let native = if b.no_native { Some(0) } else { sum(&[ak, bk, mn]).and_then(|x| x.checked_mul(4)) };
-    check(&format!("the {}x{}x{} benchmark", b.m, b.n, b.k), sum(&[fp8, native]))
+    check(&format!("the {}x{}x{} benchmark", b.m, b.n, b.k), sum(&[fp8, native]), max_bytes)
 }
 
-/// Run the benchmark.
+/// Run the benchmark under the ceiling of MMAEMU_MAX_BYTES.
 pub fn gemm(b: &GemmBench) -> Result<GemmResult, String> {
-    gemm_planted(b, &Planted::default(), Catalogue::builtin())
+    let max_bytes = env::max_bytes().map_err(|e| e.message().to_string())?;
+    gemm_planted(b, &Planted::default(), max_bytes, Catalogue::builtin())
 }
 
-/// Run the benchmark (profile and preset names looked up in `catalogue`) with non-finite codes planted in both
-/// operands; when some are, the finite operands are timed
-/// too, in turn with the planted ones (repetition by repetition), on the same pool.
-pub fn gemm_planted(b: &GemmBench, planted: &Planted, catalogue: &Catalogue) -> Result<GemmResult, String> {
-    check_size(b)?;
+/// Run the benchmark with non-finite codes planted in both operands (profile and preset names looked up in
+/// `catalogue`); when some are, the finite operands are timed too, in turn with the planted ones (repetition by
+/// repetition), on the same pool. Nothing is allocated above `max_bytes`.
+pub fn gemm_planted(
+    b: &GemmBench,
+    planted: &Planted,
+    max_bytes: u64,
+    catalogue: &Catalogue,
+) -> Result<GemmResult, String> {
+    check_size(b, max_bytes)?;
+    env::native_matrixmultiply().map_err(|e| e.message().to_string())?;
     check_planted(planted, b.fmt_a, b.fmt_b)?;
     let preset = preset_of(b, catalogue)?;
     let split = split_of(&b.splitk, &preset, catalogue)?;
@@ -279,7 +288,8 @@ pub fn gemm_planted(b: &GemmBench, planted: &Planted, catalogue: &Catalogue) -> 
     if *planted != Planted::default() {
         // A second copy of each operand, with the planted codes (the check above counted one copy only: the ceiling
         // is checked again with both).
-        mmaemu_model::limits::check("the planted operands", Some(2 * (m as u64 * k as u64 + n as u64 * k as u64)))?;
+        let bytes = Some(2 * (m as u64 * k as u64 + n as u64 * k as u64));
+        mmaemu_model::limits::check("the planted operands", bytes, max_bytes)?;
         (pa, pb) = (a.clone(), bb.clone());
         for (codes, f) in [(&mut pa, b.fmt_a), (&mut pb, b.fmt_b)] {
             let (nans, infs) = nonfinite_codes(f);
@@ -393,26 +403,30 @@ pub fn gemm_planted(b: &GemmBench, planted: &Planted, catalogue: &Catalogue) -> 
 mod tests {
     use super::*;
 
-    #[test]
-    fn small_bench_runs() {
-        let b = GemmBench {
-            m: 16,
-            n: 40,
-            k: 300,
+    /// A small benchmark on the CPU backend, one thread, one repetition, verified; E4M3 x E5M2.
+    fn small(m: usize, n: usize, k: usize, fast: bool, splitk: &str, no_native: bool) -> GemmBench {
+        GemmBench {
+            m,
+            n,
+            k,
             profile: None,
             preset: None,
-            fast: false,
-            splitk: "3".into(),
+            fast,
+            splitk: splitk.into(),
             fmt_a: Format::E4m3,
             fmt_b: Format::E5m2,
             threads: Some(1),
             backend: "cpu".into(),
             tiling: None,
             reps: 1,
-            no_native: false,
+            no_native,
             verify: true,
-        };
-        let r = gemm(&b).unwrap();
+        }
+    }
+
+    #[test]
+    fn small_bench_runs() {
+        let r = gemm(&small(16, 40, 300, false, "3", false)).unwrap();
         assert_eq!(r.split, "3,contiguous");
         assert_eq!(r.threads, 1);
         assert_eq!(r.verified.as_deref(), Some("reference"));
@@ -424,31 +438,18 @@ mod tests {
     /// model; a fraction outside [0, 1] and Inf codes without an E5M2 operand are refused.
     #[test]
     fn planted_bench_runs() {
-        let mut b = GemmBench {
-            m: 8,
-            n: 24,
-            k: 200,
-            profile: None,
-            preset: None,
-            fast: true,
-            splitk: "1".into(),
-            fmt_a: Format::E4m3,
-            fmt_b: Format::E5m2,
-            threads: Some(1),
-            backend: "cpu".into(),
-            tiling: None,
-            reps: 1,
-            no_native: true,
-            verify: true,
+        let mut b = small(8, 24, 200, true, "1", true);
+        let run = |b: &GemmBench, nan: f64, inf: f64| {
+            gemm_planted(b, &Planted { nan, inf }, mmaemu_model::limits::DEFAULT_MAX_BYTES, Catalogue::builtin())
         };
-        let r = gemm_planted(&b, &Planted { nan: 0.01, inf: 0.02 }, Catalogue::builtin()).unwrap();
+        let r = run(&b, 0.01, 0.02).unwrap();
         let p = r.planted.unwrap();
         // 1 % of A's and B's codes as NaN, 2 % of B's as Inf (A is E4M3).
         assert_eq!(p.codes, 16 + 48 + 96);
         assert!(p.finite_s > 0.0 && p.slowdown > 0.0 && r.verified.is_some());
-        assert!(gemm_planted(&b, &Planted { nan: 1.5, inf: 0.0 }, Catalogue::builtin()).is_err());
+        assert!(run(&b, 1.5, 0.0).is_err());
         b.fmt_b = Format::E4m3;
-        assert!(gemm_planted(&b, &Planted { nan: 0.0, inf: 0.01 }, Catalogue::builtin()).unwrap_err().contains("e5m2"));
+        assert!(run(&b, 0.0, 0.01).unwrap_err().contains("e5m2"));
         assert!(gemm(&b).unwrap().planted.is_none());
     }
 }

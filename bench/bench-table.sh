@@ -3,7 +3,7 @@
 # emulated GEMM and the native fp32 GEMM of the same shape, timed in the same process, best of --reps),
 # printed as a Markdown table row with the command that produced it.
 #
-#   cargo build --release && bash kernels/bench-table.sh [path/to/mmaemu] [ROUNDS]
+#   cargo build --release && bash bench/bench-table.sh [path/to/mmaemu] [ROUNDS]
 #
 # Measure on a quiet machine (`uptime`): both sides share the cores with whatever else runs. On shared
 # 2-vCPU machines a whole process can run 30 % slower than the next one, so the table runs ROUNDS rounds

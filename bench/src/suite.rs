@@ -2,8 +2,8 @@
 //! for hopper and ada, fast and slow, each measured with `auto`, with every SIMD level above portable, and
 //! against the native fp32 GEMM of the same shape on the same threads — the rows of kernels/performance.md's tables.
 
-use crate::bench::{gemm, GemmBench, GemmResult};
-use crate::SimdLevel;
+use crate::gemm::{gemm_planted, GemmBench, GemmResult, Planted};
+use mmaemu_kernels::SimdLevel;
 use mmaemu_model::Format;
 
 /// The suite's shapes (M, N, K): M in {1, 16, 128, 2048} against the (N, K) of common layers, then a long K,
@@ -33,6 +33,8 @@ pub struct Suite {
     pub max_macs: Option<u64>,
     /// Rounds: every measurement of a row is repeated this many times, in turn, and its best round counts.
     pub rounds: usize,
+    /// The memory ceiling of each benchmark, in bytes.
+    pub max_bytes: u64,
 }
 
 /// Two runs of the same benchmark: the faster emulated time and the faster native time.
@@ -102,17 +104,20 @@ pub fn run(s: &Suite, mut row: impl FnMut(&SuiteRow)) -> Result<Vec<SuiteRow>, S
                     no_native,
                     verify: false,
                 };
+                let gemm = |b: GemmBench| {
+                    gemm_planted(&b, &Planted::default(), s.max_bytes, mmaemu_model::Catalogue::builtin())
+                };
                 // Rounds of auto, the native GEMM and every level in turn; each keeps its best round, so a
                 // slow spell of the machine does not fall on one side only.
-                let mut auto = gemm(&bench("auto".into(), false))?;
+                let mut auto = gemm(bench("auto".into(), false))?;
                 let mut lv: Vec<(String, f64)> = levels.iter().map(|l| (l.name().to_string(), 0.0)).collect();
                 for round in 0..s.rounds.max(1) {
                     if round > 0 {
-                        let again = gemm(&bench("auto".into(), false))?;
+                        let again = gemm(bench("auto".into(), false))?;
                         auto = best_of(auto, again);
                     }
                     for (l, g) in levels.iter().zip(lv.iter_mut()) {
-                        g.1 = g.1.max(gemm(&bench(format!("cpu:{}", l.name()), true))?.emulated_gmacs);
+                        g.1 = g.1.max(gemm(bench(format!("cpu:{}", l.name()), true))?.emulated_gmacs);
                     }
                 }
                 let r = SuiteRow { auto, levels: lv };

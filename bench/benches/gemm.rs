@@ -1,4 +1,4 @@
-//! Criterion benchmarks of the CPU backend: `cargo bench -p mmaemu-kernels`.
+//! Criterion benchmarks of the CPU backend: `cargo bench -p mmaemu-bench`.
 
 // Group `fast_unsplit`: ada and hopper, e4m3 x e4m3, fast, unsplit, against the native fp32 GEMM (matrixmultiply) of
 // the same shape; group `plans`: slow, split-K and mixed formats of hopper and ada; group `b200`: the wide (late-c)
@@ -6,7 +6,8 @@
 // (MMAEMU_BENCH_SIZE overrides it) to keep a run short; `mmaemu bench gemm` measures any shape.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mmaemu_kernels::{native, CpuEngine};
+use mmaemu_bench::native;
+use mmaemu_kernels::CpuEngine;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::{execute, Format, Operands, Plan, Preset};
 use rand::rngs::ChaCha8Rng;
