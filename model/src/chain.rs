@@ -13,6 +13,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::{Class, Decoded, Format};
+use crate::nonfinite::NonfiniteSum;
 use crate::preset::{BlockRounding, CEntry, Preset};
 use crate::round::{f32_from_parts, f32_parts, ilog2};
 
@@ -212,37 +213,14 @@ impl Chain {
     }
 }
 
-/// The IEEE class of `c + sum a[k] * b[k]` when a term is not finite (§2.5, §3.7), as float64 would
-/// classify it: NaN (canonical) if c or an operand is NaN, an Inf meets a zero, or infinities of both
-/// signs meet; else the Inf of their sign. None when every term is finite.
+/// The IEEE class of `c + sum a[k] * b[k]` when a term is not finite (§2.5, §3.7; [`NonfiniteSum`]). None when
+/// every term is finite.
 pub(crate) fn nonfinite_sum(ta: &[Decoded; 256], tb: &[Decoded; 256], a: &[u8], b: &[u8], c: f32) -> Option<f32> {
-    let mut nan = c.is_nan();
-    let mut pos = c == f32::INFINITY;
-    let mut neg = c == f32::NEG_INFINITY;
+    let mut sum = NonfiniteSum::with_c(c);
     for (&ca, &cb) in a.iter().zip(b) {
-        let (da, db) = (ta[ca as usize], tb[cb as usize]);
-        match (da.class, db.class) {
-            (Class::Nan, _) | (_, Class::Nan) => nan = true,
-            (Class::Inf, Class::Zero) | (Class::Zero, Class::Inf) => nan = true,
-            (Class::Inf, _) | (_, Class::Inf) => {
-                if da.neg != db.neg {
-                    neg = true
-                } else {
-                    pos = true
-                }
-            }
-            _ => {}
-        }
+        sum.add(ta[ca as usize], tb[cb as usize]);
     }
-    if nan || (pos && neg) {
-        Some(f32::from_bits(CANONICAL_NAN_F32))
-    } else if pos {
-        Some(f32::INFINITY)
-    } else if neg {
-        Some(f32::NEG_INFINITY)
-    } else {
-        None
-    }
+    sum.value()
 }
 
 /// The model-level chain (docs/reference.md §2.7): `c + sum a[k] * b[k]` as the preset's tensor core computes

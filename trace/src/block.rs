@@ -7,6 +7,7 @@
 use super::exact::Exact;
 use super::Addition;
 use mmaemu_model::format::{Class, Format};
+use mmaemu_model::nonfinite::{Cause, NonfiniteSum};
 use mmaemu_model::preset::{CEntry, Preset};
 
 /// One product of a block.
@@ -124,35 +125,18 @@ pub fn block(
         result: 0.0,
     };
     // Non-finite operands or c: the IEEE class of the sum (§2.5).
-    let mut nan = c.is_nan();
-    let (mut pos_inf, mut neg_inf) = (c == f32::INFINITY, c == f32::NEG_INFINITY);
-    let mut any = !c.is_finite();
+    let mut sum = NonfiniteSum::with_c(c);
     for &(_, _, a, b) in pairs {
-        let (da, db) = (fa.decoded(a), fb.decoded(b));
-        match (da.class, db.class) {
-            (Class::Nan, _) | (_, Class::Nan) => (nan, any) = (true, true),
-            (Class::Inf, Class::Zero) | (Class::Zero, Class::Inf) => (nan, any) = (true, true),
-            (Class::Inf, _) | (_, Class::Inf) => {
-                any = true;
-                if da.neg != db.neg {
-                    neg_inf = true
-                } else {
-                    pos_inf = true
-                }
-            }
-            _ => {}
-        }
+        sum.add(fa.decoded(a), fb.decoded(b));
     }
-    if any {
-        let (r, why) = if nan {
-            (f32::from_bits(mmaemu_model::chain::CANONICAL_NAN_F32), "a NaN, Inf x 0 or a NaN c: canonical NaN")
-        } else if pos_inf && neg_inf {
-            (f32::from_bits(mmaemu_model::chain::CANONICAL_NAN_F32), "infinities of both signs: canonical NaN")
-        } else if pos_inf {
-            (f32::INFINITY, "infinite terms of one sign: +Inf")
-        } else {
-            (f32::NEG_INFINITY, "infinite terms of one sign: -Inf")
+    if let Some(cause) = sum.cause() {
+        let why = match cause {
+            Cause::Nan | Cause::InfTimesZero => "a NaN, Inf x 0 or a NaN c: canonical NaN",
+            Cause::BothSigns => "infinities of both signs: canonical NaN",
+            Cause::PositiveInf => "infinite terms of one sign: +Inf",
+            Cause::NegativeInf => "infinite terms of one sign: -Inf",
         };
+        let r = cause.value();
         blk.nonfinite = Some(why.into());
         blk.result = r;
         blk.d = r;

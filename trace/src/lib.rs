@@ -28,7 +28,8 @@ pub use exact::Exact;
 use mmaemu_model::accumulate::Operands;
 use mmaemu_model::epilogue::{Epilogue, OutDtype};
 use mmaemu_model::error::{Error, Result};
-use mmaemu_model::format::{Class, Format};
+use mmaemu_model::format::Format;
+use mmaemu_model::nonfinite::{Cause, NonfiniteSum};
 use mmaemu_model::plan::{Chunk, Plan, Scheme, SplitK};
 use mmaemu_model::preset::Preset;
 use std::ops::Range;
@@ -359,33 +360,17 @@ pub fn combine(scheme: Scheme, p: &[f32]) -> (f32, Vec<Addition>) {
 
 /// §3.7: the accumulator of an output whose row of A or B holds a non-finite code, and why.
 pub(crate) fn nonfinite_rule(fa: Format, fb: Format, ra: &[u8], rb: &[u8]) -> (f32, String) {
-    let nan_code =
-        ra.iter().any(|&c| fa.decoded(c).class == Class::Nan) || rb.iter().any(|&c| fb.decoded(c).class == Class::Nan);
-    let (mut pos, mut neg, mut inf_zero) = (false, false, false);
+    let mut sum = NonfiniteSum::default();
     for (&x, &y) in ra.iter().zip(rb) {
-        let (dx, dy) = (fa.decoded(x), fb.decoded(y));
-        match (dx.class, dy.class) {
-            (Class::Inf, Class::Zero) | (Class::Zero, Class::Inf) => inf_zero = true,
-            (Class::Inf, Class::Finite | Class::Inf) | (Class::Finite, Class::Inf) => {
-                if dx.neg != dy.neg {
-                    neg = true
-                } else {
-                    pos = true
-                }
-            }
-            _ => {}
-        }
+        sum.add(fa.decoded(x), fb.decoded(y));
     }
-    let nan = f32::from_bits(mmaemu_model::chain::CANONICAL_NAN_F32);
-    if nan_code {
-        (nan, "§3.7: the row of A or B holds a NaN code: the accumulator is NaN".into())
-    } else if inf_zero {
-        (nan, "§3.7: some k has Inf x 0: the accumulator is NaN".into())
-    } else if pos && neg {
-        (nan, "§3.7: infinite products of both signs: the accumulator is NaN".into())
-    } else if pos {
-        (f32::INFINITY, "§3.7: infinite products, all positive: the accumulator is +Inf".into())
-    } else {
-        (f32::NEG_INFINITY, "§3.7: infinite products, all negative: the accumulator is -Inf".into())
-    }
+    let cause = sum.cause().unwrap_or(Cause::NegativeInf);
+    let why = match cause {
+        Cause::Nan => "§3.7: the row of A or B holds a NaN code: the accumulator is NaN",
+        Cause::InfTimesZero => "§3.7: some k has Inf x 0: the accumulator is NaN",
+        Cause::BothSigns => "§3.7: infinite products of both signs: the accumulator is NaN",
+        Cause::PositiveInf => "§3.7: infinite products, all positive: the accumulator is +Inf",
+        Cause::NegativeInf => "§3.7: infinite products, all negative: the accumulator is -Inf",
+    };
+    (cause.value(), why.into())
 }

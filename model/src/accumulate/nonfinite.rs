@@ -2,8 +2,8 @@
 //! their IEEE class, found from each row's NaN flag and Inf positions rather than a scan of K per output.
 
 use super::Operands;
-use crate::chain::CANONICAL_NAN_F32;
 use crate::format::{Class, Format};
+use crate::nonfinite::NonfiniteSum;
 
 /// The non-finite codes of the rows of one operand ([rows, k], row-major): whether each row holds a NaN code, and
 /// the positions of its Inf codes (E5M2 only), so that an output reads only those positions of the other row.
@@ -68,32 +68,19 @@ pub(crate) fn patched(
     if !rows_a.touched(i) && !rows_b.touched(j) {
         return None;
     }
-    let nan = f32::from_bits(CANONICAL_NAN_F32);
+    // A NaN code anywhere in either row makes the sum NaN; else only the Inf positions of the two rows decide
+    // (an Inf of one row meets a zero, a finite nonzero or an Inf of the other). A position where both are Inf is
+    // seen twice, alike.
+    let mut sum = NonfiniteSum::default();
     if rows_a.nan[i] || rows_b.nan[j] {
-        return Some(nan);
+        sum.add_nan();
+        return sum.value();
     }
-    // Neither row holds a NaN code: an Inf of one row meets a zero (NaN), a finite nonzero or an Inf of the
-    // other, whose signs give the infinite product's. A position where both are Inf is seen twice, alike.
     let (ta, tb) = (fa.table(), fb.table());
-    let (mut pos, mut neg) = (false, false);
-    let pairs = rows_a.infs(i).iter().chain(rows_b.infs(j));
-    for &p in pairs {
-        let (da, db) = (ta[ra[p] as usize], tb[rb[p] as usize]);
-        if da.class == Class::Zero || db.class == Class::Zero {
-            return Some(nan);
-        }
-        if da.neg != db.neg {
-            neg = true;
-        } else {
-            pos = true;
-        }
+    for &p in rows_a.infs(i).iter().chain(rows_b.infs(j)) {
+        sum.add(ta[ra[p] as usize], tb[rb[p] as usize]);
     }
-    Some(match (pos, neg) {
-        (true, false) => f32::INFINITY,
-        (false, true) => f32::NEG_INFINITY,
-        // Both signs; (false, false) cannot happen when a row holds an Inf code.
-        _ => nan,
-    })
+    sum.value()
 }
 
 /// Patch `out` ([m, n]) in place: every output whose row of A or row of B holds a non-finite code takes
@@ -115,7 +102,7 @@ pub(crate) fn patch(out: &mut [f32], ops: &Operands<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::nonfinite_sum;
+    use crate::chain::{nonfinite_sum, CANONICAL_NAN_F32};
 
     /// Codes of a row: mostly finite nonzero, with planted zeros, Infs of both signs and NaNs at the given odds
     /// (per 1000).
