@@ -18,7 +18,7 @@ struct Cli {
     max_bytes: Option<u64>,
     /// A platform bundle to load (repeatable), so that its profiles are known by name; MMAEMU_PLATFORMS lists
     /// more. Wherever a profile is taken, `--profile PATH[#NAME]` takes a bundle's profile directly.
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", value_parser = cmd::platform::platform_value)]
     platform: Vec<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -42,7 +42,7 @@ enum Command {
         status: bool,
         /// Replay every row under this profile (`NAME` or a bundle's `PATH[#NAME]`) instead of the one it names:
         /// scaled_mm rows through the profile, the other ops with its preset.
-        #[arg(long)]
+        #[arg(long, value_parser = cmd::platform::profile_value)]
         profile: Option<String>,
         /// Recording files or directories.
         #[arg(required = true)]
@@ -60,7 +60,7 @@ enum Command {
         #[arg(long)]
         allow_skips: bool,
         /// Replay every row under this profile (`NAME` or a bundle's `PATH[#NAME]`) instead of the one it names.
-        #[arg(long)]
+        #[arg(long, value_parser = cmd::platform::profile_value)]
         profile: Option<String>,
         /// Recording files or directories.
         #[arg(required = true)]
@@ -169,21 +169,16 @@ fn main() -> ExitCode {
     mmaemu_datasets::limits::set_ceiling(
         mmaemu_kernels::env::max_bytes().unwrap_or(mmaemu_datasets::limits::DEFAULT_MAX_BYTES),
     );
-    // Bundles first (MMAEMU_PLATFORMS, --platform, --profile PATH): every command then knows their profiles by name.
-    let args = match cmd::platform::prepare(std::env::args_os().collect()) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("mmaemu: {}", e.message);
-            return ExitCode::from(e.exit.code());
-        }
-    };
-    let cli = Cli::parse_from(args);
+    // Bundles first: MMAEMU_PLATFORMS here, then `--platform` and `--profile PATH` as the arguments are parsed;
+    // every command then knows their profiles by name.
+    let env_platforms = cmd::platform::register_env();
+    let cli = Cli::parse();
     if let Some(bytes) = cli.max_bytes {
         mmaemu_datasets::limits::set_ceiling(bytes);
     }
     let command = cli.command;
     let name = command.name();
-    let exit = cmd::vars::check_env().and_then(|()| command.run()).unwrap_or_else(|e| {
+    let exit = env_platforms.and_then(|()| cmd::vars::check_env()).and_then(|()| command.run()).unwrap_or_else(|e| {
         if e.verbatim {
             eprintln!("{}", e.message);
         } else {

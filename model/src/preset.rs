@@ -15,6 +15,20 @@ pub enum CEntry {
     Late,
 }
 
+impl CEntry {
+    /// `early`, `late`: its name in preset documents and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CEntry::Early => "early",
+            CEntry::Late => "late",
+        }
+    }
+    /// The entry of a name ([`CEntry::name`]).
+    pub fn from_name(s: &str) -> Option<CEntry> {
+        [CEntry::Early, CEntry::Late].into_iter().find(|c| c.name() == s)
+    }
+}
+
 /// How a block step rounds its exact sum to the block result (docs/reference.md §2.2 step 7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BlockRounding {

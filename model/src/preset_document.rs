@@ -88,11 +88,9 @@ fn spec_of(t: &toml::Table) -> Result<PresetSpec> {
             return Err(bad(format!("format must be '{PRESET_FORMAT}', got '{format}'")));
         }
         let name = string(t, "name")?;
-        let c_entry = match string(t, "c_entry")? {
-            "early" => CEntry::Early,
-            "late" => CEntry::Late,
-            other => return Err(bad(format!("c_entry must be 'early' or 'late', got '{other}'"))),
-        };
+        let c_entry = string(t, "c_entry")?;
+        let c_entry = CEntry::from_name(c_entry)
+            .ok_or_else(|| bad(format!("c_entry must be 'early' or 'late', got '{c_entry}'")))?;
         let rounding = match t.get("rounding").map(|_| string(t, "rounding")).transpose()? {
             None | Some("truncate") => BlockRounding::Truncate,
             Some("nearest_even") => BlockRounding::NearestEven,
@@ -209,10 +207,7 @@ impl Preset {
             s.frac_out,
             s.rounding.name(),
             s.min_exp,
-            match s.c_entry {
-                CEntry::Early => "early",
-                CEntry::Late => "late",
-            }
+            s.c_entry.name()
         );
         if let Some(c) = s.slow_chunk {
             out += &format!("slow_chunk = {c}\n");

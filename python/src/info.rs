@@ -88,7 +88,7 @@ pub fn get_preset<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDic
         d.set_item("frac", p.frac())?;
         d.set_item("frac_out", p.frac_out())?;
         d.set_item("min_exp", p.min_exp())?;
-        d.set_item("c_entry", format!("{:?}", p.c_entry()).to_lowercase())?;
+        d.set_item("c_entry", p.c_entry().name())?;
         d.set_item("slow_chunk", p.slow_chunk())?;
         d.set_item("maturity", p.maturity().name())?;
         d.set_item("schemes", catalogue.schemes(&p).iter().map(|s| s.name()).collect::<Vec<_>>())?;

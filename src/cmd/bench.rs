@@ -55,7 +55,7 @@ pub struct GemmArgs {
     #[arg(long)]
     pub k: usize,
     /// Profile whose preset is emulated (default: MMAEMU_PROFILE, else hopper).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::platform::profile_value)]
     pub profile: Option<String>,
     /// A preset by name (ada, hopper, b200_mma_sync) instead of a profile's.
     #[arg(long, conflicts_with = "profile")]

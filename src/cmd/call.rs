@@ -39,7 +39,7 @@ pub struct CallArgs {
     #[arg(long)]
     pub scale_result: Option<f32>,
     /// Profile (default: MMAEMU_PROFILE, else hopper).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::platform::profile_value)]
     pub profile: Option<String>,
     /// Split-K: auto, an integer S, or S,scheme.
     #[arg(long, default_value = "auto")]

@@ -65,7 +65,7 @@ pub fn report() -> Value {
                 "frac": p.frac(),
                 "frac_out": p.frac_out(),
                 "min_exp": p.min_exp(),
-                "c_entry": format!("{:?}", p.c_entry()).to_lowercase(),
+                "c_entry": p.c_entry().name(),
                 "slow_chunk": p.slow_chunk(),
                 "schemes": catalogue.schemes(p).iter().map(|s| s.name()).collect::<Vec<_>>(),
             })

@@ -4,8 +4,7 @@
 use super::{CommandError, CommandResult, Exit};
 use clap::Subcommand;
 use mmaemu_datasets::platform::{self as bundle, BuildSpec, PLATFORMS_ENV};
-use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `mmaemu platform ...`.
 #[derive(Subcommand)]
@@ -113,49 +112,28 @@ pub fn run(command: PlatformCommand) -> CommandResult {
     }
 }
 
-/// Register the bundles `MMAEMU_PLATFORMS` and `--platform` name, and turn every `--profile PATH[#NAME]` into the
-/// name of the loaded profile, so that each command takes a bundle wherever it takes a profile name.
-pub fn prepare(args: Vec<OsString>) -> Result<Vec<OsString>, CommandError> {
-    bundle::register_env_platforms().map_err(|e| CommandError::bad_input(format!("{PLATFORMS_ENV}: {e}")))?;
-    let mut out = Vec::with_capacity(args.len());
-    let mut it = args.into_iter().peekable();
-    while let Some(a) = it.next() {
-        let s = a.to_string_lossy().into_owned();
-        let (flag, inline) = match s.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (s.clone(), None),
-        };
-        if flag != "--profile" && flag != "--platform" {
-            out.push(a);
-            continue;
-        }
-        let value = match inline {
-            Some(v) => v,
-            None => match it.next() {
-                Some(v) => v.to_string_lossy().into_owned(),
-                None => {
-                    out.push(a);
-                    continue;
-                }
-            },
-        };
-        if flag == "--platform" {
-            bundle::register_platform(std::path::Path::new(&value))
-                .map_err(|e| CommandError::bad_input(format!("--platform: {e}")))?;
-            continue;
-        }
-        let value = if bundle::is_bundle_arg(&value) {
-            let profile =
-                bundle::load_profile(&value).map_err(|e| CommandError::bad_input(format!("--profile: {e}")))?;
-            let dir = value.split('#').next().unwrap_or(&value);
-            bundle::register_platform(std::path::Path::new(dir))
-                .map_err(|e| CommandError::bad_input(format!("--profile: {e}")))?;
-            profile.name
-        } else {
-            value
-        };
-        out.push(OsString::from("--profile"));
-        out.push(OsString::from(value));
+/// `--profile NAME|PATH[#NAME]`, clap's value parser wherever a profile is looked up: a bundle's profile is loaded,
+/// its platform joins the process's catalogue, and the value becomes the profile's name; any other value is a name,
+/// looked up when the command runs. A bad bundle is a usage error naming the flag (exit 2).
+pub fn profile_value(value: &str) -> Result<String, String> {
+    if !bundle::is_bundle_arg(value) {
+        return Ok(value.to_string());
     }
-    Ok(out)
+    let profile = bundle::load_profile(value).map_err(|e| e.to_string())?;
+    let dir = value.split('#').next().unwrap_or(value);
+    bundle::register_platform(Path::new(dir)).map_err(|e| e.to_string())?;
+    Ok(profile.name)
+}
+
+/// `--platform DIR`, clap's value parser: the bundle joins the process's catalogue.
+pub fn platform_value(value: &str) -> Result<PathBuf, String> {
+    bundle::register_platform(Path::new(value)).map_err(|e| e.to_string())?;
+    Ok(PathBuf::from(value))
+}
+
+/// The bundles `MMAEMU_PLATFORMS` names, joined to the process's catalogue before the arguments are parsed (so that
+/// `--profile PATH` clashes with them as with any loaded bundle). The error is kept for the commands, so that
+/// `--help` and `--version` still answer.
+pub fn register_env() -> Result<(), CommandError> {
+    bundle::register_env_platforms().map(|_| ()).map_err(|e| CommandError::bad_input(format!("{PLATFORMS_ENV}: {e}")))
 }

@@ -437,9 +437,6 @@ fn universe(preset: &Preset, profile: bool) -> Vec<Feature> {
     u
 }
 
-/// The built-in preset order of the table.
-const PRESET_ORDER: [&str; 3] = ["ada", "hopper", "b200_mma_sync"];
-
 /// Compute the status from every row's facts.
 pub fn compute(facts: &[RowFacts]) -> StatusReport {
     // (kind, name) -> (counts, feature -> counts)
@@ -465,12 +462,19 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
         }
     }
     // Scope order: built-in presets, other presets, built-in profiles, other profiles.
+    // The built-in presets in the order of the built-in platforms that run them (docs/reference.md §6.1).
+    let mut preset_order: Vec<String> = Vec::new();
+    for p in mmaemu_model::Catalogue::builtin().platforms() {
+        if !preset_order.iter().any(|n| n == p.preset.name()) {
+            preset_order.push(p.preset.name().to_string());
+        }
+    }
     let mut order: Vec<(ScopeKind, String, bool)> = Vec::new();
-    for p in PRESET_ORDER {
-        order.push((ScopeKind::Preset, p.to_string(), true));
+    for p in &preset_order {
+        order.push((ScopeKind::Preset, p.clone(), true));
     }
     for (kind, name) in scopes.keys() {
-        if *kind == ScopeKind::Preset && !PRESET_ORDER.contains(&name.as_str()) {
+        if *kind == ScopeKind::Preset && !preset_order.contains(name) {
             order.push((ScopeKind::Preset, name.clone(), false));
         }
     }

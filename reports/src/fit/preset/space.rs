@@ -42,7 +42,7 @@ pub fn params(s: &PresetSpec) -> [(&'static str, String); 6] {
         ("frac_out", s.frac_out.to_string()),
         ("rounding", s.rounding.name().to_string()),
         ("min_exp", s.min_exp.to_string()),
-        ("c_entry", if s.c_entry == CEntry::Early { "early" } else { "late" }.to_string()),
+        ("c_entry", s.c_entry.name().to_string()),
     ]
 }
 
