@@ -1,8 +1,8 @@
-//! mmaemu-datasets: reads, validates and writes mmaemu recordings, the Parquet interchange format `mmaemu-recording/1`
-//! (`docs/recording-format.md`), and finds recording files on disk.
+//! mmaemu-datasets: every file mmaemu reads or writes — recordings (`mmaemu-recording/1`, docs/recording-format.md),
+//! split-K tables, platform bundles and the process's catalogue of loaded ones — and the committed data.
 
-// The crate knows the format only: shapes, dtype widths, the call object, the expected outcome of each row. It knows
-// nothing about the numerics (no FP8 arithmetic) and nothing about cuBLASLt. `read_recording` reads one file and
+// The crate reads and checks files; the numerics are the model's. It checks a row's labels against the catalogue's
+// presets and profiles, a split-K table against its cuBLASLt sidecar, and a bundle's files against its manifest. `read_recording` reads one file and
 // validates every row (typed `DatasetError`s, never a panic); `write_recording` validates and writes one file
 // atomically (`RecordingWriter`: the same, in parts); `shard` and `merge`: the shards of one recorder run, and
 // their merge into the file one run writes.

@@ -1,6 +1,6 @@
-//! mmaemu-model: the numerics of NVIDIA FP8 tensor-core GEMMs as cuBLASLt runs them, bit for bit. Pure: no I/O, no
-//! threads, integer and IEEE-exact arithmetic only, so its results do not depend on the machine, the thread count or
-//! the evaluation order.
+//! mmaemu-model: the numerics of NVIDIA FP8 tensor-core GEMMs as cuBLASLt runs them, bit for bit. A leaf: no I/O, no
+//! threads, no environment and no registry (what a call can name is a `Catalogue` passed in); integer and IEEE-exact
+//! arithmetic only, so its results do not depend on the machine, the thread count or the evaluation order.
 
 // The model is written to be obviously right; the fast kernels live in `mmaemu-kernels` and must equal it bit for bit.
 
