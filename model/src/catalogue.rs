@@ -20,14 +20,42 @@ const PRESETS: [&str; 5] = [
     include_str!("../../datasets/presets/rtx50_mma_sync.toml"),
 ];
 
-/// The library's own platforms: (bundle directory name, manifest text), in the order of docs/reference.md §6.1.
-const PLATFORMS: [(&str, &str); 6] = [
-    ("rtx4060-cublaslt-12.8.3.14", include_str!("../../datasets/platforms/rtx4060-cublaslt-12.8.3.14/platform.toml")),
-    ("h100pcie-cublaslt-12.8.3.14", include_str!("../../datasets/platforms/h100pcie-cublaslt-12.8.3.14/platform.toml")),
-    ("hopper-experimental", include_str!("../../datasets/platforms/hopper-experimental/platform.toml")),
-    ("b200-mma-sync-experimental", include_str!("../../datasets/platforms/b200-mma-sync-experimental/platform.toml")),
-    ("b200-tcgen05-experimental", include_str!("../../datasets/platforms/b200-tcgen05-experimental/platform.toml")),
-    ("rtx50-mma-sync-experimental", include_str!("../../datasets/platforms/rtx50-mma-sync-experimental/platform.toml")),
+/// The library's own platforms, in the order of docs/reference.md §6.1: (bundle directory name, manifest text, and
+/// for a platform with a split-K table, its sidecar and its rows encoded by `mmaemu-embed-tables`, splitk/README.md).
+type BuiltinPlatform = (&'static str, &'static str, Option<(&'static str, &'static [u8])>);
+const PLATFORMS: [BuiltinPlatform; 6] = [
+    (
+        "rtx4060-cublaslt-12.8.3.14",
+        include_str!("../../datasets/platforms/rtx4060-cublaslt-12.8.3.14/platform.toml"),
+        Some((
+            include_str!("../../datasets/platforms/rtx4060-cublaslt-12.8.3.14/rtx4060-cublaslt-12.8.3.14.json"),
+            include_bytes!("splitk/data/rtx4060-cublaslt-12.8.3.14.bin"),
+        )),
+    ),
+    (
+        "h100pcie-cublaslt-12.8.3.14",
+        include_str!("../../datasets/platforms/h100pcie-cublaslt-12.8.3.14/platform.toml"),
+        Some((
+            include_str!("../../datasets/platforms/h100pcie-cublaslt-12.8.3.14/h100pcie-cublaslt-12.8.3.14.json"),
+            include_bytes!("splitk/data/h100pcie-cublaslt-12.8.3.14.bin"),
+        )),
+    ),
+    ("hopper-experimental", include_str!("../../datasets/platforms/hopper-experimental/platform.toml"), None),
+    (
+        "b200-mma-sync-experimental",
+        include_str!("../../datasets/platforms/b200-mma-sync-experimental/platform.toml"),
+        None,
+    ),
+    (
+        "b200-tcgen05-experimental",
+        include_str!("../../datasets/platforms/b200-tcgen05-experimental/platform.toml"),
+        None,
+    ),
+    (
+        "rtx50-mma-sync-experimental",
+        include_str!("../../datasets/platforms/rtx50-mma-sync-experimental/platform.toml"),
+        None,
+    ),
 ];
 
 /// The built-in preset documents, read once (they are part of the source: `model/tests/presets.rs` reads each).
@@ -55,9 +83,12 @@ impl Catalogue {
         BUILTIN.get_or_init(|| {
             let platforms = PLATFORMS
                 .iter()
-                .map(|(dir, text)| {
-                    Platform::from_manifest(text, dir, true, |file| {
-                        Table::builtin(file.strip_suffix(".parquet").unwrap_or(file))
+                .map(|(dir, text, table)| {
+                    Platform::from_manifest(text, dir, true, |file| match table {
+                        Some((sidecar, rows)) if file == format!("{dir}.parquet") => {
+                            Table::of_embedded(sidecar, rows, dir)
+                        }
+                        _ => Err(Error::new(Category::Data, format!("no embedded split-K table '{file}'"))),
                     })
                     .unwrap_or_else(|e| panic!("datasets/platforms/{dir}: {e}"))
                 })

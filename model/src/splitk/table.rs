@@ -1,5 +1,5 @@
 //! A split-K table as a value: its sidecar and its encoded rows, decoded and checked at first use. The built-in
-//! tables (embedded from `datasets/platforms`) and the tables of platforms loaded at run time are the same type.
+//! platforms' tables (embedded by `crate::catalogue`) and the tables of platforms loaded at run time are one type.
 
 use super::embedded::{self, Embedded};
 use super::sidecar::Sidecar;
@@ -20,21 +20,6 @@ struct TableData {
 #[derive(Clone, Copy)]
 pub struct Table(&'static TableData);
 
-/// The built-in tables: (name, sidecar JSON, encoded rows). The sidecars are the bundles' own files; the rows are
-/// their Parquet tables encoded by `mmaemu-embed-tables` (see README.md in this directory).
-const BUILTIN: [(&str, &str, &[u8]); 2] = [
-    (
-        "rtx4060-cublaslt-12.8.3.14",
-        include_str!("../../../datasets/platforms/rtx4060-cublaslt-12.8.3.14/rtx4060-cublaslt-12.8.3.14.json"),
-        include_bytes!("data/rtx4060-cublaslt-12.8.3.14.bin"),
-    ),
-    (
-        "h100pcie-cublaslt-12.8.3.14",
-        include_str!("../../../datasets/platforms/h100pcie-cublaslt-12.8.3.14/h100pcie-cublaslt-12.8.3.14.json"),
-        include_bytes!("data/h100pcie-cublaslt-12.8.3.14.bin"),
-    ),
-];
-
 impl Table {
     /// A table from its sidecar's JSON text and its encoded rows (`MMSKEMB1`); `what` names it in errors.
     /// The sidecar is read now; the rows are checked against it at first use (or by [`Table::check`]).
@@ -44,27 +29,26 @@ impl Table {
         Ok(Table(Box::leak(Box::new(TableData { sidecar, blob, embedded: OnceLock::new() }))))
     }
 
-    /// A built-in table by name (`rtx4060-cublaslt-12.8.3.14`, `h100pcie-cublaslt-12.8.3.14`), read once.
-    pub fn builtin(name: &str) -> Result<Table> {
-        static TABLES: OnceLock<Vec<Result<Table>>> = OnceLock::new();
-        let tables = TABLES.get_or_init(|| {
-            BUILTIN
-                .iter()
-                .map(|(n, json, blob)| {
-                    let sidecar = sidecar_json::parse(json, n)?;
-                    Ok(Table(Box::leak(Box::new(TableData { sidecar, blob, embedded: OnceLock::new() }))))
-                })
-                .collect()
-        });
-        match BUILTIN.iter().position(|(n, _, _)| *n == name) {
-            Some(i) => tables[i].clone(),
-            None => Err(Error::new(Category::Data, format!("no built-in split-K table '{name}'"))),
-        }
+    /// An embedded table (a built-in platform's, `crate::catalogue`): its sidecar is read now, its rows at first
+    /// use.
+    pub(crate) fn of_embedded(sidecar_json: &str, rows: &'static [u8], what: &str) -> Result<Table> {
+        let sidecar = sidecar_json::parse(sidecar_json, what)?;
+        Ok(Table(Box::leak(Box::new(TableData { sidecar, blob: rows, embedded: OnceLock::new() }))))
     }
 
-    /// The names of the built-in tables.
+    /// The table of a built-in platform by name (`rtx4060-cublaslt-12.8.3.14`, `h100pcie-cublaslt-12.8.3.14`).
+    pub fn builtin(name: &str) -> Result<Table> {
+        crate::Catalogue::builtin()
+            .platforms()
+            .iter()
+            .filter_map(|p| p.table)
+            .find(|t| t.name() == name)
+            .ok_or_else(|| Error::new(Category::Data, format!("no built-in split-K table '{name}'")))
+    }
+
+    /// The names of the built-in platforms' tables.
     pub fn builtin_names() -> impl Iterator<Item = &'static str> {
-        BUILTIN.iter().map(|(n, _, _)| *n)
+        crate::Catalogue::builtin().platforms().iter().filter_map(|p| p.table).map(Table::name)
     }
 
     /// The table_id reported in split decisions (`heur_rtx4060_lt12.8.3.14`, ...).
