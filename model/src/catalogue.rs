@@ -200,15 +200,16 @@ impl Catalogue {
         }
     }
 
-    /// The split schemes `preset`'s kernels use, from the split-K tables of the platforms whose preset it is
-    /// (their customOptions' schemes, sorted). A preset no platform holds may be split by any documented scheme;
+    /// The split schemes `preset`'s kernels use: those of the profiles of the platforms whose preset it is (their
+    /// tables' customOptions' schemes or their manifests' `[splitk] schemes`, sorted). A preset no platform holds may be split by any documented scheme;
     /// one whose platforms have no table has no split-K layout.
     pub fn schemes(&self, preset: &Preset) -> Vec<Scheme> {
         let holders: Vec<&Platform> = self.platforms.iter().filter(|p| p.preset.spec() == preset.spec()).collect();
         if holders.is_empty() {
             return vec![Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous];
         }
-        let mut schemes: Vec<Scheme> = holders.iter().filter_map(|p| p.table).flat_map(|t| t.schemes()).collect();
+        let mut schemes: Vec<Scheme> =
+            holders.iter().flat_map(|p| p.profiles.iter().flat_map(|q| q.schemes.iter().copied())).collect();
         schemes.sort();
         schemes.dedup();
         schemes
