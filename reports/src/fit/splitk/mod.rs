@@ -99,30 +99,7 @@ pub struct FitRow {
 
 pub use super::SkippedRow;
 
-/// A group's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Exactly one rule reproduces every row.
-    Unique,
-    /// Several rules reproduce every row; the rows cannot tell them apart.
-    Ambiguous,
-    /// No single rule reproduces every row, and a set of rules does ([`FitGroup::mixture`]).
-    Mixture,
-    /// Some row is reproduced by no candidate.
-    None,
-}
-
-impl Verdict {
-    /// `unique`, `ambiguous`, `mixture`, `none`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Unique => "unique",
-            Verdict::Ambiguous => "ambiguous",
-            Verdict::Mixture => "mixture",
-            Verdict::None => "none",
-        }
-    }
-}
+pub use super::Verdict;
 
 /// A rule that reproduces most, but not all, rows of a group without survivors.
 #[derive(Clone, Debug, PartialEq, Eq)]
