@@ -3,7 +3,7 @@
 //! bit for bit between independent implementations:
 //!
 //! - `plans`: the model's plan executor ([`mmaemu_model::accumulate`](mod@mmaemu_model::accumulate): `Plan`
-//!   chunks, `execute`) against the split-K fit's replay of the same plan ([`crate::fit::splitk::replay_plan`]:
+//!   chunks, `execute`) against the split-K fit's replay of the same plan ([`mmaemu_fit::splitk::replay_plan`]:
 //!   chains without their padding, cached by k indices) — finite codes;
 //! - `backend <name>`: every non-reference backend's chain engine against the model's reference engine
 //!   through the whole GEMM (plan, non-finite inputs, epilogue) — any codes, non-finite included.
@@ -13,7 +13,7 @@
 //! suite (`cargo test -p mmaemu-harness --test fuzz`) is the wider one.
 
 use super::backends::Backend;
-use crate::fit::splitk::replay_plan;
+use mmaemu_fit::splitk::replay_plan;
 use mmaemu_model::{
     execute, gemm, gemm_with, Epilogue, Format, Operands, OutDtype, Plan, Preset, ReferenceEngine, Scheme, SplitK,
 };
