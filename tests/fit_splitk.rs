@@ -89,7 +89,7 @@ fn s2_is_ambiguous_because_every_order_is_the_same_addition() {
 #[test]
 fn every_row_keeps_its_recorded_rule() {
     // Row by row: the rule of the recorded scheme reproduces every fitted row (what `mmaemu replay` checks
-    // through the model's own plans, here through the fit's independent chain layouts).
+    // through the model's executor, here through the fit's replay of the same plans).
     let fit = fitted();
     assert!(fit.rows.len() >= 900, "{} rows", fit.rows.len());
     for r in &fit.rows {

@@ -1,4 +1,4 @@
-//! Candidate split-K reduction rules (the hypotheses `mmaemu fit splitk` tests) and their evaluation.
+//! Candidate split-K reduction rules (the hypotheses `mmaemu fit splitk` tests) and the expressions of their orders.
 //!
 //! A rule says how a split-K GEMM of S splits cuts K into chains and in which fp32 order it adds the
 //! partial sums (docs/reference.md §3):
