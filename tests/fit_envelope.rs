@@ -3,7 +3,7 @@
 //! part it is tested once on the held-out part, and the held-out violations are reported.
 
 use mmaemu_datasets::splitk_table::read_splitk_table;
-use mmaemu_reports::fit::envelope::{fit_path, fit_table, held_out, Options, RuleKind};
+use mmaemu_fit::envelope::{fit_path, fit_table, held_out, Options, RuleKind};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;

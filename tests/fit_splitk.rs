@@ -6,8 +6,8 @@
 // `unknown` (with both schemes in one group: a mixture of the two rules), bad input.
 
 use mmaemu_datasets::{read_recording, write_recording, Recording};
-use mmaemu_reports::fit::rules::of_scheme;
-use mmaemu_reports::fit::splitk::{fit_paths, FitReport, Verdict};
+use mmaemu_fit::rules::of_scheme;
+use mmaemu_fit::splitk::{fit_paths, FitReport, Verdict};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -89,7 +89,7 @@ fn s2_is_ambiguous_because_every_order_is_the_same_addition() {
 #[test]
 fn every_row_keeps_its_recorded_rule() {
     // Row by row: the rule of the recorded scheme reproduces every fitted row (what `mmaemu replay` checks
-    // through the model's own plans, here through the fit's independent chain layouts).
+    // through the model's executor, here through the fit's replay of the same plans).
     let fit = fitted();
     assert!(fit.rows.len() >= 900, "{} rows", fit.rows.len());
     for r in &fit.rows {
@@ -162,11 +162,11 @@ fn unlabelled_rows_of_both_schemes_are_a_mixture_of_two_rules() {
             r
         })
         .collect();
-    let fit = mmaemu_reports::fit::splitk::fit(&[(recordings().join("rtx4060-gemm.parquet"), rows)]);
+    let fit = mmaemu_fit::splitk::fit(&[(recordings().join("rtx4060-gemm.parquet"), rows)]);
     let survivors: std::collections::HashMap<&str, &Vec<String>> =
         fit.rows.iter().map(|r| (r.id.as_str(), &r.survivors)).collect();
     let (mut mixed, mut named) = (0, 0);
-    let summary = |g: &mmaemu_reports::fit::splitk::FitGroup| {
+    let summary = |g: &mmaemu_fit::splitk::FitGroup| {
         let parts: Vec<String> = g.mixture.iter().map(|p| format!("{} {}", p.rule, p.assigned.len())).collect();
         format!("fast={} S={} rows={} mixture: {}", g.fast, g.s, g.rows.len(), parts.join(", "))
     };
@@ -200,7 +200,7 @@ fn unlabelled_rows_of_both_schemes_are_a_mixture_of_two_rules() {
     }
     assert!(mixed >= 5, "{mixed} groups mix both schemes");
     assert!(named >= 3, "{named} mixtures are the two recorded schemes' rules");
-    let text = mmaemu_reports::fit::splitk::text(&fit);
+    let text = mmaemu_fit::splitk::text(&fit);
     assert!(text.contains("mixture of 2 rules: interleaved64/"), "{text}");
 }
 

@@ -81,9 +81,6 @@ pub struct Layout {
     pub restart: Option<Restart>,
 }
 
-/// One split's chains: each chain is its real k indices, as merged ranges, in chain order.
-pub type SplitChains = Vec<Vec<Range<usize>>>;
-
 impl Layout {
     /// The chain period in elements of the split's index list (None: one chain per split).
     pub fn period(&self) -> Option<usize> {
@@ -106,38 +103,6 @@ impl Layout {
         }
     }
 
-    /// The chains of every split for K and S (S >= 1): `out[s]` lists split s's chains in the order their
-    /// results are added (a split without real indices has none: its partial is +0).
-    pub fn splits(&self, k: usize, s: usize) -> Vec<SplitChains> {
-        let s = s.max(1);
-        let w = self.width.max(1);
-        let t = k.div_ceil(w);
-        (0..s)
-            .map(|sp| {
-                let mut chains: SplitChains = Vec::new();
-                for (j, tile) in self.owned(sp, s, t).into_iter().enumerate() {
-                    let (lo, hi) = (tile * w, ((tile + 1) * w).min(k));
-                    // Cut the tile at the chain boundaries: position j w + x of the split's list.
-                    let mut x = lo;
-                    while x < hi {
-                        let pos = j * w + (x - lo);
-                        let (chain, end) = match self.period() {
-                            None => (0, hi),
-                            Some(p) => (pos / p, (x + (p - pos % p)).min(hi)),
-                        };
-                        while chains.len() <= chain {
-                            chains.push(Vec::new());
-                        }
-                        push_merged(&mut chains[chain], x..end);
-                        x = end;
-                    }
-                }
-                chains.retain(|c| !c.is_empty());
-                chains
-            })
-            .collect()
-    }
-
     /// `interleaved64` and, for slow accumulation, `/restart2`-style suffix parts.
     fn head(&self) -> String {
         format!("{}{}", self.ownership.name(), self.width)
@@ -150,17 +115,6 @@ impl Layout {
             Some(Restart::Elements(e)) => format!("/restart{e}e"),
         }
     }
-}
-
-/// Append a range to a chain, merging it with the previous one when they touch.
-fn push_merged(chain: &mut Vec<Range<usize>>, r: Range<usize>) {
-    if let Some(last) = chain.last_mut() {
-        if last.end == r.start {
-            last.end = r.end;
-            return;
-        }
-    }
-    chain.push(r);
 }
 
 /// A candidate reduction rule: a layout and a combination order.
@@ -226,7 +180,7 @@ impl fmt::Display for SplitRule {
 
 impl SplitRule {
     /// The splits of a plan for K (> 0) and S (>= 1) splits (docs/reference.md §3.2, §3.3): each split's chains
-    /// with their zero padding. Interleaved rules pad the tiles to a multiple of S (a split owning padding alone
+    /// with their zero padding — the one layout of a split, which plans, `fit splitk` and traces all use. Interleaved rules pad the tiles to a multiple of S (a split owning padding alone
     /// has no chains); contiguous rules pad only the ragged last tile. Fast: one chain per split; slow: the
     /// split's index list cut every restart period (`period`, from the rule's restart; the caller checked that
     /// a slow plan has one).
@@ -295,4 +249,25 @@ pub fn combine_with<T: Clone>(order: Order, p: &[T], add: &impl Fn(&T, &T) -> T)
 /// The fp32 combination (every `+` one IEEE round-to-nearest-even addition); +0 for no partials.
 pub fn combine(order: Order, p: &[f32]) -> f32 {
     combine_with(order, p, &|a: &f32, b: &f32| a + b).unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)] // a chunk's list of ranges, holding one
+    fn half_tile_restart_cuts_inside_a_tile() {
+        // `restart128e` of 256-wide contiguous tiles, K = 300, S = 2: split 0 owns tile 0 (0..256), cut into two
+        // 128-element chains; split 1 the ragged tile 1 (256..300, padded to 256): its real indices, then a chain
+        // of padding alone.
+        let rule = SplitRule::parse("contiguous256/serial/restart128e").unwrap();
+        let chunks = |sp: &Split| sp.chunks.iter().map(|c| (c.ranges.clone(), c.len)).collect::<Vec<_>>();
+        let splits = rule.plan_splits(300, 2, false);
+        assert_eq!(chunks(&splits[0]), vec![(vec![0..128], 128), (vec![128..256], 128)]);
+        assert_eq!(chunks(&splits[1]), vec![(vec![256..300], 128), (vec![], 128)]);
+        // Fast accumulation ignores the restart: one chain per split.
+        let fast = rule.plan_splits(300, 2, true);
+        assert_eq!(chunks(&fast[0]), vec![(vec![0..256], 256)]);
+    }
 }

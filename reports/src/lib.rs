@@ -1,6 +1,4 @@
-//! mmaemu-reports: what the recordings say beyond pass and fail, over the harness: split-K reduction rules and split
-//! envelopes established from recorded data alone ([`fit`]), and the regression report ([`report`]: JSON, Markdown,
-//! HTML, its baseline diff and its rendering).
+//! mmaemu-reports: what the recordings say beyond pass and fail, over the harness: the regression report ([`report`]:
+//! JSON, Markdown, HTML, its baseline diff and its rendering). The fits from recorded data live in `mmaemu-fit`.
 
-pub mod fit;
 pub mod report;

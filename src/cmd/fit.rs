@@ -1,4 +1,4 @@
-//! `mmaemu fit splitk|envelope|preset`: the arguments, over `mmaemu_reports::fit`.
+//! `mmaemu fit splitk|envelope|preset`: the arguments, over `mmaemu_fit`.
 
 use super::{CommandError, CommandResult, Exit};
 use std::path::PathBuf;
@@ -50,10 +50,10 @@ pub enum FitCommand {
         #[arg(long)]
         json: bool,
         /// Seed of the train/held-out partition of the shapes.
-        #[arg(long, default_value_t = mmaemu_reports::fit::envelope::DEFAULT_SEED)]
+        #[arg(long, default_value_t = mmaemu_fit::envelope::DEFAULT_SEED)]
         seed: u64,
         /// Fraction of the shapes held out, in [0, 1).
-        #[arg(long, default_value_t = mmaemu_reports::fit::envelope::DEFAULT_HOLDOUT)]
+        #[arg(long, default_value_t = mmaemu_fit::envelope::DEFAULT_HOLDOUT)]
         holdout: f64,
         /// Margin applied to the largest split M*N (default: the sidecar's, else 2).
         #[arg(long)]
@@ -70,21 +70,18 @@ pub enum FitCommand {
 pub fn run(cmd: FitCommand) -> CommandResult {
     match cmd {
         FitCommand::Splitk { json, simulated, paths } => {
-            let report =
-                mmaemu_reports::fit::splitk::fit_paths(&paths, evidence(simulated)).map_err(CommandError::bad_input)?;
+            let report = mmaemu_fit::splitk::fit_paths(&paths, evidence(simulated)).map_err(CommandError::bad_input)?;
             {
                 if json {
-                    println!("{}", mmaemu_reports::fit::splitk::json(&report));
+                    println!("{}", mmaemu_fit::splitk::json(&report));
                 } else {
-                    print!("{}", mmaemu_reports::fit::splitk::text(&report));
+                    print!("{}", mmaemu_fit::splitk::text(&report));
                 }
-                Ok(Exit::failed_if(
-                    report.groups.iter().any(|g| g.verdict == mmaemu_reports::fit::splitk::Verdict::None),
-                ))
+                Ok(Exit::failed_if(report.groups.iter().any(|g| g.verdict == mmaemu_fit::splitk::Verdict::None)))
             }
         }
         FitCommand::Preset { json, out, name, simulated, paths } => {
-            use mmaemu_reports::fit::preset;
+            use mmaemu_fit::preset;
             let fit = preset::fit_paths(&paths, evidence(simulated)).map_err(CommandError::bad_input)?;
             if json {
                 println!("{}", preset::json(&fit));
@@ -106,21 +103,21 @@ pub fn run(cmd: FitCommand) -> CommandResult {
             if !(0.0..1.0).contains(&holdout) {
                 return Err(CommandError::bad_input(format!("--holdout must be in [0, 1), got {holdout}")));
             }
-            let rule = match rule.as_deref().map(|r| (r, mmaemu_reports::fit::envelope::RuleKind::parse(r))) {
+            let rule = match rule.as_deref().map(|r| (r, mmaemu_fit::envelope::RuleKind::parse(r))) {
                 None => None,
                 Some((_, Some(k))) => Some(k),
                 Some((r, None)) => {
                     return Err(CommandError::bad_input(format!("unknown rule '{r}' (max_split_MN or k_grid)")));
                 }
             };
-            let opts = mmaemu_reports::fit::envelope::Options { seed, holdout, margin, rule };
-            let r = mmaemu_reports::fit::envelope::fit_path(&table, &opts).map_err(CommandError::bad_input)?;
+            let opts = mmaemu_fit::envelope::Options { seed, holdout, margin, rule };
+            let r = mmaemu_fit::envelope::fit_path(&table, &opts).map_err(CommandError::bad_input)?;
             {
                 {
                     if json {
-                        println!("{}", mmaemu_reports::fit::envelope::json(&r));
+                        println!("{}", mmaemu_fit::envelope::json(&r));
                     } else {
-                        print!("{}", mmaemu_reports::fit::envelope::text(&r));
+                        print!("{}", mmaemu_fit::envelope::text(&r));
                     }
                     Ok(Exit::failed_if(!r.heldout.violations.is_empty() || !r.sidecar_agrees()))
                 }
@@ -130,10 +127,10 @@ pub fn run(cmd: FitCommand) -> CommandResult {
 }
 
 /// The rows a fit reads: hardware rows, and with `--simulated` model rows too.
-fn evidence(simulated: bool) -> mmaemu_reports::fit::Evidence {
+fn evidence(simulated: bool) -> mmaemu_fit::Evidence {
     if simulated {
-        mmaemu_reports::fit::Evidence::Simulated
+        mmaemu_fit::Evidence::Simulated
     } else {
-        mmaemu_reports::fit::Evidence::Hardware
+        mmaemu_fit::Evidence::Hardware
     }
 }

@@ -2,7 +2,7 @@
 //! recordings, and a manifest with every file's sha256 — written beside the target and renamed into place only
 //! once it loads, so that a failed build leaves nothing behind and never touches an existing directory.
 
-use super::load_platform;
+use super::{load_platform, FittedSchemes};
 use crate::digest::sha256_file;
 use crate::splitk_table::{read_splitk_table, splitk_sidecar_path};
 use crate::{read_recording, DatasetError};
@@ -243,24 +243,14 @@ fn rejections(rows: &[crate::Row]) -> Vec<(String, String, String, usize)> {
 /// Rename the sidecar's schemes (`codes."custom -> scheme"` and its `unlisted` twin) to the rules `mmaemu fit splitk
 /// --json` fitted (`schemes`: a customOption's own label first, else the label of the scheme it maps to).
 fn fitted_schemes(sidecar: &mut Value, fit: &Path) -> Result<(), DatasetError> {
-    let text = std::fs::read_to_string(fit).map_err(|e| DatasetError::io(fit, e))?;
-    let json: Value = serde_json::from_str(&text).map_err(|e| invalid(fit, format!("not JSON: {e}")))?;
-    let schemes = json
-        .get("schemes")
-        .and_then(Value::as_array)
-        .ok_or_else(|| invalid(fit, "no `schemes`: not the output of `mmaemu fit splitk --json`"))?;
-    let gpus: std::collections::BTreeSet<&str> = schemes.iter().filter_map(|s| s["gpu"].as_str()).collect();
+    let fitted = FittedSchemes::read(fit)?;
+    let schemes = &fitted.schemes;
+    let gpus: std::collections::BTreeSet<&str> = schemes.iter().map(|s| s.gpu.as_str()).collect();
     if gpus.len() > 1 {
         return Err(invalid(fit, format!("the fit covers several GPUs ({gpus:?}): fit one GPU's recordings")));
     }
     let rule = |label: &str| -> Result<Option<String>, DatasetError> {
-        match schemes.iter().find(|s| s["label"].as_str() == Some(label)) {
-            None => Ok(None),
-            Some(s) => s["rule"]
-                .as_str()
-                .map(|r| Some(r.to_string()))
-                .ok_or_else(|| invalid(fit, format!("scheme '{label}': no single rule fits every group"))),
-        }
+        fitted.rule(label).map(|r| r.map(str::to_string)).map_err(|e| invalid(fit, e))
     };
     // A customOption the fit saw split gets its rule, listed or not.
     let codes = sidecar
@@ -270,9 +260,8 @@ fn fitted_schemes(sidecar: &mut Value, fit: &Path) -> Result<(), DatasetError> {
     let listed = codes.entry("custom -> scheme").or_insert_with(|| Value::Object(Default::default()));
     if let Some(map) = listed.as_object_mut() {
         for s in schemes {
-            let custom = s["label"].as_str().and_then(|l| l.strip_prefix("customOption "));
-            if let (Some(c), Some(r)) = (custom, s["rule"].as_str()) {
-                map.insert(c.to_string(), Value::String(r.to_string()));
+            if let (Some(c), Some(r)) = (s.label.strip_prefix("customOption "), &s.rule) {
+                map.insert(c.to_string(), Value::String(r.clone()));
             }
         }
     }

@@ -4,9 +4,11 @@
 
 mod build;
 mod encode;
+mod fitted;
 
 pub use build::{build_platform, BuildSpec};
 pub use encode::{encode_table, Stats};
+pub use fitted::{FittedSchemes, SchemeFit};
 
 use crate::digest::sha256_file;
 use crate::splitk_table::read_splitk_table_with_sidecar;

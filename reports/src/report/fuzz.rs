@@ -3,8 +3,8 @@
 //! bit for bit between independent implementations:
 //!
 //! - `plans`: the model's plan executor ([`mmaemu_model::accumulate`](mod@mmaemu_model::accumulate): `Plan`
-//!   chunks, `execute`) against the split-K fit's own chain layouts ([`crate::fit::rules::accumulate_rule`],
-//!   written separately from docs/reference.md §3) for the rule of the plan's scheme — finite codes;
+//!   chunks, `execute`) against the split-K fit's replay of the same plan ([`mmaemu_fit::splitk::replay_plan`]:
+//!   chains without their padding, cached by k indices) — finite codes;
 //! - `backend <name>`: every non-reference backend's chain engine against the model's reference engine
 //!   through the whole GEMM (plan, non-finite inputs, epilogue) — any codes, non-finite included.
 //!
@@ -13,8 +13,10 @@
 //! suite (`cargo test -p mmaemu-harness --test fuzz`) is the wider one.
 
 use super::backends::Backend;
-use crate::fit::rules::{accumulate_rule, Layout, Order, Ownership, Restart, SplitRule};
-use mmaemu_model::{accumulate, gemm, gemm_with, Epilogue, Format, Operands, OutDtype, Preset, Scheme, SplitK};
+use mmaemu_fit::splitk::replay_plan;
+use mmaemu_model::{
+    execute, gemm, gemm_with, Epilogue, Format, Operands, OutDtype, Plan, Preset, ReferenceEngine, Scheme, SplitK,
+};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{json, Value};
@@ -102,21 +104,6 @@ fn case(rng: &mut ChaCha8Rng, finite: bool) -> Case {
     Case { preset, fa, fb, a, b, m, n, k, fast, split }
 }
 
-/// The fit rule of a plan (docs/reference.md §3).
-fn rule_of(split: SplitK, fast: bool) -> Option<SplitRule> {
-    match split.scheme() {
-        Scheme::None => {
-            // Unsplit: one chain (fast), or 128-element chains added in K order (slow).
-            let restart = if fast { None } else { Some(Restart::Tiles(1)) };
-            Some(SplitRule {
-                layout: Layout { ownership: Ownership::Contiguous, width: 128, restart },
-                order: Order::Serial,
-            })
-        }
-        s => s.rule().map(|r| if fast { r.fast() } else { r }),
-    }
-}
-
 /// The outcome of one check.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Check {
@@ -188,24 +175,24 @@ pub fn run(seed: u64, cases: usize, backends: &[Box<dyn Backend>]) -> FuzzReport
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut plans = Check::new(
         "plans".into(),
-        "model plan executor (accumulate) vs the split-K fit's chain layouts, fp32 accumulator, finite codes".into(),
+        "model plan executor (execute) vs the split-K fit's replay of the plan, fp32 accumulator, finite codes".into(),
         cases,
     );
     for i in 0..cases {
         let c = case(&mut rng, true);
         let ops = c.operands();
-        let Some(rule) = rule_of(c.split, c.fast) else { continue };
-        let ok = match accumulate(&c.preset, &ops, c.fast, c.split) {
-            Ok(model) => {
-                let fit = accumulate_rule(&rule, &c.preset, &ops, c.split.s()).unwrap_or_default();
+        let plan = Plan::new(&c.preset, c.k, c.fast, c.split);
+        let ok = match plan.as_ref().map(|p| (p, execute(&c.preset, p, &ops, &ReferenceEngine))) {
+            Ok((plan, Ok(model))) => {
+                let fit = replay_plan(&c.preset, plan, &ops).unwrap_or_default();
                 model.iter().map(|x| x.to_bits()).eq(fit.iter().map(|x| x.to_bits()))
             }
-            Err(_) => false,
+            _ => false,
         };
         if !ok {
             plans.failures += 1;
             if plans.first.len() < 5 {
-                plans.first.push(format!("{} (rule {rule})", describe(i, &c)));
+                plans.first.push(describe(i, &c));
             }
         }
     }

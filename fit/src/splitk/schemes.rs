@@ -4,20 +4,7 @@
 
 use super::*;
 
-/// The rules of one (GPU, label).
-#[derive(Clone, Debug, PartialEq)]
-pub struct SchemeFit {
-    /// GPU.
-    pub gpu: String,
-    /// Label: `customOption C` or a recorded scheme name.
-    pub label: String,
-    /// The rules whose slow form survives every slow group of the label and whose fast form survives every fast
-    /// group, in candidate order.
-    pub rules: Vec<String>,
-    /// The rule a table maps the label to: the one whose order is named by the label where the label is an order
-    /// (`pairwise`), else the first; None where no rule fits every group.
-    pub rule: Option<String>,
-}
+pub use mmaemu_datasets::platform::SchemeFit;
 
 /// The rules of every labelled (GPU, label); unlabelled groups have no scheme to name.
 pub fn schemes(report: &FitReport) -> Vec<SchemeFit> {

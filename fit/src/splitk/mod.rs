@@ -4,10 +4,10 @@
 //! Every hardware row with S > 1 (ops `gemm`, `accumulator`, `scaled_mm`; the recorded scheme is ignored,
 //! and may be `unknown`) is replayed under every candidate rule of [`super::rules`] — tile width,
 //! ownership, slow restart period, combination order — and a rule *survives* a row when it reproduces
-//! every recorded bit. The accumulator of a candidate is computed here, directly: the chains of the rule
-//! are [`Chain::run`] over the gathered codes of their k indices (non-finite codes replaced by 0x00, §3.5),
-//! a slow split adds its chain results serially from +0 in fp32, and the partials are combined in the
-//! rule's fp32 order; outputs whose row or column holds a non-finite code take the §3.7 value (taken from
+//! every recorded bit. The accumulator of a candidate is its rule's plan (the model's [`Plan`]) replayed
+//! (`replay.rs`): the chains of its chunks are [`mmaemu_model::Chain::run`] over the gathered codes of their k
+//! indices (non-finite codes replaced by 0x00, §3.5), a slow split adds its chain results serially from +0 in
+//! fp32, and the partials are combined in the rule's fp32 order; outputs whose row or column holds a non-finite code take the §3.7 value (taken from
 //! the model's unsplit accumulator, where exactly those outputs are non-finite); then the row's epilogue
 //! ([`Epilogue`]; for `scaled_mm` rows the call is rebuilt with [`CallParts`] to find its scales and out
 //! dtype). Chains over the same k indices are computed once per row whichever rules share them.
@@ -25,6 +25,7 @@
 
 mod groups;
 mod render;
+mod replay;
 mod schemes;
 
 use super::rules::{candidates, layouts, order_expression, Layout, Order, SplitRule};
@@ -34,15 +35,16 @@ use mmaemu_datasets::{DatasetError, Expectation, Op, OutSelect, Row, Truth};
 use mmaemu_harness::call::CallParts;
 use mmaemu_model::scaled_mm::{resolve_profile, Validation};
 use mmaemu_model::splitk::SplitRequest;
-use mmaemu_model::{accumulate, epilogue, Chain, Epilogue, Format, Operands, OutDtype, Preset, SplitK};
+use mmaemu_model::{accumulate, epilogue, Epilogue, Format, Operands, OutDtype, Plan, Preset, SplitK};
 use rayon::prelude::*;
 pub use render::{json, text};
+pub use replay::replay_plan;
+use replay::{ChainCache, Codes};
 pub use schemes::{schemes, SchemeFit};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// How a candidate's accumulator becomes the row's result.
 #[derive(Clone, Copy, Debug)]
@@ -63,16 +65,10 @@ enum Want {
 /// A row ready for the fit: operands with non-finite codes zeroed, the outputs compared, their §3.7
 /// overrides, and the finish.
 struct Prepared {
-    preset: Preset,
-    fa: Format,
-    fb: Format,
-    k: usize,
-    /// [m, k], non-finite codes replaced by 0x00.
-    a: Vec<u8>,
-    /// [n, k], likewise.
-    b: Vec<u8>,
-    /// The (i, j) outputs compared, in the order of the expected bits.
-    pairs: Vec<(usize, usize)>,
+    /// The operands, non-finite codes replaced by 0x00, and the outputs compared.
+    codes: Codes,
+    /// The plan of every candidate layout for the row's K, S and accumulation.
+    plans: Vec<(Layout, Plan)>,
     /// Per compared output: the non-finite accumulator that overrides every rule's (§3.7), if any.
     patch: Vec<Option<f32>>,
     finish: Finish,
@@ -103,30 +99,7 @@ pub struct FitRow {
 
 pub use super::SkippedRow;
 
-/// A group's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Exactly one rule reproduces every row.
-    Unique,
-    /// Several rules reproduce every row; the rows cannot tell them apart.
-    Ambiguous,
-    /// No single rule reproduces every row, and a set of rules does ([`FitGroup::mixture`]).
-    Mixture,
-    /// Some row is reproduced by no candidate.
-    None,
-}
-
-impl Verdict {
-    /// `unique`, `ambiguous`, `mixture`, `none`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Unique => "unique",
-            Verdict::Ambiguous => "ambiguous",
-            Verdict::Mixture => "mixture",
-            Verdict::None => "none",
-        }
-    }
-}
+pub use super::Verdict;
 
 /// A rule that reproduces most, but not all, rows of a group without survivors.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -249,8 +222,8 @@ fn numerics(row: &Row) -> Result<(Preset, Format, Format, Finish, OutDtype), Str
     }
 }
 
-/// Prepare a row, or say why it cannot be fitted.
-fn prepare(row: &Row) -> Result<Prepared, String> {
+/// Prepare a row of S splits, or say why it cannot be fitted.
+fn prepare(row: &Row, s: usize) -> Result<Prepared, String> {
     if row.truth != Truth::Hardware {
         return Err("truth = model: model rows are never evidence".into());
     }
@@ -299,94 +272,23 @@ fn prepare(row: &Row) -> Result<Prepared, String> {
     } else {
         vec![None; pairs.len()]
     };
-    Ok(Prepared { preset, fa, fb, k, a: zeroed(&row.a, fa), b: zeroed(&row.b, fb), pairs, patch, finish, want, out })
-}
-
-/// The chain results of one set of k indices for every compared output.
-type ChainResults = Arc<Vec<f32>>;
-
-/// Per-row cache of chain results, keyed by the chain's merged k ranges.
-struct ChainCache<'p> {
-    p: &'p Prepared,
-    chain: Chain,
-    map: HashMap<Vec<(usize, usize)>, ChainResults>,
-}
-
-impl<'p> ChainCache<'p> {
-    fn new(p: &'p Prepared) -> Self {
-        ChainCache { p, chain: Chain::new(&p.preset, p.fa, p.fb), map: HashMap::new() }
-    }
-
-    fn gather(x: &[u8], row: usize, k: usize, ranges: &[std::ops::Range<usize>], buf: &mut Vec<u8>) {
-        buf.clear();
-        for r in ranges {
-            buf.extend_from_slice(&x[row * k + r.start..row * k + r.end]);
-        }
-    }
-
-    fn results(&mut self, ranges: &[std::ops::Range<usize>]) -> ChainResults {
-        let key: Vec<(usize, usize)> = ranges.iter().map(|r| (r.start, r.end)).collect();
-        if let Some(r) = self.map.get(&key) {
-            return r.clone();
-        }
-        let p = self.p;
-        // Gather each needed row of A and B once.
-        let mut rows_a: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
-        let mut rows_b: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
-        let mut buf = Vec::new();
-        for &(i, j) in &p.pairs {
-            rows_a.entry(i).or_insert_with(|| {
-                Self::gather(&p.a, i, p.k, ranges, &mut buf);
-                buf.clone()
-            });
-            rows_b.entry(j).or_insert_with(|| {
-                Self::gather(&p.b, j, p.k, ranges, &mut buf);
-                buf.clone()
-            });
-        }
-        let out: Vec<f32> = p
-            .pairs
-            .iter()
-            .map(|(i, j)| match (rows_a.get(i), rows_b.get(j)) {
-                (Some(a), Some(b)) => self.chain.run(a, b, 0.0),
-                _ => 0.0,
-            })
-            .collect();
-        let out = Arc::new(out);
-        self.map.insert(key, out.clone());
-        out
-    }
-}
-
-/// The partials p_s (per compared output) of a layout.
-fn partials(cache: &mut ChainCache<'_>, layout: &Layout, s: usize) -> Vec<Vec<f32>> {
-    let n_out = cache.p.pairs.len();
-    layout
-        .splits(cache.p.k, s)
-        .iter()
-        .map(|chains| {
-            let mut acc = vec![0.0f32; n_out];
-            for c in chains {
-                let r = cache.results(c);
-                // ((+0 + c_0) + c_1) + ... in fp32 (a fast split has one chain: +0 + c_0 = c_0).
-                for (a, x) in acc.iter_mut().zip(r.iter()) {
-                    *a += *x;
-                }
-            }
-            acc
-        })
-        .collect()
+    let plans = layouts(fast)
+        .into_iter()
+        .map(|l| replay::plan(&preset, l, k, s, fast).map(|p| (l, p)).map_err(|e| format!("a candidate's plan: {e}")))
+        .collect::<Result<_, String>>()?;
+    let codes = Codes { preset, fa, fb, k, a: zeroed(&row.a, fa), b: zeroed(&row.b, fb), pairs };
+    Ok(Prepared { codes, plans, patch, finish, want, out })
 }
 
 /// Does the combination of these partials in `order` reproduce the recording?
 fn reproduces(p: &Prepared, partials: &[Vec<f32>], order: Order) -> bool {
     let mut column = vec![0.0f32; partials.len()];
-    let mut bits = Vec::with_capacity(p.pairs.len());
+    let mut bits = Vec::with_capacity(p.codes.pairs.len());
     let alpha = match p.finish {
         Finish::Epilogue(e) => e.alpha(),
         Finish::Accumulator => 1.0,
     };
-    for o in 0..p.pairs.len() {
+    for o in 0..p.codes.pairs.len() {
         for (c, part) in column.iter_mut().zip(partials) {
             *c = part[o];
         }
@@ -413,10 +315,10 @@ fn reproduces(p: &Prepared, partials: &[Vec<f32>], order: Order) -> bool {
 /// The partials of every candidate layout for one set of operands.
 type LayoutPartials = Vec<(Layout, Vec<Vec<f32>>)>;
 
-/// The partials of every candidate layout (fast or slow) of a prepared row.
-fn all_partials(p: &Prepared, s: usize, fast: bool) -> LayoutPartials {
-    let mut cache = ChainCache::new(p);
-    layouts(fast).into_iter().map(|layout| (layout, partials(&mut cache, &layout, s))).collect()
+/// The partials of every candidate layout of a prepared row: each layout's plan replayed.
+fn all_partials(p: &Prepared) -> LayoutPartials {
+    let mut cache = ChainCache::new(&p.codes);
+    p.plans.iter().map(|(layout, plan)| (*layout, cache.partials(plan))).collect()
 }
 
 /// Every candidate rule whose partials reproduce the prepared row, in candidate order.
@@ -434,7 +336,7 @@ fn survivors(p: &Prepared, parts: &LayoutPartials) -> Vec<SplitRule> {
 
 /// Rows whose operands, formats, preset, compared outputs, S and accumulation agree have the same
 /// partials under every rule (they differ only in the epilogue): the key they are shared under.
-fn operand_key(p: &Prepared, s: usize, fast: bool) -> Vec<u8> {
+fn operand_key(p: &Codes, s: usize, fast: bool) -> Vec<u8> {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();
     h.update(p.preset.name().as_bytes());
@@ -484,9 +386,9 @@ fn meta(row: &Row, file: &Path) -> Meta {
 /// Fit one row alone: its survivors, or why it cannot be fitted.
 pub fn fit_row(row: &Row, file: &Path) -> Result<FitRow, SkippedRow> {
     let skip = |reason: String| SkippedRow { id: row.id.clone(), file: file.to_path_buf(), reason };
-    let p = prepare(row).map_err(skip)?;
     let m = meta(row, file);
-    let parts = all_partials(&p, m.s, m.fast);
+    let p = prepare(row, m.s).map_err(skip)?;
+    let parts = all_partials(&p);
     let survivors = survivors(&p, &parts).iter().map(SplitRule::name).collect();
     Ok(m.into_row(survivors))
 }
@@ -500,9 +402,12 @@ pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
         .collect();
     let prepared: Vec<Result<(Meta, Prepared), SkippedRow>> = work
         .par_iter()
-        .map(|(f, r)| match prepare(r) {
-            Ok(p) => Ok((meta(r, f), p)),
-            Err(reason) => Err(SkippedRow { id: r.id.clone(), file: f.to_path_buf(), reason }),
+        .map(|(f, r)| {
+            let m = meta(r, f);
+            match prepare(r, m.s) {
+                Ok(p) => Ok((m, p)),
+                Err(reason) => Err(SkippedRow { id: r.id.clone(), file: f.to_path_buf(), reason }),
+            }
         })
         .collect();
     let mut skipped = Vec::new();
@@ -513,7 +418,7 @@ pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
             Err(s) => skipped.push(s),
         }
     }
-    let keys: Vec<Vec<u8>> = ready.par_iter().map(|(m, p)| operand_key(p, m.s, m.fast)).collect();
+    let keys: Vec<Vec<u8>> = ready.par_iter().map(|(m, p)| operand_key(&p.codes, m.s, m.fast)).collect();
     let mut shared: BTreeMap<&[u8], Vec<usize>> = BTreeMap::new();
     for (i, k) in keys.iter().enumerate() {
         shared.entry(k.as_slice()).or_default().push(i);
@@ -522,8 +427,7 @@ pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
     let results: Vec<Vec<(usize, Vec<String>)>> = shared
         .par_iter()
         .map(|members| {
-            let (m0, p0) = &ready[members[0]];
-            let parts = all_partials(p0, m0.s, m0.fast);
+            let parts = all_partials(&ready[members[0]].1);
             members.iter().map(|&i| (i, survivors(&ready[i].1, &parts).iter().map(SplitRule::name).collect())).collect()
         })
         .collect();

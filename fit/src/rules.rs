@@ -1,4 +1,4 @@
-//! Candidate split-K reduction rules (the hypotheses `mmaemu fit splitk` tests) and their evaluation.
+//! Candidate split-K reduction rules (the hypotheses `mmaemu fit splitk` tests) and the expressions of their orders.
 //!
 //! A rule says how a split-K GEMM of S splits cuts K into chains and in which fp32 order it adds the
 //! partial sums (docs/reference.md §3):
@@ -22,15 +22,13 @@
 //! `interleaved64/pairwise/restart2` is docs/reference.md's RTX 4060 slow pairwise plan and
 //! `contiguous128/serial/restart1` its H100 slow plan.
 //!
-//! Every chain of a rule holds the real k indices of its tiles in order; zero padding (of the ragged last
-//! tile, or of the padding tiles behind it) only ever follows them, so it changes nothing (§2.4) and is
-//! left out. Chains over the same k indices are the same chain whatever rule they come from, which is
-//! what lets the fit cache them.
+//! A rule's chains are those of its plan (the model's `Plan`, built by `SplitRule::plan_splits`): the fit
+//! replays them (`splitk/replay.rs`). Chains over the same k indices are the same chain whatever rule they
+//! come from, which is what lets the fit cache them.
 
 use mmaemu_model::rule::combine_with;
 pub use mmaemu_model::rule::{combine, Layout, Order, Ownership, Restart, SplitRule};
-use mmaemu_model::{Chain, Operands, Preset, Scheme};
-use std::ops::Range;
+use mmaemu_model::Scheme;
 
 /// The tile widths the fit tries.
 pub const WIDTHS: [usize; 4] = [32, 64, 128, 256];
@@ -88,40 +86,6 @@ pub fn order_expression(order: Order, s: usize) -> String {
     combine_with(order, &p, &add).unwrap_or_default()
 }
 
-/// The fp32 accumulator [m, n] of A x B^T under a rule with S splits, computed directly: each chain is
-/// [`Chain::run`] from +0 over the codes of its k indices, a slow split adds its chain results serially
-/// from +0, the partials are combined in the rule's order. Operands must be finite (the §3.7 patch of
-/// non-finite inputs is not applied here). S = 1 with a fast rule is the unsplit fast chain; S = 1 with
-/// `contiguous128/.../restart1` is the unsplit slow plan (§3.1). Operand sizes that do not match the shape
-/// are an invalid-value error.
-pub fn accumulate_rule(
-    rule: &SplitRule,
-    preset: &Preset,
-    ops: &Operands<'_>,
-    s: usize,
-) -> mmaemu_model::Result<Vec<f32>> {
-    ops.check()?;
-    let chain = Chain::new(preset, ops.fa, ops.fb);
-    let (a, b, m, n, k) = (ops.a, ops.b, ops.m, ops.n, ops.k);
-    let splits = rule.layout.splits(k, s);
-    let gather = |x: &[u8], row: usize, ranges: &[Range<usize>]| -> Vec<u8> {
-        ranges.iter().flat_map(|r| x[row * k + r.start..row * k + r.end].iter().copied()).collect()
-    };
-    let mut out = Vec::with_capacity(m * n);
-    for i in 0..m {
-        for j in 0..n {
-            let partials: Vec<f32> = splits
-                .iter()
-                .map(|chains| {
-                    chains.iter().fold(0.0f32, |acc, c| acc + chain.run(&gather(a, i, c), &gather(b, j, c), 0.0))
-                })
-                .collect();
-            out.push(combine(rule.order, &partials));
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,27 +102,6 @@ mod tests {
         assert_eq!(of_scheme("pairwise", false).map(|r| r.name()).as_deref(), Some("interleaved64/pairwise/restart2"));
         assert!(SplitRule::parse("diagonal64/serial").is_none());
         assert!(SplitRule::parse("interleaved64/serial/restart2/x").is_none());
-    }
-
-    #[test]
-    fn behaviour_examples() {
-        let il = Layout { ownership: Ownership::Interleaved, width: 64, restart: None };
-        // §3.2: K = 200, S = 3: split0 = tiles 0 and 3, split1 = tile 1, split2 = tile 2.
-        assert_eq!(il.splits(200, 3), vec![vec![vec![0..64, 192..200]], vec![vec![64..128]], vec![vec![128..192]]]);
-        // K = 80, S = 3: split2 owns only padding.
-        assert_eq!(il.splits(80, 3), vec![vec![vec![0..64]], vec![vec![64..80]], vec![]]);
-        // Slow, S = 2, K = 512: split0 chunks (tiles 0,2), (4,6).
-        let slow = Layout { restart: Some(Restart::Tiles(2)), ..il };
-        assert_eq!(slow.splits(512, 2)[0], vec![vec![0..64, 128..192], vec![256..320, 384..448]]);
-        // §3.3: K = 640, S = 3, contiguous 128: 256, 256, 128 elements; K = 768, S = 4: an empty split.
-        let c = Layout { ownership: Ownership::Contiguous, width: 128, restart: None };
-        assert_eq!(c.splits(640, 3), vec![vec![vec![0..256]], vec![vec![256..512]], vec![vec![512..640]]]);
-        assert_eq!(c.splits(768, 4)[3], Vec::<Vec<Range<usize>>>::new());
-        let cs = Layout { restart: Some(Restart::Tiles(1)), ..c };
-        assert_eq!(cs.splits(640, 2)[0].len(), 3);
-        // The half-tile restart of w = 256.
-        let h = Layout { ownership: Ownership::Contiguous, width: 256, restart: Some(Restart::Elements(128)) };
-        assert_eq!(h.splits(300, 1), vec![vec![vec![0..128], vec![128..256], vec![256..300]]]);
     }
 
     #[test]

@@ -10,6 +10,9 @@ pub mod envelope;
 pub mod preset;
 pub mod rules;
 pub mod splitk;
+pub mod verdict;
+
+pub use verdict::Verdict;
 
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row, Truth};
 use std::path::PathBuf;

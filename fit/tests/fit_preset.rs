@@ -2,7 +2,7 @@
 //! column withheld: set to `unknown`) and chains that MMA-Sim computed (datasets/oracle/mmasim-chains.bin).
 
 use mmaemu_datasets::{read_recording, Expectation, Op, OutSelect, Row, Truth, UNKNOWN_PRESET};
-use mmaemu_reports::fit::preset::{fit, Verdict};
+use mmaemu_fit::preset::{fit, Verdict};
 use std::path::PathBuf;
 use std::time::Instant;
 

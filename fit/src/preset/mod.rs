@@ -45,27 +45,7 @@ pub struct FitRow {
 
 pub use super::SkippedRow;
 
-/// The verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// One candidate reproduces every row.
-    Unique,
-    /// Several do.
-    Ambiguous,
-    /// None does.
-    None,
-}
-
-impl Verdict {
-    /// `unique`, `ambiguous`, `none`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Unique => "unique",
-            Verdict::Ambiguous => "ambiguous",
-            Verdict::None => "none",
-        }
-    }
-}
+pub use super::Verdict;
 
 /// A chain on which the survivors give different results.
 #[derive(Clone, Debug, PartialEq)]
@@ -230,11 +210,7 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
     let samples = interleave(samples, rows.len());
     let all = space::candidates();
     let survivors: Vec<PresetSpec> = all.par_iter().filter(|s| reproduces(s, &samples)).cloned().collect();
-    let verdict = match survivors.len() {
-        0 => Verdict::None,
-        1 => Verdict::Unique,
-        _ => Verdict::Ambiguous,
-    };
+    let verdict = Verdict::of(survivors.len(), false);
     let mut fit = PresetFit {
         rows,
         skipped,
@@ -260,7 +236,7 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
                 .map(|r| fit.rows[r].id.clone())
                 .collect();
         }
-        Verdict::Unique => {}
+        Verdict::Unique | Verdict::Mixture => {}
     }
     fit
 }

@@ -40,9 +40,8 @@ pub fn json(report: &FitReport) -> Value {
             "id": s.id, "file": s.file.display().to_string(), "reason": s.reason,
         })).collect::<Vec<_>>(),
         "candidates": {"fast": report.fast_candidates, "slow": report.slow_candidates},
-        "schemes": schemes(report).iter().map(|s| json!({
-            "gpu": s.gpu, "label": s.label, "rules": s.rules, "rule": s.rule,
-        })).collect::<Vec<_>>(),
+        // The type `mmaemu platform build --rules` reads back (`FittedSchemes`).
+        "schemes": schemes(report),
     })
 }
 

@@ -129,12 +129,7 @@ fn decide(key: GroupKey, members: &[&FitRow]) -> FitGroup {
         0 => mixture(&all, members, &sets).unwrap_or_default(),
         _ => (Vec::new(), 0),
     };
-    let verdict = match survivors.len() {
-        0 if !mixture.is_empty() => Verdict::Mixture,
-        0 => Verdict::None,
-        1 => Verdict::Unique,
-        _ => Verdict::Ambiguous,
-    };
+    let verdict = Verdict::of(survivors.len(), !mixture.is_empty());
     let discriminating =
         members.iter().zip(&sets).filter(|(_, set)| set.len() < all.len()).map(|(r, _)| r.id.clone()).collect();
     // Survivors with the same layout and the same order expression at this S.
