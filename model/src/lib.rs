@@ -16,6 +16,7 @@ pub mod fpenv;
 pub mod gemm;
 pub mod interrupt;
 pub mod limits;
+pub mod manifest;
 pub mod nonfinite;
 pub mod plan;
 pub mod platform;

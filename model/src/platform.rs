@@ -5,83 +5,14 @@
 use crate::epilogue::OutDtype;
 use crate::error::{Category, Error, Result};
 use crate::format::Format;
+use crate::manifest::Manifest;
 use crate::plan::Scheme;
 use crate::preset::{Maturity, Preset};
 use crate::profile::{Caller, Profile, RejectRule};
 use crate::splitk::Table;
-use serde::Deserialize;
 use std::collections::BTreeMap;
 
-/// The manifest's format.
-pub const FORMAT: &str = "mmaemu-platform/1";
-
-/// The file name of a bundle's manifest.
-pub const MANIFEST: &str = "platform.toml";
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Manifest {
-    format: String,
-    name: String,
-    description: String,
-    gpu: Option<GpuDoc>,
-    library: Option<LibraryDoc>,
-    /// `builtin = "NAME"`, or a preset document (`mmaemu-preset/1`, docs/preset-format.md) inline.
-    preset: toml::Table,
-    splitk: Option<SplitkDoc>,
-    #[serde(default)]
-    reject: Vec<RejectDoc>,
-    profile: Vec<ProfileDoc>,
-    #[serde(default)]
-    files: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GpuDoc {
-    name: Option<String>,
-    capability: [u32; 2],
-    sm_count: Option<u32>,
-    driver: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LibraryDoc {
-    cublaslt: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SplitkDoc {
-    /// The table's Parquet file; its sidecar is the same stem with `.json`.
-    table: Option<String>,
-    /// Without a table: the schemes the GPU's split kernels use (a platform of a recorded GPU without its table).
-    schemes: Option<Vec<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RejectDoc {
-    fmt_a: Option<String>,
-    fmt_b: Option<String>,
-    out: Option<String>,
-    message: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProfileDoc {
-    name: String,
-    caller: String,
-    torch_version: Option<String>,
-    workspace: Option<u64>,
-    align: Option<u32>,
-    description: String,
-    /// Built-in bundles only: the maturity docs/reference.md §6.1 gives them (a loaded bundle's is computed).
-    maturity: Option<String>,
-    splitk_maturity: Option<String>,
-}
+pub use crate::manifest::{FORMAT, MANIFEST};
 
 /// One platform: the GPU, its library, and the profiles of its callers.
 #[derive(Clone, Debug, PartialEq, Eq)]

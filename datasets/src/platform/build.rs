@@ -6,10 +6,11 @@ use super::{load_platform, FittedSchemes};
 use crate::digest::sha256_file;
 use crate::splitk_table::{read_splitk_table, splitk_sidecar_path};
 use crate::{read_recording, DatasetError};
-use mmaemu_model::platform::{FORMAT, MANIFEST};
+use mmaemu_model::manifest::{
+    Manifest, ManifestGpu, ManifestLibrary, ManifestProfile, ManifestReject, ManifestSplitk, FORMAT, MANIFEST,
+};
 use mmaemu_model::{Platform, Preset};
 use serde_json::Value;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// What a bundle is built from.
@@ -41,23 +42,6 @@ fn invalid(path: &Path, what: impl Into<String>) -> DatasetError {
     DatasetError::invalid(path, None, what)
 }
 
-/// A TOML basic string.
-fn quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 fn file_name(path: &Path) -> Result<String, DatasetError> {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).ok_or_else(|| invalid(path, "not a file name"))
 }
@@ -82,9 +66,7 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
         Ok(name)
     };
 
-    let mut m = String::new();
-    let _ = writeln!(m, "# Written by `mmaemu platform build` (docs/platform-format.md).");
-    let _ = writeln!(m, "format = {}\nname = {}", quote(FORMAT), quote(&spec.name));
+    let mut m = Manifest { format: FORMAT.to_string(), name: spec.name.clone(), ..Manifest::default() };
     let mut names = Vec::new();
     let table = spec.table.as_ref().map(|t| read_splitk_table(t)).transpose()?;
     // The GPU's facts: the probe's (`mmaemu-record probe`), else the table's sidecar's; both must name one platform.
@@ -105,7 +87,6 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
         }
     }
     let mut torch = None;
-    let mut table_file = None;
     let facts = match (&probe, &table) {
         (Some((path, v)), _) => Some((path.clone(), v.clone())),
         (None, Some(t)) => Some((t.sidecar_path.clone(), t.sidecar["platform"].clone())),
@@ -116,29 +97,27 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
             let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
             let gpu = text("gpu").ok_or_else(|| invalid(&source, "the platform has no `gpu`"))?;
             let cublaslt = text("cublaslt").ok_or_else(|| invalid(&source, "the platform has no `cublaslt`"))?;
-            let cap: Vec<u64> =
-                p.get("capability").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64).collect();
-            if cap.len() != 2 {
+            let cap: Vec<u32> = p
+                .get("capability")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.as_u64().and_then(|c| u32::try_from(c).ok()))
+                .collect();
+            let [major, minor] = cap[..] else {
                 return Err(invalid(&source, "the platform has no `capability` [major, minor]"));
-            }
+            };
             torch = text("torch");
-            let _ = writeln!(
-                m,
-                "description = {}",
-                quote(&format!("{gpu} (sm_{}{}), cuBLASLt {cublaslt}", cap[0], cap[1]))
-            );
-            let _ = writeln!(m, "\n[gpu]\nname = {}\ncapability = [{}, {}]", quote(&gpu), cap[0], cap[1]);
-            if let Some(sm) = p.get("sm_count").and_then(Value::as_u64) {
-                let _ = writeln!(m, "sm_count = {sm}");
-            }
-            if let Some(d) = text("driver") {
-                let _ = writeln!(m, "driver = {}", quote(&d));
-            }
-            let _ = writeln!(m, "\n[library]\ncublaslt = {}", quote(&cublaslt));
+            m.description = format!("{gpu} (sm_{major}{minor}), cuBLASLt {cublaslt}");
+            m.gpu = Some(ManifestGpu {
+                name: Some(gpu),
+                capability: [major, minor],
+                sm_count: p.get("sm_count").and_then(Value::as_u64).and_then(|s| u32::try_from(s).ok()),
+                driver: text("driver"),
+            });
+            m.library = Some(ManifestLibrary { cublaslt });
         }
-        None => {
-            let _ = writeln!(m, "description = {}", quote(&format!("{} without a recorded platform", spec.name)));
-        }
+        None => m.description = format!("{} without a recorded platform", spec.name),
     }
     if let (Some(table_path), Some(table)) = (&spec.table, &table) {
         let t = copy(table_path)?;
@@ -155,57 +134,45 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
                 names.push(name);
             }
         }
-        table_file = Some(t.clone());
+        m.splitk = Some(ManifestSplitk { table: Some(t.clone()), schemes: None });
         names.push(t);
     } else if spec.rules.is_some() {
         return Err(invalid(out, "--rules renames a table's schemes: it needs --table"));
     }
     let preset = Path::new(&spec.preset);
-    if preset.is_file() {
+    m.preset = if preset.is_file() {
         // A preset document, inline: checked as the manifest reader will read it.
         let text = std::fs::read_to_string(preset).map_err(|e| DatasetError::io(preset, e))?;
         let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| invalid(preset, e.message().to_string()))?;
         Preset::from_table(&doc).map_err(|e| invalid(preset, e.message()))?;
-        // A valid document is flat (its keys are all scalars), so its text is the body of the `[preset]` table.
-        let _ = writeln!(m, "\n[preset]\n{}", text.trim_end());
+        doc
     } else {
-        let _ = writeln!(m, "\n[preset]\nbuiltin = {}", quote(&spec.preset));
-    }
-    if let Some(t) = &table_file {
-        let _ = writeln!(m, "\n[splitk]\ntable = {}", quote(t));
-    }
-    let _ = writeln!(m, "\n[[profile]]\nname = {}\ncaller = {}", quote(&spec.profile), quote(&spec.caller));
-    if let Some(t) = &torch {
-        let _ = writeln!(m, "torch_version = {}", quote(t));
-    }
-    let _ = writeln!(m, "workspace = {}", spec.workspace);
-    let _ = writeln!(
-        m,
-        "description = {}",
-        quote(&format!("{}: {}, {} B workspace", spec.name, spec.caller, spec.workspace))
-    );
+        toml::Table::from_iter([("builtin".to_string(), toml::Value::String(spec.preset.clone()))])
+    };
+    m.profile.push(ManifestProfile {
+        name: spec.profile.clone(),
+        caller: spec.caller.clone(),
+        torch_version: torch,
+        workspace: Some(spec.workspace),
+        description: format!("{}: {}, {} B workspace", spec.name, spec.caller, spec.workspace),
+        ..ManifestProfile::default()
+    });
     let mut rows = Vec::new();
     for r in &spec.recordings {
         rows.extend(read_recording(r)?.rows);
         names.push(copy(r)?);
     }
     for (fa, fb, out, n) in rejections(&rows) {
-        let _ = writeln!(
-            m,
-            "\n[[reject]]\nfmt_a = {}\nfmt_b = {}\nout = {}\nmessage = {}",
-            quote(&fa),
-            quote(&fb),
-            quote(&out),
-            quote(&format!("every recorded call of {fa} x {fb} -> {out} on this GPU was rejected ({n} rows)"))
-        );
+        let message = format!("every recorded call of {fa} x {fb} -> {out} on this GPU was rejected ({n} rows)");
+        m.reject.push(ManifestReject { fmt_a: Some(fa), fmt_b: Some(fb), out: Some(out), message });
     }
-    let _ = writeln!(m, "\n[files]");
-    names.sort();
     for n in &names {
         let (sha, _) = sha256_file(&dir.join(n)).map_err(|e| DatasetError::io(&dir.join(n), e))?;
-        let _ = writeln!(m, "{} = {}", quote(n), quote(&sha));
+        m.files.insert(n.clone(), sha);
     }
-    std::fs::write(dir.join(MANIFEST), m)
+    let text = toml::to_string(&m).map_err(|e| invalid(&dir.join(MANIFEST), e.to_string()))?;
+    let text = format!("# Written by `mmaemu platform build` (docs/platform-format.md).\n{text}");
+    std::fs::write(dir.join(MANIFEST), text)
         .map_err(|e| DatasetError::Write { path: dir.join(MANIFEST), detail: e.to_string() })?;
     load_platform(dir)?;
     let staged = staging.keep();
