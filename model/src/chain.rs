@@ -15,20 +15,8 @@ use crate::error::{Error, Result};
 use crate::format::{Class, Decoded, Format};
 use crate::nonfinite::NonfiniteSum;
 use crate::preset::{BlockRounding, CEntry, Preset};
+pub use crate::round::{canonical_f32, CANONICAL_NAN_F32};
 use crate::round::{f32_from_parts, f32_parts, ilog2};
-
-/// The canonical fp32 NaN, 0x7FFFFFFF.
-pub const CANONICAL_NAN_F32: u32 = 0x7FFF_FFFF;
-
-/// fp32 bits with every NaN replaced by the canonical NaN.
-#[inline]
-pub fn canonical_f32(x: f32) -> f32 {
-    if x.is_nan() {
-        f32::from_bits(CANONICAL_NAN_F32)
-    } else {
-        x
-    }
-}
 
 /// A chain evaluator for one preset and one pair of operand formats.
 #[derive(Clone, Debug)]

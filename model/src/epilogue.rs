@@ -2,8 +2,8 @@
 //! y = RN32(acc * alpha + (+0)) rounded once, then the out dtype: bf16/fp16 by a second rounding from fp32
 //! (`half`'s), FP8 through scale_result, saturation and round-to-nearest-even; canonical NaNs, set here.
 
-use crate::chain::CANONICAL_NAN_F32;
 use crate::format::Format;
+use crate::round::CANONICAL_NAN_F32;
 use half::{bf16, f16};
 use std::fmt;
 

@@ -15,6 +15,7 @@ pub mod format;
 pub mod fpenv;
 pub mod gemm;
 pub mod interrupt;
+pub mod layout;
 pub mod limits;
 pub mod manifest;
 pub mod nonfinite;

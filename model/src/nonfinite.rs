@@ -1,8 +1,8 @@
 //! The IEEE class of a sum with a term that is not finite (docs/reference.md §2.5, §3.7): `c + Σ a[k]·b[k]` as
 //! float64 would classify it. The one classifier of the chain, the GEMM's row patch and the trace.
 
-use crate::chain::CANONICAL_NAN_F32;
 use crate::format::{Class, Decoded};
+use crate::round::CANONICAL_NAN_F32;
 
 /// Why a sum is not finite, in the order a reader checks it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,11 +6,12 @@
 #![allow(clippy::single_range_in_vec_init)]
 
 use crate::error::{Error, Result};
+use crate::layout::cut;
+pub use crate::layout::{Chunk, Split};
 use crate::preset::Preset;
 use crate::rule::SplitRule;
 use std::borrow::Cow;
 use std::fmt;
-use std::ops::Range;
 
 /// Width of the RTX 4060's split-K k-tiles (serial / pairwise).
 pub const ADA_TILE: usize = 64;
@@ -131,30 +132,6 @@ impl fmt::Display for SplitK {
     }
 }
 
-/// One chain from +0: the real k indices (as ranges, in order), then zero padding up to `len` elements.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Chunk {
-    /// Real k indices, in chain order.
-    pub ranges: Vec<Range<usize>>,
-    /// Length of the chain including the trailing zero padding.
-    pub len: usize,
-}
-
-impl Chunk {
-    /// Number of real k indices.
-    pub fn real_len(&self) -> usize {
-        self.ranges.iter().map(|r| r.len()).sum()
-    }
-}
-
-/// One split: its chunks, whose results are added serially from +0 in fp32 when there is more than one
-/// (slow accumulation); a split without chunks has the partial +0.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Split {
-    /// The chunks, in the order their results are added.
-    pub chunks: Vec<Chunk>,
-}
-
 /// A validated accumulation plan for one K. A plan is a list of splits; a split is a list of chunks; a chunk is one
 /// chain from +0 over an ordered list of k indices followed by zero padding. The real indices of every chunk come
 /// before its padding (only the last k-tile of K is ragged, and it is always the last tile of its chain), so a chunk
@@ -165,41 +142,6 @@ pub struct Plan {
     fast: bool,
     split: SplitK,
     splits: Vec<Split>,
-}
-
-/// Cut an index list into consecutive chunks of `chunk` elements (the last one shorter if `len` is not a
-/// multiple). The list is `ranges` (real indices, in chain order) followed by zero padding up to `len`;
-/// every range but the last one is a whole tile, so the real indices are packed at the front. Every range is
-/// nonempty: the callers pass `0..k` with k > 0, or tiles below K (those at or past K are left out).
-pub(crate) fn cut(ranges: &[Range<usize>], len: usize, chunk: usize) -> Vec<Chunk> {
-    debug_assert!(ranges.iter().all(|r| !r.is_empty()), "cut: an empty range");
-    let mut out = Vec::new();
-    let mut pos = 0; // position in the split's index list
-    let mut it = ranges.iter().cloned().peekable();
-    let mut cur: Option<Range<usize>> = it.next();
-    while pos < len {
-        let end = (pos + chunk).min(len);
-        let mut rs = Vec::new();
-        let mut filled = pos;
-        while filled < end {
-            match cur.take() {
-                Some(r) => {
-                    let take = (end - filled).min(r.len());
-                    rs.push(r.start..r.start + take);
-                    filled += take;
-                    if take < r.len() {
-                        cur = Some(r.start + take..r.end);
-                    } else {
-                        cur = it.next();
-                    }
-                }
-                None => break, // the rest of this chunk is padding
-            }
-        }
-        out.push(Chunk { ranges: rs, len: end - pos });
-        pos = end;
-    }
-    out
 }
 
 impl Plan {
@@ -288,6 +230,7 @@ pub fn combine(scheme: Scheme, p: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ops::Range;
 
     fn ranges(p: &Plan) -> Vec<Vec<(Vec<Range<usize>>, usize)>> {
         p.splits().iter().map(|s| s.chunks.iter().map(|c| (c.ranges.clone(), c.len)).collect()).collect()

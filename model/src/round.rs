@@ -1,6 +1,19 @@
 //! Bit-level rounding and exact construction of binary floating-point values, written as integer code:
 //! [`round_to_narrow`] and [`f32_from_parts`] live here and nowhere else.
 
+/// The canonical fp32 NaN, 0x7FFFFFFF.
+pub const CANONICAL_NAN_F32: u32 = 0x7FFF_FFFF;
+
+/// fp32 bits with every NaN replaced by the canonical NaN.
+#[inline]
+pub fn canonical_f32(x: f32) -> f32 {
+    if x.is_nan() {
+        f32::from_bits(CANONICAL_NAN_F32)
+    } else {
+        x
+    }
+}
+
 // `round_to_narrow` rounds a finite fp32 value to nearest-even in a narrower IEEE-like format with subnormals (the FP8
 // formats; fp16 and bf16 come from `half`), returning the magnitude code; overflow handling is the caller's.
 // `f32_from_parts` builds the fp32 value `(-1)^neg * mag * 2^exp` when it is exactly representable.

@@ -6,7 +6,7 @@
 // a restart, `/restart<n>` (n own tiles) or `/restart<n>e` (n elements of the split's index list), e.g.
 // `interleaved64/pairwise/restart2`, the RTX 4060's customOption 1.
 
-use crate::plan::{cut, Chunk, Split};
+use crate::layout::{cut, Chunk, Split};
 use std::fmt;
 use std::ops::Range;
 
