@@ -3,7 +3,7 @@
 //! row's profile, with the recorded split passed explicitly.
 
 use crate::replay::Computed;
-use crate::under::Under;
+use crate::under::{Resolved, Under};
 use mmaemu_datasets::{limits, Call, MatSpec, Row, ScaleSpec};
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::epilogue::{f32_to_bf16, f32_to_f16};
@@ -153,9 +153,9 @@ fn element_bytes(dtype: &Dtype, v: f64) -> Vec<u8> {
 }
 
 /// The recorded split as an explicit request.
-pub(crate) fn split_request(row: &Row, under: &Under) -> Result<SplitRequest, String> {
+pub(crate) fn split_request(row: &Row, resolved: &Resolved) -> Result<SplitRequest, String> {
     let s = row.split_s.unwrap_or(1) as i64;
-    match under.scheme(row).as_ref() {
+    match resolved.scheme.as_str() {
         "unknown" => Err(format!("split S = {s} with scheme 'unknown': no reduction rule is established")),
         "none" => Ok(SplitRequest::Count(s)),
         scheme => Ok(SplitRequest::Pair(s, scheme.to_string())),
@@ -186,6 +186,11 @@ impl CallParts {
 
     /// [`CallParts::of_row`] with the call under `under`'s profile for the row (see [`Under::profile`]).
     pub fn of_row_under(row: &Row, under: &Under) -> Result<CallParts, String> {
+        CallParts::of_row_resolved(row, &under.resolve(row))
+    }
+
+    /// [`CallParts::of_row`] with the row's profile resolved ([`Under::resolve`]).
+    pub fn of_row_resolved(row: &Row, resolved: &Resolved) -> Result<CallParts, String> {
         let default_call = Call::default();
         let call = row.call.as_ref().unwrap_or(&default_call);
         let (m, n, k) = (usize_of(row.m, "m")?, usize_of(row.n, "n")?, usize_of(row.k, "k")?);
@@ -234,8 +239,8 @@ impl CallParts {
             out_dtype: row.out_dtype.as_deref().map(Dtype::from_name),
             fast: row.fast_accum.unwrap_or(false),
             catalogue: mmaemu_datasets::platform::catalogue(),
-            profile: match (under.profile(row)?, &row.profile) {
-                (Some(p), _) => ProfileArg::Value(Box::new(p.clone())),
+            profile: match (resolved.profile.clone()?, &row.profile) {
+                (Some(p), _) => ProfileArg::Value(Box::new(p)),
                 (None, Some(p)) => ProfileArg::Name(p.clone()),
                 (None, None) => return Err("op scaled_mm without a profile".into()),
             },
@@ -279,8 +284,17 @@ pub fn compute_scaled_mm_under(
     engine: &dyn mmaemu_model::ChainEngine,
     under: &Under,
 ) -> Result<Computed, String> {
-    let parts = CallParts::of_row_under(row, under)?;
-    Ok(match parts.call(split_request(row, under)?).run_with(engine) {
+    compute_scaled_mm_resolved(row, engine, &under.resolve(row))
+}
+
+/// [`compute_scaled_mm_on`] with the row's profile and scheme resolved ([`Under::resolve`]).
+pub fn compute_scaled_mm_resolved(
+    row: &Row,
+    engine: &dyn mmaemu_model::ChainEngine,
+    resolved: &Resolved,
+) -> Result<Computed, String> {
+    let parts = CallParts::of_row_resolved(row, resolved)?;
+    Ok(match parts.call(split_request(row, resolved)?).run_with(engine) {
         Err(e) => Err(e),
         Ok(res) => {
             let out = &res.out;
@@ -314,12 +328,12 @@ pub fn auto_split_under(row: &Row, under: &Under) -> AutoSplit {
     if row.op != mmaemu_datasets::Op::ScaledMm {
         return AutoSplit::NotApplicable;
     }
-    let Ok(parts) = CallParts::of_row_under(row, under) else { return AutoSplit::NotApplicable };
+    let resolved = under.resolve(row);
+    let Ok(parts) = CallParts::of_row_resolved(row, &resolved) else { return AutoSplit::NotApplicable };
     let plan = parts.call(SplitRequest::Auto).explain();
     match (&plan.validation, &plan.split) {
         (Validation::Ok, Some(d)) => {
-            let scheme = under.scheme(row);
-            let recorded = (row.split_s.unwrap_or(1) as usize, scheme.as_ref());
+            let recorded = (row.split_s.unwrap_or(1) as usize, resolved.scheme.as_str());
             if (d.s, &*d.scheme.name()) == recorded {
                 AutoSplit::Agrees
             } else {

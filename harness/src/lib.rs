@@ -13,4 +13,4 @@ pub mod trace;
 pub mod under;
 
 pub use replay::{Failure, Verdict};
-pub use under::Under;
+pub use under::{Resolved, Under};

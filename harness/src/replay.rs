@@ -4,10 +4,10 @@
 // This module owns the mapping from a recording row (format `mmaemu-recording/1`) to a model call. Ops `mma`,
 // `accumulator` and `gemm` replay here; a row that cannot be replayed yet is a skip with its reason, never a pass.
 
-use crate::under::Under;
-use mmaemu_datasets::{Expectation, Op, OutSelect, Row, UNKNOWN_PRESET};
+use crate::under::{Resolved, Under};
+use mmaemu_datasets::{Expectation, Op, OutSelect, Row};
 use mmaemu_model::{
-    epilogue, execute, gemm_with, Chain, ChainEngine, Epilogue, Error, Format, Operands, OutDtype, Plan, Preset,
+    epilogue, execute, gemm_with, Chain, ChainEngine, Epilogue, Error, Format, Operands, OutDtype, Plan,
     ReferenceEngine, Scheme, SplitK,
 };
 use std::fmt;
@@ -141,10 +141,9 @@ pub(crate) fn format_of(name: &str) -> Result<Format, String> {
 }
 
 /// The recorded split of a row.
-pub(crate) fn split_of(row: &Row, under: &Under) -> Result<SplitK, String> {
+pub(crate) fn split_of(row: &Row, resolved: &Resolved) -> Result<SplitK, String> {
     let s = row.split_s.unwrap_or(1);
-    let scheme = under.scheme(row);
-    let scheme = scheme.as_ref();
+    let scheme = resolved.scheme.as_str();
     if scheme == "unknown" {
         return Err(format!(
             "split S = {s} with scheme 'unknown': no reduction rule is established (mmaemu fit splitk)"
@@ -262,13 +261,16 @@ pub fn compute_on(row: &Row, engine: &dyn ChainEngine) -> Result<Computed, Strin
 
 /// [`compute_on`] with the row under `under`'s platform (see [`Under`]).
 pub fn compute_under(row: &Row, engine: &dyn ChainEngine, under: &Under) -> Result<Computed, String> {
+    // An engine starts every chain from +0; an mma row starts from its recorded accumulator, so only the model
+    // computes it, and another engine must not be credited with its pass.
+    if row.op == Op::Mma && engine.name() != ReferenceEngine.name() {
+        return Err(MMA_ON_ENGINE.to_string());
+    }
+    let resolved = under.resolve(row);
     match row.op {
-        // An engine starts every chain from +0; an mma row starts from its recorded accumulator, so only
-        // the model computes it, and another engine must not be credited with its pass.
-        Op::Mma if engine.name() != ReferenceEngine.name() => Err(MMA_ON_ENGINE.to_string()),
-        Op::Mma => compute_mma(row, under),
-        Op::Accumulator | Op::Gemm => compute_gemm(row, engine, under),
-        Op::ScaledMm => crate::call::compute_scaled_mm_under(row, engine, under),
+        Op::Mma => compute_mma(row, &resolved),
+        Op::Accumulator | Op::Gemm => compute_gemm(row, engine, &resolved),
+        Op::ScaledMm => crate::call::compute_scaled_mm_resolved(row, engine, &resolved),
     }
 }
 
@@ -281,26 +283,9 @@ fn dims(row: &Row) -> Result<(usize, usize, usize, usize), String> {
     Ok(d)
 }
 
-/// The preset a row replays with: the platform's under a bundle, else the one it names. A row whose preset is `unknown` (a GPU whose preset is still to be found) or one this
-/// build does not have cannot be replayed: a skip with the reason, not a failure.
-fn preset_of(row: &Row, under: &Under) -> Result<Preset, String> {
-    if !under.is_own() {
-        return under.preset(row).map_err(|e| e.to_string());
-    }
-    if row.preset == UNKNOWN_PRESET {
-        return Err(format!(
-            "preset '{UNKNOWN_PRESET}': the GPU's preset is still to be found (mmaemu fit preset), so there is \
-             nothing to replay the row with"
-        ));
-    }
-    mmaemu_datasets::platform::catalogue()
-        .preset(&row.preset)
-        .map_err(|e| format!("preset '{}' is not one of this build's presets: {e}", row.preset))
-}
-
 /// op `mma`: out[t, i, j] = the preset's chain over k of a[t, i, k] * b[t, j, k] from c[t, i, j].
-fn compute_mma(row: &Row, under: &Under) -> Result<Computed, String> {
-    let preset = preset_of(row, under)?;
+fn compute_mma(row: &Row, resolved: &Resolved) -> Result<Computed, String> {
+    let preset = resolved.preset.clone()?;
     let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
     let (batch, m, n, k) = dims(row)?;
     let c = row.c.as_deref().ok_or("op mma without c")?;
@@ -341,15 +326,15 @@ pub fn gemm_epilogue(row: &Row, fa: Format) -> Result<Epilogue, String> {
 }
 
 /// ops `accumulator` and `gemm`: the plan with the recorded split, then (gemm) the epilogue.
-fn compute_gemm(row: &Row, engine: &dyn ChainEngine, under: &Under) -> Result<Computed, String> {
-    let preset = preset_of(row, under)?;
+fn compute_gemm(row: &Row, engine: &dyn ChainEngine, resolved: &Resolved) -> Result<Computed, String> {
+    let preset = resolved.preset.clone()?;
     let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
     let (batch, m, n, k) = dims(row)?;
     if batch != 1 {
         return Err(format!("op {} with batch {batch} (the format says 1)", row.op.as_str()));
     }
     let fast = row.fast_accum.ok_or("fast_accum is null")?;
-    let split = split_of(row, under)?;
+    let split = split_of(row, resolved)?;
     let ops = Operands { fa, fb, a: &row.a, b: &row.b, m, n, k };
     let (acc, dtype) = match row.op {
         Op::Accumulator => {

@@ -87,7 +87,8 @@ pub fn trace_row(row: &Row, index: usize) -> Result<Trace, String> {
             let preset = mmaemu_datasets::platform::catalogue().preset(&row.preset).map_err(|e| e.to_string())?;
             let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
             let fast = row.fast_accum.ok_or("fast_accum is null")?;
-            let plan = Plan::new(&preset, k, fast, split_of(row, &crate::Under::own())?).map_err(|e| e.to_string())?;
+            let plan = Plan::new(&preset, k, fast, split_of(row, &crate::Under::own().resolve(row))?)
+                .map_err(|e| e.to_string())?;
             let ra = row.a.get(i * k..(i + 1) * k).ok_or("a is shorter than its shape")?;
             let rb = row.b.get(j * k..(j + 1) * k).ok_or("b is shorter than its shape")?;
             let ops = Operands { fa, fb, a: ra, b: rb, m: 1, n: 1, k };
@@ -101,7 +102,8 @@ pub fn trace_row(row: &Row, index: usize) -> Result<Trace, String> {
         }
         Op::ScaledMm => {
             let parts = CallParts::of_row(row)?;
-            trace_scaled_mm(&parts.call(split_request(row, &crate::Under::own())?), i, j).map_err(|e| e.to_string())
+            trace_scaled_mm(&parts.call(split_request(row, &crate::Under::own().resolve(row))?), i, j)
+                .map_err(|e| e.to_string())
         }
     }
 }
@@ -122,7 +124,8 @@ pub fn attribute_row(row: &Row, progress: &(dyn Fn(usize) + Sync)) -> Result<Gem
             let preset = mmaemu_datasets::platform::catalogue().preset(&row.preset).map_err(|e| e.to_string())?;
             let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
             let fast = row.fast_accum.ok_or("fast_accum is null")?;
-            let plan = Plan::new(&preset, k, fast, split_of(row, &crate::Under::own())?).map_err(|e| e.to_string())?;
+            let plan = Plan::new(&preset, k, fast, split_of(row, &crate::Under::own().resolve(row))?)
+                .map_err(|e| e.to_string())?;
             let a = row.a.get(..m * k).ok_or("a is shorter than its shape")?;
             let b = row.b.get(..n * k).ok_or("b is shorter than its shape")?;
             let ops = Operands { fa, fb, a, b, m, n, k };
@@ -134,7 +137,7 @@ pub fn attribute_row(row: &Row, progress: &(dyn Fn(usize) + Sync)) -> Result<Gem
         }
         Op::ScaledMm => {
             let parts = CallParts::of_row(row)?;
-            attribute_scaled_mm_with(&parts.call(split_request(row, &crate::Under::own())?), progress)
+            attribute_scaled_mm_with(&parts.call(split_request(row, &crate::Under::own().resolve(row))?), progress)
                 .map_err(|e| e.to_string())
         }
     }

@@ -1,9 +1,21 @@
 //! The platform rows replay under: each row's own preset and profile (the default), or the profiles of a platform
 //! bundle for every row (`mmaemu replay --profile`, `mmaemu platform check`, docs/platform-format.md).
 
-use mmaemu_datasets::Row;
-use mmaemu_model::{Preset, Profile, Result};
+use mmaemu_datasets::{Row, UNKNOWN_PRESET};
+use mmaemu_model::{Preset, Profile, Table};
 use std::borrow::Cow;
+
+/// What one row replays with, resolved once ([`Under::resolve`]): the profile of a `scaled_mm` row, the preset of
+/// the other ops, and the split scheme. A field that cannot be resolved holds the reason the row is skipped.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The profile a `scaled_mm` row runs under: None for the one it names.
+    pub profile: std::result::Result<Option<Profile>, String>,
+    /// The preset of an `mma`, `accumulator` or `gemm` row.
+    pub preset: std::result::Result<Preset, String>,
+    /// The split scheme it replays with ([`Under::scheme`]).
+    pub scheme: String,
+}
 
 /// Where a row's preset and profile come from.
 #[derive(Clone, Debug, Default)]
@@ -30,6 +42,26 @@ impl Under {
         self.profiles.is_empty()
     }
 
+    /// Everything the row replays with, looked up once.
+    pub fn resolve(&self, row: &Row) -> Resolved {
+        let profile = self.profile(row).map(|p| p.cloned());
+        let preset = match self.profiles.first() {
+            Some(p) => Ok(p.preset.clone()),
+            None if row.preset == UNKNOWN_PRESET => Err(format!(
+                "preset '{UNKNOWN_PRESET}': the GPU's preset is still to be found (mmaemu fit preset), so there is \
+                 nothing to replay the row with"
+            )),
+            None => mmaemu_datasets::platform::catalogue()
+                .preset(&row.preset)
+                .map_err(|e| format!("preset '{}' is not one of this build's presets: {e}", row.preset)),
+        };
+        let table = match &profile {
+            Ok(Some(p)) => p.splitk_table,
+            _ => self.profiles.first().and_then(|p| p.splitk_table),
+        };
+        Resolved { scheme: scheme_with(row, table).into_owned(), profile, preset }
+    }
+
     /// The profile a `scaled_mm` row replays under: `Ok(None)` for its own; `Err(reason)` (a skip) where none of the
     /// platform's profiles stands for the row's.
     pub fn profile(&self, row: &Row) -> std::result::Result<Option<&Profile>, String> {
@@ -51,26 +83,11 @@ impl Under {
         })
     }
 
-    /// The preset of a row of op `mma`, `accumulator` or `gemm`: the platform's, else the one the row names.
-    pub fn preset(&self, row: &Row) -> Result<Preset> {
-        match self.profiles.first() {
-            Some(p) => Ok(p.preset.clone()),
-            None => mmaemu_datasets::platform::catalogue().preset(&row.preset),
-        }
-    }
-
     /// The split scheme a row replays with: its recorded one, except that a split recorded as `unknown` takes the
     /// scheme the platform's split-K table gives the row's customOption (its `algo` column), where both are known.
     pub fn scheme<'r>(&self, row: &'r Row) -> Cow<'r, str> {
-        let recorded = row.split_scheme.as_deref().unwrap_or("none");
-        if recorded != "unknown" {
-            return recorded.into();
-        }
         let table = self.profile(row).ok().flatten().or(self.profiles.first()).and_then(|p| p.splitk_table);
-        match (table, row.custom_option()) {
-            (Some(t), Some(c)) => t.custom_scheme(c).name().into_owned().into(),
-            _ => recorded.into(),
-        }
+        scheme_with(row, table)
     }
 
     /// The (preset, profile) names a row counts under in the status table.
@@ -81,5 +98,14 @@ impl Under {
             }
             _ => (row.preset.clone(), row.profile.clone()),
         }
+    }
+}
+
+/// A row's recorded scheme, or for `unknown` the scheme `table` gives its customOption.
+fn scheme_with(row: &Row, table: Option<Table>) -> Cow<'_, str> {
+    let recorded = row.split_scheme.as_deref().unwrap_or("none");
+    match (recorded, table, row.custom_option()) {
+        ("unknown", Some(t), Some(c)) => t.custom_scheme(c).name().into_owned().into(),
+        _ => recorded.into(),
     }
 }
