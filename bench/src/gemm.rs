@@ -167,7 +167,9 @@ fn nonfinite_codes(f: Format) -> (Vec<u8>, Vec<u8>) {
 
 fn preset_of(b: &GemmBench, catalogue: &Catalogue) -> Result<Preset, String> {
     if let Some(name) = &b.preset {
-        return catalogue.preset_or_path(name, |p| std::fs::read_to_string(p)).map_err(|e| e.to_string());
+        return catalogue
+            .preset_or_path(name, mmaemu_datasets::platform::read_preset_document)
+            .map_err(|e| e.to_string());
     }
     let profile = env::profile_arg(b.profile.as_deref())
         .and_then(|p| resolve_profile(&p, catalogue))

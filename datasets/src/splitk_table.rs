@@ -159,8 +159,33 @@ pub fn read_splitk_table(path: &Path) -> Result<SplitKTable, DatasetError> {
 /// the number of rows read.
 pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Result<SplitKTable, DatasetError> {
     let sidecar_bytes = std::fs::read(sidecar_path).map_err(|e| DatasetError::io(sidecar_path, e))?;
-    let sidecar_sha256 = crate::digest::sha256_hex(&sidecar_bytes);
-    let sidecar: serde_json::Value = serde_json::from_slice(&sidecar_bytes)
+    let sha256 = crate::digest::sha256_file(path).map_err(|e| DatasetError::io(path, e))?.0;
+    let sidecar = check_sidecar(path, &sha256, sidecar_path, &sidecar_bytes)?;
+    let file = crate::read::open_regular(path)?;
+    read_table_rows(path, sha256, file, sidecar_path, sidecar, &sidecar_bytes)
+}
+
+/// [`read_splitk_table_with_sidecar`] from the bytes of both files, read once (a platform bundle's, hashed from
+/// the same bytes): `path` and `sidecar_path` only name them in messages.
+pub fn splitk_table_from_bytes(
+    path: &Path,
+    parquet: Vec<u8>,
+    sidecar_path: &Path,
+    sidecar_bytes: &[u8],
+) -> Result<SplitKTable, DatasetError> {
+    let sha256 = crate::digest::sha256_hex(&parquet);
+    let sidecar = check_sidecar(path, &sha256, sidecar_path, sidecar_bytes)?;
+    read_table_rows(path, sha256, bytes::Bytes::from(parquet), sidecar_path, sidecar, sidecar_bytes)
+}
+
+/// The sidecar, its `format` checked and its `parquet_sha256` against the table's `sha256`.
+fn check_sidecar(
+    path: &Path,
+    sha256: &str,
+    sidecar_path: &Path,
+    sidecar_bytes: &[u8],
+) -> Result<serde_json::Value, DatasetError> {
+    let sidecar: serde_json::Value = serde_json::from_slice(sidecar_bytes)
         .map_err(|e| DatasetError::invalid(sidecar_path, None, format!("the sidecar is not valid JSON: {e}")))?;
     match sidecar.get("format").and_then(|v| v.as_str()) {
         Some(SPLITK_TABLE_FORMAT) => {}
@@ -175,7 +200,6 @@ pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Resul
     let want_sha = sidecar.get("parquet_sha256").and_then(|v| v.as_str()).ok_or_else(|| {
         DatasetError::invalid(sidecar_path, None, "the sidecar has no string `parquet_sha256`".to_string())
     })?;
-    let sha256 = crate::digest::sha256_file(path).map_err(|e| DatasetError::io(path, e))?.0;
     if !sha256.eq_ignore_ascii_case(want_sha) {
         return Err(DatasetError::invalid(
             path,
@@ -186,8 +210,19 @@ pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Resul
             ),
         ));
     }
+    Ok(sidecar)
+}
 
-    let file = crate::read::open_regular(path)?;
+/// The rows of a table file already checked against its sidecar.
+fn read_table_rows<R: parquet::file::reader::ChunkReader + 'static>(
+    path: &Path,
+    sha256: String,
+    file: R,
+    sidecar_path: &Path,
+    sidecar: serde_json::Value,
+    sidecar_bytes: &[u8],
+) -> Result<SplitKTable, DatasetError> {
+    let sidecar_sha256 = crate::digest::sha256_hex(sidecar_bytes);
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| crate::read::footer_error(path, e))?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let meta = crate::read::KvMeta { path, kv };

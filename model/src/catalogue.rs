@@ -69,6 +69,15 @@ pub fn builtin_presets() -> &'static [BuiltinPreset] {
     })
 }
 
+/// Whether `name` is a name a document or bundle may give a preset, platform or profile: plain ASCII,
+/// `[a-z0-9][a-z0-9._-]*`, so that no name differs from another (a built-in's) only by case, spacing or look-alike
+/// characters.
+pub fn is_plain_label(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+}
+
 /// The presets, platforms and profiles a caller can name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Catalogue {

@@ -73,7 +73,11 @@ impl Preset {
                     .to_string(),
             ));
         }
-        Preset::from_spec(spec_of(t)?)
+        let spec = spec_of(t)?;
+        if !crate::catalogue::is_plain_label(&spec.name) {
+            return Err(bad(format!("name {:?} is not plain: names are ASCII [a-z0-9][a-z0-9._-]*", spec.name)));
+        }
+        Preset::from_spec(spec)
     }
 }
 

@@ -73,7 +73,7 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
     let probe = match &spec.probe {
         None => None,
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| DatasetError::io(path, e))?;
+            let text = super::read_document(path, "the probe")?;
             let v: Value = serde_json::from_str(&text).map_err(|e| invalid(path, format!("not JSON: {e}")))?;
             Some((path.clone(), v))
         }
@@ -142,7 +142,7 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
     let preset = Path::new(&spec.preset);
     m.preset = if preset.is_file() {
         // A preset document, inline: checked as the manifest reader will read it.
-        let text = std::fs::read_to_string(preset).map_err(|e| DatasetError::io(preset, e))?;
+        let text = super::read_document(preset, "the preset document")?;
         let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| invalid(preset, e.message().to_string()))?;
         Preset::from_table(&doc).map_err(|e| invalid(preset, e.message()))?;
         doc

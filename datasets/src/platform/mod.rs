@@ -4,14 +4,14 @@
 
 mod build;
 mod encode;
+mod files;
 mod fitted;
 
 pub use build::{build_platform, BuildSpec};
 pub use encode::{encode_table, Stats};
+pub use files::{is_plain_label, is_plain_name, read_document, read_preset_document, read_regular, MAX_DOCUMENT_BYTES};
 pub use fitted::{FittedSchemes, SchemeFit};
 
-use crate::digest::sha256_file;
-use crate::splitk_table::read_splitk_table_with_sidecar;
 use crate::DatasetError;
 use mmaemu_model::platform::MANIFEST;
 use mmaemu_model::{Catalogue, Platform, Profile, Table};
@@ -21,9 +21,6 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 /// The environment variable listing directories of platform bundles (or bundles themselves), separated like `PATH`.
 pub const PLATFORMS_ENV: &str = "MMAEMU_PLATFORMS";
-
-/// The largest manifest read (a manifest is a page of TOML).
-const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 fn invalid(path: &Path, what: impl Into<String>) -> DatasetError {
     DatasetError::invalid(path, None, what)
@@ -49,7 +46,7 @@ fn listed_files(manifest: &Path, text: &str) -> Result<BTreeMap<String, String>,
             let sha = sha
                 .as_str()
                 .ok_or_else(|| invalid(manifest, format!("[files] {name:?}: the sha256 is not a string")))?;
-            if name.contains('/') || name.contains('\\') || name == ".." || name == "." || name == MANIFEST {
+            if !is_plain_name(name) || name == MANIFEST {
                 return Err(invalid(manifest, format!("[files] {name:?}: not a plain file name of the bundle")));
             }
             out.insert(name.clone(), sha.to_ascii_lowercase());
@@ -58,9 +55,13 @@ fn listed_files(manifest: &Path, text: &str) -> Result<BTreeMap<String, String>,
     Ok(out)
 }
 
-/// Check the bundle's files: exactly the listed ones besides the manifest (no missing, no extra file), each a regular
-/// file within the memory ceiling whose sha256 is the listed one.
-fn check_files(dir: &Path, manifest: &Path, listed: &BTreeMap<String, String>) -> Result<(), DatasetError> {
+/// The bundle's files: exactly the listed ones besides the manifest (no missing, no extra file), each a regular file
+/// within the memory ceiling whose sha256 is the listed one, read once: the bytes returned are the bytes hashed.
+fn read_files(
+    dir: &Path,
+    manifest: &Path,
+    listed: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, Vec<u8>>, DatasetError> {
     let entries = std::fs::read_dir(dir).map_err(|e| DatasetError::io(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| DatasetError::io(dir, e))?;
@@ -69,60 +70,81 @@ fn check_files(dir: &Path, manifest: &Path, listed: &BTreeMap<String, String>) -
             return Err(invalid(&entry.path(), format!("a file the bundle's {MANIFEST} does not list in [files]")));
         }
     }
+    let mut out = BTreeMap::new();
     for (name, want) in listed {
         let path = dir.join(name);
-        let meta = std::fs::metadata(&path)
-            .map_err(|_| invalid(manifest, format!("[files] lists {name}, which is missing")))?;
-        if !meta.is_file() {
-            return Err(DatasetError::NotRegular { path });
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Err(invalid(manifest, format!("[files] lists {name}, which is missing")));
         }
-        crate::limits::check_in_force(&format!("bundle file {name}"), Some(meta.len()))
-            .map_err(|e| invalid(&path, e))?;
-        let (got, _) = sha256_file(&path).map_err(|e| DatasetError::io(&path, e))?;
+        let bytes = read_regular(&path, crate::limits::ceiling(), &format!("bundle file {name}"))?;
+        let got = crate::digest::sha256_hex(&bytes);
         if &got != want {
             return Err(invalid(&path, format!("sha256 {got} differs from the {MANIFEST}'s {want}")));
         }
+        out.insert(name.clone(), bytes);
     }
-    Ok(())
+    Ok(out)
+}
+
+/// The split-K table `[splitk] table` names: a plain name listed in `[files]`, with its sidecar beside it, both
+/// parsed from the bytes that were hashed. A sidecar that declares verified split combinations is refused unless it
+/// is a built-in table's own sidecar, byte for byte: verification comes from recordings, never from a declaration.
+fn bundle_table(
+    dir: &Path,
+    manifest: &Path,
+    file: &str,
+    bytes: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<Table, DatasetError> {
+    let sidecar_name = Path::new(file).with_extension("json").to_string_lossy().into_owned();
+    for name in [file, sidecar_name.as_str()] {
+        if !is_plain_name(name) {
+            return Err(invalid(
+                manifest,
+                format!("[splitk] names {name:?}, which is not a plain file name of the bundle"),
+            ));
+        }
+        if !bytes.contains_key(name) {
+            return Err(invalid(manifest, format!("[splitk] names {name}, which [files] does not list")));
+        }
+    }
+    let (table_path, sidecar_path) = (dir.join(file), dir.join(&sidecar_name));
+    let sidecar_bytes = bytes.get(&sidecar_name).cloned().unwrap_or_default();
+    let parquet = bytes.remove(file).unwrap_or_default();
+    let table = crate::splitk_table::splitk_table_from_bytes(&table_path, parquet, &sidecar_path, &sidecar_bytes)?;
+    let (blob, _) = encode_table(&table).map_err(|e| invalid(&table_path, e))?;
+    let sidecar =
+        std::str::from_utf8(&sidecar_bytes).map_err(|_| invalid(&sidecar_path, "the sidecar is not UTF-8"))?;
+    let t = Table::new(sidecar, blob, &sidecar_path.display().to_string())
+        .map_err(|e| invalid(&sidecar_path, e.message().to_string()))?;
+    let shipped =
+        Table::builtin_names().filter_map(|n| Table::builtin(n).ok()).any(|b| b.sidecar_sha256() == t.sidecar_sha256());
+    if t.declares_verification() && !shipped {
+        return Err(invalid(
+            &sidecar_path,
+            "the sidecar declares verified split combinations (`verified_combos`, `split_layouts.*.verified`): a \
+             bundle's verification is computed from its recordings by `mmaemu platform check`, never declared",
+        ));
+    }
+    t.check().map_err(|e| invalid(&table_path, e.message().to_string()))?;
+    Ok(t)
 }
 
 /// Load the platform bundle at `path` (its directory or its `platform.toml`): the manifest, the file set and every
-/// sha256, the split-K table (read, encoded and checked against its sidecar now). A profile whose name is a
-/// built-in one is refused.
+/// sha256, the split-K table (read, encoded and checked against its sidecar now). Every file is regular and read
+/// once; every name is plain; a profile whose name is a built-in one is refused.
 pub fn load_platform(path: &Path) -> Result<Platform, DatasetError> {
     let dir = bundle_dir(path);
     let manifest = dir.join(MANIFEST);
-    let meta = std::fs::metadata(&manifest).map_err(|_| DatasetError::NotFound { path: manifest.clone() })?;
-    if meta.len() > MAX_MANIFEST_BYTES {
-        return Err(invalid(
-            &manifest,
-            format!("{} bytes, above the {MAX_MANIFEST_BYTES} a manifest may have", meta.len()),
-        ));
+    if std::fs::symlink_metadata(&manifest).is_err() {
+        return Err(DatasetError::NotFound { path: manifest });
     }
-    let text = std::fs::read_to_string(&manifest).map_err(|e| DatasetError::io(&manifest, e))?;
+    let text = read_document(&manifest, "the manifest")?;
     let listed = listed_files(&manifest, &text)?;
-    check_files(&dir, &manifest, &listed)?;
+    let mut bytes = read_files(&dir, &manifest, &listed)?;
     let mut table_err = None;
     let what = manifest.display().to_string();
     let platform = Platform::from_manifest(&text, &what, false, |file| {
-        let table_path = dir.join(file);
-        let sidecar_path = table_path.with_extension("json");
-        let load = || -> Result<Table, DatasetError> {
-            for p in [&table_path, &sidecar_path] {
-                let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                if !listed.contains_key(&name) {
-                    return Err(invalid(&manifest, format!("[splitk] names {name}, which [files] does not list")));
-                }
-            }
-            let table = read_splitk_table_with_sidecar(&table_path, &sidecar_path)?;
-            let (blob, _) = encode_table(&table).map_err(|e| invalid(&table_path, e))?;
-            let sidecar = std::fs::read_to_string(&sidecar_path).map_err(|e| DatasetError::io(&sidecar_path, e))?;
-            let t = Table::new(&sidecar, blob, &sidecar_path.display().to_string())
-                .map_err(|e| invalid(&sidecar_path, e.message().to_string()))?;
-            t.check().map_err(|e| invalid(&table_path, e.message().to_string()))?;
-            Ok(t)
-        };
-        load().map_err(|e| {
+        bundle_table(&dir, &manifest, file, &mut bytes).map_err(|e| {
             let m = mmaemu_model::Error::new(mmaemu_model::Category::Data, e.to_string());
             table_err = Some(e);
             m
@@ -132,6 +154,17 @@ pub fn load_platform(path: &Path) -> Result<Platform, DatasetError> {
         Ok(p) => p,
         Err(e) => return Err(table_err.unwrap_or_else(|| invalid(&manifest, e.message().to_string()))),
     };
+    let names = std::iter::once(("platform", platform.name.as_str()))
+        .chain(std::iter::once(("preset", platform.preset.name())))
+        .chain(platform.profiles.iter().map(|p| ("profile", p.name.as_str())));
+    for (kind, name) in names {
+        if !is_plain_label(name) {
+            return Err(invalid(
+                &manifest,
+                format!("{kind} name {name:?} is not plain: names are ASCII [a-z0-9][a-z0-9._-]*"),
+            ));
+        }
+    }
     let builtin = Catalogue::builtin().builtin_profile_names();
     if let Some(p) = platform.profiles.iter().find(|p| builtin.contains(&p.name)) {
         return Err(invalid(&manifest, format!("profile '{}' clashes with a built-in profile", p.name)));

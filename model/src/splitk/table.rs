@@ -85,6 +85,15 @@ impl Table {
         s.dedup();
         s
     }
+    /// sha256 of its sidecar's JSON text.
+    pub fn sidecar_sha256(self) -> &'static str {
+        self.0.sidecar.sidecar_sha256
+    }
+    /// Whether its sidecar declares verified split combinations or a verified layout caveat.
+    pub fn declares_verification(self) -> bool {
+        let sc = &self.0.sidecar;
+        !sc.verified.is_empty() || sc.ragged_k_verified
+    }
     /// Size of the encoded rows in bytes.
     pub fn rows_bytes(self) -> u64 {
         self.0.blob.len() as u64
