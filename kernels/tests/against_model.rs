@@ -94,7 +94,7 @@ fn code(rng: &mut ChaCha8Rng, f: Format, g: usize, nonfinite: bool) -> u8 {
 fn plan(rng: &mut ChaCha8Rng, preset: &Preset, k: usize) -> Option<Plan> {
     let fast = preset.slow_chunk().is_none() || rng.random_ratio(50, 100);
     let split = if preset.slow_chunk().is_some() && rng.random_ratio(50, 100) {
-        let schemes: Vec<Scheme> = mmaemu_model::Catalogue::builtin().schemes(&preset).to_vec();
+        let schemes: Vec<Scheme> = mmaemu_model::Catalogue::builtin().schemes(preset).to_vec();
         if schemes.is_empty() {
             SplitK::NONE
         } else {
