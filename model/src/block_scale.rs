@@ -7,11 +7,13 @@
 // the grid, truncation and block rounding are the unscaled step's (§2.2 steps 5-8). With scales, products can lie
 // near 2^-140, where a subnormal c's clamped exponent decides the grid (without scales it never does). The zero-term
 // rule equals §2.2's floor while min_exp < -126 (c = 0 is itself a zero term); it is kept in the published form.
+// A preset whose c enters late (§2.3) keeps c out of the block with scales too: the block's scaled terms are
+// normalised alone and c is added in fp32, round to nearest even — the composition of §2.3 and §2.8.
 
 use crate::chain::{canonical_f32, nonfinite_sum, Chain, CANONICAL_NAN_F32};
 use crate::error::{Error, Result};
 use crate::format::{Class, Format};
-use crate::preset::Preset;
+use crate::preset::{CEntry, Preset};
 use crate::round::{f32_parts, ilog2};
 
 /// The e8m0 NaN code: a block with it gives NaN.
@@ -53,6 +55,15 @@ impl Chain {
             } else {
                 zero_term = true;
             }
+        }
+        if self.c_entry() == CEntry::Late {
+            // §2.3 with scales: c takes no part in the block; the normalised block sum is added to it in fp32.
+            if zero_term {
+                emax = emax.max(self.min_exp());
+            }
+            let g = emax - self.frac();
+            let d = self.normalise(self.product_terms_at(a, b, g - s), g);
+            return d + c;
         }
         let (cneg, csig, cexp) = f32_parts(c);
         if csig == 0 {

@@ -74,6 +74,10 @@ impl Chain {
     pub(crate) fn min_exp(&self) -> i32 {
         self.min_exp
     }
+    /// How c enters a block.
+    pub(crate) fn c_entry(&self) -> CEntry {
+        self.c_entry
+    }
     /// The operand tables of A and B.
     pub(crate) fn tables(&self) -> (&'static [Decoded; 256], &'static [Decoded; 256]) {
         (self.ta, self.tb)

@@ -71,3 +71,36 @@ fn a_tie_goes_to_the_even_neighbour() {
     let rz = preset(BlockRounding::Truncate);
     assert_eq!(dot(&rz, f, f, &one, &one, Some(3.0 * 2f32.powi(-24))).unwrap(), 1.0 + 2f32.powi(-23));
 }
+
+/// §2.3 with §2.8's block scales: a preset whose c enters late keeps c out of the scaled block (one fp32
+/// round-to-nearest-even addition after it), so one block from c equals the block from +0 plus c in f32; the same
+/// preset with c early takes c into the alignment and, for some c, gives other bits.
+#[test]
+fn a_late_c_block_scaled_step_adds_c_after_the_block() {
+    use mmaemu_model::dot_scaled;
+    let spec = |c_entry| PresetSpec::custom("late-mx", 32, 25, 23, -133, c_entry, None).with_scale_block(Some(32));
+    let late = Preset::custom(spec(CEntry::Late)).unwrap();
+    let early = Preset::custom(spec(CEntry::Early)).unwrap();
+    let mut state = 0x5eed_u64;
+    let mut next = || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) as u32
+    };
+    let mut differs = 0;
+    for _ in 0..2000 {
+        let a: Vec<u8> = (0..32).map(|_| (next() % 0x7F) as u8 | ((next() & 1) << 7) as u8).collect();
+        let b: Vec<u8> = (0..32).map(|_| (next() % 0x7F) as u8 | ((next() & 1) << 7) as u8).collect();
+        let (sa, sb) = ([(100 + next() % 50) as u8], [(100 + next() % 50) as u8]);
+        let c = f32::from_bits(next() & 0x7FFF_FFFF) * if next() & 1 == 1 { -1.0 } else { 1.0 };
+        if !c.is_finite() {
+            continue;
+        }
+        let fa = Format::E4m3;
+        let block = dot_scaled(&late, fa, fa, &a, &b, &sa, &sb, None).unwrap();
+        let got = dot_scaled(&late, fa, fa, &a, &b, &sa, &sb, Some(c)).unwrap();
+        let want = block + c;
+        assert_eq!(got.to_bits(), if want.is_nan() { 0x7FFF_FFFF } else { want.to_bits() }, "c = {c:e}");
+        differs += (dot_scaled(&early, fa, fa, &a, &b, &sa, &sb, Some(c)).unwrap().to_bits() != got.to_bits()) as usize;
+    }
+    assert!(differs > 0, "c entry must change some result");
+}
