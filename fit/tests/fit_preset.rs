@@ -66,6 +66,25 @@ fn a_row_no_candidate_explains_gives_none() {
     assert_eq!(f.unexplained, vec![rows[0].id.clone()]);
 }
 
+/// No fittable chain (no rows, or only rows of K = 0): nothing survives a test, so the fit answers at once with no
+/// survivor instead of searching the whole space for a discriminator among every candidate.
+#[test]
+fn no_fittable_row_answers_at_once() {
+    let (path, mut rows) = recording("toolbox-ada.parquet");
+    rows.truncate(1);
+    let mut empty = rows[0].clone();
+    empty.k = 0;
+    empty.a.clear();
+    empty.b.clear();
+    for input in [vec![], vec![empty]] {
+        let t = Instant::now();
+        let f = fit(&[(path.clone(), input)]);
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+        assert_eq!((f.verdict, f.survivors.len()), (Verdict::None, 0));
+        assert!(f.winner("x").is_none());
+    }
+}
+
 /// MMA-Sim's chains (datasets/oracle/mmasim-chains.bin) of one of its models as `mma` rows of one chain each.
 fn mmasim_rows(model: &str) -> Vec<Row> {
     let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/oracle/mmasim-chains.bin")).unwrap();

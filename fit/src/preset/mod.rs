@@ -205,10 +205,23 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
             }
         }
     }
+    let all = space::candidates();
+    if samples.is_empty() {
+        // No row gives a chain to test: every candidate would survive, and nothing can be decided. Answer at once.
+        return PresetFit {
+            rows,
+            skipped,
+            candidates: all.len(),
+            survivors: Vec::new(),
+            verdict: Verdict::None,
+            undecided: Vec::new(),
+            discriminator: None,
+            unexplained: Vec::new(),
+        };
+    }
     // Interleave the rows' chains so that a wrong candidate meets every kind of row early.
     samples.sort_by_key(|s| (rows[s.row].chains.max(1), s.row));
     let samples = interleave(samples, rows.len());
-    let all = space::candidates();
     let survivors: Vec<PresetSpec> = all.par_iter().filter(|s| reproduces(s, &samples)).cloned().collect();
     let verdict = Verdict::of(survivors.len(), false);
     let mut fit = PresetFit {

@@ -57,7 +57,14 @@ pub fn text(f: &PresetFit) -> String {
             }
         }
     }
-    if f.verdict == Verdict::None {
+    if f.verdict == Verdict::None && f.rows.iter().all(|r| r.chains == 0) {
+        let _ = writeln!(
+            o,
+            "no fittable row: {} rows read, none gives a chain to test (the skipped rows say why below); nothing \
+             is decided",
+            f.rows.len() + f.skipped.len()
+        );
+    } else if f.verdict == Verdict::None {
         let _ = writeln!(
             o,
             "rows no candidate reproduces: {}",
