@@ -91,6 +91,13 @@ fn bad_bundles_exit_2_naming_the_problem() {
     let o = mmaemu().args(["info"]).env("MMAEMU_PLATFORMS", &empty).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("MMAEMU_PLATFORMS"), "{}", text(&o));
+    // A bad entry is the commands' error: --help and --version still answer; empty entries name nothing.
+    for flag in ["--help", "--version"] {
+        let o = mmaemu().arg(flag).env("MMAEMU_PLATFORMS", &empty).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{flag}: {}", text(&o));
+    }
+    let o = mmaemu().args(["explain", "16", "64", "4096"]).env("MMAEMU_PLATFORMS", ":::").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let o = mmaemu().args(["explain", "16", "48", "8192", "--profile", empty.to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--profile"), "{}", text(&o));

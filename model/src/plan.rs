@@ -149,11 +149,18 @@ impl Plan {
     /// (docs/reference.md §3.4, in its order).
     pub fn new(preset: &Preset, k: usize, fast: bool, split: SplitK) -> Result<Plan> {
         let s = split.s();
-        // The splits are sized from the caller's S: refused above the memory ceiling before any is built.
-        let per_split = (std::mem::size_of::<Split>() + std::mem::size_of::<Chunk>() + 16) as u64;
-        let bytes = crate::limits::product(&[s as u64, per_split]);
-        crate::limits::check(&format!("a plan of S = {s} splits"), bytes, crate::limits::DEFAULT_MAX_BYTES)
-            .map_err(Error::invalid_value)?;
+        // The splits are sized from the caller's S and the rule's width and restart: refused above the memory
+        // ceiling before any is built.
+        let bytes = match split.scheme().rule() {
+            Some(rule) if s > 1 => rule.plan_bytes(k, s, fast),
+            _ => {
+                let chunks = if fast { 1 } else { k.div_ceil(preset.slow_chunk().unwrap_or(k).max(1)).max(1) };
+                let per_chunk = (std::mem::size_of::<Chunk>() + std::mem::size_of::<std::ops::Range<usize>>()) as u64;
+                crate::limits::product(&[chunks as u64, per_chunk]).and_then(|c| c.checked_add(2 * k as u64 + 32))
+            }
+        };
+        let limit = crate::limits::DEFAULT_MAX_BYTES;
+        crate::limits::check(&format!("a plan of S = {s} splits"), bytes, limit).map_err(Error::invalid_value)?;
         // (1, 2: S and the scheme are validated by SplitK.) The plan follows the preset's parameters and the rule
         // alone: which layouts a GPU's kernels use is its profile's to check (`Profile::check_split`).
         // Unsplit slow accumulation needs the preset's slow chunk; a split is cut by its rule's slow restart.

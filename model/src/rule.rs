@@ -86,7 +86,7 @@ impl Layout {
     pub fn period(&self) -> Option<usize> {
         match self.restart {
             None => None,
-            Some(Restart::Tiles(n)) => Some(n * self.width),
+            Some(Restart::Tiles(n)) => Some(n.saturating_mul(self.width)),
             Some(Restart::Elements(e)) => Some(e),
         }
     }
@@ -141,9 +141,11 @@ impl SplitRule {
             None => None,
             Some(r) => {
                 let n = r.strip_prefix("restart")?;
+                // A restart every 0 tiles or elements cuts nothing: not a rule.
+                let positive = |x: &str| x.parse::<usize>().ok().filter(|&v| v > 0);
                 Some(match n.strip_suffix('e') {
-                    Some(e) => Restart::Elements(e.parse().ok()?),
-                    None => Restart::Tiles(n.parse().ok()?),
+                    Some(e) => Restart::Elements(positive(e)?),
+                    None => Restart::Tiles(positive(n)?),
                 })
             }
         };
@@ -166,6 +168,23 @@ impl SplitRule {
 }
 
 impl SplitRule {
+    /// An upper bound of the bytes [`SplitRule::plan_splits`] and the execution of its chains take for K and S
+    /// (the splits, their chunks, and one row of A and of B gathered over the longest padded chain), computed
+    /// before anything is built; None when it overflows 64 bits. A tile width or restart a file or flag can make
+    /// huge is refused by this size, not by an allocation.
+    pub fn plan_bytes(&self, k: usize, s: usize, fast: bool) -> Option<u64> {
+        let (k, s, w) = (k as u64, s.max(1) as u64, self.layout.width.max(1) as u64);
+        let tiles = k.div_ceil(w).div_ceil(s);
+        let len = tiles.checked_mul(w)?;
+        let chunks = match (fast, self.layout.period()) {
+            (false, Some(p)) => len.div_ceil(p.max(1) as u64).max(1),
+            _ => 1,
+        };
+        let per_chunk = (std::mem::size_of::<Chunk>() + std::mem::size_of::<Range<usize>>()) as u64;
+        let per_split = std::mem::size_of::<Split>() as u64 + chunks.checked_mul(per_chunk)?;
+        s.checked_mul(per_split)?.checked_add(len.checked_mul(2)?)
+    }
+
     /// The rule for fast accumulation: the same layout without a slow restart.
     pub fn fast(self) -> SplitRule {
         SplitRule { layout: Layout { restart: None, ..self.layout }, order: self.order }

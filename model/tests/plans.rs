@@ -107,3 +107,31 @@ fn a_profile_checks_its_kernels_split_layouts() {
         }
     }
 }
+
+/// Sizes a file or flag can make are refused before anything is built: a restart every 0 tiles is not a rule, and
+/// a plan whose splits, chunks or padded chains would pass the memory ceiling (a tile width or restart of 2^32 − 1,
+/// S of a billion) is an invalid value naming it — at once, not after an allocation.
+#[test]
+fn huge_rules_and_splits_are_refused_before_they_are_built() {
+    use mmaemu_model::{Category, InvalidKind, Plan, Preset, SplitRule};
+    for bad in ["interleaved32/serial/restart0", "contiguous128/serial/restart0e", "interleaved0/serial"] {
+        assert_eq!(SplitRule::parse(bad), None, "{bad}");
+    }
+    let t = std::time::Instant::now();
+    for (rule, s, fast) in [
+        ("interleaved4294967295/serial/restart1", 2, false),
+        ("contiguous64/serial/restart1e", 2, false),
+        ("interleaved64/serial/restart4294967295", 1_000_000_000, false),
+        ("contiguous128/serial", 1usize << 40, true),
+    ] {
+        let k = if rule.contains("restart1e") { 1 << 40 } else { 8192 };
+        let split = SplitK::new(s, Scheme::Rule(SplitRule::parse(rule).unwrap())).unwrap();
+        let e = Plan::new(&Preset::hopper(), k, fast, split).unwrap_err();
+        assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::InvalidValue), "{rule}: {e}");
+        assert!(e.message().contains(&format!("a plan of S = {s} splits")), "{rule}: {e}");
+    }
+    assert!(t.elapsed().as_secs() < 2, "{:?}", t.elapsed());
+    // Ordinary plans still pass.
+    let split = SplitK::new(8, Scheme::Rule(SplitRule::parse("interleaved64/pairwise/restart3").unwrap())).unwrap();
+    assert!(Plan::new(&Preset::ada(), 1 << 20, false, split).is_ok());
+}

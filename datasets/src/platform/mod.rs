@@ -199,7 +199,8 @@ pub fn register_platform(path: &Path) -> Result<Platform, DatasetError> {
 pub fn register_env_platforms() -> Result<Vec<Platform>, DatasetError> {
     let Some(value) = std::env::var_os(PLATFORMS_ENV).filter(|v| !v.is_empty()) else { return Ok(Vec::new()) };
     let mut out = Vec::new();
-    for dir in std::env::split_paths(&value) {
+    // Empty entries (a stray or doubled separator) name nothing and are skipped.
+    for dir in std::env::split_paths(&value).filter(|d| !d.as_os_str().is_empty()) {
         let named = |e: DatasetError| invalid(&dir, format!("{PLATFORMS_ENV}: {e}"));
         if dir.join(MANIFEST).is_file() {
             out.push(register_platform(&dir).map_err(named)?);
