@@ -182,7 +182,7 @@ fn main() -> ExitCode {
         if e.verbatim {
             eprintln!("{}", e.message);
         } else {
-            eprintln!("mmaemu {name}: {}", e.message);
+            eprintln!("mmaemu {name}: {}", cmd::in_flag_words(&e.message));
         }
         e.exit
     });

@@ -147,7 +147,7 @@ pub fn split_json(d: &SplitDecision) -> Value {
 pub fn plan_json(p: &CallPlan) -> Value {
     let validation = match &p.validation {
         Validation::Ok => json!("ok"),
-        Validation::Error { name, message } => json!({"error": name, "message": message}),
+        Validation::Error { name, message } => json!({"error": name, "message": super::in_flag_words(message)}),
     };
     json!({
         "validation": validation,
@@ -176,7 +176,7 @@ pub fn plan_text(c: &Case, p: &CallPlan) -> String {
     );
     let validation = match &p.validation {
         Validation::Ok => "ok".to_string(),
-        Validation::Error { name, message } => format!("{name}: {message}"),
+        Validation::Error { name, message } => format!("{name}: {}", super::in_flag_words(message)),
     };
     let split = match &p.split {
         None => "None".to_string(),

@@ -78,3 +78,56 @@ impl CommandError {
 
 /// What every command returns.
 pub type CommandResult = Result<Exit, CommandError>;
+
+/// A library message in the command line's words: the call argument `splitk=1`, `splitk=(S, 'contiguous')` or
+/// `splitk='auto'` becomes the flag `--splitk 1`, `--splitk S,contiguous`, `--splitk auto`, so that its way out is
+/// what a user of the command types.
+pub fn in_flag_words(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find("splitk=") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + "splitk=".len()..];
+        let (value, tail) = match after.strip_prefix('(') {
+            Some(inner) => match inner.find(')') {
+                Some(j) => (inner[..j].replace(['\'', ' '], ""), &inner[j + 1..]),
+                None => (String::new(), after),
+            },
+            None => {
+                let j = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '\'')).unwrap_or(after.len());
+                (after[..j].replace('\'', ""), &after[j..])
+            }
+        };
+        if value.is_empty() {
+            out.push_str("splitk=");
+            rest = after;
+            continue;
+        }
+        out.push_str("--splitk ");
+        out.push_str(&value);
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_flag_words;
+
+    #[test]
+    fn call_arguments_become_flags() {
+        let m = "splitk='auto' cannot be resolved. Ways out: (1) pass splitk=1 if unsplit; (2) pass splitk=(S, \
+                 'serial'|'pairwise') if known";
+        assert_eq!(
+            in_flag_words(m),
+            "--splitk auto cannot be resolved. Ways out: (1) pass --splitk 1 if unsplit; (2) pass --splitk \
+             S,serial|pairwise if known"
+        );
+        assert_eq!(
+            in_flag_words("splitk=2 needs a reduction scheme: pass splitk=(2, 'contiguous')"),
+            "--splitk 2 needs a reduction scheme: pass --splitk 2,contiguous"
+        );
+        assert_eq!(in_flag_words("no split here"), "no split here");
+    }
+}
