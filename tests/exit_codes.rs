@@ -222,6 +222,16 @@ fn datasets_exit_codes() {
         2,
         &["datasets".as_ref(), "show".as_ref(), d.join("missing.parquet").as_os_str(), "--id".as_ref(), id.as_ref()],
     );
+    // --ids lists every row, one a line, with what it is; a missing id names rows with a result and --ids.
+    let o = mmaemu().args(["datasets", "show", "--ids"]).arg(&good).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(listed.lines().count(), rec.rows.len());
+    assert!(rec.rows.iter().all(|r| listed.lines().any(|l| l.starts_with(&format!("{}\t", r.id)))), "{listed}");
+    let o = mmaemu().args(["datasets", "show", "--id", "no such row"]).arg(&good).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--ids"), "{}", String::from_utf8_lossy(&o.stderr));
+    expect(2, &["datasets".as_ref(), "show".as_ref(), good.as_os_str()]);
     expect(2, &["datasets", "frobnicate"]);
 }
 

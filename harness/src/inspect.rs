@@ -310,14 +310,63 @@ fn show_bits(bits: u32, dtype: OutDtype) -> String {
 /// `datasets show FILE --id ID`: (report, exit code). One row decoded — its columns, A and B (and c) as values, and
 /// the expected result against the replayed one with the differences marked. Exit 0 it replays, 1 it differs or
 /// cannot be replayed, 2 the file or the id cannot be found.
+/// `datasets show FILE --ids`: one line per row — its id and what it is (op, preset, profile, shape, formats, out
+/// dtype, split, and its expectation: a result or the error it expects).
+pub fn ids(file: &Path) -> (String, u8) {
+    let rec = match read_recording(file) {
+        Ok(r) => r,
+        Err(e) => return (format!("mmaemu datasets show: {e}\n"), 2),
+    };
+    let mut out = String::new();
+    for row in &rec.rows {
+        let expects = match &row.expected {
+            Expectation::Error(name) => format!("raises {name}"),
+            _ if row.batch == 0 || row.m == 0 || row.n == 0 => "empty result".to_string(),
+            _ => "result".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{}\t{} {} {}\t{}x{}x{} {} x {} -> {}\tsplit {}\t{expects}",
+            row.id,
+            row.op,
+            row.preset,
+            row.profile.as_deref().unwrap_or("-"),
+            row.m,
+            row.n,
+            row.k,
+            row.fmt_a,
+            row.fmt_b,
+            row.effective_out_dtype(),
+            split_name(row)
+        );
+    }
+    (out, 0)
+}
+
+/// `datasets show FILE --id ID`: one row decoded.
 pub fn show(file: &Path, id: &str, max: usize) -> (String, u8) {
     let rec = match read_recording(file) {
         Ok(r) => r,
         Err(e) => return (format!("mmaemu datasets show: {e}\n"), 2),
     };
     let Some(row) = rec.rows.iter().find(|r| r.id == id) else {
+        // Suggest rows worth a look: ones that compute a result (not an expected error, not zero-size).
+        let computing: Vec<&str> = rec
+            .rows
+            .iter()
+            .filter(|r| !matches!(r.expected, Expectation::Error(_)) && r.m > 0 && r.n > 0 && r.k > 0)
+            .take(3)
+            .map(|r| r.id.as_str())
+            .collect();
         return (
-            format!("mmaemu datasets show: {}: no row with id {id:?} ({} rows)\n", file.display(), rec.rows.len()),
+            format!(
+                "mmaemu datasets show: {}: no row with id {id:?} ({} rows; rows with a result: {}; \
+                 `mmaemu datasets show {} --ids` lists them all)\n",
+                file.display(),
+                rec.rows.len(),
+                computing.join(", "),
+                file.display()
+            ),
             2,
         );
     };

@@ -32,8 +32,11 @@ pub enum DatasetsCommand {
         /// The recording file.
         file: PathBuf,
         /// The row id.
+        #[arg(long, required_unless_present = "ids", conflicts_with = "ids")]
+        id: Option<String>,
+        /// List every row's id and what it is (op, preset, profile, shape, split, expected result or error).
         #[arg(long)]
-        id: String,
+        ids: bool,
         /// Largest number of matrix rows, columns and result elements printed (0: all).
         #[arg(long, default_value_t = 16)]
         max: usize,
@@ -60,7 +63,10 @@ pub fn run(cmd: DatasetsCommand) -> CommandResult {
     let (text, code) = match cmd {
         DatasetsCommand::Verify { sha256, paths } => inspect::verify(&paths, sha256),
         DatasetsCommand::Stats { json, paths } => inspect::stats(&paths, json),
-        DatasetsCommand::Show { file, id, max } => inspect::show(&file, &id, if max == 0 { usize::MAX } else { max }),
+        DatasetsCommand::Show { file, ids: true, .. } => inspect::ids(&file),
+        DatasetsCommand::Show { file, id, max, .. } => {
+            inspect::show(&file, id.as_deref().unwrap_or_default(), if max == 0 { usize::MAX } else { max })
+        }
         DatasetsCommand::Merge { shards, out, force } => return merge(&shards, &out, force),
     };
     for line in text.lines() {
