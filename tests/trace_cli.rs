@@ -299,3 +299,18 @@ fn a_generated_call_traces_to_the_calls_own_bits() {
         }
     }
 }
+
+/// A trace holds every product of the element's chains: one of K = 2^20 (about 8 GiB and 230 MB of JSON, 90 s) is
+/// refused at once, naming the size; a rule that restarts every 0 tiles is not a split.
+#[test]
+fn sizes_a_trace_cannot_take_are_refused_at_once() {
+    let t = std::time::Instant::now();
+    let (code, out, err) = mmaemu(&["trace", "--m", "16", "--n", "16", "--k", "1048576", "--splitk", "1", "--json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty() && err.contains("the trace of one element") && err.contains("trace a shorter K"), "{err}");
+    assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
+    let (code, _, err) =
+        mmaemu(&["trace", "--m", "16", "--n", "64", "--k", "8192", "--splitk", "3,interleaved32/serial/restart0"]);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("interleaved32/serial/restart0"), "{err}");
+}

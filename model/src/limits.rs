@@ -31,6 +31,17 @@ pub fn check(what: &str, bytes: Option<u64>, limit: u64) -> Result<(), String> {
     }
 }
 
+/// Ok if `bytes` fits [`DEFAULT_MAX_BYTES`], a fixed bound (the model reads no setting) for what the model and the
+/// trace build from a call's own sizes (a plan's splits and chunks, one element's trace); else the refusal, naming
+/// `what` and the bound.
+pub fn check_fixed(what: &str, bytes: Option<u64>) -> Result<(), String> {
+    match bytes {
+        Some(b) if b <= DEFAULT_MAX_BYTES => Ok(()),
+        Some(b) => Err(format!("{what} needs {b} bytes, above the {DEFAULT_MAX_BYTES} bytes it may take")),
+        None => Err(format!("{what} has a size that overflows 64 bits")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

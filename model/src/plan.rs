@@ -159,8 +159,7 @@ impl Plan {
                 crate::limits::product(&[chunks as u64, per_chunk]).and_then(|c| c.checked_add(2 * k as u64 + 32))
             }
         };
-        let limit = crate::limits::DEFAULT_MAX_BYTES;
-        crate::limits::check(&format!("a plan of S = {s} splits"), bytes, limit).map_err(Error::invalid_value)?;
+        crate::limits::check_fixed(&format!("a plan of S = {s} splits"), bytes).map_err(Error::invalid_value)?;
         // (1, 2: S and the scheme are validated by SplitK.) The plan follows the preset's parameters and the rule
         // alone: which layouts a GPU's kernels use is its profile's to check (`Profile::check_split`).
         // Unsplit slow accumulation needs the preset's slow chunk; a split is cut by its rule's slow restart.

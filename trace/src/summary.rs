@@ -176,8 +176,7 @@ pub fn attribute_gemm_with(
         )));
     }
     let bytes = mmaemu_model::limits::product(&[outputs, std::mem::size_of::<OutputFigures>() as u64]);
-    let limit = mmaemu_model::limits::DEFAULT_MAX_BYTES;
-    mmaemu_model::limits::check("the attribution's per-output figures", bytes, limit).map_err(Error::invalid_value)?;
+    mmaemu_model::limits::check_fixed("the attribution's per-output figures", bytes).map_err(Error::invalid_value)?;
     let out = epi.map_or(OutDtype::Float32, |e| e.out);
     let fast = FastGemm::new(preset, plan, *ops, epi)?;
     let (done, fallbacks) = (AtomicUsize::new(0), AtomicUsize::new(0));
