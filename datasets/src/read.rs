@@ -122,6 +122,13 @@ fn read_inner(path: &Path, options: &ReadOptions) -> Result<Recording, DatasetEr
         first_index.push(acc);
         acc = run.iter().fold(acc, |a, &g| a.saturating_add(usize::try_from(groups[g].num_rows()).unwrap_or(0)));
     }
+    // The rows and their decoded columns, from the footer's counts, must fit the memory ceiling before any is read
+    // (a small file of millions of tiny rows decodes to gigabytes).
+    let decoded = groups.iter().map(|g| g.total_byte_size().max(0) as u64).fold(0u64, u64::saturating_add);
+    let bytes =
+        crate::limits::product(&[acc as u64, std::mem::size_of::<Row>() as u64]).and_then(|b| b.checked_add(decoded));
+    crate::limits::check_in_force(&format!("reading its {acc} rows"), bytes)
+        .map_err(|e| DatasetError::invalid(path, None, e))?;
     let decode = |file: File, run: Vec<usize>, base: usize| -> Result<Vec<Row>, DatasetError> {
         let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, reader_meta.clone())
             .with_projection(mask.clone())
