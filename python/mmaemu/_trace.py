@@ -81,7 +81,9 @@ class Attribution:
     """Every output of a call attributed. ``summary`` holds per source (total, term truncation, block truncation,
     chunk and split additions, epilogue rounding) the outputs affected, the mean and largest |part| in ulps of the
     out dtype and a histogram. The arrays are [M, N] (``ulps`` [M, N, 5], signed, in that source order): numpy
-    arrays when numpy is installed, else flat Python lists."""
+    arrays when numpy is installed, else flat Python lists. ``attributed`` (bool) marks the outputs with an
+    attribution (every value on the way finite); on the others ``exact`` and ``ulps`` are NaN (no exact value
+    to compare with, not an error of 0) while ``bits`` and ``emulated`` are still the call's."""
 
     summary: Dict[str, Any]
     bits: Any

@@ -82,3 +82,17 @@ def test_trace_element_accepts_numpy_integers_and_refuses_negatives():
     with pytest.raises(ValueError, match=r"element \(2, 0\) is outside the \[2, 16\] result"):
         mmaemu.trace(a, b, one, one, splitk=1, element=(2, 0))
 
+
+def test_outputs_without_an_attribution_are_nan_and_flagged():
+    a, b = _operands(4, 16, 64, 5)
+    a[1, 7] = float("nan")  # row 1: a NaN on the way, no exact value to attribute against
+    one = torch.tensor(1.0)
+    r = mmaemu.attribute(a, b, one, one, out_dtype=torch.float32, profile="hopper", splitk=1)
+    assert r.attributed.dtype == np.bool_
+    assert not r.attributed[1].any() and r.attributed[[0, 2, 3]].all()
+    assert r.summary["attributed"] == 48
+    assert np.isnan(r.exact[1]).all() and np.isnan(r.ulps[1]).all()  # never 0.0: that reads as "no error"
+    assert np.isfinite(r.exact[[0, 2, 3]]).all() and np.isfinite(r.ulps[[0, 2, 3]]).all()
+    assert np.isnan(r.emulated[1]).all()  # the call's own values are still there
+    want = mmaemu.scaled_mm(a, b, one, one, out_dtype=torch.float32, profile="hopper", splitk=1)
+    assert np.array_equal(r.emulated, want.to(torch.float64).numpy(), equal_nan=True)
