@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 from . import _api
+from .errors import SplitKUnknownError
 
 __all__ = ["patch", "install", "uninstall", "installed"]
 
@@ -39,29 +41,46 @@ _open: Dict[object, _Config] = {}  # every open patch context of the process by 
 _entered: "contextvars.ContextVar[Tuple[object, ...]]" = contextvars.ContextVar("mmaemu_patch_entered", default=())
 
 
-def _current() -> _Config:
+def _current() -> Tuple[_Config, str]:
+    """The options of a call from torch, and what set them (``"patch"`` or ``"install"``)."""
     mine = _entered.get()
     with _lock:
         cfg = next((_open[t] for t in reversed(mine) if t in _open), None)
-        if cfg is None:
-            cfg = _installed if _installed is not None else next(reversed(_open.values()), None)
+        if cfg is not None:
+            return cfg, "patch"
+        if _installed is not None:
+            return _installed, "install"
+        cfg = next(reversed(_open.values()), None)
     if cfg is None:  # uninstalled while a call was on its way
         raise RuntimeError("mmaemu.patch is not installed")
-    return cfg
+    return cfg, "patch"
+
+
+# "pass splitk=X if ...": torch._scaled_mm takes no splitk (a TypeError); the way out is the context's option.
+_SPLITK_ADVICE = re.compile(r"pass splitk=(.+?) if ")
+
+
+def _emulate(by: str, cfg: _Config, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return _api.scaled_mm(*args, **kwargs, profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend)
+    except SplitKUnknownError as e:
+        if e.args and isinstance(e.args[0], str):
+            e.args = (_SPLITK_ADVICE.sub(
+                lambda m: f"pass mmaemu.{by}(splitk={m.group(1)}) (torch._scaled_mm takes no splitk) if ",
+                e.args[0]),) + e.args[1:]
+        raise
 
 
 def _impl(self: Any, mat2: Any, scale_a: Any, scale_b: Any, bias: Any = None, scale_result: Any = None,
           out_dtype: Any = None, use_fast_accum: bool = False) -> Any:
-    cfg = _current()
-    return _api.scaled_mm(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum,
-                          profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend)
+    cfg, by = _current()
+    return _emulate(by, cfg, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
 
 def _impl_out(self: Any, mat2: Any, scale_a: Any, scale_b: Any, bias: Any = None, scale_result: Any = None,
               out_dtype: Any = None, use_fast_accum: bool = False, *, out: Any) -> Any:
-    cfg = _current()
-    return _api.scaled_mm(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out=out,
-                          profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend)
+    cfg, by = _current()
+    return _emulate(by, cfg, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out=out)
 
 
 def _checked(fn: str, profile: Any, splitk: Any, backend: Any) -> _Config:

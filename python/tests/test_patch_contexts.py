@@ -1,6 +1,6 @@
 """``mmaemu.patch`` contexts as a careful user expects them: kept by identity per thread and per asyncio task
 (``contextvars``), so contexts left out of order remove exactly their own options and tasks never run with another
-task's profile."""
+task's profile; a ``SplitKUnknownError`` under a context advises the way out that works there."""
 
 from __future__ import annotations
 
@@ -124,3 +124,36 @@ def test_a_task_started_inside_a_context_sees_it_until_it_is_left(want: dict) ->
 
     asyncio.run(main())
     assert not mmaemu.installed()
+
+
+def _split_unknown_args():
+    # §6.5: on the default profile every K < 1,024 outside the table raises with splitk="auto".
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(16, 128, generator=g).to(E4)
+    b = torch.randn(256, 128, generator=g).to(E4).t()
+    return a, b
+
+
+def test_split_unknown_under_patch_advises_the_contexts_option() -> None:
+    a, b = _split_unknown_args()
+    with pytest.raises(mmaemu.SplitKUnknownError) as direct:
+        mmaemu.scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32)
+    assert "pass splitk=1 " in str(direct.value) and "mmaemu.patch" not in str(direct.value)
+    with mmaemu.patch(profile="hopper"):
+        with pytest.raises(mmaemu.SplitKUnknownError) as e:
+            torch._scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32)
+        msg = str(e.value)
+        assert "pass mmaemu.patch(splitk=1)" in msg and "pass mmaemu.patch(splitk=(S, 'contiguous'))" in msg, msg
+        assert "pass splitk=" not in msg, msg
+        with pytest.raises(TypeError):  # the advice the direct call gets does not work here
+            torch._scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32, splitk=1)  # type: ignore[call-arg]
+    try:
+        mmaemu.install(profile="hopper")
+        with pytest.raises(mmaemu.SplitKUnknownError, match=r"pass mmaemu\.install\(splitk=1\)"):
+            torch._scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32)
+    finally:
+        mmaemu.uninstall()
+    # the way out it names works
+    with mmaemu.patch(profile="hopper", splitk=1):
+        assert_bitwise_equal(torch._scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32),
+                             mmaemu.scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32, splitk=1))
