@@ -457,7 +457,11 @@ def get_profile(name: Optional[str] = None) -> Profile:
     """A profile by name (§6.1); None: ``MMAEMU_PROFILE``, else ``"hopper"``. Unknown names: KeyError."""
     if name is not None and not isinstance(name, str):
         raise TypeError(f"get_profile(): name must be str or None, not {arr.type_name(name)}")
-    d = _core.get_profile(name)
+    return _profile_record(_core.get_profile(name))
+
+
+def _profile_record(d: Dict[str, Any]) -> Profile:
+    """The :class:`Profile` of the extension's dict (``get_profile`` and ``load_profile`` alike)."""
     d["rejects"] = tuple(
         RejectRule(_short(r["fmt_a"]), _short(r["fmt_b"]), r["out"], r["message"]) for r in d["rejects"])
     return Profile(**d)
@@ -470,9 +474,7 @@ def load_profile(path: Union[str, "os.PathLike[str]"]) -> Profile:
     name clash): ``mmaemu.errors.DataError`` naming the file."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"load_profile(): path must be str or os.PathLike, not {arr.type_name(path)}")
-    d = _core.load_profile(os.fspath(path))
-    d["rejects"] = tuple(d["rejects"])
-    return Profile(**d)
+    return _profile_record(_core.load_profile(os.fspath(path)))
 
 
 def list_profiles() -> List[str]:

@@ -3,19 +3,24 @@ its ``out=`` overload) through ``torch.library``, so ``torch._scaled_mm`` on CPU
 profile's GPU bits; uninstalling restores torch's own behaviour.
 
 The thread model: the registration is process-wide and counted (it stays while :func:`install` is in force
-or any :func:`patch` context, in any thread, is open); the options are per thread (a thread's innermost
-open context decides its calls; a thread without one uses :func:`install`'s options, else those of the
-latest context still open in another thread).
+or any :func:`patch` context, in any thread, is open); the options are per thread and per asyncio task (kept in
+a :mod:`contextvars` variable: the innermost context still open in this thread or task decides its calls; a
+task started inside a context sees it; a thread or task without one uses :func:`install`'s options, else those
+of the latest context still open elsewhere). Contexts are kept by identity, so leaving them out of order
+removes exactly the one left.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 from . import _api
+from .errors import SplitKUnknownError
 
 __all__ = ["patch", "install", "uninstall", "installed"]
 
@@ -30,39 +35,52 @@ class _Config:
 _lock = threading.Lock()
 _library: Any = None
 _installed: Optional[_Config] = None  # install()'s options, while it is in force
-_open: List[Tuple[object, _Config]] = []  # every open patch context of the process, in the order entered
-_local = threading.local()  # .stack: this thread's open contexts' options, innermost last
+_open: Dict[object, _Config] = {}  # every open patch context of the process by its token, in the order entered
+# The tokens of the contexts this thread or asyncio task entered, innermost last (a task started inside a context
+# inherits them; a token whose context was left elsewhere is skipped, as it is no longer in _open).
+_entered: "contextvars.ContextVar[Tuple[object, ...]]" = contextvars.ContextVar("mmaemu_patch_entered", default=())
 
 
-def _stack() -> List[_Config]:
-    if not hasattr(_local, "stack"):
-        _local.stack = []
-    return _local.stack
-
-
-def _current() -> _Config:
-    stack = _stack()
-    if stack:
-        return stack[-1]
+def _current() -> Tuple[_Config, str]:
+    """The options of a call from torch, and what set them (``"patch"`` or ``"install"``)."""
+    mine = _entered.get()
     with _lock:
-        cfg = _installed if _installed is not None else (_open[-1][1] if _open else None)
+        cfg = next((_open[t] for t in reversed(mine) if t in _open), None)
+        if cfg is not None:
+            return cfg, "patch"
+        if _installed is not None:
+            return _installed, "install"
+        cfg = next(reversed(_open.values()), None)
     if cfg is None:  # uninstalled while a call was on its way
         raise RuntimeError("mmaemu.patch is not installed")
-    return cfg
+    return cfg, "patch"
+
+
+# "pass splitk=X if ...": torch._scaled_mm takes no splitk (a TypeError); the way out is the context's option.
+_SPLITK_ADVICE = re.compile(r"pass splitk=(.+?) if ")
+
+
+def _emulate(by: str, cfg: _Config, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return _api.scaled_mm(*args, **kwargs, profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend)
+    except SplitKUnknownError as e:
+        if e.args and isinstance(e.args[0], str):
+            e.args = (_SPLITK_ADVICE.sub(
+                lambda m: f"pass mmaemu.{by}(splitk={m.group(1)}) (torch._scaled_mm takes no splitk) if ",
+                e.args[0]),) + e.args[1:]
+        raise
 
 
 def _impl(self: Any, mat2: Any, scale_a: Any, scale_b: Any, bias: Any = None, scale_result: Any = None,
           out_dtype: Any = None, use_fast_accum: bool = False) -> Any:
-    cfg = _current()
-    return _api.scaled_mm(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum,
-                          profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend)
+    cfg, by = _current()
+    return _emulate(by, cfg, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
 
 def _impl_out(self: Any, mat2: Any, scale_a: Any, scale_b: Any, bias: Any = None, scale_result: Any = None,
               out_dtype: Any = None, use_fast_accum: bool = False, *, out: Any) -> Any:
-    cfg = _current()
-    return _api.scaled_mm(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out=out,
-                          profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend)
+    cfg, by = _current()
+    return _emulate(by, cfg, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out=out)
 
 
 def _checked(fn: str, profile: Any, splitk: Any, backend: Any) -> _Config:
@@ -132,20 +150,19 @@ def installed() -> bool:
 def patch(profile: Optional[Union[str, _api.Profile]] = "hopper", *, splitk: _api.SplitArg = "auto",
           backend: str = "auto") -> Iterator[None]:
     """A context in which ``torch._scaled_mm`` on CPU tensors is the emulator with these options (checked
-    on entry) for this thread; contexts nest and overlap across threads (see the module's thread model).
-    Leaving it restores this thread's outer options, and torch's own behaviour when nothing else keeps the
-    registration."""
+    on entry) for this thread or asyncio task; contexts nest and overlap across threads and tasks (see the
+    module's thread model). Leaving it (in any order) removes exactly this context: this thread's or task's
+    other contexts decide again, and torch's own behaviour returns when nothing else keeps the registration."""
     cfg = _checked("patch", profile, splitk, backend)
     token = object()
     with _lock:
         _register()
-        _open.append((token, cfg))
-    stack = _stack()
-    stack.append(cfg)
+        _open[token] = cfg
+    _entered.set(_entered.get() + (token,))
     try:
         yield
     finally:
-        stack.pop()
+        _entered.set(tuple(t for t in _entered.get() if t is not token))
         with _lock:
-            _open[:] = [(t, c) for t, c in _open if t is not token]
+            del _open[token]
             _release()

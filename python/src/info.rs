@@ -81,7 +81,9 @@ pub fn list_profiles() -> Vec<String> {
 pub fn get_preset<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
     no_panic(|| {
         let catalogue = mmaemu_datasets::platform::catalogue();
-        let p = catalogue.preset_or_path(name, mmaemu_datasets::platform::read_preset_document).map_err(|e| to_py(py, &e))?;
+        let p = catalogue
+            .preset_or_path(name, mmaemu_datasets::platform::read_preset_document)
+            .map_err(|e| to_py(py, &e))?;
         let d = PyDict::new(py);
         d.set_item("name", p.name())?;
         d.set_item("nfma", p.nfma())?;

@@ -95,7 +95,8 @@ pub fn dot(
     no_panic(|| {
         let done = py.detach(|| {
             catch(|| -> Result<Vec<Warning>, Error> {
-                let preset = mmaemu_datasets::platform::catalogue().preset_or_path(&preset, mmaemu_datasets::platform::read_preset_document)?;
+                let preset = mmaemu_datasets::platform::catalogue()
+                    .preset_or_path(&preset, mmaemu_datasets::platform::read_preset_document)?;
                 let (fa, fb) = (format_arg("fmt", &fa)?, format_arg("fmt", &fb)?);
                 if a.shape.is_empty() || a.shape != b.shape {
                     return Err(Error::invalid_value(format!(

@@ -28,15 +28,17 @@ pub fn trace(py: Python<'_>, args: CallArgs, i: usize, j: usize) -> PyResult<Str
 }
 
 /// The per-output figures as bytes: bits (u32), attributed (u8), exact and emulated (f64), the five ulps (f64 each,
-/// [M, N, 5]).
+/// [M, N, 5]). An output without an attribution has NaN as its exact value and its ulps (the trace crate fills
+/// them with 0, which would read as "exact, no error"); `attributed` says which outputs these are.
 fn columns(r: &GemmAttribution) -> [Vec<u8>; 5] {
     let mut c: [Vec<u8>; 5] = Default::default();
     for f in &r.figures {
+        let (exact, ulps) = if f.attributed { (f.exact, f.ulps) } else { (f64::NAN, [f64::NAN; 5]) };
         c[0].extend_from_slice(&f.bits.to_le_bytes());
         c[1].push(u8::from(f.attributed));
-        c[2].extend_from_slice(&f.exact.to_le_bytes());
+        c[2].extend_from_slice(&exact.to_le_bytes());
         c[3].extend_from_slice(&f.emulated.to_le_bytes());
-        for u in f.ulps {
+        for u in ulps {
             c[4].extend_from_slice(&u.to_le_bytes());
         }
     }

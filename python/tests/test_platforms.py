@@ -6,6 +6,7 @@ the built-in ``ada`` profile's (the same recorded table), and a damaged bundle m
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import pathlib
 import shutil
@@ -116,3 +117,39 @@ def test_a_fitted_rule_is_a_split_scheme() -> None:
         assert torch.equal(by_rule.view(torch.int32), by_name.view(torch.int32))
     with pytest.raises(ValueError, match="split rule"):
         mmaemu.SplitK(5, "interleaved64/sideways")
+
+
+def test_a_loaded_profile_is_the_named_profile_field_by_field(tmp_path: pathlib.Path) -> None:
+    d = _bundle(tmp_path, "py-lab-c")
+    toml = (d / "platform.toml").read_text()
+    (d / "platform.toml").write_text(toml.replace("[[profile]]", """[[reject]]
+fmt_a = "e4m3"
+fmt_b = "e5m2"
+out = "float8_e5m2"
+message = "this cuBLASLt rejects e4m3 x e5m2 -> e5m2 output"
+
+[[reject]]
+out = "float8_e4m3fn"
+message = "this cuBLASLt rejects every e4m3 output"
+
+[[profile]]"""))
+    loaded = mmaemu.load_profile(d)
+    named = mmaemu.get_profile("py-lab-c")
+    assert type(loaded) is type(named)
+    for field in dataclasses.fields(named):
+        assert getattr(loaded, field.name) == getattr(named, field.name), field.name
+    assert loaded == named and len(loaded.rejects) == 2
+    for r in loaded.rejects:
+        assert type(r) is mmaemu.RejectRule
+    first, second = loaded.rejects
+    assert (first.fmt_a, first.fmt_b, first.out_dtype) == ("e4m3", "e5m2", "float8_e5m2")
+    assert (second.fmt_a, second.fmt_b, second.out_dtype) == (None, None, "float8_e4m3fn")
+    assert loaded.rejection(torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e5m2) == first
+    assert loaded.rejection("e5m2", "e5m2", torch.float8_e4m3fn) == second
+    assert loaded.rejection("e4m3", "e4m3", torch.bfloat16) is None
+    # the call is refused as the bundle says
+    a = torch.zeros(16, 32, dtype=torch.float8_e4m3fn)
+    b = torch.zeros(16, 32, dtype=torch.float8_e5m2).t()
+    one = torch.ones((), dtype=torch.float32)
+    with pytest.raises(mmaemu.ReferenceRejectsError, match="e4m3 x e5m2 -> e5m2"):
+        mmaemu.scaled_mm(a, b, one, one, out_dtype=torch.float8_e5m2, profile=loaded, splitk=1)

@@ -60,3 +60,39 @@ def test_attribute_parts_add_up_and_values_are_the_calls():
     names = [s["source"] for s in r.summary["sources"]]
     assert names == ["total", "term truncation", "block truncation", "chunk and split additions",
                      "epilogue rounding"]
+
+
+@pytest.mark.parametrize("element", [(1.5, 2), (1, 2.0), (True, 0), (0, np.bool_(False)), "ab", (1,), (1, 2, 3),
+                                     None, 3, (None, 0)])
+def test_trace_element_takes_integers_only(element):
+    a, b = _operands(2, 16, 32, 2)
+    with pytest.raises(TypeError, match="'element'"):
+        mmaemu.trace(a, b, torch.tensor(1.0), torch.tensor(1.0), splitk=1, element=element)
+
+
+def test_trace_element_accepts_numpy_integers_and_refuses_negatives():
+    a, b = _operands(2, 16, 32, 2)
+    one = torch.tensor(1.0)
+    t = mmaemu.trace(a, b, one, one, splitk=1, element=(np.int64(1), np.uint8(15)))
+    assert t["element"] == [1, 15]
+    assert mmaemu.trace(a, b, one, one, splitk=1, element=[1, 15]) == t
+    for bad in [(-1, 0), (0, -1), (1 << 64, 0)]:
+        with pytest.raises(ValueError, match=r"element .*\[0, 2\^63\)"):
+            mmaemu.trace(a, b, one, one, splitk=1, element=bad)
+    with pytest.raises(ValueError, match=r"element \(2, 0\) is outside the \[2, 16\] result"):
+        mmaemu.trace(a, b, one, one, splitk=1, element=(2, 0))
+
+
+def test_outputs_without_an_attribution_are_nan_and_flagged():
+    a, b = _operands(4, 16, 64, 5)
+    a[1, 7] = float("nan")  # row 1: a NaN on the way, no exact value to attribute against
+    one = torch.tensor(1.0)
+    r = mmaemu.attribute(a, b, one, one, out_dtype=torch.float32, profile="hopper", splitk=1)
+    assert r.attributed.dtype == np.bool_
+    assert not r.attributed[1].any() and r.attributed[[0, 2, 3]].all()
+    assert r.summary["attributed"] == 48
+    assert np.isnan(r.exact[1]).all() and np.isnan(r.ulps[1]).all()  # never 0.0: that reads as "no error"
+    assert np.isfinite(r.exact[[0, 2, 3]]).all() and np.isfinite(r.ulps[[0, 2, 3]]).all()
+    assert np.isnan(r.emulated[1]).all()  # the call's own values are still there
+    want = mmaemu.scaled_mm(a, b, one, one, out_dtype=torch.float32, profile="hopper", splitk=1)
+    assert np.array_equal(r.emulated, want.to(torch.float64).numpy(), equal_nan=True)
