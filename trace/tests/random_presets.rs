@@ -225,3 +225,26 @@ fn random_presets_trace_to_the_models_bits() {
     assert!(drawn.iter().all(|&d| d > FUZZ_CALLS / 8), "truncate/nearest-even x early/late: {drawn:?}");
     assert!(outputs[1] * 4 > outputs[0] * 3, "attributed outputs, fixed point: {outputs:?}");
 }
+
+#[test]
+fn a_nearest_even_trace_says_so_and_rounds_up() {
+    // One block 256·256 + 2^-7·1 + 2^-8·1 = 2^16 + 1.5 ulp (ulp 2^-7), exact on the grid of frac = 40: a truncating
+    // preset cuts it to 2^16 + 1 ulp and a nearest-even one rounds it to 2^16 + 2 ulp. The expected bits are `dot`'s.
+    let spec = |rounding| PresetSpec::custom("ne", 4, 40, 23, -133, CEntry::Early, None).with_rounding(rounding);
+    let e4 = |x: f32| Format::E4m3.from_f32_saturating(x);
+    let (a, b) = ([e4(256.0), e4(2f32.powi(-7)), e4(2f32.powi(-8))], [e4(256.0), e4(1.0), e4(1.0)]);
+    let mut bits = Vec::new();
+    for rounding in [BlockRounding::Truncate, BlockRounding::NearestEven] {
+        let preset = Preset::custom(spec(rounding)).unwrap();
+        let want = dot(&preset, Format::E4m3, Format::E4m3, &a, &b, None).unwrap();
+        let t = trace_dot(&preset, Format::E4m3, Format::E4m3, &a, &b, None).unwrap();
+        assert_eq!(t.bits, want.to_bits(), "{rounding:?}");
+        let text = mmaemu_trace::text::render(&t, true);
+        let json = mmaemu_trace::json::trace_json(&t);
+        assert_eq!(text.contains("rounded to nearest even"), rounding == BlockRounding::NearestEven, "{text}");
+        assert_eq!(json["rounding"], rounding.name());
+        bits.push(t.bits);
+    }
+    // The two roundings differ on this block (the model says so; the trace follows).
+    assert_ne!(bits[0], bits[1]);
+}
