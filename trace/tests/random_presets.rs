@@ -19,7 +19,9 @@ const ATTRIBUTE_EVERY: u64 = 8;
 
 #[path = "../../model/tests/common/mod.rs"]
 mod common;
+mod draw;
 use common::SplitMix64 as Rng;
+use draw::{code, scale};
 
 /// A valid preset drawn from the whole space `Preset::custom` accepts, biased towards the edges: nfma 1 and sizes
 /// that are not powers of two, frac and frac_out at their bounds, min_exp near the fp32 range and at ±1000.
@@ -56,37 +58,6 @@ fn random_preset(r: &mut Rng) -> Preset {
     Preset::custom(spec.clone()).unwrap_or_else(|e| panic!("the generator drew an invalid preset {spec:?}: {e}"))
 }
 
-/// A code of mostly finite values in an exponent band, sometimes zero, subnormal, the largest or any byte.
-fn code(r: &mut Rng, f: Format, band: u8) -> u8 {
-    let sign = (r.below(2) as u8) << 7;
-    match r.below(40) {
-        0 => 0x80 * r.below(2) as u8,
-        1 => sign | (r.below(8) as u8),
-        2 => sign | f.max_code(),
-        3 if r.below(10) == 0 => r.next() as u8, // non-finite codes included
-        _ => {
-            let c = (band as u64 + r.below(24)) as u8 & 0x7F;
-            if f.is_nonfinite(c) {
-                sign | f.max_code()
-            } else {
-                sign | c
-            }
-        }
-    }
-}
-
-/// A scale of the epilogue: 1, a power of two, -0, a subnormal, huge, or any normal in a moderate range.
-fn scale(r: &mut Rng) -> f32 {
-    match r.below(8) {
-        0 => 1.0,
-        1 => 0.5,
-        2 => -0.0,
-        3 => f32::from_bits(r.next() as u32 & 0x807F_FFFF),
-        4 => 1e30,
-        _ => f32::from_bits((r.next() as u32 & 0x807F_FFFF) | ((100 + r.below(50) as u32) << 23)),
-    }
-}
-
 /// A split the plan accepts: none, or S = 2..8 with a documented scheme or a fitted rule of another order and
 /// layout (slow accumulation needs a rule with a slow restart; all of these have one).
 fn split(r: &mut Rng) -> SplitK {
@@ -118,8 +89,8 @@ fn fuzz_one(r: &mut Rng, call: u64, seed: u64) -> (BlockRounding, CEntry, [usize
     };
     let (m, n) = (1 + r.below(2) as usize, 1 + r.below(3) as usize);
     let band = r.below(0x60) as u8;
-    let a: Vec<u8> = (0..m * k).map(|_| code(r, fa, band)).collect();
-    let b: Vec<u8> = (0..n * k).map(|_| code(r, fb, band)).collect();
+    let a: Vec<u8> = (0..m * k).map(|_| code(r, fa, band, true)).collect();
+    let b: Vec<u8> = (0..n * k).map(|_| code(r, fb, band, true)).collect();
     let split = split(r);
     // Unsplit slow accumulation needs the preset's slow chunk; a split is cut by its rule's slow restart.
     let fast = (split.s() == 1 && preset.slow_chunk().is_none()) || r.below(2) == 0;
