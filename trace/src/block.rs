@@ -8,7 +8,7 @@ use super::exact::Exact;
 use super::Addition;
 use mmaemu_model::format::{Class, Format};
 use mmaemu_model::nonfinite::{Cause, NonfiniteSum};
-use mmaemu_model::preset::{CEntry, Preset};
+use mmaemu_model::preset::{BlockRounding, CEntry, Preset};
 
 /// One product of a block.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,11 +69,12 @@ pub struct Block {
     pub exact_sum: Exact,
     /// The sum of the aligned terms (exact, a multiple of 2^g).
     pub aligned_sum: Exact,
-    /// The normalisation grid exponent: the sum is truncated to multiples of 2^grid_out.
+    /// The normalisation grid exponent: the sum is truncated (or, nearest-even presets, rounded) to multiples of
+    /// 2^grid_out.
     pub grid_out: Option<i32>,
     /// The normalised block value d (fp32).
     pub d: f32,
-    /// aligned_sum - d: what the normalisation dropped.
+    /// aligned_sum - d: what the normalisation dropped (negative where a nearest-even preset rounded up).
     pub norm_dropped: Exact,
     /// Late c: the fp32 addition d + c.
     pub late_add: Option<Addition>,
@@ -198,19 +199,24 @@ pub fn block(
         blk.aligned_sum = blk.aligned_sum.add(&kept);
         blk.c_term = Some((c_exact.clone(), kept, dropped));
     }
-    // Step 7–8: truncate to frac_out bits below the sum's own leading bit (never finer than 2^(-126 - frac_out));
-    // a zero result is +0.
+    // Step 7–8: to frac_out bits below the sum's own leading bit (never finer than 2^(-126 - frac_out)), truncated
+    // or, by a nearest-even preset (frac_out = 23), rounded to nearest with ties to even; a zero result is +0.
     let d = match blk.aligned_sum.ilog2() {
         None => Exact::zero(),
         Some(lead) => {
             let ed = lead.max(-126);
             let go = (ed - frac_out).max(g);
             blk.grid_out = Some(go);
-            Exact::new(blk.aligned_sum.trunc_units(go), go)
+            let units = match preset.rounding() {
+                BlockRounding::Truncate => blk.aligned_sum.trunc_units(go),
+                BlockRounding::NearestEven => blk.aligned_sum.round_units(go),
+            };
+            Exact::new(units, go)
         }
     };
     blk.norm_dropped = blk.aligned_sum.sub(&d);
-    // d is exactly representable: at most frac_out + 1 <= 24 significant bits at or above 2^-149.
+    // d is exactly representable below the fp32 range: at most frac_out + 1 <= 24 significant bits at or above
+    // 2^-149 (a carry of the rounding to 2^(ed + 1) is one bit); beyond it, ±Inf as the model's.
     blk.d = d.to_f32();
     if early {
         blk.result = blk.d;

@@ -123,6 +123,31 @@ impl Exact {
         }
     }
 
+    /// The value in units of `2^g`, rounded to the nearest with ties to even (the nearest-even block rounding, and
+    /// the one rounding of [`Exact::to_f32`]).
+    pub fn round_units(&self, g: i32) -> BigInt {
+        let sh = self.exp - g;
+        if sh >= 0 {
+            return &self.mant << sh as usize;
+        }
+        let s = (-sh) as usize;
+        let mag: BigInt = self.mant.magnitude().clone().into();
+        let q: BigInt = &mag >> s;
+        let rem: BigInt = &mag - (&q << s);
+        let half: BigInt = BigInt::from(1) << (s - 1);
+        let up = match rem.cmp(&half) {
+            Ordering::Greater => true,
+            Ordering::Less => false,
+            Ordering::Equal => q.bit(0),
+        };
+        let q = if up { q + 1 } else { q };
+        if self.is_negative() {
+            -q
+        } else {
+            q
+        }
+    }
+
     /// Compare values.
     pub fn cmp_value(&self, o: &Exact) -> Ordering {
         let d = self.sub(o);
@@ -137,30 +162,10 @@ impl Exact {
         }
         let neg = self.is_negative();
         let sign = if neg { 0x8000_0000u32 } else { 0 };
-        let mag: BigInt = self.mant.magnitude().clone().into();
         // floor(log2|x|), then the unit in the last place: 2^(lead - 23) for normals, 2^-149 below 2^-126.
-        let lead = mag.bits() as i32 - 1 + self.exp;
+        let lead = self.mant.bits() as i32 - 1 + self.exp;
         let ulp = (lead - 23).max(-149);
-        let sh = self.exp - ulp;
-        let q: BigInt = if sh >= 0 {
-            mag << sh as usize
-        } else {
-            let s = (-sh) as usize;
-            let q: BigInt = &mag >> s;
-            let rem: BigInt = &mag - (&q << s);
-            let half: BigInt = BigInt::from(1) << (s - 1);
-            match rem.cmp(&half) {
-                Ordering::Greater => q + 1,
-                Ordering::Less => q,
-                Ordering::Equal => {
-                    if q.bit(0) {
-                        q + 1
-                    } else {
-                        q
-                    }
-                }
-            }
-        };
+        let q = self.abs().round_units(ulp);
         // q * 2^ulp, q < 2^25 (rounding may carry into a new leading bit).
         let q = u64::try_from(q).unwrap_or(u64::MAX);
         let (q, ulp) = if q >= 1 << 24 { (q >> 1, ulp + 1) } else { (q, ulp) };

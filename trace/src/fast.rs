@@ -2,10 +2,11 @@
 //! additions of §3 re-executed on i128 multiples of one power of two, for whole-GEMM attribution at speed.
 
 // Every value before the epilogue is an integer multiple of 2^u, u = (emin_a − mbits_a) + (emin_b − mbits_b): the
-// products are, the alignment and the normalisation truncate to grids at or above them, and an fp32 sum of multiples
-// of 2^u is one (a rounding makes its ulp coarser, never finer). Magnitudes stay below K·max|a·b|·2, so i128 holds
-// them exactly. Where a value does not fit (`None`), the caller falls back to the exact trace. The epilogue is the
-// trace's own (`epilogue::trace`), on exact values. Tests compare every attribution with the trace's, bit for bit.
+// products are, the alignment truncates and the normalisation truncates (or, nearest-even presets, rounds) to grids
+// at or above them, and an fp32 sum of multiples of 2^u is one (a rounding makes its ulp coarser, never finer).
+// Magnitudes stay below K·max|a·b|·2, so i128 holds them exactly. Where a value does not fit (`None`), the caller
+// falls back to the exact trace. The epilogue is the trace's own (`epilogue::trace`), on exact values. Tests compare
+// every attribution with the trace's, bit for bit.
 
 use super::attribute::{finish, Attribution};
 use super::exact::Exact;
@@ -14,7 +15,7 @@ use mmaemu_model::accumulate::Operands;
 use mmaemu_model::epilogue::Epilogue;
 use mmaemu_model::format::{Class, Format};
 use mmaemu_model::plan::Plan;
-use mmaemu_model::preset::{CEntry, Preset};
+use mmaemu_model::preset::{BlockRounding, CEntry, Preset};
 
 /// A padding position of a chain (a zero product).
 const PAD: u32 = u32::MAX;
@@ -143,6 +144,21 @@ impl<'a> FastGemm<'a> {
         }
     }
 
+    /// x rounded to the nearest multiple of 2^sh units, ties to even (None when the rounded value does not fit).
+    fn round_even(x: i128, sh: i32) -> Option<i128> {
+        if sh <= 0 {
+            return Some(x);
+        }
+        let mag = x.unsigned_abs();
+        if sh >= 128 {
+            return Some(0); // |x| < 2^127 <= half a unit
+        }
+        let (kept, rest, half) = (mag >> sh, mag & ((1u128 << sh) - 1), 1u128 << (sh - 1));
+        let q = kept + u128::from(rest > half || (rest == half && kept & 1 == 1));
+        let m = i128::try_from(q.checked_shl(sh as u32).filter(|v| v >> sh == q)?).ok()?;
+        Some(if x < 0 { -m } else { m })
+    }
+
     /// One block step over chain positions `blk` of rows `ra`, `rb` from `c` (block.rs, in fixed point).
     fn block(&self, ra: &[u8], rb: &[u8], blk: &[u32], c: f32, s: &mut Sums) -> Option<f32> {
         let (frac, frac_out, min_exp) =
@@ -183,7 +199,10 @@ impl<'a> FastGemm<'a> {
         } else {
             let lead = 127 - aligned.unsigned_abs().leading_zeros() as i32 + self.u;
             let go = (lead.max(-126) - frac_out).max(g);
-            Self::trunc(aligned, go - self.u)
+            match self.preset.rounding() {
+                BlockRounding::Truncate => Self::trunc(aligned, go - self.u),
+                BlockRounding::NearestEven => Self::round_even(aligned, go - self.u)?,
+            }
         };
         s.block -= aligned - d;
         let df = Exact::new(d, self.u).to_f32();

@@ -77,7 +77,7 @@ pub fn trace_json(t: &Trace) -> Value {
     });
     json!({
         "op": t.op.name(), "attribution": attribution, "preset": t.preset, "nfma": t.nfma, "frac": t.frac, "frac_out": t.frac_out,
-        "min_exp": t.min_exp, "c_early": t.c_early, "fmt_a": t.fa.name(), "fmt_b": t.fb.name(), "k": t.k,
+        "min_exp": t.min_exp, "c_early": t.c_early, "rounding": t.rounding.name(), "fmt_a": t.fa.name(), "fmt_b": t.fb.name(), "k": t.k,
         "element": t.element.map(|(i, j)| [i, j]), "fast": t.fast,
         "split": t.split.map(|s| json!({"s": s.s(), "scheme": s.scheme().name()})), "split_source": t.split_source,
         "splits": t.splits.iter().map(|s| json!({"index": s.index, "chains": s.chains.iter().map(chain_json).collect::<Vec<_>>(),

@@ -31,7 +31,7 @@ use mmaemu_model::error::{Error, Result};
 use mmaemu_model::format::Format;
 use mmaemu_model::nonfinite::{Cause, NonfiniteSum};
 use mmaemu_model::plan::{Chunk, Plan, Scheme, SplitK};
-use mmaemu_model::preset::Preset;
+use mmaemu_model::preset::{BlockRounding, Preset};
 use std::ops::Range;
 
 /// One IEEE fp32 addition with its exact sum and rounding error.
@@ -146,6 +146,8 @@ pub struct Trace {
     pub min_exp: i32,
     /// Whether c enters early (in the alignment) or late (an fp32 addition).
     pub c_early: bool,
+    /// How a block result is rounded to frac_out bits (truncated, or to nearest even).
+    pub rounding: BlockRounding,
     /// Operand formats.
     pub fa: Format,
     /// B's format.
@@ -219,6 +221,7 @@ fn base(preset: &Preset, op: TraceOp, fa: Format, fb: Format, k: usize) -> Trace
         frac_out: preset.frac_out(),
         min_exp: preset.min_exp(),
         c_early: preset.c_entry() == mmaemu_model::preset::CEntry::Early,
+        rounding: preset.rounding(),
         fa,
         fb,
         k,

@@ -5,6 +5,7 @@ use super::block::{Block, ExpSource};
 use super::exact::Exact;
 use super::{Addition, ChainTrace, Trace, TraceOp};
 use mmaemu_model::format::Format;
+use mmaemu_model::preset::BlockRounding;
 use std::fmt::Write as _;
 
 /// Blocks shown at the start and at the end of a folded chain.
@@ -108,8 +109,9 @@ fn block_text(s: &mut String, t: &Trace, b: &Block, unfold: bool) {
     let grid = b.grid_out.map_or("-".into(), |g| format!("2^{g}"));
     let _ = writeln!(
         s,
-        "      normalised to {} fraction bits (grid {grid}): d = {}, dropped {}",
+        "      normalised to {} fraction bits{} (grid {grid}): d = {}, dropped {}",
         t.frac_out,
+        if t.rounding == BlockRounding::NearestEven { ", rounded to nearest even" } else { "" },
         f32_text(b.d),
         b.norm_dropped.hex()
     );

@@ -8,28 +8,9 @@ use mmaemu_trace::summary::{attribute_exact, attribute_gemm};
 /// SplitMix64: a fixed, seeded stream.
 #[path = "../../model/tests/common/mod.rs"]
 mod common;
+mod draw;
 use common::SplitMix64 as Rng;
-
-/// Mostly finite codes in an exponent band; zeros, subnormals, the largest finite codes and (rarely) any byte,
-/// non-finite ones included.
-fn code(r: &mut Rng, f: Format, band: u8, specials: bool) -> u8 {
-    let sign = (r.below(2) as u8) << 7;
-    let max = f.max_code();
-    match r.below(40) {
-        0 => 0x80 * r.below(2) as u8,
-        1 | 2 => sign | (r.below(8) as u8),
-        3 => sign | max,
-        4 if specials && r.below(8) == 0 => r.next() as u8,
-        _ => {
-            let c = (band as u64 + r.below(24)) as u8 & 0x7F;
-            if f.is_nonfinite(c) {
-                sign | max
-            } else {
-                sign | c
-            }
-        }
-    }
-}
+use draw::code;
 
 fn scale(r: &mut Rng) -> f32 {
     match r.below(6) {

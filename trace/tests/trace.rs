@@ -12,36 +12,9 @@ const FUZZ_CALLS: usize = 10_000;
 /// SplitMix64: a fixed, seeded stream for the fuzzed calls.
 #[path = "../../model/tests/common/mod.rs"]
 mod common;
+mod draw;
 use common::SplitMix64 as Rng;
-
-/// A code of mostly finite values in a narrow or wide exponent band, sometimes zero, subnormal or non-finite.
-fn code(r: &mut Rng, f: Format, band: u8) -> u8 {
-    let sign = (r.below(2) as u8) << 7;
-    match r.below(40) {
-        0 => 0x80 * r.below(2) as u8,            // ±0
-        1 => sign | (r.below(8) as u8),          // subnormal or zero
-        2 if r.below(10) == 0 => r.next() as u8, // any byte, non-finite included
-        _ => {
-            let c = (band as u64 + r.below(24)) as u8 & 0x7F;
-            if f.is_nonfinite(c) {
-                sign | 0x40
-            } else {
-                sign | c
-            }
-        }
-    }
-}
-
-fn scale(r: &mut Rng) -> f32 {
-    match r.below(8) {
-        0 => 1.0,
-        1 => 0.5,
-        2 => -0.0,
-        3 => f32::from_bits(r.next() as u32 & 0x807F_FFFF), // subnormal
-        4 => 1e30,
-        _ => f32::from_bits((r.next() as u32 & 0x807F_FFFF) | ((100 + r.below(50) as u32) << 23)),
-    }
-}
+use draw::{code, scale};
 
 fn preset_of(i: u64) -> Preset {
     match i {
@@ -64,8 +37,8 @@ fn fuzz_one(r: &mut Rng, preset: &Preset) {
     };
     let (m, n) = (1 + r.below(2) as usize, 1 + r.below(3) as usize);
     let band = r.below(0x60) as u8;
-    let a: Vec<u8> = (0..m * k).map(|_| code(r, fa, band)).collect();
-    let b: Vec<u8> = (0..n * k).map(|_| code(r, fb, band)).collect();
+    let a: Vec<u8> = (0..m * k).map(|_| code(r, fa, band, true)).collect();
+    let b: Vec<u8> = (0..n * k).map(|_| code(r, fb, band, true)).collect();
     let characterised = preset.slow_chunk().is_some();
     let fast = !characterised || r.below(2) == 0;
     let split = if !characterised || r.below(3) == 0 {
@@ -292,8 +265,8 @@ fn gemm_attribution_adds_up_on_every_output() {
         for _ in 0..4 {
             let (m, n, k) = (3, 4, 16 + r.below(300) as usize);
             let band = 0x20 + r.below(0x30) as u8;
-            let a: Vec<u8> = (0..m * k).map(|_| code(&mut r, Format::E4m3, band) & 0xF7).collect();
-            let b: Vec<u8> = (0..n * k).map(|_| code(&mut r, Format::E4m3, band) & 0xF7).collect();
+            let a: Vec<u8> = (0..m * k).map(|_| code(&mut r, Format::E4m3, band, true) & 0xF7).collect();
+            let b: Vec<u8> = (0..n * k).map(|_| code(&mut r, Format::E4m3, band, true) & 0xF7).collect();
             let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a: &a, b: &b, m, n, k };
             let fast = preset.slow_chunk().is_none() || r.below(2) == 0;
             let plan = Plan::new(&preset, k, fast, SplitK::NONE).unwrap();
