@@ -309,6 +309,10 @@ fn sizes_a_trace_cannot_take_are_refused_at_once() {
     assert_eq!(code, 1, "{err}");
     assert!(out.is_empty() && err.contains("the trace of one element") && err.contains("trace a shorter K"), "{err}");
     assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
+    // S = 10^6 splits of K = 4096 (12 GB before): refused by the same bound.
+    let (code, _, err) = mmaemu(&["trace", "--m", "16", "--n", "16", "--k", "4096", "--splitk", "1000000,contiguous"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("1000000 splits") && err.contains("fewer splits"), "{err}");
     let (code, _, err) =
         mmaemu(&["trace", "--m", "16", "--n", "64", "--k", "8192", "--splitk", "3,interleaved32/serial/restart0"]);
     assert_ne!(code, 0, "{err}");

@@ -244,11 +244,22 @@ fn base(preset: &Preset, op: TraceOp, fa: Format, fb: Format, k: usize) -> Trace
 /// about 5.8 KiB on a 2^20-product trace, rounded up).
 const TERM_BYTES: u64 = 8 << 10;
 
-/// A trace holds every product of the element's chains: refused above the memory ceiling before any is built.
-fn check_terms(terms: u64) -> Result<()> {
-    let bytes = mmaemu_model::limits::product(&[terms, TERM_BYTES]);
-    mmaemu_model::limits::check_fixed(&format!("the trace of one element ({terms} products with padding)"), bytes)
-        .map_err(|e| Error::invalid_value(format!("{e}; trace a shorter K")))
+/// The bytes one traced split takes besides its products (its chains, partial and additions: measured at about 12 KiB
+/// a split on a trace of S = 10^6, rounded up).
+const SPLIT_BYTES: u64 = 16 << 10;
+
+/// A trace holds every product of the element's chains and every split: refused above a fixed bound before any is
+/// built.
+fn check_terms(terms: u64, splits: u64) -> Result<()> {
+    let bytes = mmaemu_model::limits::sum(&[
+        mmaemu_model::limits::product(&[terms, TERM_BYTES]),
+        mmaemu_model::limits::product(&[splits, SPLIT_BYTES]),
+    ]);
+    mmaemu_model::limits::check_fixed(
+        &format!("the trace of one element ({terms} products with padding, {splits} splits)"),
+        bytes,
+    )
+    .map_err(|e| Error::invalid_value(format!("{e}; trace a shorter K or fewer splits")))
 }
 
 /// The trace of `dot(preset, fa, fb, a, b, c)` (docs/reference.md §2.7): one chain from c (None: +0).
@@ -261,7 +272,7 @@ pub fn trace_dot(preset: &Preset, fa: Format, fb: Format, a: &[u8], b: &[u8], c:
         )));
     }
     let k = a.len();
-    check_terms(k as u64)?;
+    check_terms(k as u64, 1)?;
     let start = c.unwrap_or(0.0);
     let mut t = base(preset, TraceOp::Dot, fa, fb, k);
     let pairs: Vec<_> = (0..k).map(|i| (i, Some(i), a[i], b[i])).collect();
@@ -295,7 +306,8 @@ pub fn trace_element(
     if ops.k != plan.k() {
         return Err(Error::invalid_value(format!("the plan is for K = {}, the operands have K = {}", plan.k(), ops.k)));
     }
-    check_terms(plan.splits().iter().flat_map(|s| &s.chunks).map(|c| c.len as u64).sum())?;
+    let padded = plan.splits().iter().flat_map(|s| &s.chunks).map(|c| c.len as u64).sum();
+    check_terms(padded, plan.splits().len() as u64)?;
     if i >= ops.m || j >= ops.n {
         return Err(Error::invalid_value(format!("element ({i}, {j}) is outside the [{}, {}] result", ops.m, ops.n)));
     }
