@@ -105,6 +105,22 @@ fn bad_bundles_exit_2_naming_the_problem() {
     let o = mmaemu().args(["info", "--platform"]).arg(data("datasets/platforms/hopper-experimental")).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("never declared"), "{}", text(&o));
+    // `platform check` of a shipped bundle checks its stated maturity against the shipped recordings instead; a copy
+    // whose manifest differs by a byte is a loaded bundle again, and refused.
+    let o = mmaemu()
+        .args(["platform", "check"])
+        .arg(data("datasets/platforms/rtx4060-cublaslt-12.8.3.14"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("one of the library's own bundles") && text(&o).contains("== status table =="));
+    let copy = tmp.path().join("hopper-experimental");
+    std::fs::create_dir(&copy).unwrap();
+    let manifest = std::fs::read_to_string(data("datasets/platforms/hopper-experimental/platform.toml")).unwrap();
+    std::fs::write(copy.join("platform.toml"), manifest + "\n").unwrap();
+    let o = mmaemu().args(["platform", "check"]).arg(&copy).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("never declared"), "{}", text(&o));
 }
 
 /// The shipped RTX 4060 files rebuilt into a bundle, with the split rules fitted from its recordings and every

@@ -58,6 +58,11 @@ const PLATFORMS: [BuiltinPlatform; 6] = [
     ),
 ];
 
+/// The library's own platforms' manifests as shipped: (bundle directory name, manifest text).
+pub fn builtin_manifests() -> impl Iterator<Item = (&'static str, &'static str)> {
+    PLATFORMS.iter().map(|(dir, text, _)| (*dir, *text))
+}
+
 /// The built-in preset documents, read once (they are part of the source: `model/tests/presets.rs` reads each).
 pub fn builtin_presets() -> &'static [BuiltinPreset] {
     static ALL: OnceLock<Vec<BuiltinPreset>> = OnceLock::new();

@@ -86,6 +86,9 @@ pub fn run(command: PlatformCommand) -> CommandResult {
             Ok(Exit::Success)
         }
         PlatformCommand::Check { json, dir } => {
+            if let Some(platform) = bundle::builtin_bundle(&dir).map_err(CommandError::bad_input)? {
+                return check_builtin(json, &dir, &platform);
+            }
             let platform = bundle::register_platform(&dir).map_err(CommandError::bad_input)?;
             let recordings: Vec<PathBuf> =
                 platform.files.keys().filter(|f| platform.is_recording(f)).map(|f| dir.join(f)).collect();
@@ -110,6 +113,30 @@ pub fn run(command: PlatformCommand) -> CommandResult {
             super::replay::run(json, &recordings, super::replay::Scope::StatusOnly, "reference", false, &under)
         }
     }
+}
+
+/// `platform check` of one of the library's own bundles: they state the maturity docs/reference.md §6.1 gives them,
+/// established by recordings of which the repository ships part (`datasets/recordings`, beside `datasets/platforms`);
+/// the shipped ones replay, and the status table sets each profile's stated maturity beside what they show.
+fn check_builtin(json: bool, dir: &std::path::Path, platform: &mmaemu_model::Platform) -> CommandResult {
+    let recordings = dir.join("../../recordings");
+    if !json {
+        println!(
+            "platform {}: one of the library's own bundles (its manifest and files are the shipped ones), profiles {}; \
+             its stated maturity against the shipped recordings ({}):",
+            platform.name,
+            platform.profiles.iter().map(|p| format!("{} {}", p.name, p.maturity.name())).collect::<Vec<_>>().join(", "),
+            recordings.display()
+        );
+    }
+    if !recordings.is_dir() {
+        if !json {
+            println!("no shipped recordings beside it: nothing to replay");
+        }
+        return Ok(Exit::Success);
+    }
+    let under = mmaemu_harness::Under::own();
+    super::replay::run(json, &[recordings], super::replay::Scope::StatusOnly, "reference", false, &under)
 }
 
 /// `--profile NAME|PATH[#NAME]`, clap's value parser wherever a profile is looked up: a bundle's profile is loaded,

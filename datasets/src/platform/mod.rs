@@ -129,6 +129,23 @@ fn bundle_table(
     Ok(t)
 }
 
+/// The library's own platform when `path` is one of its shipped bundles (its manifest byte for byte, every listed
+/// file with its sha256), else None. Such a bundle states its maturity, which a loaded bundle may not: `platform
+/// check` checks it against the shipped recordings instead of loading it.
+pub fn builtin_bundle(path: &Path) -> Result<Option<Platform>, DatasetError> {
+    let dir = bundle_dir(path);
+    let manifest = dir.join(MANIFEST);
+    if std::fs::symlink_metadata(&manifest).is_err() {
+        return Err(DatasetError::NotFound { path: manifest });
+    }
+    let text = read_document(&manifest, "the manifest")?;
+    let Some((name, _)) = mmaemu_model::catalogue::builtin_manifests().find(|(_, t)| *t == text) else {
+        return Ok(None);
+    };
+    read_files(&dir, &manifest, &listed_files(&manifest, &text)?)?;
+    Ok(Catalogue::builtin().platforms().iter().find(|p| p.name == name).cloned())
+}
+
 /// Load the platform bundle at `path` (its directory or its `platform.toml`): the manifest, the file set and every
 /// sha256, the split-K table (read, encoded and checked against its sidecar now). Every file is regular and read
 /// once; every name is plain; a profile whose name is a built-in one is refused.
