@@ -64,7 +64,7 @@ fn check_call(r: &mut Rng, preset: &Preset) -> (usize, usize, usize) {
     let split = if !characterised || r.below(2) == 0 {
         SplitK::NONE
     } else {
-        let schemes = mmaemu_model::Catalogue::builtin().schemes(&preset);
+        let schemes = mmaemu_model::Catalogue::builtin().schemes(preset);
         SplitK::new(2 + r.below(7) as usize, schemes[r.below(schemes.len() as u64) as usize]).unwrap()
     };
     let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };

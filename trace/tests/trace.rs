@@ -73,7 +73,7 @@ fn fuzz_one(r: &mut Rng, preset: &Preset) {
     } else {
         let s = 2 + r.below(7) as usize;
         // The preset's documented schemes and split rules of other orders and layouts (a bundle's fitted rules).
-        let mut schemes = mmaemu_model::Catalogue::builtin().schemes(&preset).to_vec();
+        let mut schemes = mmaemu_model::Catalogue::builtin().schemes(preset).to_vec();
         for rule in ["interleaved32/tree/restart4", "contiguous64/reversed/restart2", "interleaved16/pairwise/restart3"]
         {
             schemes.push(mmaemu_model::Scheme::from_name(rule).unwrap());

@@ -38,7 +38,7 @@ fn bits(v: &[f32]) -> HexBits {
 /// the preset's kernels, S up to 12).
 pub fn plan_choice(preset: &Preset) -> BoxedStrategy<(bool, SplitK)> {
     let fast = if preset.slow_chunk().is_some() { any::<bool>().boxed() } else { Just(true).boxed() };
-    let schemes: Vec<Scheme> = mmaemu_model::Catalogue::builtin().schemes(&preset).to_vec();
+    let schemes: Vec<Scheme> = mmaemu_model::Catalogue::builtin().schemes(preset).to_vec();
     if schemes.is_empty() {
         return fast.prop_map(|f| (f, SplitK::NONE)).boxed();
     }
