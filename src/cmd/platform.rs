@@ -3,7 +3,8 @@
 
 use super::{CommandError, CommandResult, Exit};
 use clap::Subcommand;
-use mmaemu_datasets::platform::{self as bundle, BuildSpec, PLATFORMS_ENV};
+use mmaemu_api::PLATFORMS_ENV;
+use mmaemu_datasets::platform::{build_platform, BuildSpec};
 use std::path::{Path, PathBuf};
 
 /// `mmaemu platform ...`.
@@ -75,7 +76,7 @@ pub fn run(command: PlatformCommand) -> CommandResult {
                 workspace: a.workspace,
                 recordings: a.recordings,
             };
-            let platform = bundle::build_platform(&spec, &a.out).map_err(CommandError::bad_input)?;
+            let platform = build_platform(&spec, &a.out).map_err(CommandError::bad_input)?;
             println!(
                 "wrote {} (platform {}, profiles {}); check it with `mmaemu platform check {}`",
                 a.out.display(),
@@ -86,7 +87,7 @@ pub fn run(command: PlatformCommand) -> CommandResult {
             Ok(Exit::Success)
         }
         PlatformCommand::Check { json, dir } => {
-            let platform = bundle::register_platform(&dir).map_err(CommandError::bad_input)?;
+            let platform = mmaemu_api::register_platform(&dir).map_err(CommandError::bad_input)?;
             let recordings: Vec<PathBuf> =
                 platform.files.keys().filter(|f| platform.is_recording(f)).map(|f| dir.join(f)).collect();
             if !json {
@@ -116,18 +117,18 @@ pub fn run(command: PlatformCommand) -> CommandResult {
 /// its platform joins the process's catalogue, and the value becomes the profile's name; any other value is a name,
 /// looked up when the command runs. A bad bundle is a usage error naming the flag (exit 2).
 pub fn profile_value(value: &str) -> Result<String, String> {
-    if !bundle::is_bundle_arg(value) {
+    if !mmaemu_api::is_bundle_arg(value) {
         return Ok(value.to_string());
     }
-    let profile = bundle::load_profile(value).map_err(|e| e.to_string())?;
+    let profile = mmaemu_api::load_profile(value).map_err(|e| e.to_string())?;
     let dir = value.split('#').next().unwrap_or(value);
-    bundle::register_platform(Path::new(dir)).map_err(|e| e.to_string())?;
+    mmaemu_api::register_platform(Path::new(dir)).map_err(|e| e.to_string())?;
     Ok(profile.name)
 }
 
 /// `--platform DIR`, clap's value parser: the bundle joins the process's catalogue.
 pub fn platform_value(value: &str) -> Result<PathBuf, String> {
-    bundle::register_platform(Path::new(value)).map_err(|e| e.to_string())?;
+    mmaemu_api::register_platform(Path::new(value)).map_err(|e| e.to_string())?;
     Ok(PathBuf::from(value))
 }
 
@@ -135,5 +136,7 @@ pub fn platform_value(value: &str) -> Result<PathBuf, String> {
 /// `--profile PATH` clashes with them as with any loaded bundle). The error is kept for the commands, so that
 /// `--help` and `--version` still answer.
 pub fn register_env() -> Result<(), CommandError> {
-    bundle::register_env_platforms().map(|_| ()).map_err(|e| CommandError::bad_input(format!("{PLATFORMS_ENV}: {e}")))
+    mmaemu_api::register_env_platforms()
+        .map(|_| ())
+        .map_err(|e| CommandError::bad_input(format!("{PLATFORMS_ENV}: {e}")))
 }
