@@ -1,13 +1,8 @@
-//! mmaemu: the FP8 GEMM results NVIDIA tensor cores produce through cuBLASLt, bit for bit, on a CPU. This facade
-//! re-exports the crates of the workspace for Rust users (`model`, `kernels`, `datasets`, `harness`, `fit`, `reports`);
-//! the `mmaemu` command line is this package's binary.
+//! mmaemu: the FP8 GEMM results NVIDIA tensor cores produce through cuBLASLt, bit for bit, on a CPU. For Rust users
+//! this package's library is `mmaemu_api` (the registry, the environment, the catalogue and the model's types), the
+//! same library the Python package binds; the `mmaemu` command line is this package's binary.
 
-pub use mmaemu_datasets as datasets;
-pub use mmaemu_fit as fit;
-pub use mmaemu_harness as harness;
-pub use mmaemu_kernels as kernels;
-pub use mmaemu_model as model;
-pub use mmaemu_model::{
-    accumulate, dot, gemm, Category, Chain, Epilogue, Error, Format, Operands, OutDtype, Plan, Preset, Scheme, SplitK,
-};
-pub use mmaemu_reports as reports;
+// A re-export rather than the library itself: the Python package depends on `mmaemu-api` and must not pull in the
+// command line's crates (clap, the harness, the reports, the benchmarks) that this package builds its binary from.
+
+pub use mmaemu_api::*;

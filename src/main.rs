@@ -167,7 +167,7 @@ fn main() -> ExitCode {
     // The memory ceiling in force (`mmaemu_datasets::limits::ceiling`): MMAEMU_MAX_BYTES, before the bundles are
     // read; `--max-bytes` replaces it below, and a bad value of the variable is exit 2 at `check_env`.
     mmaemu_datasets::limits::set_ceiling(
-        mmaemu_kernels::env::max_bytes().unwrap_or(mmaemu_datasets::limits::DEFAULT_MAX_BYTES),
+        mmaemu_api::env::max_bytes().unwrap_or(mmaemu_datasets::limits::DEFAULT_MAX_BYTES),
     );
     // Bundles first: MMAEMU_PLATFORMS here, then `--platform` and `--profile PATH` as the arguments are parsed;
     // every command then knows their profiles by name.

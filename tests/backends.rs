@@ -175,7 +175,7 @@ fn bench_gemm_plants_nonfinite_codes() {
 /// Is there a usable GPU here? (CI has none; on a GPU machine the "unavailable" branches are skipped and
 /// the GPU branches run instead.)
 fn gpu_here() -> bool {
-    mmaemu::kernels::cuda::Gpu::open(0).is_ok()
+    mmaemu_api::kernels::cuda::Gpu::open(0).is_ok()
 }
 
 #[test]

@@ -120,7 +120,7 @@ fn mkfifo(path: &Path) {
 }
 
 fn gpu_here() -> bool {
-    mmaemu::kernels::cuda::Gpu::open(0).is_ok()
+    mmaemu_api::kernels::cuda::Gpu::open(0).is_ok()
 }
 
 #[test]

@@ -134,7 +134,7 @@ fn a_fictional_gpu_is_fitted_back_from_its_simulated_recordings() {
     let dir = tmp.path();
     let truth = truth(dir);
     // 1. Record on the simulated device of the truth: sweeps and the heuristic grid (docs/bring-up.md steps 2, 4).
-    mmaemu_datasets::platform::register_platform(&truth).unwrap_or_else(|e| panic!("{e}"));
+    mmaemu_api::register_platform(&truth).unwrap_or_else(|e| panic!("{e}"));
     for (text, name) in [(INSTRUCTIONS, "inst.parquet"), (SPLITS, "split.parquet")] {
         let sweep = spec(text);
         let mut device = SimDevice::new("fx1").unwrap();

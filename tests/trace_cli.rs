@@ -57,7 +57,7 @@ fn recorded_rows_end_in_their_recorded_bits() {
 }
 
 fn width(dtype: &str) -> usize {
-    mmaemu_model::OutDtype::from_name(dtype).map_or(1, |d| d.width())
+    mmaemu_api::model::OutDtype::from_name(dtype).map_or(1, |d| d.width())
 }
 
 #[test]
@@ -225,10 +225,10 @@ fn attribute_a_recorded_row() {
 fn a_generated_call_traces_to_the_calls_own_bits() {
     // mmaemu trace generates only the rows it reads; its bits must be those of the whole call run by the model on the
     // whole generated operands, for every data class (special: per-row NaN/Inf, all_codes: offsets by index).
+    use mmaemu_api::model::scaled_mm::ScaledMm;
+    use mmaemu_api::model::splitk::SplitRequest;
+    use mmaemu_api::model::tensor::View;
     use mmaemu_datasets::inputs::{generate, DataClass, InputSpec, Operand, GENERATOR_V1};
-    use mmaemu_model::scaled_mm::ScaledMm;
-    use mmaemu_model::splitk::SplitRequest;
-    use mmaemu_model::tensor::View;
     let (m, n, k) = (5usize, 16usize, 96usize);
     for (class, data) in [
         ("special", DataClass::Special { scale: 1.0 }),
@@ -240,14 +240,14 @@ fn a_generated_call_traces_to_the_calls_own_bits() {
         let b = generate(&spec, Operand::B, "e5m2", n, k).unwrap();
         let mut call = ScaledMm::new(
             View {
-                dtype: mmaemu_model::dtype::Dtype::Float8E4m3fn,
+                dtype: mmaemu_api::model::dtype::Dtype::Float8E4m3fn,
                 shape: vec![m, k],
                 strides: vec![k, 1],
                 offset: 0,
                 storage: &a,
             },
             View {
-                dtype: mmaemu_model::dtype::Dtype::Float8E5m2,
+                dtype: mmaemu_api::model::dtype::Dtype::Float8E5m2,
                 shape: vec![k, n],
                 strides: vec![1, k],
                 offset: 0,
@@ -256,8 +256,8 @@ fn a_generated_call_traces_to_the_calls_own_bits() {
             0.5,
             3.0,
         );
-        call.out_dtype = Some(mmaemu_model::dtype::Dtype::Float16);
-        call.profile = mmaemu_model::scaled_mm::ProfileArg::Name("ada".into());
+        call.out_dtype = Some(mmaemu_api::model::dtype::Dtype::Float16);
+        call.profile = mmaemu_api::model::scaled_mm::ProfileArg::Name("ada".into());
         call.splitk = SplitRequest::Pair(2, "serial".into());
         let out = call.run().unwrap().out;
         for (i, j) in [(0, 0), (3, 7), (4, 15)] {

@@ -8,8 +8,8 @@
 //! is run once to warm up and timed `reps` times, and the best time counts (both sides alike).
 
 use crate::native;
-use mmaemu_kernels::env;
-use mmaemu_kernels::registry::registry;
+use mmaemu_api::env;
+use mmaemu_api::registry::registry;
 use mmaemu_kernels::tiling::Tiling;
 use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::format::Class;

@@ -75,7 +75,7 @@ fn openblas() -> Option<&'static OpenBlas> {
     static LIB: OnceLock<Option<OpenBlas>> = OnceLock::new();
     LIB.get_or_init(|| {
         // A bad value is refused before a benchmark runs (`bench::gemm_planted`).
-        if mmaemu_kernels::env::native_matrixmultiply().unwrap_or(false) {
+        if mmaemu_api::env::native_matrixmultiply().unwrap_or(false) {
             return None;
         }
         // The strongest core for this CPU unless the user named one (see `strongest_core`). Set once, here,

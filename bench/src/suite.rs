@@ -75,7 +75,8 @@ impl SuiteRow {
 
 /// Run the suite, calling `row` after each row (a long run reports as it goes).
 pub fn run(s: &Suite, mut row: impl FnMut(&SuiteRow)) -> Result<Vec<SuiteRow>, String> {
-    let levels: Vec<SimdLevel> = SimdLevel::available().into_iter().filter(|l| *l != SimdLevel::portable()).collect();
+    let levels: Vec<SimdLevel> =
+        mmaemu_api::env::simd_levels().into_iter().filter(|l| *l != SimdLevel::portable()).collect();
     let mut out = Vec::new();
     for (m, n, k) in shapes() {
         let macs = (m * n * k) as u64;

@@ -13,7 +13,7 @@ pub fn ceiling() -> u64 {
 }
 
 /// Set the ceiling in force for the whole process (the command line's `--max-bytes` or `MMAEMU_MAX_BYTES`, as
-/// `mmaemu_kernels::env::max_bytes` reads it; a test's own ceiling).
+/// `mmaemu_api::env::max_bytes` reads it; a test's own ceiling).
 pub fn set_ceiling(bytes: u64) {
     CEILING.store(bytes, Ordering::Relaxed);
 }

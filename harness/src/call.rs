@@ -238,7 +238,7 @@ impl CallParts {
             out,
             out_dtype: row.out_dtype.as_deref().map(Dtype::from_name),
             fast: row.fast_accum.unwrap_or(false),
-            catalogue: mmaemu_datasets::platform::catalogue(),
+            catalogue: mmaemu_api::catalogue(),
             profile: match (resolved.profile.clone()?, &row.profile) {
                 (Some(p), _) => ProfileArg::Value(Box::new(p)),
                 (None, Some(p)) => ProfileArg::Name(p.clone()),

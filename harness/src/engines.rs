@@ -4,8 +4,8 @@
 // To plug in a new backend, add its engine to `all` (behind its cargo feature or run-time detection, as it needs) and
 // `cargo test` fuzzes it against `mmaemu_model::ReferenceEngine` on random GEMMs, fast and slow, unsplit and split.
 
-use mmaemu_kernels::registry::{registry, Placement};
-use mmaemu_kernels::{CpuEngine, SimdLevel};
+use mmaemu_api::registry::{registry, Placement};
+use mmaemu_kernels::CpuEngine;
 use mmaemu_model::{ChainEngine, ReferenceEngine};
 
 /// Every chain engine available in this build, the model's own reference engine first, then the CPU
@@ -14,7 +14,7 @@ use mmaemu_model::{ChainEngine, ReferenceEngine};
 /// when GPU 0 opened and at least one kernel passed its gate (builds with the `cuda` feature).
 pub fn all() -> Vec<Box<dyn ChainEngine>> {
     let mut v: Vec<Box<dyn ChainEngine>> = vec![Box::new(ReferenceEngine)];
-    for level in SimdLevel::available() {
+    for level in mmaemu_api::env::simd_levels() {
         v.extend(
             CpuEngine::with_level(level).with_every_tiling().into_iter().map(|e| Box::new(e) as Box<dyn ChainEngine>),
         );

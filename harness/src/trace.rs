@@ -71,7 +71,7 @@ pub fn trace_row(row: &Row, index: usize) -> Result<Trace, String> {
     let (_, m, n, k) = dims(row)?;
     match row.op {
         Op::Mma => {
-            let preset = mmaemu_datasets::platform::catalogue().preset(&row.preset).map_err(|e| e.to_string())?;
+            let preset = mmaemu_api::catalogue().preset(&row.preset).map_err(|e| e.to_string())?;
             let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
             let c = row.c.as_deref().ok_or("op mma without c")?;
             let o = (t * m + i) * n + j;
@@ -84,7 +84,7 @@ pub fn trace_row(row: &Row, index: usize) -> Result<Trace, String> {
             Ok(tr)
         }
         Op::Accumulator | Op::Gemm => {
-            let preset = mmaemu_datasets::platform::catalogue().preset(&row.preset).map_err(|e| e.to_string())?;
+            let preset = mmaemu_api::catalogue().preset(&row.preset).map_err(|e| e.to_string())?;
             let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
             let fast = row.fast_accum.ok_or("fast_accum is null")?;
             let plan = Plan::new(&preset, k, fast, split_of(row, &crate::Under::own().resolve(row))?)
@@ -121,7 +121,7 @@ pub fn attribute_row(row: &Row, progress: &(dyn Fn(usize) + Sync)) -> Result<Gem
     match row.op {
         Op::Mma => Err("op mma is one block chain per element from c, not a GEMM: use `mmaemu trace`".into()),
         Op::Accumulator | Op::Gemm => {
-            let preset = mmaemu_datasets::platform::catalogue().preset(&row.preset).map_err(|e| e.to_string())?;
+            let preset = mmaemu_api::catalogue().preset(&row.preset).map_err(|e| e.to_string())?;
             let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
             let fast = row.fast_accum.ok_or("fast_accum is null")?;
             let plan = Plan::new(&preset, k, fast, split_of(row, &crate::Under::own().resolve(row))?)

@@ -51,7 +51,7 @@ impl Under {
                 "preset '{UNKNOWN_PRESET}': the GPU's preset is still to be found (mmaemu fit preset), so there is \
                  nothing to replay the row with"
             )),
-            None => mmaemu_datasets::platform::catalogue()
+            None => mmaemu_api::catalogue()
                 .preset(&row.preset)
                 .map_err(|e| format!("preset '{}' is not one of this build's presets: {e}", row.preset)),
         };
@@ -74,7 +74,7 @@ impl Under {
         if let Some(p) = self.profiles.iter().find(|p| p.name == name) {
             return Ok(Some(p));
         }
-        let theirs = mmaemu_datasets::platform::catalogue().profile(name).map_err(|e| e.to_string())?;
+        let theirs = mmaemu_api::catalogue().profile(name).map_err(|e| e.to_string())?;
         let same = |p: &&Profile| {
             (p.caller, p.workspace_bytes, p.align) == (theirs.caller, theirs.workspace_bytes, theirs.align)
         };

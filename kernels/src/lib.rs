@@ -1,16 +1,17 @@
-//! mmaemu-kernels: the fast CPU backend of mmaemu. [`CpuEngine`] implements the model's [`ChainEngine`] hook for every
-//! preset, format pair, accumulation and split scheme, and returns exactly the bits of the model's
-//! [`mmaemu_model::ReferenceEngine`].
+//! mmaemu-kernels: the engines of mmaemu. [`CpuEngine`] (and the CUDA kernels of [`cuda`], feature `cuda`) implement
+//! the model's [`ChainEngine`] hook and return exactly the bits of [`mmaemu_model::ReferenceEngine`]; choosing one and
+//! reading `MMAEMU_*` are `mmaemu-api`'s (its `registry` and `env`), so the kernels take the SIMD limit as a value.
+
+// The one variable read here is `MMAEMU_NVRTC_LIB` (`cuda::nvrtc`): the NVRTC file the device side preloads, a path
+// for the loader alone that docs/reference.md §9.3 lists with the tools' variables, not a setting `env` parses.
 
 // Besides what README.md says of the modules: `driver` runs the plan's output tiles in parallel with rayon, and the
 // batteries, tests and benchmarks draw their inputs from `rand`'s ChaCha8 (`ChaCha8Rng`) with fixed seeds.
 
 pub mod cuda;
 pub mod driver;
-pub mod env;
 pub mod fpstate;
 pub mod kernel;
-pub mod registry;
 pub mod selfcheck;
 pub mod tables;
 pub mod tiling;
@@ -44,9 +45,10 @@ impl SimdLevel {
         SimdLevel(Level::Portable)
     }
 
-    /// Every level the running CPU supports, best first (portable last), none above MMAEMU_SIMD's
-    /// ([`env::simd_limit`]; a bad value there is reported where a backend is resolved).
-    pub fn available() -> Vec<SimdLevel> {
+    /// Every level the running CPU supports, best first (portable last), none above the level named `limit`
+    /// (None: no limit). The kernels read no environment: the library passes MMAEMU_SIMD's value
+    /// (`mmaemu_api::env::simd_levels`).
+    pub fn available(limit: Option<&str>) -> Vec<SimdLevel> {
         let mut v = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
@@ -64,7 +66,7 @@ impl SimdLevel {
             }
         }
         v.push(SimdLevel::portable());
-        if let Ok(Some(limit)) = env::simd_limit() {
+        if let Some(limit) = limit {
             let rank = |n: &str| SimdLevel::all_names().iter().position(|x| *x == n);
             v.retain(|l| rank(l.name()) >= rank(limit));
         }
@@ -73,12 +75,12 @@ impl SimdLevel {
 
     /// The best level the running CPU supports.
     pub fn detect() -> SimdLevel {
-        SimdLevel::available()[0]
+        SimdLevel::available(None)[0]
     }
 
     /// The level named `avx512`, `avx2` or `portable`, if the running CPU supports it.
     pub fn by_name(name: &str) -> Option<SimdLevel> {
-        SimdLevel::available().into_iter().find(|l| l.name() == name)
+        SimdLevel::available(None).into_iter().find(|l| l.name() == name)
     }
 
     /// `avx512`, `avx2` or `portable`.

@@ -210,7 +210,7 @@ fn family(family: usize) {
     let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000);
     let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0005);
     let cpu: Vec<CpuEngine> =
-        SimdLevel::available().into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
+        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
     let gpu = gpu_engine();
     let mut engines: Vec<&dyn ChainEngine> = cpu.iter().map(|e| e as &dyn ChainEngine).collect();
     engines.extend(gpu.as_ref().map(|g| g.engine.as_ref() as &dyn ChainEngine));
@@ -283,7 +283,7 @@ fn watched_tiles_find_every_nonfinite_code_of_b() {
     let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) / 25;
     let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0005) ^ 0xDEC0DE;
     let cpu: Vec<CpuEngine> =
-        SimdLevel::available().into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
+        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
     let failures: Vec<String> = (0..cases)
         .into_par_iter()
         .filter_map(|index| {

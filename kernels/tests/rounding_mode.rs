@@ -19,7 +19,7 @@ fn set_mxcsr(csr: u32) {
 #[test]
 fn every_call_leaves_the_callers_mxcsr_as_it_was() {
     let engines: Vec<CpuEngine> =
-        SimdLevel::available().into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
+        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
     // The sticky exception flags (bits 0-5) are the arithmetic's to set; the rest is the caller's state.
     let state = mxcsr() & !0x3F;
     let mut x = 0x9E37_79B9_7F4A_7C15u64;

@@ -1,6 +1,6 @@
 //! The memory ceiling of what input makes mmaemu allocate (regenerated operands, call tensors, results,
 //! benchmark matrices): sizes in checked arithmetic, refused before the allocation. The ceiling is the caller's
-//! argument: the environment that sets it (`MMAEMU_MAX_BYTES`) is read at the library's edge (`kernels/src/env.rs`).
+//! argument: the environment that sets it (`MMAEMU_MAX_BYTES`) is read at the library's edge (`api/src/env.rs`).
 
 /// The ceiling when `MMAEMU_MAX_BYTES` is not set: 4 GiB, which fits a laptop.
 pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;

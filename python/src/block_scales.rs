@@ -2,8 +2,8 @@
 //! gathered in row-major order, one row per output.
 
 use crate::desc::Desc;
-use mmaemu_model::dtype::Dtype;
-use mmaemu_model::{Error, Preset};
+use mmaemu_api::model::dtype::Dtype;
+use mmaemu_api::model::{Error, Preset};
 
 /// Both operands' scale codes, `blocks` per output.
 pub struct BlockScales {

@@ -1,11 +1,11 @@
 //! What a call of the extension checks before it allocates or decides anything: every described tensor's
 //! geometry in checked arithmetic, and the buffers it sizes from its arguments (results, out= copies, gathered
-//! operands) against the ceiling `MMAEMU_MAX_BYTES` (read by `mmaemu_kernels::env` on every call).
+//! operands) against the ceiling `MMAEMU_MAX_BYTES` (read by `mmaemu_api::env` on every call).
 
 use crate::desc::Desc;
 use crate::errors::{no_panic, to_py};
-use mmaemu_kernels::env;
-use mmaemu_model::{limits, Error};
+use mmaemu_api::env;
+use mmaemu_api::model::{limits, Error};
 use pyo3::prelude::*;
 
 /// Ok when every `MMAEMU_*` variable has a value the library can use ([`env::check`]: else the ValueError naming

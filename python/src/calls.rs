@@ -7,13 +7,15 @@ use crate::desc::Desc;
 use crate::direct::rows;
 use crate::errors::{catch, internal, no_panic, raise};
 use crate::interrupt;
-use mmaemu_kernels::env;
-use mmaemu_kernels::registry::{OnPlacement, Placement};
-use mmaemu_model::dtype::Dtype;
-use mmaemu_model::scaled_mm::{maturity_warning, resolve_profile, Backends, BiasSpec, CallPlan, ScaledMm, Validation};
-use mmaemu_model::splitk::{resolve_splitk, SplitKey, SplitRequest};
-use mmaemu_model::warning::{Warning, WarningKind};
-use mmaemu_model::{execute, Error, Format, OutDtype, Plan};
+use mmaemu_api::env;
+use mmaemu_api::model::dtype::Dtype;
+use mmaemu_api::model::scaled_mm::{
+    maturity_warning, resolve_profile, Backends, BiasSpec, CallPlan, ScaledMm, Validation,
+};
+use mmaemu_api::model::splitk::{resolve_splitk, SplitKey, SplitRequest};
+use mmaemu_api::model::warning::{Warning, WarningKind};
+use mmaemu_api::model::{execute, Error, Format, OutDtype, Plan};
+use mmaemu_api::registry::{OnPlacement, Placement};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -60,7 +62,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for CallArgs {
             splitk,
             backend,
             grad,
-            catalogue: mmaemu_datasets::platform::catalogue(),
+            catalogue: mmaemu_api::catalogue(),
         })
     }
 }
@@ -82,7 +84,7 @@ pub struct CallArgs {
     /// A tensor argument requires grad under grad mode (docs/reference.md §5.2 step 7.3).
     grad: bool,
     /// The process's catalogue when the call was made: the built-ins and the bundles loaded so far.
-    catalogue: std::sync::Arc<mmaemu_model::Catalogue>,
+    catalogue: std::sync::Arc<mmaemu_api::model::Catalogue>,
 }
 
 impl CallArgs {
@@ -193,7 +195,7 @@ const GRAD_MESSAGE: &str = "mmaemu is inference-only: an input requires grad whi
 
 /// A failure of the binding itself (a result tensor that does not fit): never an answer about the call.
 fn fault(what: String) -> Failed {
-    (Error::new(mmaemu_model::Category::Data, format!("mmaemu internal error (please report it): {what}")), vec![])
+    (Error::new(mmaemu_api::model::Category::Data, format!("mmaemu internal error (please report it): {what}")), vec![])
 }
 
 /// A failed call: the error and the warnings it reported before failing.
@@ -409,7 +411,7 @@ pub fn accumulate(
                     &[budget::bytes(&[m, n, 8]), budget::bytes(&[m.saturating_add(n), k])],
                 )
                 .map_err(alone)?;
-                let catalogue = mmaemu_datasets::platform::catalogue();
+                let catalogue = mmaemu_api::catalogue();
                 let profile = env::checked_profile_arg(profile.as_deref(), &catalogue)
                     .and_then(|p| resolve_profile(&p, &catalogue))
                     .map_err(alone)?;
@@ -437,13 +439,13 @@ pub fn accumulate(
                         warnings.extend(split_warnings);
                         let selected = bk.select(&backend, &profile.preset, fa, fb)?;
                         warnings.extend(selected.warnings.iter().cloned());
-                        mmaemu_model::fpenv::check()?;
+                        mmaemu_api::model::fpenv::check()?;
                         let plan = Plan::new(&profile.preset, k, use_fast_accum, split.try_splitk()?)?;
                         // SAFETY: the Python layer keeps a and b referenced for the duration of this call.
                         let (va, vb) = unsafe { (a.view(), b.view()) };
                         let reach = || Error::invalid_value("an operand reaches beyond its storage".to_string());
                         let (ca, cb) = (rows(&va).ok_or_else(reach)?, rows(&vb).ok_or_else(reach)?);
-                        let ops = mmaemu_model::Operands { fa, fb, a: &ca, b: &cb, m, n, k };
+                        let ops = mmaemu_api::model::Operands { fa, fb, a: &ca, b: &cb, m, n, k };
                         execute(&profile.preset, &plan, &ops, selected.engine)
                     },
                 );

@@ -2,10 +2,10 @@
 //! address of storage element 0, the element size): model views over that memory, read where it lies
 //! (docs/reference.md R.2), and the writes of results into it.
 
-use mmaemu_model::dtype::Dtype;
-use mmaemu_model::scaled_mm::ScaleTensor;
-use mmaemu_model::tensor::{is_contiguous, Tensor, View};
-use mmaemu_model::Error;
+use mmaemu_api::model::dtype::Dtype;
+use mmaemu_api::model::scaled_mm::ScaleTensor;
+use mmaemu_api::model::tensor::{is_contiguous, Tensor, View};
+use mmaemu_api::model::Error;
 use pyo3::prelude::*;
 
 /// One tensor or array: `(dtype, shape, strides, offset, base, itemsize)`. `base` is the address of the

@@ -7,10 +7,10 @@
 // step here also hands the call over to it instead of answering.
 
 use crate::desc::Desc;
-use mmaemu_model::scaled_mm::{resolve_profile, Backends, CallPlan, ScaledMm, Validation};
-use mmaemu_model::tensor::View;
-use mmaemu_model::warning::Warning;
-use mmaemu_model::{execute, Epilogue, Operands, Plan};
+use mmaemu_api::model::scaled_mm::{resolve_profile, Backends, CallPlan, ScaledMm, Validation};
+use mmaemu_api::model::tensor::View;
+use mmaemu_api::model::warning::Warning;
+use mmaemu_api::model::{execute, Epilogue, Operands, Plan};
 use rayon::prelude::*;
 use std::borrow::Cow;
 
@@ -38,7 +38,7 @@ pub unsafe fn scaled_mm(
     backends: &dyn Backends,
     target: &Desc,
 ) -> Option<Vec<Warning>> {
-    if plan.validation != Validation::Ok || mmaemu_model::fpenv::flushes() {
+    if plan.validation != Validation::Ok || mmaemu_api::model::fpenv::flushes() {
         return None;
     }
     let split = plan.split.as_ref()?;
@@ -63,7 +63,7 @@ pub unsafe fn scaled_mm(
     let (a, b) = (rows(&call.input)?, rows(&call.mat2.t())?);
     let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
     let acc = execute(preset, &chains, &ops, selected.engine).ok()?;
-    let value = |s: &mmaemu_model::scaled_mm::ScaleTensor| s.values.first().map(|&v| v as f32);
+    let value = |s: &mmaemu_api::model::scaled_mm::ScaleTensor| s.values.first().map(|&v| v as f32);
     let epilogue = Epilogue {
         scale_a: value(&call.scale_a)?,
         scale_b: value(&call.scale_b)?,
@@ -79,7 +79,7 @@ pub unsafe fn scaled_mm(
             d.copy_from_slice(&x.to_le_bytes()[..w]);
         }
     };
-    let contiguous = mmaemu_model::tensor::is_contiguous(&target.shape, &target.strides);
+    let contiguous = mmaemu_api::model::tensor::is_contiguous(&target.shape, &target.strides);
     if contiguous && target.base != 0 {
         // SAFETY: the caller's contract; a contiguous [M, N] covers elements offset .. offset + M * N.
         let dst = unsafe { std::slice::from_raw_parts_mut((target.base as *mut u8).add(target.offset * w), m * n * w) };

@@ -2,8 +2,8 @@
 //! `mmaemu.errors`, invalid arguments TypeError, ValueError or KeyError; a Rust panic becomes a
 //! RuntimeError instead of crossing into Python.
 
-use mmaemu_model::error::{Category, Error, InvalidKind};
-use mmaemu_model::warning::Warning;
+use mmaemu_api::model::error::{Category, Error, InvalidKind};
+use mmaemu_api::model::warning::Warning;
 use pyo3::exceptions::{PyKeyError, PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::any::Any;

@@ -2,11 +2,11 @@
 //! recordings of `datasets/recordings` row by row (docs/recording-format.md).
 
 use crate::errors::{internal, no_panic, to_py};
+use mmaemu_api::env;
+use mmaemu_api::model::scaled_mm::resolve_profile;
+use mmaemu_api::model::{Category, Error, Preset, Profile};
+use mmaemu_api::registry::{registry, Placement};
 use mmaemu_datasets::{read_recording, Expectation};
-use mmaemu_kernels::env;
-use mmaemu_kernels::registry::{registry, Placement};
-use mmaemu_model::scaled_mm::resolve_profile;
-use mmaemu_model::{Category, Error, Preset, Profile};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::path::Path;
@@ -45,7 +45,7 @@ fn profile_dict<'py>(py: Python<'py>, p: &Profile) -> PyResult<Bound<'py, PyDict
 #[pyo3(signature = (name=None))]
 pub fn get_profile<'py>(py: Python<'py>, name: Option<String>) -> PyResult<Bound<'py, PyDict>> {
     no_panic(|| {
-        let catalogue = mmaemu_datasets::platform::catalogue();
+        let catalogue = mmaemu_api::catalogue();
         let p = env::checked_profile_arg(name.as_deref(), &catalogue)
             .and_then(|p| resolve_profile(&p, &catalogue))
             .map_err(|e| to_py(py, &e))?;
@@ -62,8 +62,8 @@ pub fn load_profile<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyD
         crate::budget::apply_ceiling(py)?;
         let data = |e: mmaemu_datasets::DatasetError| to_py(py, &Error::new(Category::Data, e.to_string()));
         let p = py.detach(|| {
-            let p = mmaemu_datasets::platform::load_profile(path)?;
-            mmaemu_datasets::platform::register_platform(Path::new(path.split('#').next().unwrap_or(path)))?;
+            let p = mmaemu_api::load_profile(path)?;
+            mmaemu_api::register_platform(Path::new(path.split('#').next().unwrap_or(path)))?;
             Ok(p)
         });
         profile_dict(py, &p.map_err(data)?)
@@ -73,14 +73,14 @@ pub fn load_profile<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyD
 /// The profile names, in the reference's order.
 #[pyfunction]
 pub fn list_profiles() -> Vec<String> {
-    mmaemu_datasets::platform::catalogue().profiles().map(|p| p.name.clone()).collect()
+    mmaemu_api::catalogue().profiles().map(|p| p.name.clone()).collect()
 }
 
 /// A preset by name (aliases accepted), as a dict of its parameters.
 #[pyfunction]
 pub fn get_preset<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
     no_panic(|| {
-        let catalogue = mmaemu_datasets::platform::catalogue();
+        let catalogue = mmaemu_api::catalogue();
         let p = catalogue
             .preset_or_path(name, mmaemu_datasets::platform::read_preset_document)
             .map_err(|e| to_py(py, &e))?;

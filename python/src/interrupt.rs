@@ -3,7 +3,7 @@
 //! the exception is raised.
 
 use crate::errors::internal;
-use mmaemu_model::interrupt::with_flag;
+use mmaemu_api::model::interrupt::with_flag;
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
@@ -23,7 +23,7 @@ const POLL: Duration = Duration::from_millis(20);
 pub fn interruptible<T: Send>(py: Python<'_>, macs: u128, f: impl FnOnce() -> T + Send) -> PyResult<T> {
     // A calling thread that flushes subnormals computes nothing (docs/reference.md §5.2 step 12): the call runs on
     // it, so that the check sees its floating-point state (a new thread starts without the flags).
-    if macs < INLINE_MACS || mmaemu_model::fpenv::flushes() {
+    if macs < INLINE_MACS || mmaemu_api::model::fpenv::flushes() {
         return Ok(py.detach(f));
     }
     let flag = Arc::new(AtomicBool::new(false));

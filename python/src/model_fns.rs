@@ -3,16 +3,16 @@
 
 use crate::desc::Desc;
 use crate::errors::{catch, internal, no_panic, raise};
-use mmaemu_model::dtype::Dtype;
-use mmaemu_model::profile::DEFAULT_PROFILE;
-use mmaemu_model::scaled_mm::maturity_warning;
-use mmaemu_model::warning::Warning;
-use mmaemu_model::{dot as model_dot, Epilogue, Error, Format, Maturity, OutDtype, Preset, Profile};
+use mmaemu_api::model::dtype::Dtype;
+use mmaemu_api::model::profile::DEFAULT_PROFILE;
+use mmaemu_api::model::scaled_mm::maturity_warning;
+use mmaemu_api::model::warning::Warning;
+use mmaemu_api::model::{dot as model_dot, Epilogue, Error, Format, Maturity, OutDtype, Preset, Profile};
 use pyo3::prelude::*;
 
 /// The ExperimentalPresetWarning of a call that uses `preset` (§7.2), as `scaled_mm` words it.
 fn preset_warning(preset: &Preset) -> Option<Warning> {
-    let profile = mmaemu_model::Catalogue::builtin().profile(DEFAULT_PROFILE).ok()?;
+    let profile = mmaemu_api::model::Catalogue::builtin().profile(DEFAULT_PROFILE).ok()?;
     maturity_warning(&Profile { preset: preset.clone(), maturity: Maturity::Validated, ..profile })
 }
 
@@ -95,8 +95,8 @@ pub fn dot(
     no_panic(|| {
         let done = py.detach(|| {
             catch(|| -> Result<Vec<Warning>, Error> {
-                let preset = mmaemu_datasets::platform::catalogue()
-                    .preset_or_path(&preset, mmaemu_datasets::platform::read_preset_document)?;
+                let preset =
+                    mmaemu_api::catalogue().preset_or_path(&preset, mmaemu_datasets::platform::read_preset_document)?;
                 let (fa, fb) = (format_arg("fmt", &fa)?, format_arg("fmt", &fb)?);
                 if a.shape.is_empty() || a.shape != b.shape {
                     return Err(Error::invalid_value(format!(
@@ -144,7 +144,7 @@ pub fn dot(
                     unsafe { crate::block_scales::gather(&preset, lead, k, scale_a.as_ref(), scale_b.as_ref())? };
                 // SAFETY: the Python layer keeps a and b referenced for the duration of this call.
                 let (ca, cb) = unsafe { (codes("a", &a, fa)?, codes("b", &b, fb)?) };
-                mmaemu_model::fpenv::check()?;
+                mmaemu_api::model::fpenv::check()?;
                 let mut bytes = Vec::with_capacity(ca.len() / k.max(1) * 4);
                 let outputs: usize = lead.iter().product();
                 for i in 0..outputs {
@@ -154,7 +154,7 @@ pub fn dot(
                         None => model_dot(&preset, fa, fb, ra, rb, c0)?,
                         Some(s) => {
                             let (sa, sb) = s.row(i);
-                            mmaemu_model::dot_scaled(&preset, fa, fb, ra, rb, sa, sb, c0)?
+                            mmaemu_api::model::dot_scaled(&preset, fa, fb, ra, rb, sa, sb, c0)?
                         }
                     };
                     bytes.extend_from_slice(&r.to_bits().to_le_bytes());
@@ -200,9 +200,9 @@ pub fn epilogue(
                 )?;
                 // SAFETY: the Python layer keeps acc referenced for the duration of this call.
                 let values: Vec<f32> = unsafe { acc.values() }.into_iter().map(|v| v as f32).collect();
-                mmaemu_model::fpenv::check()?;
+                mmaemu_api::model::fpenv::check()?;
                 let epi = Epilogue { scale_a, scale_b, scale_result, out };
-                let bytes = mmaemu_model::epilogue::to_le_bytes(&epi.apply(&values), out);
+                let bytes = mmaemu_api::model::epilogue::to_le_bytes(&epi.apply(&values), out);
                 // SAFETY: dst is the fresh contiguous tensor of the out dtype and acc's shape.
                 unsafe { dst.write_logical(Some(&bytes)) }.map_err(Error::invalid_value)
             })

@@ -3,9 +3,9 @@
 
 use crate::calls::CallArgs;
 use crate::errors::{catch, internal, no_panic, to_py};
-use mmaemu_trace::json::trace_json;
-use mmaemu_trace::summary::GemmAttribution;
-use mmaemu_trace::{attribute_scaled_mm, trace_scaled_mm};
+use mmaemu_api::trace::json::trace_json;
+use mmaemu_api::trace::summary::GemmAttribution;
+use mmaemu_api::trace::{attribute_scaled_mm, trace_scaled_mm};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 

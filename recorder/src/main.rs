@@ -258,8 +258,8 @@ fn descriptor(a: &DescriptorArgs) -> Result<Descriptor, RecordError> {
 
 fn main_inner(cli: Cli) -> Result<(), RecordError> {
     // The platform bundles MMAEMU_PLATFORMS lists: their profiles can be recorded under by name.
-    mmaemu_datasets::platform::register_env_platforms()
-        .map_err(|e| RecordError::Usage(format!("{}: {e}", mmaemu_datasets::platform::PLATFORMS_ENV)))?;
+    mmaemu_api::register_env_platforms()
+        .map_err(|e| RecordError::Usage(format!("{}: {e}", mmaemu_api::PLATFORMS_ENV)))?;
     match cli.command {
         Command::Sweep { spec, run } => {
             let (sweep, text) = load_spec_for(&spec, SpecKind::Sweep)?;

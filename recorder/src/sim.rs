@@ -9,7 +9,7 @@
 //!   in the `algo` column's `source`).
 //! - A run is `ScaledMm` on the profile with that split passed explicitly, the operands laid out as the
 //!   case's geometry says, computed by the fastest CPU backend that passed its self-check
-//!   (`mmaemu_kernels::registry().resolve("auto")`, bit-identical to the model by its checks); the model is
+//!   (`mmaemu_api::registry().resolve("auto")`, bit-identical to the model by its checks); the model is
 //!   deterministic, so every run returns the same bits (a test hook can make one run differ). The amax of
 //!   a Transformer Engine call is not modelled: simulated rows carry none.
 //! - The calls of a sweep repeat their accumulations: the settings of one shape differ mostly in the
@@ -41,10 +41,9 @@ pub struct SimDevice {
 impl SimDevice {
     /// The simulated device of profile `name`.
     pub fn new(name: &str) -> Result<SimDevice, RecordError> {
-        let profile = mmaemu_datasets::platform::catalogue()
-            .profile(name)
-            .map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
-        let engine = mmaemu_kernels::registry::registry()
+        let profile =
+            mmaemu_api::catalogue().profile(name).map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
+        let engine = mmaemu_api::registry()
             .resolve("auto")
             .map_err(|e| RecordError::Model(format!("no CPU backend for the simulated device: {e}")))?
             .engine;

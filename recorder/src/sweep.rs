@@ -71,10 +71,8 @@ pub fn resolve_profile(
                 _ => None,
             }
         });
-    name.map(|n| {
-        mmaemu_datasets::platform::catalogue().profile(&n).map_err(|e| RecordError::Usage(format!("profile: {e}")))
-    })
-    .transpose()
+    name.map(|n| mmaemu_api::catalogue().profile(&n).map_err(|e| RecordError::Usage(format!("profile: {e}"))))
+        .transpose()
 }
 
 /// Everything a row needs besides its case.
@@ -379,11 +377,9 @@ pub fn run_sweep(
     let platform = device.platform().clone();
     let profile = resolve_profile(sweep, opts.profile.as_deref(), &platform, simulated_profile)?;
     let preset = match (&sweep.spec.preset, &profile) {
-        (Some(p), _) => mmaemu_datasets::platform::catalogue()
-            .preset(p)
-            .map_err(|e| RecordError::Usage(e.to_string()))?
-            .name()
-            .to_string(),
+        (Some(p), _) => {
+            mmaemu_api::catalogue().preset(p).map_err(|e| RecordError::Usage(e.to_string()))?.name().to_string()
+        }
         (None, Some(p)) => p.preset.name().to_string(),
         (None, None) => {
             return Err(RecordError::Usage(format!(

@@ -2,8 +2,8 @@
 //! resource) with the per-source table, the histograms, a map of the error over the outputs and the comparisons.
 
 use super::attribute::{bins, Comparison};
+use mmaemu_api::trace::summary::{GemmAttribution, SOURCES};
 use mmaemu_reports::report::render::esc;
-use mmaemu_trace::summary::{GemmAttribution, SOURCES};
 use std::fmt::Write;
 
 const PALETTE: [&str; 6] = ["#e0e0e0", "#bbdefb", "#64b5f6", "#1e88e5", "#ef6c00", "#c62828"];

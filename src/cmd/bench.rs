@@ -2,10 +2,10 @@
 //! `mmaemu_bench::gemm`.
 
 use super::{CommandError, CommandResult, Exit};
+use mmaemu_api::kernels::tiling::Tiling;
+use mmaemu_api::model::Format;
 use mmaemu_bench::gemm::{gemm_planted, GemmBench, GemmResult, Planted};
 use mmaemu_bench::suite::{self, Suite, SuiteRow};
-use mmaemu_kernels::tiling::Tiling;
-use mmaemu_model::Format;
 use serde_json::{json, Value};
 
 /// `mmaemu bench ...`.
@@ -138,7 +138,7 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
         (Err(e), _) | (_, Err(e)) => return Err(CommandError::bad_input(e)),
     };
     let planted = Planted { nan: a.nan, inf: a.inf };
-    let catalogue = mmaemu_datasets::platform::catalogue();
+    let catalogue = mmaemu_api::catalogue();
     let r = gemm_planted(&bench, &planted, mmaemu_datasets::limits::ceiling(), &catalogue)
         .map_err(CommandError::bad_input)?;
     if a.json {

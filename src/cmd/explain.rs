@@ -3,12 +3,12 @@
 
 use super::call::CallArgs;
 use super::{CommandError, CommandResult, Exit};
-use mmaemu_kernels::env;
-use mmaemu_kernels::registry::{OnPlacement, Placement};
-use mmaemu_model::dtype::Dtype;
-use mmaemu_model::scaled_mm::{CallPlan, ScaleTensor, ScaledMm, Validation};
-use mmaemu_model::splitk::{SplitDecision, SplitRequest};
-use mmaemu_model::tensor::{Tensor, View};
+use mmaemu_api::env;
+use mmaemu_api::model::dtype::Dtype;
+use mmaemu_api::model::scaled_mm::{CallPlan, ScaleTensor, ScaledMm, Validation};
+use mmaemu_api::model::splitk::{SplitDecision, SplitRequest};
+use mmaemu_api::model::tensor::{Tensor, View};
+use mmaemu_api::registry::{OnPlacement, Placement};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::PathBuf;
@@ -98,7 +98,7 @@ pub fn dtype_arg(s: &str) -> Dtype {
 
 /// Explain one case (a bad MMAEMU_PROFILE or MMAEMU_SPLITK_STRICT is exit 2).
 pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
-    let bad = |e: mmaemu_model::Error| CommandError::bad_input(e.message());
+    let bad = |e: mmaemu_api::model::Error| CommandError::bad_input(e.message());
     let (da, db) = (dtype_arg(&c.a), dtype_arg(&c.b));
     let od = c.out.as_deref().map(dtype_arg);
     // Operands without data: explain reads shapes, strides, offsets and dtypes only.
@@ -111,7 +111,7 @@ pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
         offset: 0,
         storage: vec![],
     });
-    let catalogue = mmaemu_datasets::platform::catalogue();
+    let catalogue = mmaemu_api::catalogue();
     let call = ScaledMm {
         input,
         mat2,

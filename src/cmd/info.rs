@@ -2,15 +2,15 @@
 //! embedded split-K tables, as JSON (format `mmaemu-info/1`) or text.
 
 use super::{CommandResult, Exit};
-use mmaemu_kernels::env;
-use mmaemu_model::splitk::table_info;
+use mmaemu_api::env;
+use mmaemu_api::model::splitk::table_info;
 use serde_json::{json, Value};
 
 /// The whole report as JSON.
 pub fn report() -> Value {
     // GPU 0 through the registry (opened and gated once per process; not touched when MMAEMU_DISABLE_CUDA
     // is set).
-    let slot = mmaemu_kernels::registry::registry().gpu(0);
+    let slot = mmaemu_api::registry().gpu(0);
     let device = match &slot.gpu {
         Ok(g) => format!("0: {}, kernels compiled for {}", g.description(), g.arch),
         Err(why) => format!("none: {why}"),
@@ -27,7 +27,7 @@ pub fn report() -> Value {
             }
         }
     };
-    let catalogue = mmaemu_datasets::platform::catalogue();
+    let catalogue = mmaemu_api::catalogue();
     let profiles: Vec<Value> = catalogue
         .profiles()
         .map(|p| {
@@ -51,7 +51,7 @@ pub fn report() -> Value {
             })
         })
         .collect();
-    let mut builtins: Vec<_> = mmaemu_model::catalogue::builtin_presets().iter().collect();
+    let mut builtins: Vec<_> = mmaemu_api::model::catalogue::builtin_presets().iter().collect();
     builtins.sort_by(|a, b| a.preset.name().cmp(b.preset.name()));
     let presets: Vec<Value> = builtins
         .iter()
@@ -112,7 +112,7 @@ pub fn report() -> Value {
         "profiles": profiles,
         "platforms": platforms,
         "presets": presets,
-        "backends": mmaemu_kernels::registry::registry()
+        "backends": mmaemu_api::registry()
             .describe()
             .into_iter()
             .map(|(name, status)| json!({"name": name, "status": status.to_string()}))

@@ -3,7 +3,8 @@
 
 use super::{CommandError, CommandResult, Exit};
 use clap::Subcommand;
-use mmaemu_datasets::platform::{self as bundle, BuildSpec, PLATFORMS_ENV};
+use mmaemu_api::PLATFORMS_ENV;
+use mmaemu_datasets::platform::{build_platform, BuildSpec};
 use std::path::{Path, PathBuf};
 
 /// `mmaemu platform ...`.
@@ -75,7 +76,7 @@ pub fn run(command: PlatformCommand) -> CommandResult {
                 workspace: a.workspace,
                 recordings: a.recordings,
             };
-            let platform = bundle::build_platform(&spec, &a.out).map_err(CommandError::bad_input)?;
+            let platform = build_platform(&spec, &a.out).map_err(CommandError::bad_input)?;
             println!(
                 "wrote {} (platform {}, profiles {}); check it with `mmaemu platform check {}`",
                 a.out.display(),
@@ -86,10 +87,10 @@ pub fn run(command: PlatformCommand) -> CommandResult {
             Ok(Exit::Success)
         }
         PlatformCommand::Check { json, dir } => {
-            if let Some(platform) = bundle::builtin_bundle(&dir).map_err(CommandError::bad_input)? {
+            if let Some(platform) = mmaemu_datasets::platform::builtin_bundle(&dir).map_err(CommandError::bad_input)? {
                 return check_builtin(json, &dir, &platform);
             }
-            let platform = bundle::register_platform(&dir).map_err(CommandError::bad_input)?;
+            let platform = mmaemu_api::register_platform(&dir).map_err(CommandError::bad_input)?;
             let recordings: Vec<PathBuf> =
                 platform.files.keys().filter(|f| platform.is_recording(f)).map(|f| dir.join(f)).collect();
             if !json {
@@ -118,7 +119,7 @@ pub fn run(command: PlatformCommand) -> CommandResult {
 /// `platform check` of one of the library's own bundles: they state the maturity docs/reference.md §6.1 gives them,
 /// established by recordings of which the repository ships part (`datasets/recordings`, beside `datasets/platforms`);
 /// the shipped ones replay, and the status table sets each profile's stated maturity beside what they show.
-fn check_builtin(json: bool, dir: &std::path::Path, platform: &mmaemu_model::Platform) -> CommandResult {
+fn check_builtin(json: bool, dir: &std::path::Path, platform: &mmaemu_api::model::Platform) -> CommandResult {
     let recordings = dir.join("../../recordings");
     if !json {
         println!(
@@ -143,18 +144,18 @@ fn check_builtin(json: bool, dir: &std::path::Path, platform: &mmaemu_model::Pla
 /// its platform joins the process's catalogue, and the value becomes the profile's name; any other value is a name,
 /// looked up when the command runs. A bad bundle is a usage error naming the flag (exit 2).
 pub fn profile_value(value: &str) -> Result<String, String> {
-    if !bundle::is_bundle_arg(value) {
+    if !mmaemu_api::is_bundle_arg(value) {
         return Ok(value.to_string());
     }
-    let profile = bundle::load_profile(value).map_err(|e| e.to_string())?;
+    let profile = mmaemu_api::load_profile(value).map_err(|e| e.to_string())?;
     let dir = value.split('#').next().unwrap_or(value);
-    bundle::register_platform(Path::new(dir)).map_err(|e| e.to_string())?;
+    mmaemu_api::register_platform(Path::new(dir)).map_err(|e| e.to_string())?;
     Ok(profile.name)
 }
 
 /// `--platform DIR`, clap's value parser: the bundle joins the process's catalogue.
 pub fn platform_value(value: &str) -> Result<PathBuf, String> {
-    bundle::register_platform(Path::new(value)).map_err(|e| e.to_string())?;
+    mmaemu_api::register_platform(Path::new(value)).map_err(|e| e.to_string())?;
     Ok(PathBuf::from(value))
 }
 
@@ -162,5 +163,7 @@ pub fn platform_value(value: &str) -> Result<PathBuf, String> {
 /// `--profile PATH` clashes with them as with any loaded bundle). The error is kept for the commands, so that
 /// `--help` and `--version` still answer.
 pub fn register_env() -> Result<(), CommandError> {
-    bundle::register_env_platforms().map(|_| ()).map_err(|e| CommandError::bad_input(format!("{PLATFORMS_ENV}: {e}")))
+    mmaemu_api::register_env_platforms()
+        .map(|_| ())
+        .map_err(|e| CommandError::bad_input(format!("{PLATFORMS_ENV}: {e}")))
 }

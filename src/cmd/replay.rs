@@ -3,10 +3,10 @@
 
 use super::{CommandError, CommandResult, Exit};
 use indicatif::{ProgressBar, ProgressStyle};
+use mmaemu_api::registry::registry;
 use mmaemu_harness::files::{files, json_report, replay_file_under, summary_line, totals, FileReport};
 use mmaemu_harness::status;
 use mmaemu_harness::Under;
-use mmaemu_kernels::registry::registry;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -143,7 +143,7 @@ pub fn run(
 pub fn under(profile: Option<String>) -> Result<Under, CommandError> {
     match profile {
         None => Ok(Under::own()),
-        Some(name) => mmaemu_datasets::platform::catalogue()
+        Some(name) => mmaemu_api::catalogue()
             .profile(&name)
             .map(|p| Under::profiles(vec![p]))
             .map_err(|e| CommandError::bad_input(format!("--profile: {e}"))),

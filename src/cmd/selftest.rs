@@ -1,8 +1,8 @@
 //! `mmaemu selftest` (docs/reference.md §8.2): run the CUDA kernels' self-test gate on a device and print PASS/FAIL per
 //! kernel and a verdict.
 
-// Every kernel of `mmaemu_kernels::cuda::KERNELS` serves every capability the kernels compile for and is not gated, so
-// each selected kernel is *required*. The gate is the fixed battery of `mmaemu_kernels::cuda::gate_cases` (every
+// Every kernel of `mmaemu_api::kernels::cuda::KERNELS` serves every capability the kernels compile for and is not gated, so
+// each selected kernel is *required*. The gate is the fixed battery of `mmaemu_api::kernels::cuda::gate_cases` (every
 // built-in preset and two user-defined ones, four format pairs, seven adversarial shapes), compared bit for bit with
 // the model computed at gate time.
 //
@@ -11,8 +11,8 @@
 // list is a usage error (2).
 
 use super::{CommandError, CommandResult, Exit};
-use mmaemu_kernels::cuda::{gate_cases, kernel_index, Gpu, KERNELS};
-use mmaemu_kernels::env;
+use mmaemu_api::env;
+use mmaemu_api::kernels::cuda::{gate_cases, kernel_index, Gpu, KERNELS};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 

@@ -5,14 +5,14 @@ use super::call::GeneratedCall;
 use super::explain::{dtype_arg, parse_splitk};
 use super::{CommandError, CommandResult, Exit};
 use clap::Args;
+use mmaemu_api::env;
+use mmaemu_api::model::scaled_mm::{ScaleTensor, ScaledMm};
+use mmaemu_api::model::tensor::View;
+use mmaemu_api::trace::json::trace_json;
+use mmaemu_api::trace::{text, trace_scaled_mm, Trace};
 use mmaemu_datasets::inputs::{generate, generate_rows, DataClass, InputSpec, Operand, GENERATOR_V1};
 use mmaemu_datasets::{limits, read_recording};
 use mmaemu_harness::trace::{expected_bits, flat_index, trace_row};
-use mmaemu_kernels::env;
-use mmaemu_model::scaled_mm::{ScaleTensor, ScaledMm};
-use mmaemu_model::tensor::View;
-use mmaemu_trace::json::trace_json;
-use mmaemu_trace::{text, trace_scaled_mm, Trace};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -160,7 +160,7 @@ pub fn with_call<R>(
     };
     let a = make(Operand::A, da.name(), m, element.map(|e| e.0)).map_err(bad)?;
     let b = make(Operand::B, db.name(), n, element.map(|e| e.1)).map_err(bad)?;
-    let catalogue = mmaemu_datasets::platform::catalogue();
+    let catalogue = mmaemu_api::catalogue();
     let call = ScaledMm {
         input: View { dtype: da, shape: vec![m, k], strides: vec![k, 1], offset: 0, storage: &a },
         mat2: View { dtype: db, shape: vec![k, n], strides: vec![1, k], offset: 0, storage: &b },

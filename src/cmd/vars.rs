@@ -1,11 +1,11 @@
 //! The `MMAEMU_*` variables and the name-valued flags, checked before a command runs: a value the library
 //! cannot use is a usage error (exit 2) that names the variable or flag, never a silent default. The variables
-//! are parsed by `mmaemu_kernels::env`, under its one rule.
+//! are parsed by `mmaemu_api::env`, under its one rule.
 
 use super::CommandError;
-use mmaemu_kernels::env;
-use mmaemu_kernels::registry::{registry, Placement};
-use mmaemu_model::{Category, InvalidKind};
+use mmaemu_api::env;
+use mmaemu_api::model::{Category, InvalidKind};
+use mmaemu_api::registry::{registry, Placement};
 
 /// Every variable's value, checked; the first bad one is the error.
 pub fn check_env() -> Result<(), CommandError> {
@@ -21,7 +21,7 @@ pub fn check_env() -> Result<(), CommandError> {
 
 /// A profile name given by `what` (a flag or variable): exit 2 naming it when no profile has that name.
 pub fn profile(what: &str, name: &str) -> Result<(), CommandError> {
-    match mmaemu_datasets::platform::catalogue().profile(name) {
+    match mmaemu_api::catalogue().profile(name) {
         Ok(_) => Ok(()),
         Err(e) => Err(CommandError::bad_input(format!("{what}: {}", e.message()))),
     }

@@ -406,7 +406,7 @@ fn universe(preset: &Preset, profile: bool) -> Vec<Feature> {
     u.push(Feature::new(Group::Accumulation, "fast"));
     u.push(Feature::new(Group::Accumulation, "slow"));
     u.push(Feature::new(Group::Split, "none"));
-    for s in mmaemu_datasets::platform::catalogue().schemes(preset) {
+    for s in mmaemu_api::catalogue().schemes(preset) {
         u.push(Feature::new(Group::Split, s.name()));
     }
     for od in OutDtype::ALL {
@@ -492,26 +492,18 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
         .map(|(kind, name, builtin)| {
             let (counts, per, instruction, gemm) = scopes.remove(&(kind, name.clone())).unwrap_or_default();
             let declared = match kind {
-                ScopeKind::Preset => {
-                    mmaemu_datasets::platform::catalogue().preset(&name).ok().map(|p| p.maturity().name())
-                }
-                ScopeKind::Profile => {
-                    mmaemu_datasets::platform::catalogue().profile(&name).ok().map(|p| p.maturity.name())
-                }
+                ScopeKind::Preset => mmaemu_api::catalogue().preset(&name).ok().map(|p| p.maturity().name()),
+                ScopeKind::Profile => mmaemu_api::catalogue().profile(&name).ok().map(|p| p.maturity.name()),
             };
             let mut features: Vec<FeatureStatus> =
                 per.into_iter().map(|(feature, c)| FeatureStatus { feature, counts: c, status: c.status() }).collect();
             let expected = match kind {
-                ScopeKind::Preset => mmaemu_datasets::platform::catalogue()
-                    .preset(&name)
-                    .ok()
-                    .filter(|_| builtin)
-                    .map(|p| universe(&p, false)),
-                ScopeKind::Profile => mmaemu_datasets::platform::catalogue()
-                    .profile(&name)
-                    .ok()
-                    .filter(|_| builtin)
-                    .map(|p| universe(&p.preset, true)),
+                ScopeKind::Preset => {
+                    mmaemu_api::catalogue().preset(&name).ok().filter(|_| builtin).map(|p| universe(&p, false))
+                }
+                ScopeKind::Profile => {
+                    mmaemu_api::catalogue().profile(&name).ok().filter(|_| builtin).map(|p| universe(&p.preset, true))
+                }
             };
             for f in expected.unwrap_or_default() {
                 if !features.iter().any(|x| x.feature == f) {

@@ -385,10 +385,10 @@ impl Sweep {
             },
         };
         if let Some(p) = &spec.profile {
-            mmaemu_datasets::platform::catalogue().profile(p).map_err(|e| format!("profile: {e}"))?;
+            mmaemu_api::catalogue().profile(p).map_err(|e| format!("profile: {e}"))?;
         }
         if let Some(p) = &spec.preset {
-            mmaemu_datasets::platform::catalogue().preset(p).map_err(|e| format!("preset: {e}"))?;
+            mmaemu_api::catalogue().preset(p).map_err(|e| format!("preset: {e}"))?;
         }
         if spec.chunk_rows == 0 || spec.grid_chunk_rows == 0 {
             return Err("chunk_rows and grid_chunk_rows must be at least 1".into());

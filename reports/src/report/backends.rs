@@ -2,7 +2,7 @@
 //! canonical replay of [`mmaemu_harness::replay::replay_row`]) and every chain engine this build offers
 //! ([`ChainEngine`]: the hook the fast kernels plug into).
 
-// To add a backend, register its engine in `mmaemu_kernels::registry` (or push it in `available`). Every backend
+// To add a backend, register its engine in `mmaemu_api::registry` (or push it in `available`). Every backend
 // replays through the harness's one replay path (`mmaemu_harness::replay::replay_row_on`): its engine computes the
 // chains of `gemm`, `accumulator` and `scaled_mm` rows (plan, split and epilogue from the model); `mma` rows start from
 // a recorded accumulator, which engines do not take: the reference replays them and every other backend skips them.
@@ -77,11 +77,11 @@ impl Backend for EngineBackend {
 }
 
 /// Every backend of this build, the reference first, then every engine of the facade's registry
-/// ([`mmaemu_kernels::registry::registry`]: each SIMD level of the CPU backend) that is available and passed its
+/// ([`mmaemu_api::registry::registry`]: each SIMD level of the CPU backend) that is available and passed its
 /// self-check.
 pub fn available() -> Vec<Box<dyn Backend>> {
     let mut out: Vec<Box<dyn Backend>> = vec![Box::new(Reference)];
-    let registry = mmaemu_kernels::registry::registry();
+    let registry = mmaemu_api::registry();
     for (name, status) in registry.describe() {
         if name == "reference" || !status.is_available() {
             continue;

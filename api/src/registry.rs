@@ -3,9 +3,9 @@
 
 // Names:
 // - `reference`: the model (`mmaemu_model::ReferenceEngine`);
-// - `cpu`: the fast CPU backend (`crate::CpuEngine`) at the best SIMD level of this CPU that passes its self-check;
+// - `cpu`: the fast CPU backend (`mmaemu_kernels::CpuEngine`) at the best SIMD level of this CPU that passes its self-check;
 //   `cpu:avx512`, `cpu:avx2`, `cpu:portable`: one level;
-// - `cuda`: the CUDA backend (`crate::cuda`) with every kernel that passed its self-test gate on the device, fastest
+// - `cuda`: the CUDA backend (`mmaemu_kernels::cuda`) with every kernel that passed its self-test gate on the device, fastest
 //   first; `cuda:<kernel>` (`cuda:narrow`, `cuda:tiled`, `cuda:generic`): one kernel;
 // - `auto`: the value of MMAEMU_BACKEND if it is set and not empty (used as is: surrounding spaces make it invalid),
 //   else the fastest backend that is available and has passed its self-check — cuda, then cpu (best level first), then
@@ -14,14 +14,14 @@
 //
 // Where a call's tensors live is its `Placement` (see there).
 //
-// Each CPU level runs its self-check (`crate::selfcheck`: adversarial GEMMs against the model) once per process, at its
-// first use; a GPU runs its gate (every kernel on `crate::cuda::gate_cases`) once per process, when it is first opened.
+// Each CPU level runs its self-check (`mmaemu_kernels::selfcheck`: adversarial GEMMs against the model) once per process, at its
+// first use; a GPU runs its gate (every kernel on `mmaemu_kernels::cuda::gate_cases`) once per process, when it is first opened.
 // An explicit name whose backend is unavailable or failed its check raises BackendUnavailableError; an unknown name is
 // an invalid argument.
 
-use crate::cuda::{self, Gpu, GpuEngine, KernelReport, KERNELS};
 use crate::env;
-use crate::{selfcheck, CpuEngine, SimdLevel};
+use mmaemu_kernels::cuda::{self, Gpu, GpuEngine, KernelReport, KERNELS};
+use mmaemu_kernels::{selfcheck, CpuEngine, SimdLevel};
 use mmaemu_model::scaled_mm::{Backends, Selected};
 use mmaemu_model::warning::{Warning, WarningKind};
 use mmaemu_model::{Category, ChainEngine, Error, Format, Preset, ReferenceEngine, Result};
@@ -168,7 +168,7 @@ impl Backends for OnPlacement {
 
 impl Registry {
     fn new() -> Registry {
-        let cpu = SimdLevel::available()
+        let cpu = env::simd_levels()
             .into_iter()
             .map(|level| CpuLevel { engine: CpuEngine::with_level(level), check: Mutex::new(None) })
             .collect();
@@ -225,10 +225,10 @@ impl Registry {
         placement: Option<Placement>,
         call: Option<(&Preset, Format, Format)>,
     ) -> Result<Selected<'_>> {
-        crate::env::simd_limit()?;
-        crate::env::cuda_disabled()?;
+        env::simd_limit()?;
+        env::cuda_disabled()?;
         if name == "auto" {
-            if let Some(from_env) = crate::env::backend()? {
+            if let Some(from_env) = env::backend()? {
                 // An error of the variable's value names the variable (and its value).
                 return self
                     .resolve_name(&from_env, placement, call)
@@ -281,7 +281,7 @@ impl Registry {
                     )));
                 }
                 let Some(level) = self.cpu.iter().find(|l| l.engine.level().name() == level_name) else {
-                    let why = match crate::env::simd_limit() {
+                    let why = match env::simd_limit() {
                         Ok(Some(limit)) => format!("MMAEMU_SIMD={limit:?} offers no level above {limit}"),
                         _ => format!("this CPU does not support {level_name}"),
                     };
@@ -485,7 +485,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn a_flushing_first_caller_is_not_remembered() {
-        use crate::fpstate::mxcsr;
+        use mmaemu_kernels::fpstate::mxcsr;
         std::thread::spawn(|| {
             let set = |csr: u32| {
                 // SAFETY: LDMXCSR of a value read from MXCSR with only its FTZ (15) and DAZ (6) bits changed.
@@ -493,7 +493,7 @@ mod tests {
             };
             let clear = mxcsr();
             let r = Registry::new();
-            let best = format!("cpu:{}", SimdLevel::available()[0].name());
+            let best = format!("cpu:{}", env::simd_levels()[0].name());
             set(clear | 0x8040);
             let first = r.resolve("cpu").map(|s| s.name);
             let flags_after = mxcsr() & 0x8040;

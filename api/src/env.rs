@@ -2,6 +2,7 @@
 //! environment), under one rule: unset or empty is the default, and a value the library cannot use is an invalid
 //! value (ValueError in Python, exit 2 on the command line) that names the variable and its value.
 
+use mmaemu_kernels::SimdLevel;
 use mmaemu_model::limits::DEFAULT_MAX_BYTES;
 use mmaemu_model::scaled_mm::ProfileArg;
 use mmaemu_model::{Catalogue, Error};
@@ -89,8 +90,14 @@ pub fn backend() -> Result<Option<String>, Error> {
 /// the levels above.
 pub fn simd_limit() -> Result<Option<&'static str>, Error> {
     parsed("MMAEMU_SIMD", None, "avx512, avx2 or portable", |v| {
-        crate::SimdLevel::all_names().into_iter().find(|n| *n == v).map(Some)
+        SimdLevel::all_names().into_iter().find(|n| *n == v).map(Some)
     })
+}
+
+/// The SIMD levels the CPU backend offers: those the running CPU supports, best first, none above
+/// [`simd_limit`]'s (a bad value sets no limit here; it is reported where a backend is resolved).
+pub fn simd_levels() -> Vec<SimdLevel> {
+    SimdLevel::available(simd_limit().ok().flatten())
 }
 
 /// MMAEMU_DISABLE_CUDA: 1, true, yes, on (ignoring case) keep the library off the GPU — auto selection and
