@@ -88,6 +88,11 @@ pub struct CallArgs {
 }
 
 impl CallArgs {
+    /// The multiply-adds of the call's GEMM (M·K·N, saturating), for [`interrupt::interruptible`].
+    pub(crate) fn macs(&self) -> u128 {
+        interrupt::macs(&self.input.shape, self.mat2.shape.get(1).copied().unwrap_or(0))
+    }
+
     /// The tensors' geometry and the bytes the call sizes from them (an out= copy; for a run, the result,
     /// its accumulator and the operands' rows) against the ceiling, before anything is allocated.
     fn budget(&self, dry: bool) -> Result<(), Error> {
@@ -219,7 +224,7 @@ type Outcome<'py> = (&'static str, Option<Bound<'py, PyBytes>>, Vec<(String, Str
 #[pyfunction]
 pub fn scaled_mm<'py>(py: Python<'py>, args: CallArgs, dst: Option<Desc>) -> PyResult<Outcome<'py>> {
     no_panic(|| {
-        let macs = interrupt::macs(&args.input.shape, args.mat2.shape.get(1).copied().unwrap_or(0));
+        let macs = args.macs();
         let done = interrupt::interruptible(py, macs, || {
             catch(|| {
                 // SAFETY: the Python layer keeps every tensor referenced for the duration of this call, and

@@ -3,6 +3,7 @@
 
 use crate::calls::CallArgs;
 use crate::errors::{catch, internal, no_panic, to_py};
+use crate::interrupt;
 use mmaemu_api::trace::json::trace_json;
 use mmaemu_api::trace::summary::GemmAttribution;
 use mmaemu_api::trace::{attribute_scaled_mm, trace_scaled_mm};
@@ -66,15 +67,16 @@ type Attributed<'py> =
 #[pyfunction]
 pub fn attribute<'py>(py: Python<'py>, args: CallArgs) -> PyResult<Attributed<'py>> {
     no_panic(|| {
-        let r = py
-            .detach(|| {
-                catch(|| {
-                    // SAFETY: as in `trace`.
-                    let call = unsafe { args.call(false) }?;
-                    attribute_scaled_mm(&call).map(|r| (summary_json(&r), columns(&r)))
-                })
+        // Ctrl-C stops the attribution between rows of outputs (KeyboardInterrupt).
+        let macs = args.macs();
+        let r = interrupt::interruptible(py, macs, || {
+            catch(|| {
+                // SAFETY: as in `trace`.
+                let call = unsafe { args.call(false) }?;
+                attribute_scaled_mm(&call).map(|r| (summary_json(&r), columns(&r)))
             })
-            .map_err(internal)?;
+        })?
+        .map_err(internal)?;
         let (s, [bits, att, exact, emulated, ulps]) = r.map_err(|e| to_py(py, &e))?;
         let b = |v: Vec<u8>| PyBytes::new(py, &v);
         Ok((s, b(bits), b(att), b(exact), b(emulated), b(ulps)))

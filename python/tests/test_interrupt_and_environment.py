@@ -32,7 +32,10 @@ CHILD = textwrap.dedent(
     print("ready", flush=True)
     t = time.monotonic()
     try:
-        mmaemu.scaled_mm(a, b, one, one, out_dtype=torch.float32, splitk=1, backend=backend)
+        if backend == "attribute":
+            mmaemu.attribute(a, b, one, one, out_dtype=torch.float32, splitk=1)
+        else:
+            mmaemu.scaled_mm(a, b, one, one, out_dtype=torch.float32, splitk=1, backend=backend)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
         sys.exit(0)
@@ -85,6 +88,13 @@ def test_ctrl_c_stops_a_long_call_on_the_cpu_kernels() -> None:
 def test_ctrl_c_stops_a_long_call_on_the_reference_backend() -> None:
     # 512 x 512 x 4096 on the model's own engine: minutes uninterrupted; it checks between rows.
     took = interrupt_after(1.0, 512, 512, 4096, "reference")
+    assert took < 3.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
+def test_ctrl_c_stops_an_attribution() -> None:
+    # 1024 x 1024 x 1024 attributed: tens of seconds uninterrupted; it checks between rows of outputs.
+    took = interrupt_after(1.0, 1024, 1024, 1024, "attribute")
     assert took < 3.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
 
 

@@ -180,9 +180,12 @@ pub fn attribute_gemm_with(
     let out = epi.map_or(OutDtype::Float32, |e| e.out);
     let fast = FastGemm::new(preset, plan, *ops, epi)?;
     let (done, fallbacks) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    // The caller's interrupt flag (Ctrl-C in Python), captured here and read before every row of outputs.
+    let interrupt = mmaemu_model::interrupt::Interrupt::current();
     let rows: Vec<Vec<OutputFigures>> = (0..ops.m)
         .into_par_iter()
         .map(|i| {
+            interrupt.check()?;
             let row = (0..ops.n)
                 .map(|j| {
                     let (bits, a) = match fast.element(i, j) {
