@@ -14,16 +14,17 @@ use pyo3::types::PyBytes;
 #[pyfunction]
 pub fn trace(py: Python<'_>, args: CallArgs, i: usize, j: usize) -> PyResult<String> {
     no_panic(|| {
-        let r = py
-            .detach(|| {
-                catch(|| {
-                    // SAFETY: the Python layer keeps every tensor referenced for the duration of this call; the
-                    // trace only reads them.
-                    let call = unsafe { args.call(false) }?;
-                    trace_scaled_mm(&call, i, j).map(|t| trace_json(&t).to_string())
-                })
+        // A trace takes milliseconds to a minute (K products on exact values): always on a thread of its own, so
+        // that Ctrl-C stops it (KeyboardInterrupt).
+        let r = interrupt::interruptible(py, u128::MAX, || {
+            catch(|| {
+                // SAFETY: the Python layer keeps every tensor referenced for the duration of this call; the
+                // trace only reads them.
+                let call = unsafe { args.call(false) }?;
+                trace_scaled_mm(&call, i, j).map(|t| trace_json(&t).to_string())
             })
-            .map_err(internal)?;
+        })?
+        .map_err(internal)?;
         r.map_err(|e| to_py(py, &e))
     })
 }

@@ -187,15 +187,20 @@ fn chain(
     fb: Format,
     pairs: &[(usize, Option<usize>, u8, u8)],
     start: f32,
-) -> (Vec<Block>, f32) {
+) -> Result<(Vec<Block>, f32)> {
+    // The caller's interrupt flag (Ctrl-C in Python), read every 256 blocks.
+    let interrupt = mmaemu_model::interrupt::Interrupt::current();
     let mut acc = start;
     let mut blocks = Vec::new();
     for (i, blk) in pairs.chunks(preset.nfma()).enumerate() {
+        if i % 256 == 0 {
+            interrupt.check()?;
+        }
         let b = block::block(preset, fa, fb, i, blk, acc);
         acc = b.result;
         blocks.push(b);
     }
-    (blocks, mmaemu_model::chain::canonical_f32(acc))
+    Ok((blocks, mmaemu_model::chain::canonical_f32(acc)))
 }
 
 /// The (position, k, a, b) pairs of a chunk over rows `a` and `b` of length K.
@@ -276,7 +281,7 @@ pub fn trace_dot(preset: &Preset, fa: Format, fb: Format, a: &[u8], b: &[u8], c:
     let start = c.unwrap_or(0.0);
     let mut t = base(preset, TraceOp::Dot, fa, fb, k);
     let pairs: Vec<_> = (0..k).map(|i| (i, Some(i), a[i], b[i])).collect();
-    let (blocks, result) = chain(preset, fa, fb, &pairs, start);
+    let (blocks, result) = chain(preset, fa, fb, &pairs, start)?;
     if k == 0 {
         t.notes.push("K = 0: no block step; c is returned unchanged".into());
     }
@@ -336,7 +341,7 @@ pub fn trace_element(
         let mut st = SplitTrace { index: si, chains: Vec::new(), additions: Vec::new(), partial: 0.0 };
         for (ci, chunk) in split.chunks.iter().enumerate() {
             let pairs = chunk_pairs(chunk, &ca, &cb);
-            let (blocks, result) = chain(preset, ops.fa, ops.fb, &pairs, 0.0);
+            let (blocks, result) = chain(preset, ops.fa, ops.fb, &pairs, 0.0)?;
             st.chains.push(ChainTrace { ranges: chunk.ranges.clone(), len: chunk.len, start: 0.0, blocks, result });
             let add =
                 Addition::of(if ci == 0 { "+0 + r0".to_string() } else { format!("acc + r{ci}") }, st.partial, result);
