@@ -34,6 +34,8 @@ CHILD = textwrap.dedent(
     try:
         if backend == "attribute":
             mmaemu.attribute(a, b, one, one, out_dtype=torch.float32, splitk=1)
+        elif backend == "trace":
+            mmaemu.trace(a, b, one, one, out_dtype=torch.float32, splitk=1, element=(0, 0))
         else:
             mmaemu.scaled_mm(a, b, one, one, out_dtype=torch.float32, splitk=1, backend=backend)
     except KeyboardInterrupt:
@@ -95,6 +97,13 @@ def test_ctrl_c_stops_a_long_call_on_the_reference_backend() -> None:
 def test_ctrl_c_stops_an_attribution() -> None:
     # 1024 x 1024 x 1024 attributed: tens of seconds uninterrupted; it checks between rows of outputs.
     took = interrupt_after(1.0, 1024, 1024, 1024, "attribute")
+    assert took < 3.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
+def test_ctrl_c_stops_a_trace() -> None:
+    # One element of K = 262,144 traced on exact values: many seconds uninterrupted; it checks every 256 blocks.
+    took = interrupt_after(1.0, 16, 16, 262144, "trace")
     assert took < 3.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
 
 
