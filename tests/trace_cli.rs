@@ -309,6 +309,24 @@ fn sizes_a_trace_cannot_take_are_refused_at_once() {
     assert_eq!(code, 1, "{err}");
     assert!(out.is_empty() && err.contains("the trace of one element") && err.contains("trace a shorter K"), "{err}");
     assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
+    // The largest ceiling gives a refusal, not an abort, where the machine cannot hold what it allows.
+    let (code, _, err) = mmaemu(&[
+        "--max-bytes",
+        "18446744073709551615",
+        "trace",
+        "--m",
+        "1048576",
+        "--n",
+        "16",
+        "--k",
+        "65536",
+        "--element",
+        "1048575,0",
+        "--splitk",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot allocate"), "{err}");
     // S = 10^6 splits of K = 4096 (12 GB before): refused by the same bound.
     let (code, _, err) = mmaemu(&["trace", "--m", "16", "--n", "16", "--k", "4096", "--splitk", "1000000,contiguous"]);
     assert_eq!(code, 1, "{err}");

@@ -153,7 +153,12 @@ pub fn with_call<R>(
         None => generate(&spec, operand, fmt, rows, k),
         Some(r) => {
             let r = r.min(rows.saturating_sub(1));
-            let mut v = vec![0u8; (r + 1) * k];
+            // Fallible: under a raised ceiling (--max-bytes) the zeroed rows before r may be more than the machine
+            // has: a refusal, not an abort.
+            let len = (r + 1).checked_mul(k).ok_or("the operand's size overflows")?;
+            let mut v = Vec::new();
+            v.try_reserve_exact(len).map_err(|_| format!("cannot allocate the {len} bytes of the operand's rows"))?;
+            v.resize(len, 0u8);
             v[r * k..].copy_from_slice(&generate_rows(&spec, operand, fmt, r..r + 1, k)?);
             Ok(v)
         }

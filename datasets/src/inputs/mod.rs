@@ -435,7 +435,9 @@ pub fn generate_rows(
     let n = (end - start) as usize;
     let w = Words::new(spec, operand);
     let r = Rounder::new(f);
-    let mut out = Vec::with_capacity(n);
+    // Fallible: under a raised ceiling an allocation the machine cannot give is a refusal, not an abort.
+    let mut out = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| format!("cannot allocate the {n} bytes of the operand's rows"))?;
     match spec.data {
         DataClass::Gaussian { scale } => {
             for i in start..end {
