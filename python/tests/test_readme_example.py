@@ -22,3 +22,9 @@ def test_the_worked_example_runs_as_a_script(tmp_path: Path) -> None:
     assert lines[0].startswith("SplitDecision(S=1, scheme='none', source='table'"), done.stdout[:2000]
     assert any(line.startswith("AssertionError: ") for line in lines)  # the deliberate difference, reported
     assert lines[-1] == "END OF EXAMPLE"
+    # What the README says the example prints is what it prints (its elided lines, "...", aside).
+    quoted = re.search(r"prints\n\n```text\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert quoted is not None
+    for line in quoted.group(1).splitlines():
+        if line.strip() != "...":
+            assert line in lines, f"the README quotes {line!r}; the example printed:\n" + "\n".join(lines[:12])
