@@ -344,6 +344,10 @@ fn fit_exit_codes() {
         .collect();
     let broken = write(&d.join("broken.parquet"), &rec, broken);
     expect(1, &["fit".as_ref(), "splitk".as_ref(), broken.as_os_str()]);
+    // No split row at all: nothing to fit, a failed fit at once (the preset fit likewise on no fittable row).
+    let unsplit: Vec<Row> = rec.rows.iter().filter(|r| r.split_s.unwrap_or(1) == 1).take(2).cloned().collect();
+    let unsplit = write(&d.join("unsplit.parquet"), &rec, unsplit);
+    expect(1, &["fit".as_ref(), "splitk".as_ref(), unsplit.as_os_str()]);
     expect(2, &["fit".as_ref(), "splitk".as_ref(), d.join("missing.parquet").as_os_str()]);
     expect(2, &["fit".as_ref(), "splitk".as_ref(), garbage(d).as_os_str()]);
     expect(2, &["fit".as_ref(), "envelope".as_ref(), d.join("missing.parquet").as_os_str()]);

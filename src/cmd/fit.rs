@@ -77,6 +77,13 @@ pub fn run(cmd: FitCommand) -> CommandResult {
                 } else {
                     print!("{}", mmaemu_fit::splitk::text(&report));
                 }
+                // No row with S > 1 to fit decides nothing: a failed fit, said at once.
+                if report.rows.is_empty() {
+                    eprintln!(
+                        "mmaemu fit splitk: no row with S > 1 to fit (a split rule is decided by split rows only)"
+                    );
+                    return Ok(Exit::Failed);
+                }
                 Ok(Exit::failed_if(report.groups.iter().any(|g| g.verdict == mmaemu_fit::splitk::Verdict::None)))
             }
         }
