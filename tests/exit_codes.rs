@@ -143,9 +143,9 @@ fn replay_exit_codes() {
     let skipped = all_skipped(d);
     expect(1, &["replay".as_ref(), skipped.as_os_str()]);
     expect(0, &["replay".as_ref(), "--allow-skips".as_ref(), skipped.as_os_str()]);
-    // The ceiling: with --max-bytes 1 no result fits, every row is skipped with a reason naming the flag.
-    let out = expect(1, &["--max-bytes".as_ref(), "1".as_ref(), "replay".as_ref(), good.as_os_str()]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("--max-bytes"), "{}", String::from_utf8_lossy(&out.stdout));
+    // The ceiling: with --max-bytes 1 not even the rows can be read: the file is refused, naming the flag.
+    let out = expect(2, &["--max-bytes".as_ref(), "1".as_ref(), "replay".as_ref(), good.as_os_str()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-bytes"), "{}", String::from_utf8_lossy(&out.stderr));
     // A bad file among good ones is reported, the others still replay, and --json still prints its object.
     let mixed = d.join("mixed");
     std::fs::create_dir_all(&mixed).unwrap();

@@ -85,7 +85,8 @@ fn a_huge_split_is_a_value_error_not_an_abort() {
         expect(1, &[], &["explain", "64", "64", "1024", "--splitk", "1099511627776,contiguous", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout).expect("explain --json prints JSON");
     assert_eq!(v["validation"]["error"], "ValueError", "{v}");
-    assert!(v["validation"]["message"].as_str().is_some_and(|m| m.contains("MMAEMU_MAX_BYTES")), "{v}");
+    // A plan's size is bounded by a fixed bound the model keeps (it reads no setting), which the message names.
+    assert!(v["validation"]["message"].as_str().is_some_and(|m| m.contains("bytes it may take")), "{v}");
 }
 
 #[test]

@@ -73,7 +73,7 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
     let probe = match &spec.probe {
         None => None,
         Some(path) => {
-            let text = super::read_document(path, "the probe")?;
+            let text = super::read_data(path, "the probe")?;
             let v: Value = serde_json::from_str(&text).map_err(|e| invalid(path, format!("not JSON: {e}")))?;
             Some((path.clone(), v))
         }
@@ -127,6 +127,9 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
             Some(fit) => {
                 let mut sidecar = table.sidecar.clone();
                 fitted_schemes(&mut sidecar, fit)?;
+                // The rewritten sidecar is the lab's, and a lab's bundle states no verification of its own (its
+                // recordings establish it): the shipped claims are not carried over.
+                strip_verification(&mut sidecar);
                 let name = file_name(&sidecar_path)?;
                 let text = serde_json::to_string_pretty(&sidecar).map_err(|e| invalid(&sidecar_path, e.to_string()))?;
                 std::fs::write(dir.join(&name), text + "\n")
@@ -205,6 +208,20 @@ fn rejections(rows: &[crate::Row]) -> Vec<(String, String, String, usize)> {
         }
     }
     by.into_iter().filter(|(_, (n, rejected))| n == rejected).map(|((a, b, o), (n, _))| (a, b, o, n)).collect()
+}
+
+/// Remove a sidecar's verification claims: `verified_combos` and every `split_layouts.*.verified`.
+fn strip_verification(sidecar: &mut Value) {
+    if let Some(o) = sidecar.as_object_mut() {
+        o.remove("verified_combos");
+    }
+    if let Some(layouts) = sidecar.get_mut("split_layouts").and_then(Value::as_object_mut) {
+        for layout in layouts.values_mut() {
+            if let Some(l) = layout.as_object_mut().filter(|l| l.contains_key("verified")) {
+                l.insert("verified".into(), Value::Bool(false));
+            }
+        }
+    }
 }
 
 /// Rename the sidecar's schemes (`codes."custom -> scheme"` and its `unlisted` twin) to the rules `mmaemu fit splitk

@@ -71,6 +71,12 @@ pub fn read_document(path: &Path, what: &str) -> Result<String, DatasetError> {
     String::from_utf8(bytes).map_err(|_| invalid(path, format!("{what} is not UTF-8 text")))
 }
 
+/// A data file's text ([`read_regular`] under the memory ceiling in force): a fit's output, a probe.
+pub fn read_data(path: &Path, what: &str) -> Result<String, DatasetError> {
+    let bytes = read_regular(path, crate::limits::ceiling(), what)?;
+    String::from_utf8(bytes).map_err(|_| invalid(path, format!("{what} is not UTF-8 text")))
+}
+
 /// A preset document named by a path ([`read_document`]), as the model's `Catalogue::preset_or_path` reads it.
 pub fn read_preset_document(path: &str) -> std::io::Result<String> {
     read_document(Path::new(path), "the preset document").map_err(|e| std::io::Error::other(e.to_string()))

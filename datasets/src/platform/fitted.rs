@@ -31,7 +31,7 @@ impl FittedSchemes {
     /// Read the output of `mmaemu fit splitk --json` at `path`.
     pub fn read(path: &Path) -> Result<FittedSchemes, DatasetError> {
         let invalid = |what: String| super::invalid(path, what);
-        let text = super::read_document(path, "the fitted rules")?;
+        let text = super::read_data(path, "the fitted rules")?;
         serde_json::from_str(&text).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => {
                 invalid(format!("not the `schemes` of `mmaemu fit splitk --json`: {e}"))

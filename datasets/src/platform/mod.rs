@@ -9,7 +9,9 @@ mod fitted;
 
 pub use build::{build_platform, BuildSpec};
 pub use encode::{encode_table, Stats};
-pub use files::{is_plain_label, is_plain_name, read_document, read_preset_document, read_regular, MAX_DOCUMENT_BYTES};
+pub use files::{
+    is_plain_label, is_plain_name, read_data, read_document, read_preset_document, read_regular, MAX_DOCUMENT_BYTES,
+};
 pub use fitted::{FittedSchemes, SchemeFit};
 
 use crate::DatasetError;
