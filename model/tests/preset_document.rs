@@ -36,11 +36,18 @@ fn the_maturity_is_computed_from_the_parameters() {
     let other =
         Preset::from_document(&HOPPER_DOC.replace("\"hopper\"", "\"x\"").replace("frac = 13", "frac = 14")).unwrap();
     assert_eq!((other.maturity(), other.frac()), (Maturity::Custom, 14));
-    let spec = PresetSpec::custom("odd \"name\" \\ é", 5, 30, 23, -140, CEntry::Late, None)
+    let spec = PresetSpec::custom("odd.name_2-x", 5, 30, 23, -140, CEntry::Late, None)
         .with_rounding(BlockRounding::NearestEven)
         .with_scale_block(Some(5));
-    let p = Preset::custom(spec).unwrap();
+    let p = Preset::custom(spec.clone()).unwrap();
     assert_eq!(Preset::from_document(&p.to_document()).unwrap(), p);
+    // A document's name is plain ASCII: one that differs from another only by case, spacing, quotes or Unicode is
+    // refused (its document is still written escaped, and read back as refused).
+    for odd in ["odd \"name\" \\ é", "Hopper", " hopper", "hopper\u{200b}", ""] {
+        let q = Preset::custom(PresetSpec { name: odd.into(), ..spec.clone() }).unwrap();
+        let e = Preset::from_document(&q.to_document()).unwrap_err();
+        assert!(e.message().contains("is not plain"), "{odd:?}: {e}");
+    }
 }
 
 #[test]
