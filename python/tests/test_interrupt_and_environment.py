@@ -81,30 +81,22 @@ def interrupt_after(seconds: float, m: int, n: int, k: int, backend: str) -> flo
 # second apart), and far below the uninterrupted call: 4096 x 4096 x 16384 on one thread is 275 G multiply-adds,
 # tens of seconds at the CPU kernels' single-thread speed.
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
-def test_ctrl_c_stops_a_long_call_on_the_cpu_kernels() -> None:
-    took = interrupt_after(1.0, 4096, 4096, 16384, "auto")
-    assert took < 3.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
-def test_ctrl_c_stops_a_long_call_on_the_reference_backend() -> None:
-    # 512 x 512 x 4096 on the model's own engine: minutes uninterrupted; it checks between rows.
-    took = interrupt_after(1.0, 512, 512, 4096, "reference")
-    assert took < 3.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
-def test_ctrl_c_stops_an_attribution() -> None:
-    # 1024 x 1024 x 1024 attributed: tens of seconds uninterrupted; it checks between rows of outputs.
-    took = interrupt_after(1.0, 1024, 1024, 1024, "attribute")
-    assert took < 3.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
-def test_ctrl_c_stops_a_trace() -> None:
-    # One element of K = 262,144 traced on exact values: many seconds uninterrupted; it checks every 256 blocks.
-    took = interrupt_after(1.0, 16, 16, 262144, "trace")
-    assert took < 3.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
+@pytest.mark.parametrize(
+    "m, n, k, what",
+    [
+        # The CPU kernels check between tiles.
+        (4096, 4096, 16384, "auto"),
+        # 512 x 512 x 4096 on the model's own engine: minutes uninterrupted; it checks between rows.
+        (512, 512, 4096, "reference"),
+        # 1024^3 attributed: tens of seconds uninterrupted; it checks between rows of outputs.
+        (1024, 1024, 1024, "attribute"),
+        # One element of K = 262,144 traced on exact values: many seconds uninterrupted; it checks every 256 blocks.
+        (16, 16, 262144, "trace"),
+    ],
+)
+def test_ctrl_c_stops_a_long_call(m: int, n: int, k: int, what: str) -> None:
+    took = interrupt_after(1.0, m, n, k, what)
+    assert took < 3.0, f"{what}: KeyboardInterrupt {took:.2f} s after SIGINT"
 
 
 def mats(m: int = 32, k: int = 64, n: int = 16):
