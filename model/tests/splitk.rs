@@ -423,10 +423,13 @@ fn explicit_contiguous_examples() {
     let caveat = "K = 6000 is not a multiple of 128 (no replayed split call has a ragged last k-tile)";
     assert_eq!(d.note, format!("given by the caller; {caveat}"));
     assert!(w[0].message.ends_with(caveat), "{}", w[0]);
-    // (4, contiguous), K = 768 on hopper: an empty split.
-    let (d, w) = pair("hopper", &k(768), 4, "contiguous");
-    assert!(!d.verified);
-    assert!(w[0].message.ends_with("S = 4 leaves a split without k-tiles (K = 768, 6 k-tiles; never recorded)"));
+    // (4, contiguous), K = 768 on hopper: an empty split, refused (a million splits of K = 4096 likewise).
+    for (s, kk) in [(4, 768), (1_000_000, 4096)] {
+        let e = resolve_splitk(&profile("hopper"), &k(kk), &SplitRequest::Pair(s, "contiguous".into()), true, false)
+            .unwrap_err();
+        assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::InvalidValue));
+        assert!(e.message().contains(&format!("S = {s} leaves a split without k-tiles")), "{e}");
+    }
     // (32, contiguous) on hopper: never replayed.
     let (d, w) = pair("hopper", &k(1 << 20), 32, "contiguous");
     assert!(!d.verified);

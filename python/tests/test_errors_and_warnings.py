@@ -128,8 +128,8 @@ def test_unverified_split_warnings() -> None:
     # §6.6: (32, contiguous) on hopper was never replayed on hardware.
     with pytest.warns(mmaemu.UnverifiedSplitWarning, match="never replayed on hardware"):
         call(k=4096, splitk=(32, "contiguous"), out_dtype=torch.float32)
-    # (4, contiguous) with K = 768 leaves a split without k-tiles.
-    with pytest.warns(mmaemu.UnverifiedSplitWarning, match="without k-tiles"):
+    # (4, contiguous) with K = 768 leaves a split without k-tiles: refused.
+    with pytest.raises(ValueError, match="without k-tiles"):
         call(k=768, splitk=(4, "contiguous"), out_dtype=torch.float32)
 
 

@@ -83,12 +83,21 @@ fn layout_caveat(s: usize, scheme: Scheme, k: usize, ragged_k_verified: bool) ->
     if !k.is_multiple_of(128) && !ragged_k_verified {
         return Some(format!("K = {k} is not a multiple of 128 (no replayed split call has a ragged last k-tile)"));
     }
+    None
+}
+
+/// A contiguous split that leaves a split without k-tiles (docs/reference.md §6.6): refused, never recorded.
+fn empty_split(s: usize, scheme: Scheme, k: usize) -> Option<String> {
+    if scheme != Scheme::Contiguous || s <= 1 || k == 0 {
+        return None;
+    }
     let t = k.div_ceil(128) as u128;
     let s128 = s as u128;
-    if (s128 - 1) * t.div_ceil(s128) >= t {
-        return Some(format!("S = {s} leaves a split without k-tiles (K = {k}, {t} k-tiles; never recorded)"));
-    }
-    None
+    ((s128 - 1) * t.div_ceil(s128) >= t).then(|| {
+        format!(
+            "split-K S = {s} leaves a split without k-tiles (K = {k}, {t} k-tiles): no cuBLASLt call was recorded so"
+        )
+    })
 }
 
 /// Is (fast, S, scheme, out, pair) a verified combination of the table?
@@ -348,6 +357,9 @@ pub fn resolve_splitk(
     // 1. explicit
     if let Some(split) = explicit_split(profile, request)? {
         let (s, scheme) = (split.s(), split.scheme());
+        if let Some(why) = empty_split(s, scheme, key.k) {
+            return Err(Error::invalid_value(why));
+        }
         let caveat = layout_caveat(s, scheme, key.k, sc.is_some_and(|sc| sc.ragged_k_verified));
         let verified = s == 1 || (in_verified(sc, key, s, scheme) && caveat.is_none());
         let d = SplitDecision {
@@ -501,7 +513,8 @@ mod tests {
         assert_eq!(layout_caveat(2, Scheme::Contiguous, 512, false), None);
         assert!(layout_caveat(2, Scheme::Contiguous, 6000, false).unwrap().contains("not a multiple of 128"));
         assert_eq!(layout_caveat(2, Scheme::Contiguous, 6000, true), None);
-        assert!(layout_caveat(4, Scheme::Contiguous, 768, true).unwrap().contains("without k-tiles"));
+        assert!(empty_split(4, Scheme::Contiguous, 768).unwrap().contains("without k-tiles"));
+        assert!(empty_split(3, Scheme::Contiguous, 768).is_none() && empty_split(4, Scheme::Serial, 768).is_none());
         assert_eq!(layout_caveat(3, Scheme::Contiguous, 640, true), None);
         assert_eq!(layout_caveat(4, Scheme::Serial, 768, false), None);
         assert_eq!(layout_caveat(1, Scheme::Contiguous, 100, false), None);
