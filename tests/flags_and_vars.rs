@@ -85,7 +85,15 @@ fn a_huge_split_is_a_value_error_not_an_abort() {
         expect(1, &[], &["explain", "64", "64", "1024", "--splitk", "1099511627776,contiguous", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout).expect("explain --json prints JSON");
     assert_eq!(v["validation"]["error"], "ValueError", "{v}");
-    // A plan's size is bounded by a fixed bound the model keeps (it reads no setting), which the message names.
+    // Refused before any size is taken: most of its splits would own no k-tile (docs/reference.md §6.6).
+    assert!(v["validation"]["message"].as_str().is_some_and(|m| m.contains("without k-tiles")), "{v}");
+    // An interleaved one of that S is refused by the plan's fixed bound (the model reads no setting).
+    let (stdout, _) = expect(
+        1,
+        &[],
+        &["explain", "64", "64", "1024", "--profile", "ada", "--splitk", "1099511627776,serial", "--json"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("explain --json prints JSON");
     assert!(v["validation"]["message"].as_str().is_some_and(|m| m.contains("bytes it may take")), "{v}");
 }
 

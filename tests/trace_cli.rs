@@ -327,8 +327,13 @@ fn sizes_a_trace_cannot_take_are_refused_at_once() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cannot allocate"), "{err}");
-    // S = 10^6 splits of K = 4096 (12 GB before): refused by the same bound.
+    // S = 10^6 splits of K = 4096 (12 GB before): a contiguous one leaves splits without k-tiles and is refused as
+    // such; an interleaved one is refused by the trace's bound.
     let (code, _, err) = mmaemu(&["trace", "--m", "16", "--n", "16", "--k", "4096", "--splitk", "1000000,contiguous"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("leaves a split without k-tiles"), "{err}");
+    let (code, _, err) =
+        mmaemu(&["trace", "--m", "16", "--n", "16", "--k", "4096", "--profile", "ada", "--splitk", "1000000,serial"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("1000000 splits") && err.contains("fewer splits"), "{err}");
     let (code, _, err) =

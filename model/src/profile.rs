@@ -94,11 +94,11 @@ pub struct Profile {
 pub const DEFAULT_PROFILE: &str = "hopper";
 
 impl Profile {
-    /// Whether the profile's GPU splits K as `split` says (docs/reference.md §3.4), in this order: no split-K
+    /// Whether the profile's GPU splits K as `split` says (docs/reference.md §3.4, §6.6), in this order: no split-K
     /// layout characterised → UnsupportedFeatureError (slow accumulation without a slow chunk first); a documented
-    /// scheme that is not one of its kernels' → invalid value. A split rule by name is the data's claim, planned as
-    /// given.
-    pub fn check_split(&self, split: SplitK, fast: bool) -> Result<()> {
+    /// scheme that is not one of its kernels' → invalid value; a contiguous split leaving a split without k-tiles →
+    /// invalid value. A split rule by name is the data's claim, planned as given.
+    pub fn check_split(&self, split: SplitK, fast: bool, k: usize) -> Result<()> {
         let name = self.preset.name();
         if split.s() == 1 {
             return Ok(());
@@ -119,6 +119,10 @@ impl Profile {
                 split.scheme(),
                 allowed.join(" or ")
             )));
+        }
+        // A contiguous split some split of which owns no k-tile was never recorded (§6.6).
+        if let Some(why) = crate::splitk::resolve::empty_split(split.s(), split.scheme(), k) {
+            return Err(Error::invalid_value(why));
         }
         Ok(())
     }

@@ -76,27 +76,27 @@ fn a_profile_checks_its_kernels_split_layouts() {
     let c = Catalogue::builtin();
     let split = |s, scheme| SplitK::new(s, scheme).unwrap();
     let b200 = c.profile("b200-mma-sync-experimental").unwrap();
-    let e = b200.check_split(split(2, Scheme::Serial), false).unwrap_err();
+    let e = b200.check_split(split(2, Scheme::Serial), false, 8192).unwrap_err();
     assert!(e.message().contains("slow accumulation"), "{e}");
-    let e = b200.check_split(split(2, Scheme::Serial), true).unwrap_err();
+    let e = b200.check_split(split(2, Scheme::Serial), true, 8192).unwrap_err();
     assert_eq!(e.category(), Category::UnsupportedFeature);
     assert!(e.message().contains("split-K is not characterised for preset 'b200_mma_sync'"), "{e}");
-    let e = c.profile("hopper").unwrap().check_split(split(2, Scheme::Serial), true).unwrap_err();
+    let e = c.profile("hopper").unwrap().check_split(split(2, Scheme::Serial), true, 8192).unwrap_err();
     assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::InvalidValue));
     assert!(e.message().ends_with("its cuBLASLt kernels split as contiguous"), "{e}");
-    let e = c.profile("ada").unwrap().check_split(split(2, Scheme::Contiguous), true).unwrap_err();
+    let e = c.profile("ada").unwrap().check_split(split(2, Scheme::Contiguous), true, 8192).unwrap_err();
     assert!(
         e.message().contains("not a split-K layout of preset 'ada'") && e.message().ends_with("serial or pairwise")
     );
     // The H100's layout without its table (the manifest's `[splitk] schemes`).
     let hx = c.profile("hopper-experimental").unwrap();
     assert_eq!(hx.schemes, [Scheme::Contiguous]);
-    assert!(hx.check_split(split(3, Scheme::Contiguous), false).is_ok());
-    assert!(hx.check_split(split(3, Scheme::Pairwise), false).is_err());
+    assert!(hx.check_split(split(3, Scheme::Contiguous), false, 8192).is_ok());
+    assert!(hx.check_split(split(3, Scheme::Pairwise), false, 8192).is_err());
     // A rule by name is the data's claim; S = 1 needs no layout.
     let rule = Scheme::Rule(SplitRule::parse("interleaved32/tree/restart3").unwrap());
-    assert!(c.profile("ada").unwrap().check_split(split(2, rule), false).is_ok());
-    assert!(b200.check_split(SplitK::NONE, false).is_ok());
+    assert!(c.profile("ada").unwrap().check_split(split(2, rule), false, 8192).is_ok());
+    assert!(b200.check_split(SplitK::NONE, false, 8192).is_ok());
     // Every profile's schemes come from its platform: equal for the profiles of one platform.
     for p in c.platforms() {
         let want = p.table.map(|t| t.schemes());

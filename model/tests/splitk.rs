@@ -425,8 +425,8 @@ fn explicit_contiguous_examples() {
     assert!(w[0].message.ends_with(caveat), "{}", w[0]);
     // (4, contiguous), K = 768 on hopper: an empty split, refused (a million splits of K = 4096 likewise).
     for (s, kk) in [(4, 768), (1_000_000, 4096)] {
-        let e = resolve_splitk(&profile("hopper"), &k(kk), &SplitRequest::Pair(s, "contiguous".into()), true, false)
-            .unwrap_err();
+        let split = mmaemu_model::SplitK::new(s, Scheme::Contiguous).unwrap();
+        let e = profile("hopper").check_split(split, true, kk).unwrap_err();
         assert_eq!(e.category(), Category::InvalidArgument(InvalidKind::InvalidValue));
         assert!(e.message().contains(&format!("S = {s} leaves a split without k-tiles")), "{e}");
     }

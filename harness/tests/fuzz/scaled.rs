@@ -11,7 +11,7 @@ use mmaemu_model::epilogue::from_le_bytes;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};
 use mmaemu_model::splitk::SplitRequest;
 use mmaemu_model::tensor::View;
-use mmaemu_model::{accumulate, Category, Epilogue, Format, OutDtype, Profile, SplitK};
+use mmaemu_model::{accumulate, Category, Epilogue, Format, OutDtype, Profile, Scheme, SplitK};
 use mmaemu_testkit::generators::{gemm, Gemm, GemmShape};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -101,6 +101,15 @@ fn run_call(profile: &Profile, c: &Call) -> Result<(), TestCaseError> {
             Err(e) if e.category() == Category::ReferenceRejects => Ok(()),
             Err(e) => Err(TestCaseError::fail(format!("expected ReferenceRejectsError, got {e}"))),
             Ok(_) => Err(TestCaseError::fail("expected ReferenceRejectsError, the call returned a result")),
+        };
+    }
+    // An explicit contiguous split that leaves a split without k-tiles is refused (docs/reference.md §6.6).
+    let (split, _) = c.split;
+    let tiles = g.k.div_ceil(128);
+    if !zero && split.scheme() == Scheme::Contiguous && (split.s() - 1) * tiles.div_ceil(split.s()) >= tiles {
+        return match result {
+            Err(e) if e.message().contains("without k-tiles") => Ok(()),
+            other => Err(TestCaseError::fail(format!("expected the empty split's refusal, got {:?}", other.err()))),
         };
     }
     let res = result.map_err(|e| TestCaseError::fail(format!("scaled_mm raised {e}")))?;

@@ -365,7 +365,7 @@ impl<'a> ScaledMm<'a> {
         }
         // Step 13: plan construction.
         // The plan (§3.4): the profile's GPU splits as its kernels do, then the preset's arithmetic plans it.
-        profile.check_split(split.splitk(), self.use_fast_accum).map_err(|e| fail(p, e))?;
+        profile.check_split(split.splitk(), self.use_fast_accum, k).map_err(|e| fail(p, e))?;
         let plan = Plan::new(&profile.preset, k, self.use_fast_accum, split.splitk()).map_err(|e| fail(p, e))?;
         let epilogue = Epilogue {
             scale_a: self.scale_a.value_f32(),

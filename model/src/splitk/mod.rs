@@ -23,7 +23,7 @@
 // `Category::Data` error).
 
 mod embedded;
-mod resolve;
+pub(crate) mod resolve;
 mod sha256;
 mod sidecar;
 mod sidecar_json;

@@ -87,7 +87,7 @@ fn layout_caveat(s: usize, scheme: Scheme, k: usize, ragged_k_verified: bool) ->
 }
 
 /// A contiguous split that leaves a split without k-tiles (docs/reference.md §6.6): refused, never recorded.
-fn empty_split(s: usize, scheme: Scheme, k: usize) -> Option<String> {
+pub(crate) fn empty_split(s: usize, scheme: Scheme, k: usize) -> Option<String> {
     if scheme != Scheme::Contiguous || s <= 1 || k == 0 {
         return None;
     }
@@ -357,9 +357,6 @@ pub fn resolve_splitk(
     // 1. explicit
     if let Some(split) = explicit_split(profile, request)? {
         let (s, scheme) = (split.s(), split.scheme());
-        if let Some(why) = empty_split(s, scheme, key.k) {
-            return Err(Error::invalid_value(why));
-        }
         let caveat = layout_caveat(s, scheme, key.k, sc.is_some_and(|sc| sc.ragged_k_verified));
         let verified = s == 1 || (in_verified(sc, key, s, scheme) && caveat.is_none());
         let d = SplitDecision {
