@@ -25,10 +25,13 @@ def mats(m: int = 64, k: int = 1024, n: int = 64, seed: int = 0):
 
 def test_a_huge_split_is_refused_before_the_plan_is_built() -> None:
     a, b = mats()
-    with pytest.raises(ValueError, match="MMAEMU_MAX_BYTES"):
+    # Contiguous: most of its splits would own no k-tile (§6.6); interleaved on ada: the plan's fixed bound.
+    with pytest.raises(ValueError, match="without k-tiles"):
         mmaemu.scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32, splitk=(2**40, "contiguous"))
     plan = mmaemu.explain(a, b, ONE, ONE, out_dtype=torch.float32, splitk=(2**40, "contiguous"))
-    assert plan.validation[0] == "ValueError" and "MMAEMU_MAX_BYTES" in plan.validation[1]
+    assert plan.validation[0] == "ValueError" and "without k-tiles" in plan.validation[1]
+    with pytest.raises(ValueError, match="bytes it may take"):
+        mmaemu.scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32, splitk=(2**40, "serial"), profile="ada")
     with pytest.raises(ValueError, match="far beyond any split"):
         mmaemu.scaled_mm(a, b, ONE, ONE, out_dtype=torch.float32, splitk=2**70)
     assert mmaemu.explain(a, b, ONE, ONE, splitk=(2**70, "contiguous")).validation[0] == "ValueError"
