@@ -52,9 +52,13 @@ fn block_json(b: &Block) -> Value {
 }
 
 fn chain_json(c: &ChainTrace) -> Value {
+    // Writing a long chain takes seconds (its exact values as text): once the call is interrupted (Ctrl-C in
+    // Python, whose caller discards the result) the remaining blocks are written as null.
+    let interrupt = mmaemu_model::interrupt::Interrupt::current();
+    let blocks: Vec<Value> =
+        c.blocks.iter().map(|b| if interrupt.requested() { Value::Null } else { block_json(b) }).collect();
     json!({"ranges": c.ranges.iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(), "len": c.len,
-           "start": f32_json(c.start), "blocks": c.blocks.iter().map(block_json).collect::<Vec<_>>(),
-           "result": f32_json(c.result)})
+           "start": f32_json(c.start), "blocks": blocks, "result": f32_json(c.result)})
 }
 
 /// The trace as JSON: every block and product (never folded).
