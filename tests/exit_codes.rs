@@ -330,6 +330,7 @@ fn fit_exit_codes() {
     assert!(!rows.is_empty(), "rtx4060-gemm has split rows");
     let split = write(&d.join("split.parquet"), &rec, rows.clone());
     expect(0, &["fit".as_ref(), "splitk".as_ref(), split.as_os_str()]);
+    let first = rows[0].clone();
     // The same rows with their results broken: no rule reproduces them (verdict none, a failed check).
     let broken: Vec<Row> = rows
         .into_iter()
@@ -344,6 +345,14 @@ fn fit_exit_codes() {
         .collect();
     let broken = write(&d.join("broken.parquet"), &rec, broken);
     expect(1, &["fit".as_ref(), "splitk".as_ref(), broken.as_os_str()]);
+    // A row claiming S = 2^31 - 1 splits: skipped by the plan's bound at once, not an abort (issue: it aborted).
+    let mut huge = first;
+    huge.split_s = Some(i32::MAX);
+    let huge = write(&d.join("huge-split.parquet"), &rec, vec![huge]);
+    let t = std::time::Instant::now();
+    let out = mmaemu().args(["fit", "splitk"]).arg(&huge).output().unwrap();
+    assert!(matches!(out.status.code(), Some(1) | Some(2)), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
     // No split row at all: nothing to fit, a failed fit at once (the preset fit likewise on no fittable row).
     let unsplit: Vec<Row> = rec.rows.iter().filter(|r| r.split_s.unwrap_or(1) == 1).take(2).cloned().collect();
     let unsplit = write(&d.join("unsplit.parquet"), &rec, unsplit);
