@@ -3,18 +3,18 @@
 
 // The block step follows the published model term for term: the scales' exponents are added to each product's; the
 // block exponent is the largest exponent of the nonzero terms, c counted at its fp32 exponent (at least -126, as a
-// subnormal c is held), and the zero-term exponent (the preset's min_exp) takes part only when some term is zero;
+// subnormal c is held: `chain::c_exponent`, the unscaled step's rule too), and the zero-term exponent (the preset's min_exp) takes part only when some term is zero;
 // the grid, truncation and block rounding are the unscaled step's (§2.2 steps 5-8). With scales, products can lie
-// near 2^-140, where a subnormal c's clamped exponent decides the grid (without scales it never does). The zero-term
+// near 2^-140, where a subnormal c's clamped exponent decides the grid. The zero-term
 // rule equals §2.2's floor while min_exp < -126 (c = 0 is itself a zero term); it is kept in the published form.
 // A preset whose c enters late (§2.3) keeps c out of the block with scales too: the block's scaled terms are
 // normalised alone and c is added in fp32, round to nearest even — the composition of §2.3 and §2.8.
 
-use crate::chain::{canonical_f32, nonfinite_sum, Chain, CANONICAL_NAN_F32};
+use crate::chain::{c_exponent, canonical_f32, nonfinite_sum, Chain, CANONICAL_NAN_F32};
 use crate::error::{Error, Result};
 use crate::format::{Class, Format};
 use crate::preset::{CEntry, Preset};
-use crate::round::{f32_parts, ilog2};
+use crate::round::f32_parts;
 
 /// The e8m0 NaN code: a block with it gives NaN.
 pub const E8M0_NAN: u8 = 0xFF;
@@ -69,7 +69,7 @@ impl Chain {
         if csig == 0 {
             zero_term = true;
         } else {
-            emax = emax.max((cexp + ilog2(csig as u128)).max(-126));
+            emax = emax.max(c_exponent(csig, cexp));
         }
         if zero_term {
             emax = emax.max(self.min_exp());

@@ -140,8 +140,7 @@ impl Chain {
         let (cneg, csig, cexp) = f32_parts(c);
         let mut e = emax;
         if csig != 0 {
-            // c's true exponent, not clamped at -126 (§2.2 step 3).
-            e = e.max(cexp + ilog2(csig as u128));
+            e = e.max(c_exponent(csig, cexp)); // §2.2 step 3
         }
         let e = e.max(self.min_exp); // §2.2 step 4
         let g = e - self.frac;
@@ -203,6 +202,14 @@ impl Chain {
     fn nonfinite_block(&self, a: &[u8], b: &[u8], c: f32) -> f32 {
         nonfinite_sum(self.ta, self.tb, a, b, c).unwrap_or(f32::NEG_INFINITY)
     }
+}
+
+/// c's exponent in a block's maximum (§2.2 step 3, §2.8 step 3): floor(log2|c|), at least −126, as fp32 holds a
+/// subnormal c — the one rule of the unscaled and the block-scaled steps (MMA-Sim's form). It decides a grid only
+/// when every product is zero, and then only for a preset with frac < frac_out.
+#[inline]
+pub(crate) fn c_exponent(csig: u32, cexp: i32) -> i32 {
+    (cexp + ilog2(csig as u128)).max(-126)
 }
 
 /// The IEEE class of `c + sum a[k] * b[k]` when a term is not finite (§2.5, §3.7; [`NonfiniteSum`]). None when

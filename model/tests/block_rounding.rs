@@ -104,3 +104,23 @@ fn a_late_c_block_scaled_step_adds_c_after_the_block() {
     }
     assert!(differs > 0, "c entry must change some result");
 }
+
+/// §2.2 step 3 and §2.8 step 3, one rule: c's exponent is floor(log2|c|), at least −126 (as fp32 holds a subnormal
+/// c). It decides the grid only when every product is zero and frac < frac_out: with frac = 5, a subnormal
+/// c = 2^−140 + 2^−144 counts at −126, the grid is 2^−131, and c truncates to +0 — with and without block scales
+/// (scales 2^0).
+#[test]
+fn a_subnormal_c_counts_at_minus_126_with_and_without_scales() {
+    use mmaemu_model::dot_scaled;
+    let spec = PresetSpec::custom("narrow-frac", 16, 5, 23, -1000, CEntry::Early, None);
+    let plain = Preset::custom(spec.clone()).unwrap();
+    let scaled = Preset::custom(spec.with_scale_block(Some(16))).unwrap();
+    let c = f32::from_bits(0x0000_0220); // 2^-140 + 2^-144
+    let zeros = [0u8; 16];
+    let fa = Format::E4m3;
+    assert_eq!(dot(&plain, fa, fa, &zeros, &zeros, Some(c)).unwrap().to_bits(), 0);
+    assert_eq!(dot_scaled(&scaled, fa, fa, &zeros, &zeros, &[127], &[127], Some(c)).unwrap().to_bits(), 0);
+    // A normal c is kept on its own grid: 2^-120 (frac 5 keeps it whole).
+    let normal = f32::from_bits(0x0380_0000);
+    assert_eq!(dot(&plain, fa, fa, &zeros, &zeros, Some(normal)).unwrap().to_bits(), 0x0380_0000);
+}

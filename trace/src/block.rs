@@ -157,7 +157,8 @@ pub fn block(
     blk.ep_max = first_max.map(|(m, _)| m);
     let c_exact = Exact::of_f32(c).unwrap_or_else(Exact::zero);
     if early && !c_exact.is_zero() {
-        blk.ec = c_exact.ilog2();
+        // §2.2 step 3: at least −126, as fp32 holds a subnormal c.
+        blk.ec = c_exact.ilog2().map(|e| e.max(-126));
     }
     let mut e = i32::MIN;
     if let Some((m, pos)) = first_max {

@@ -173,7 +173,7 @@ impl<'a> FastGemm<'a> {
         }
         let cu = self.units(c)?;
         if early && cu != 0 {
-            e = e.max(Self::ilog2(c));
+            e = e.max(Self::ilog2(c).max(-126)); // §2.2 step 3
         }
         let e = e.max(min_exp);
         let g = e - frac;

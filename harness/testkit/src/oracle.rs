@@ -339,7 +339,7 @@ pub fn block(p: &Params, fa: Fp8, fb: Fp8, a: &[u8], b: &[u8], c: u32) -> u32 {
     }
     let prods = products(fa, fb, a, b);
     if !p.late_c {
-        // §2.2 steps 3-4: E = max(ep_i, floor(log2|c|) unclamped), then at least min_exp.
+        // §2.2 steps 3-4: E = max(ep_i, max(floor(log2|c|), -126)), then at least min_exp.
         let mut e = p.min_exp;
         let mut any = false;
         let mut emax = i64::MIN;
@@ -348,7 +348,7 @@ pub fn block(p: &Params, fa: Fp8, fb: Fp8, a: &[u8], b: &[u8], c: u32) -> u32 {
             any = true;
         }
         if let Val::Num(cx) = &cv {
-            emax = emax.max(cx.floor_log2());
+            emax = emax.max(cx.floor_log2().max(-126));
             any = true;
         }
         if any {
