@@ -319,3 +319,14 @@ fn a_probe_names_the_gpu_of_a_bundle_without_a_table_and_must_agree_with_a_table
     let e = build_platform(&s, &tmp.path().join("rules")).unwrap_err().to_string();
     assert!(e.contains("needs --table"), "{e}");
 }
+
+/// `--out` into a directory that does not exist yet makes it (it failed with a Parquet write error).
+#[test]
+fn build_makes_the_parent_of_its_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("not/yet/there/lab");
+    let spec = BuildSpec { table: None, recordings: vec![], ..spec("lab-parent") };
+    let p = build_platform(&spec, &out).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((p.name.as_str(), p.profiles[0].name.as_str()), ("lab-parent", "lab-parent"));
+    assert!(out.join("platform.toml").is_file());
+}

@@ -52,6 +52,9 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
         return Err(invalid(out, "already exists: a bundle is never written over"));
     }
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // `--out a/b/bundle` makes a/b, as any tool that writes a file would.
+    std::fs::create_dir_all(parent)
+        .map_err(|e| DatasetError::Write { path: parent.to_path_buf(), detail: e.to_string() })?;
     let staging = tempfile::Builder::new()
         .prefix(".mmaemu-platform-")
         .tempdir_in(parent)
