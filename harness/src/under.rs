@@ -13,7 +13,8 @@ pub struct Resolved {
     pub profile: std::result::Result<Option<Profile>, String>,
     /// The preset of an `mma`, `accumulator` or `gemm` row.
     pub preset: std::result::Result<Preset, String>,
-    /// The split scheme it replays with ([`Under::scheme`]).
+    /// The split scheme it replays with: its recorded one, except that a split recorded as `unknown` takes the scheme
+    /// the platform's split-K table gives the row's customOption (its `algo` column), where both are known.
     pub scheme: String,
 }
 
@@ -81,13 +82,6 @@ impl Under {
         self.profiles.iter().find(same).map(Some).ok_or_else(|| {
             format!("no profile of the platform has the caller, workspace and alignment of the row's profile '{name}'")
         })
-    }
-
-    /// The split scheme a row replays with: its recorded one, except that a split recorded as `unknown` takes the
-    /// scheme the platform's split-K table gives the row's customOption (its `algo` column), where both are known.
-    pub fn scheme<'r>(&self, row: &'r Row) -> Cow<'r, str> {
-        let table = self.profile(row).ok().flatten().or(self.profiles.first()).and_then(|p| p.splitk_table);
-        scheme_with(row, table)
     }
 
     /// The (preset, profile) names a row counts under in the status table.

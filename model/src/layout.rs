@@ -64,3 +64,13 @@ pub(crate) fn cut(ranges: &[Range<usize>], len: usize, chunk: usize) -> Vec<Chun
     }
     out
 }
+
+/// An upper bound of the bytes of a plan of `splits` splits of `chunks` chunks each, whose longest chain is `len`
+/// elements: the splits, their chunks (a range each), and one row of A and of B gathered over that chain; None when
+/// it overflows 64 bits. Computed before anything is built, so that a size a file or flag makes huge is refused
+/// rather than allocated.
+pub(crate) fn plan_bytes(splits: u64, chunks: u64, len: u64) -> Option<u64> {
+    let per_chunk = (std::mem::size_of::<Chunk>() + std::mem::size_of::<Range<usize>>()) as u64;
+    let per_split = (std::mem::size_of::<Split>() as u64).checked_add(chunks.checked_mul(per_chunk)?)?;
+    splits.checked_mul(per_split)?.checked_add(len.checked_mul(2)?)
+}

@@ -155,8 +155,7 @@ impl Plan {
             Some(rule) if s > 1 => rule.plan_bytes(k, s, fast),
             _ => {
                 let chunks = if fast { 1 } else { k.div_ceil(preset.slow_chunk().unwrap_or(k).max(1)).max(1) };
-                let per_chunk = (std::mem::size_of::<Chunk>() + std::mem::size_of::<std::ops::Range<usize>>()) as u64;
-                crate::limits::product(&[chunks as u64, per_chunk]).and_then(|c| c.checked_add(2 * k as u64 + 32))
+                crate::layout::plan_bytes(1, chunks as u64, k as u64)
             }
         };
         crate::limits::check_fixed(&format!("a plan of S = {s} splits"), bytes).map_err(Error::invalid_value)?;

@@ -180,9 +180,7 @@ impl SplitRule {
             (false, Some(p)) => len.div_ceil(p.max(1) as u64).max(1),
             _ => 1,
         };
-        let per_chunk = (std::mem::size_of::<Chunk>() + std::mem::size_of::<Range<usize>>()) as u64;
-        let per_split = std::mem::size_of::<Split>() as u64 + chunks.checked_mul(per_chunk)?;
-        s.checked_mul(per_split)?.checked_add(len.checked_mul(2)?)
+        crate::layout::plan_bytes(s, chunks, len)
     }
 
     /// The rule for fast accumulation: the same layout without a slow restart.

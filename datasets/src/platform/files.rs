@@ -65,16 +65,19 @@ pub fn read_regular(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, Datase
     Ok(bytes)
 }
 
-/// A document's text ([`read_regular`] with [`MAX_DOCUMENT_BYTES`]): a manifest, a preset document, a probe.
-pub fn read_document(path: &Path, what: &str) -> Result<String, DatasetError> {
-    let bytes = read_regular(path, MAX_DOCUMENT_BYTES, what)?;
-    String::from_utf8(bytes).map_err(|_| invalid(path, format!("{what} is not UTF-8 text")))
+/// The text of the regular file `path` ([`read_regular`] with `cap`), UTF-8.
+fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, DatasetError> {
+    String::from_utf8(read_regular(path, cap, what)?).map_err(|_| invalid(path, format!("{what} is not UTF-8 text")))
 }
 
-/// A data file's text ([`read_regular`] under the memory ceiling in force): a fit's output, a probe.
+/// A document's text, at most [`MAX_DOCUMENT_BYTES`]: a manifest, a preset document.
+pub fn read_document(path: &Path, what: &str) -> Result<String, DatasetError> {
+    read_text(path, MAX_DOCUMENT_BYTES, what)
+}
+
+/// A data file's text, under the memory ceiling in force: a fit's output, a probe.
 pub fn read_data(path: &Path, what: &str) -> Result<String, DatasetError> {
-    let bytes = read_regular(path, crate::limits::ceiling(), what)?;
-    String::from_utf8(bytes).map_err(|_| invalid(path, format!("{what} is not UTF-8 text")))
+    read_text(path, crate::limits::ceiling(), what)
 }
 
 /// A preset document named by a path ([`read_document`]), as the model's `Catalogue::preset_or_path` reads it.

@@ -118,8 +118,11 @@ fn bundle_table(
         std::str::from_utf8(&sidecar_bytes).map_err(|_| invalid(&sidecar_path, "the sidecar is not UTF-8"))?;
     let t = Table::new(sidecar, blob, &sidecar_path.display().to_string())
         .map_err(|e| invalid(&sidecar_path, e.message().to_string()))?;
-    let shipped =
-        Table::builtin_names().filter_map(|n| Table::builtin(n).ok()).any(|b| b.sidecar_sha256() == t.sidecar_sha256());
+    let shipped = Catalogue::builtin()
+        .platforms()
+        .iter()
+        .filter_map(|p| p.table)
+        .any(|b| b.sidecar_sha256() == t.sidecar_sha256());
     if t.declares_verification() && !shipped {
         return Err(invalid(
             &sidecar_path,
@@ -131,16 +134,23 @@ fn bundle_table(
     Ok(t)
 }
 
-/// The library's own platform when `path` is one of its shipped bundles (its manifest byte for byte, every listed
-/// file with its sha256), else None. Such a bundle states its maturity, which a loaded bundle may not: `platform
-/// check` checks it against the shipped recordings instead of loading it.
-pub fn builtin_bundle(path: &Path) -> Result<Option<Platform>, DatasetError> {
+/// The bundle directory of `path` and its manifest's path and text (a missing manifest is not-found; the manifest is
+/// read as every bundle file is, regular and capped).
+fn read_manifest(path: &Path) -> Result<(PathBuf, PathBuf, String), DatasetError> {
     let dir = bundle_dir(path);
     let manifest = dir.join(MANIFEST);
     if std::fs::symlink_metadata(&manifest).is_err() {
         return Err(DatasetError::NotFound { path: manifest });
     }
     let text = read_document(&manifest, "the manifest")?;
+    Ok((dir, manifest, text))
+}
+
+/// The library's own platform when `path` is one of its shipped bundles (its manifest byte for byte, every listed
+/// file with its sha256), else None. Such a bundle states its maturity, which a loaded bundle may not: `platform
+/// check` checks it against the shipped recordings instead of loading it.
+pub fn builtin_bundle(path: &Path) -> Result<Option<Platform>, DatasetError> {
+    let (dir, manifest, text) = read_manifest(path)?;
     let Some((name, _)) = mmaemu_model::catalogue::builtin_manifests().find(|(_, t)| *t == text) else {
         return Ok(None);
     };
@@ -152,12 +162,7 @@ pub fn builtin_bundle(path: &Path) -> Result<Option<Platform>, DatasetError> {
 /// sha256, the split-K table (read, encoded and checked against its sidecar now). Every file is regular and read
 /// once; every name is plain; a profile whose name is a built-in one is refused.
 pub fn load_platform(path: &Path) -> Result<Platform, DatasetError> {
-    let dir = bundle_dir(path);
-    let manifest = dir.join(MANIFEST);
-    if std::fs::symlink_metadata(&manifest).is_err() {
-        return Err(DatasetError::NotFound { path: manifest });
-    }
-    let text = read_document(&manifest, "the manifest")?;
+    let (dir, manifest, text) = read_manifest(path)?;
     let listed = listed_files(&manifest, &text)?;
     let mut bytes = read_files(&dir, &manifest, &listed)?;
     let mut table_err = None;
