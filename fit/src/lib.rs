@@ -7,11 +7,13 @@
 // unreadable input or a usage error.
 
 pub mod envelope;
+pub mod experiment;
 pub mod preset;
 pub mod rules;
 pub mod splitk;
 pub mod verdict;
 
+pub use experiment::Experiment;
 pub use verdict::Verdict;
 
 use mmaemu_datasets::{discover, read_recording, DatasetError, Row, Truth};
