@@ -177,6 +177,61 @@ impl Format {
     }
 }
 
+/// `float4_e2m1fn` (docs/reference.md §12.1): bias 1, 1 mantissa bit, no Inf or NaN; one code per byte in its low
+/// 4 bits (bit 3 the sign), values ±{0, 0.5, 1, 1.5, 2, 3, 4, 6}. torch's `float4_e2m1fn_x2` packs two per byte,
+/// the first element in the low nibble ([`e2m1_unpack`]).
+pub mod e2m1 {
+    use super::{Class, Decoded};
+
+    /// Explicit mantissa bits.
+    pub const MBITS: u32 = 1;
+    /// The largest magnitude, 6.
+    pub const MAX: f32 = 6.0;
+
+    /// The integer form of a code's low nibble (`|x| = sig * 2^(exp - 1)`; the subnormal 0.5 has exp 0, sig 1).
+    pub const fn decoded(code: u8) -> Decoded {
+        let code = code & 0x0F;
+        let neg = code & 0x8 != 0;
+        let field = ((code >> 1) & 0x3) as i8;
+        let mant = code & 0x1;
+        if field == 0 && mant == 0 {
+            return Decoded { neg, sig: 0, exp: 0, class: Class::Zero };
+        }
+        if field == 0 {
+            return Decoded { neg, sig: mant, exp: 0, class: Class::Finite };
+        }
+        Decoded { neg, sig: 2 | mant, exp: field - 1, class: Class::Finite }
+    }
+
+    /// The exact value of a code's low nibble.
+    pub fn to_f32(code: u8) -> f32 {
+        let d = decoded(code);
+        let v = d.sig as f32 * f32::from_bits(((127 + d.exp as i32 - 1) as u32) << 23);
+        if d.neg {
+            -v
+        } else {
+            v
+        }
+    }
+}
+
+/// The codes of torch's `float4_e2m1fn_x2` bytes, one per byte, two per input byte: the low nibble first.
+pub fn e2m1_unpack(packed: &[u8]) -> Vec<u8> {
+    packed.iter().flat_map(|&b| [b & 0x0F, b >> 4]).collect()
+}
+
+/// One code per byte packed two per byte as torch's `float4_e2m1fn_x2` holds them (element 2i in the low nibble);
+/// an odd count leaves the last high nibble zero.
+pub fn e2m1_pack(codes: &[u8]) -> Vec<u8> {
+    codes.chunks(2).map(|p| (p[0] & 0x0F) | (p.get(1).copied().unwrap_or(0) & 0x0F) << 4).collect()
+}
+
+/// A ue4m3 scale code (NVFP4's block scales): an e4m3 code read without its sign bit (MMA-Sim clears it), so
+/// 0x7F and 0xFF are NaN and 0x00 / 0x80 are zero.
+pub fn ue4m3_decoded(code: u8) -> Decoded {
+    Format::E4m3.decoded(code & 0x7F)
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -274,6 +329,21 @@ mod tests {
         assert_eq!(e5(f32::INFINITY), 0x7B);
         assert_eq!(e5(f32::NEG_INFINITY), 0xFB);
         assert_eq!(e4(f32::NAN), 0x7F);
+    }
+
+    #[test]
+    fn e2m1_values_and_packing() {
+        // docs/reference.md §12.1: the 16 codes.
+        let values: Vec<f32> = (0..16u8).map(e2m1::to_f32).collect();
+        let expect = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+        for (i, v) in expect.iter().enumerate() {
+            assert_eq!(values[i], *v);
+            assert_eq!(values[i + 8], -v);
+        }
+        assert_eq!(e2m1_unpack(&[0x72]), [0x2, 0x7]);
+        assert_eq!(e2m1_pack(&[0x2, 0x7, 0xF]), [0x72, 0x0F]);
+        assert!(ue4m3_decoded(0xFF).class == Class::Nan && ue4m3_decoded(0x80).class == Class::Zero);
+        assert_eq!(ue4m3_decoded(0xB8), Format::E4m3.decoded(0x38));
     }
 
     #[test]

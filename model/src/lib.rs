@@ -5,7 +5,9 @@
 // The model is written to be obviously right; the fast kernels live in `mmaemu-kernels` and must equal it bit for bit.
 
 pub mod accumulate;
+pub mod block_gemm;
 pub mod block_scale;
+pub mod blocked_layout;
 pub mod catalogue;
 pub mod chain;
 pub mod dtype;
@@ -14,6 +16,7 @@ pub mod error;
 pub mod format;
 pub mod fpenv;
 pub mod gemm;
+pub mod group_scale;
 pub mod interrupt;
 pub mod layout;
 pub mod limits;
@@ -39,9 +42,10 @@ pub use epilogue::{Epilogue, OutDtype};
 pub use error::{Category, Error, InvalidKind, Result};
 pub use format::Format;
 pub use gemm::{gemm, gemm_with, Output};
+pub use group_scale::{b200_tcgen05_mxf4nvf4, dot_group_scaled, GroupChain};
 pub use plan::{Plan, Scheme, SplitK};
 pub use platform::Platform;
-pub use preset::{BlockRounding, CEntry, Maturity, Preset, PresetSpec};
+pub use preset::{BlockRounding, CEntry, Maturity, Preset, PresetSpec, ScaleFormat};
 pub use profile::{Caller, Profile, RejectRule};
 pub use rule::SplitRule;
 pub use splitk::{

@@ -49,6 +49,30 @@ impl BlockRounding {
     }
 }
 
+/// The encoding of a preset's block scales (docs/reference.md §2.8, §12.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ScaleFormat {
+    /// `ue8m0`: a power of two 2^(code - 127), 0xFF NaN (MXFP8, MXFP4).
+    #[default]
+    Ue8m0,
+    /// `ue4m3`: an e4m3 code read without its sign bit, 0x7F NaN (NVFP4).
+    Ue4m3,
+}
+
+impl ScaleFormat {
+    /// `ue8m0`, `ue4m3`: its name in preset documents.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScaleFormat::Ue8m0 => "ue8m0",
+            ScaleFormat::Ue4m3 => "ue4m3",
+        }
+    }
+    /// The format of a name ([`ScaleFormat::name`]).
+    pub fn from_name(s: &str) -> Option<ScaleFormat> {
+        [ScaleFormat::Ue8m0, ScaleFormat::Ue4m3].into_iter().find(|f| f.name() == s)
+    }
+}
+
 /// How far hardware recordings establish a preset or profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Maturity {
@@ -93,6 +117,11 @@ pub struct PresetSpec {
     pub scale_block: Option<u32>,
     /// Slow-accumulation chunk length, or None if slow accumulation is not characterised.
     pub slow_chunk: Option<u32>,
+    /// The encoding of the block scales (default ue8m0).
+    pub scale_format: ScaleFormat,
+    /// Products summed exactly per group of the group-scaled step (docs/reference.md §12.2: e2m1 operands,
+    /// `tcgen05.mma kind::mxf4nvf4`), or None for the FP8 block step.
+    pub group: Option<u32>,
     /// Maturity (default for user presets: custom).
     pub maturity: Maturity,
 }
@@ -119,6 +148,8 @@ impl PresetSpec {
             rounding: BlockRounding::Truncate,
             scale_block: None,
             slow_chunk,
+            scale_format: ScaleFormat::Ue8m0,
+            group: None,
             maturity: Maturity::Custom,
         }
     }
@@ -131,6 +162,12 @@ impl PresetSpec {
     /// The same parameters taking e8m0 block scales per `scale_block` elements (None: none).
     pub fn with_scale_block(self, scale_block: Option<u32>) -> PresetSpec {
         PresetSpec { scale_block, ..self }
+    }
+
+    /// The same parameters as a group-scaled step (docs/reference.md §12.2): `group` products summed exactly per
+    /// group, scales of `scale_format` (None: the FP8 block step, e8m0 scales).
+    pub fn with_group_scale(self, group: Option<u32>, scale_format: ScaleFormat) -> PresetSpec {
+        PresetSpec { group, scale_format, ..self }
     }
 
     /// Whether two parameter sets compute the same arithmetic (every field but the name and maturity).
@@ -199,7 +236,8 @@ impl Preset {
 
     /// A user-defined preset, validated (docs/reference.md §2.1): nfma >= 1, slow_chunk None or >= 1,
     /// 1 <= frac <= 40, 1 <= frac_out <= 23, -1000 <= min_exp <= 1000; nearest-even rounding only with
-    /// frac_out = 23; a scale block only equal to nfma. Violations are invalid-value errors.
+    /// frac_out = 23; a scale block only equal to nfma,
+    /// or, with a group, a multiple of the group that divides nfma; a ue4m3 scale format only with a group. Violations are invalid-value errors.
     pub fn custom(spec: PresetSpec) -> Result<Preset> {
         if spec.nfma < 1 {
             return Err(Error::invalid_value(format!("preset '{}': nfma must be >= 1, got {}", spec.name, spec.nfma)));
@@ -234,7 +272,22 @@ impl Preset {
                 spec.name, spec.frac_out
             )));
         }
-        if let Some(s) = spec.scale_block {
+        if let Some(g) = spec.group {
+            let ok = g >= 1 && spec.scale_block.is_some_and(|s| s >= g && s % g == 0 && spec.nfma % s == 0);
+            if !ok {
+                return Err(Error::invalid_value(format!(
+                    "preset '{}': group = {g} needs a scale_block that is a multiple of it and divides nfma ({})",
+                    spec.name, spec.nfma
+                )));
+            }
+        } else if spec.scale_format != ScaleFormat::Ue8m0 {
+            return Err(Error::invalid_value(format!(
+                "preset '{}': scale_format '{}' needs the group-scaled step (a 'group'); the FP8 block step takes \
+                 ue8m0 scales",
+                spec.name,
+                spec.scale_format.name()
+            )));
+        } else if let Some(s) = spec.scale_block {
             if s != spec.nfma {
                 return Err(Error::invalid_value(format!(
                     "preset '{}': scale_block must equal nfma ({}), got {s}",
@@ -284,6 +337,14 @@ impl Preset {
     /// Elements per e8m0 block scale, if the preset takes block scales.
     pub fn scale_block(&self) -> Option<usize> {
         self.spec.scale_block.map(|s| s as usize)
+    }
+    /// The encoding of the block scales.
+    pub fn scale_format(&self) -> ScaleFormat {
+        self.spec.scale_format
+    }
+    /// The exact-sum group of the group-scaled step (docs/reference.md §12.2), None for the FP8 block step.
+    pub fn group(&self) -> Option<usize> {
+        self.spec.group.map(|g| g as usize)
     }
     /// Slow-accumulation chunk length.
     pub fn slow_chunk(&self) -> Option<usize> {

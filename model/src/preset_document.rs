@@ -2,14 +2,26 @@
 //! whole document or the table a larger document embeds, and its writer. The maturity is computed, never declared.
 
 use crate::error::{Error, Result};
-use crate::preset::{BlockRounding, CEntry, Maturity, Preset, PresetSpec};
+use crate::preset::{BlockRounding, CEntry, Maturity, Preset, PresetSpec, ScaleFormat};
 
 /// The value of the document's `format` key.
 pub const PRESET_FORMAT: &str = "mmaemu-preset/1";
 
 /// The keys a document may hold.
-const KEYS: [&str; 10] =
-    ["format", "name", "nfma", "frac", "frac_out", "rounding", "min_exp", "c_entry", "slow_chunk", "scale_block"];
+const KEYS: [&str; 12] = [
+    "format",
+    "name",
+    "nfma",
+    "frac",
+    "frac_out",
+    "rounding",
+    "min_exp",
+    "c_entry",
+    "slow_chunk",
+    "scale_block",
+    "scale_format",
+    "group",
+];
 
 fn bad(msg: String) -> Error {
     Error::invalid_value(format!("preset document: {msg}"))
@@ -111,7 +123,12 @@ fn spec_of(t: &toml::Table) -> Result<PresetSpec> {
         )
         .with_rounding(rounding)
         .with_scale_block(optional_u32(t, "scale_block")?);
-        Ok(spec)
+        let scale_format = match t.get("scale_format").map(|_| string(t, "scale_format")).transpose()? {
+            None => ScaleFormat::Ue8m0,
+            Some(s) => ScaleFormat::from_name(s)
+                .ok_or_else(|| bad(format!("scale_format must be 'ue8m0' or 'ue4m3', got '{s}'")))?,
+        };
+        Ok(spec.with_group_scale(optional_u32(t, "group")?, scale_format))
     }
 }
 
@@ -218,6 +235,12 @@ impl Preset {
         }
         if let Some(b) = s.scale_block {
             out += &format!("scale_block = {b}\n");
+        }
+        if s.scale_format != ScaleFormat::Ue8m0 {
+            out += &format!("scale_format = \"{}\"\n", s.scale_format.name());
+        }
+        if let Some(g) = s.group {
+            out += &format!("group = {g}\n");
         }
         out
     }

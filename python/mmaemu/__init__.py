@@ -13,8 +13,9 @@ from ._arrays import Codes, codes
 from ._core import __version__
 from ._patch import install, installed, patch, uninstall
 from ._trace import Attribution, attribute, trace
+from ._v2 import ScalingType, SwizzleType, scaled_mm_v2
 from .errors import *  # noqa: F401,F403  (the error and warning classes of errors.__all__)
-from . import model, testing, datasets  # noqa: E402  (after the API they build on)
+from . import model, testing, datasets, functional  # noqa: E402  (after the API they build on)
 
 if _util.find_spec("torch") is not None:
     # The public entry points are opaque to torch.compile: dynamo runs them as they are (graph break).
@@ -23,6 +24,7 @@ if _util.find_spec("torch") is not None:
     scaled_mm = _torch.compiler.disable(scaled_mm)
     explain = _torch.compiler.disable(explain)
     accumulate = _torch.compiler.disable(accumulate)
+    scaled_mm_v2 = _torch.compiler.disable(scaled_mm_v2)
     model.dot = _torch.compiler.disable(model.dot)
     model.epilogue.apply = _torch.compiler.disable(model.epilogue.apply)
 
@@ -42,6 +44,10 @@ __all__ = [
     "model",
     "testing",
     "datasets",
+    "functional",
+    "scaled_mm_v2",
+    "ScalingType",
+    "SwizzleType",
     "errors",
     "__version__",
 ]

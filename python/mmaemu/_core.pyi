@@ -50,3 +50,19 @@ def get_preset(name: str) -> Dict[str, Any]: ...
 def list_presets() -> List[str]: ...
 def backends_status(device: str) -> Tuple[List[Tuple[str, bool, str]], str, List[str]]: ...
 def read_recording_rows(path: str) -> List[Dict[str, Any]]: ...
+def block_scaled_mm(
+    mode: str,
+    preset: str,
+    fa: str,
+    fb: str,
+    a: bytes,
+    b: bytes,
+    m: int,
+    n: int,
+    k: int,
+    scale_a: bytes,
+    scale_b: bytes,
+    shapes: Tuple[str, str],
+    globals: Tuple[float, float],
+    out: str,
+) -> Tuple[bytes, Warnings]: ...
