@@ -1,0 +1,152 @@
+"""mmaemu.scaled_mm_v2 / mmaemu.functional.scaled_mm (docs/reference.md §12.6): MXFP8, NVFP4 and block-wise calls
+against an fp32 emulation within PyTorch's own tolerances (test_matmul_cuda.py: MX and NVFP4 compare with a bf16
+output tolerance; block-wise with cosine similarity >= 0.999), MXFP8 as the e8m0 block-scaled `dot` chained over K
+(an independent path through the package), torch's blocked layout, and the rejections. Seeded; the seed is in
+every failure message."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import mmaemu  # noqa: E402
+from mmaemu import ScalingType, SwizzleType  # noqa: E402
+from mmaemu.errors import ExperimentalPresetWarning, UnsupportedFeatureError  # noqa: E402
+
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+E2M1 = E2M1 + [-v for v in E2M1]
+
+
+def to_blocked(x):
+    """torch's to_blocked (test/test_matmul_cuda.py), verbatim in its steps."""
+    rows, cols = x.shape
+    rb, cb = -(-rows // 128), -(-cols // 4)
+    padded = torch.zeros((rb * 128, cb * 4), dtype=x.dtype)
+    padded[:rows, :cols] = x
+    blocks = padded.view(rb, 128, cb, 4).permute(0, 2, 1, 3)
+    return blocks.reshape(-1, 4, 32, 4).transpose(1, 2).reshape(-1, 32, 16).flatten()
+
+
+def fp8(g, shape, lo=-2.0, hi=2.0):
+    return (torch.rand(shape, generator=g) * (hi - lo) + lo).to(torch.float8_e4m3fn)
+
+
+def call(*args, **kw):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = mmaemu.functional.scaled_mm(*args, **kw)
+    assert any(issubclass(x.category, ExperimentalPresetWarning) for x in w), "every block-scaled call warns"
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mxfp8_within_torch_tolerance_and_equal_to_chained_dot(seed):
+    g = torch.Generator().manual_seed(seed)
+    m, n, k = 16 * (1 + seed), 16, 64 * (1 + seed % 2)
+    a, bt = fp8(g, (m, k)), fp8(g, (n, k))
+    sa = torch.randint(120, 134, (m, k // 32), generator=g).to(torch.uint8)
+    sb = torch.randint(120, 134, (n, k // 32), generator=g).to(torch.uint8)
+    out = call(
+        a, bt.t(), to_blocked(sa).view(torch.float8_e8m0fnu), ScalingType.BlockWise1x32,
+        to_blocked(sb).view(torch.float8_e8m0fnu), ScalingType.BlockWise1x32,
+        swizzle_a=SwizzleType.SWIZZLE_32_4_4, swizzle_b=SwizzleType.SWIZZLE_32_4_4, output_dtype=torch.float32,
+    )
+    # the fp32 emulation of PyTorch's MX tests: dequantise with the scales, matmul, compare
+    da = a.float() * torch.exp2(sa.float() - 127).repeat_interleave(32, dim=1)
+    db = bt.float() * torch.exp2(sb.float() - 127).repeat_interleave(32, dim=1)
+    ref = da.double() @ db.double().t()
+    torch.testing.assert_close(out.double(), ref, atol=1e-2, rtol=1e-2, msg=f"seed {seed}")
+    # exact: output (i, j) is the block-scaled instruction chained one 32-element block at a time
+    for i in range(0, m, 7):
+        for j in range(0, n, 5):
+            acc = None
+            for blk in range(k // 32):
+                r = slice(32 * blk, 32 * blk + 32)
+                acc = mmaemu.model.dot(
+                    a[i, r].view(torch.uint8), bt[j, r].view(torch.uint8),
+                    c=None if acc is None else acc, preset="b200_tcgen05", fmt="e4m3",
+                    scale_a=sa[i, blk : blk + 1], scale_b=sb[j, blk : blk + 1],
+                )
+            assert acc.item() == out[i, j].item() or (np.isnan(acc.item()) and np.isnan(out[i, j].item())), (
+                f"seed {seed} ({i}, {j})"
+            )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nvfp4_within_torch_tolerance(seed):
+    g = torch.Generator().manual_seed(100 + seed)
+    m, n, k = 32, 16, 64 * (1 + seed)
+    ca = torch.randint(0, 16, (m, k), generator=g, dtype=torch.uint8)
+    cb = torch.randint(0, 16, (n, k), generator=g, dtype=torch.uint8)
+    pack = lambda c: (c[:, 1::2] << 4) | c[:, ::2]  # noqa: E731  torch's pack_uint4
+    sa = torch.randint(0x30, 0x40, (m, k // 16), generator=g, dtype=torch.uint8)
+    sb = torch.randint(0x30, 0x40, (n, k // 16), generator=g, dtype=torch.uint8)
+    ga, gb = torch.tensor(0.5), torch.tensor(3.0)
+    out = call(
+        pack(ca), pack(cb).t(), [to_blocked(sa).view(torch.float8_e4m3fn), ga], ScalingType.BlockWise1x16,
+        [to_blocked(sb).view(torch.float8_e4m3fn), gb], ScalingType.BlockWise1x16,
+        swizzle_a=SwizzleType.SWIZZLE_32_4_4, swizzle_b=SwizzleType.SWIZZLE_32_4_4, output_dtype=torch.float32,
+    )
+    table = torch.tensor(E2M1, dtype=torch.float64)
+    sa_v = sa.view(torch.float8_e4m3fn).double().repeat_interleave(16, dim=1)
+    sb_v = sb.view(torch.float8_e4m3fn).double().repeat_interleave(16, dim=1)
+    ref = ((table[ca.long()] * sa_v) @ (table[cb.long()] * sb_v).t()) * 1.5
+    torch.testing.assert_close(out.double(), ref, atol=1e-2, rtol=1e-2, msg=f"seed {seed}")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_blockwise_cosine_and_fp32_order(seed):
+    g = torch.Generator().manual_seed(200 + seed)
+    m, n, k = 128, 32, 256 + 128 * seed
+    a, bt = fp8(g, (m, k)), fp8(g, (n, k))
+    kb = k // 128
+    sa = (torch.rand((m, kb), generator=g) + 0.5).t().contiguous().t()  # (M, KB), strides (1, M)
+    l4 = -(-kb // 4) * 4
+    sb_logical = torch.rand((1, kb), generator=g) + 0.5  # N / 128 = 1 tile row
+    sb = torch.zeros((1, l4))
+    sb[:, :kb] = sb_logical
+    sb = sb.t()  # (L4, N / 128), strides (1, L4)
+    out = call(a, bt.t(), sa, ScalingType.BlockWise1x128, sb, ScalingType.BlockWise128x128, output_dtype=torch.float32)
+    ref = sum(
+        (a[:, c * 128 : (c + 1) * 128].double() @ bt[:, c * 128 : (c + 1) * 128].double().t())
+        * sa[:, c : c + 1].double()
+        * sb_logical[0, c].double()
+        for c in range(kb)
+    )
+    cos = torch.nn.functional.cosine_similarity(out.double().flatten(), ref.flatten(), dim=0)
+    assert cos >= 0.999, f"seed {seed}: cosine {cos}"
+
+
+def test_rejections_are_typed():
+    a, bt = torch.zeros((16, 64), dtype=torch.float8_e4m3fn), torch.zeros((16, 64), dtype=torch.float8_e4m3fn)
+    s = torch.full((128 * 4,), 127, dtype=torch.uint8).view(torch.float8_e8m0fnu)
+    mx = dict(swizzle_a=SwizzleType.SWIZZLE_32_4_4, swizzle_b=SwizzleType.SWIZZLE_32_4_4)
+    with pytest.raises(ValueError, match="should have 512 elements, got: 511"):
+        mmaemu.functional.scaled_mm(a, bt.t(), s[:511], ScalingType.BlockWise1x32, s, ScalingType.BlockWise1x32, **mx)
+    with pytest.raises(ValueError, match="swizzled to SWIZZLE_32_4_4"):
+        mmaemu.functional.scaled_mm(a, bt.t(), s, ScalingType.BlockWise1x32, s, ScalingType.BlockWise1x32)
+    with pytest.raises(ValueError, match="divisible by 16"):
+        mmaemu.functional.scaled_mm(a[:, :40], bt[:, :40].t(), s, 3, s, 3, **mx)
+    with pytest.raises(ValueError, match="must have shape 16 x 1 Float"):
+        mmaemu.functional.scaled_mm(
+            a, bt.t(), torch.ones(16, 2), ScalingType.BlockWise1x128, torch.ones(16, 1), ScalingType.BlockWise1x128
+        )
+    with pytest.raises(ValueError, match="use_fast_accum"):
+        mmaemu.functional.scaled_mm(
+            a, bt.t(), torch.ones(16, 1), ScalingType.BlockWise1x128, torch.ones(16, 1), ScalingType.BlockWise1x128,
+            use_fast_accum=True,
+        )
+    with pytest.raises(UnsupportedFeatureError):
+        mmaemu.functional.scaled_mm(a, bt.t(), torch.ones(16, 1), ScalingType.RowWise, torch.ones(1, 16), 1)
+    with pytest.raises(TypeError):
+        mmaemu.functional.scaled_mm(a.float(), bt.t(), s, 3, s, 3, **mx)
+
+
+def test_tensorwise_goes_to_scaled_mm():
+    g = torch.Generator().manual_seed(7)
+    a, bt = fp8(g, (16, 32)), fp8(g, (16, 32))
+    one = torch.tensor(1.0)
+    got = mmaemu.functional.scaled_mm(a, bt.t(), one, ScalingType.TensorWise, one, ScalingType.TensorWise)
+    want = mmaemu.scaled_mm(a, bt.t(), one, one, out_dtype=torch.bfloat16)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
