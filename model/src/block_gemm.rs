@@ -194,4 +194,3 @@ pub fn blockwise_gemm(
 pub fn block_epilogue(acc: &[f32], global_a: f32, global_b: f32, out: OutDtype) -> Vec<u32> {
     Epilogue { scale_a: global_a, scale_b: global_b, scale_result: None, out }.apply(acc)
 }
-

@@ -26,7 +26,11 @@ pub fn blocked_index(r: usize, c: usize, cols: usize) -> usize {
 /// not rows · cols long, or a size that overflows.
 pub fn to_blocked<T: Copy>(scales: &[T], rows: usize, cols: usize, pad: T) -> Result<Vec<T>> {
     let n = rows.checked_mul(cols).filter(|&n| n == scales.len()).ok_or_else(|| {
-        Error::invalid_value(format!("a {rows} x {cols} scale matrix has {} elements, got {}", rows * cols, scales.len()))
+        Error::invalid_value(format!(
+            "a {rows} x {cols} scale matrix has {} elements, got {}",
+            rows * cols,
+            scales.len()
+        ))
     })?;
     let len = blocked_len(rows, cols).ok_or_else(|| Error::invalid_value("the blocked scale size overflows"))?;
     crate::limits::check_fixed("the blocked scales", Some(len as u64)).map_err(Error::invalid_value)?;

@@ -121,7 +121,8 @@ fn blockwise_gemm_is_the_hopper_chain_per_128_scaled_in_fp32() {
     for seed in 0..18u64 {
         let rng = &mut SplitMix64(0x424C_0000 + seed);
         let (sha, shb) = shapes[seed as usize % 3];
-        let d = Dims { m: rng.between(1, 200) as usize, n: rng.between(1, 6) as usize, k: rng.between(1, 600) as usize };
+        let d =
+            Dims { m: rng.between(1, 200) as usize, n: rng.between(1, 6) as usize, k: rng.between(1, 600) as usize };
         let (a, b) = (codes(rng, d.m * d.k, Format::E4m3), codes(rng, d.n * d.k, Format::E4m3));
         let kb = d.k.div_ceil(128);
         let scale = |rng: &mut SplitMix64, n: usize| -> Vec<f32> {
@@ -136,8 +137,9 @@ fn blockwise_gemm_is_the_hopper_chain_per_128_scaled_in_fp32() {
                 let mut acc = 0.0f32;
                 for c in 0..kb {
                     let r = c * 128..((c + 1) * 128).min(d.k);
-                    let part = dot(&preset, Format::E4m3, Format::E4m3, &a[i * d.k..][r.clone()], &b[j * d.k..][r], None)
-                        .unwrap();
+                    let part =
+                        dot(&preset, Format::E4m3, Format::E4m3, &a[i * d.k..][r.clone()], &b[j * d.k..][r], None)
+                            .unwrap();
                     let s = sa[row(sha, i) * kb + c] * sb[row(shb, j) * kb + c];
                     acc += part * s;
                 }
@@ -160,8 +162,17 @@ fn wrong_scale_sizes_are_typed_errors_with_torchs_message() {
     assert!(e.message().contains("not e2m1"), "{}", e.message());
     let e = mx_gemm(&p, Format::E4m3, Format::E4m3, &a[1..], &b, d, &[127; 512], &[127; 512]).unwrap_err();
     assert!(e.message().contains("a must hold 3 x 64"), "{}", e.message());
-    let e = blockwise_gemm(&Preset::hopper(), Format::E4m3, Format::E4m3, &a, &b, d, (&[1.0; 3], BlockShape::Vec1x128), (&[1.0; 5], BlockShape::Vec1x128))
-        .unwrap_err();
+    let e = blockwise_gemm(
+        &Preset::hopper(),
+        Format::E4m3,
+        Format::E4m3,
+        &a,
+        &b,
+        d,
+        (&[1.0; 3], BlockShape::Vec1x128),
+        (&[1.0; 5], BlockShape::Vec1x128),
+    )
+    .unwrap_err();
     assert!(e.message().contains("scale_b must hold 2 x 1"), "{}", e.message());
     let huge = Dims { m: 1 << 20, n: 1 << 20, k: 1 };
     assert!(mx_gemm(&p, Format::E4m3, Format::E4m3, &a, &b, huge, &[], &[]).is_err());

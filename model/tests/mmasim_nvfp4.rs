@@ -31,14 +31,8 @@ enum ScaleMode {
 }
 
 const STYLES: [Style; 6] = [Style::Any, Style::Nonzero, Style::Nonzero, Style::Zeros, Style::Small, Style::Huge];
-const SCALE_MODES: [ScaleMode; 6] = [
-    ScaleMode::Normal,
-    ScaleMode::Normal,
-    ScaleMode::Normal,
-    ScaleMode::Subnormal,
-    ScaleMode::High,
-    ScaleMode::Wide,
-];
+const SCALE_MODES: [ScaleMode; 6] =
+    [ScaleMode::Normal, ScaleMode::Normal, ScaleMode::Normal, ScaleMode::Subnormal, ScaleMode::High, ScaleMode::Wide];
 const NOTABLE_SCALES: [u8; 5] = [0x00, 0x01, 0x08, 0x38, 0x7E];
 
 fn element(rng: &mut SplitMix64, style: Style) -> u8 {

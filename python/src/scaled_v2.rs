@@ -84,8 +84,7 @@ pub fn block_scaled_mm<'py>(
                         let p = mmaemu_api::catalogue().preset(preset)?;
                         let (xa, xb) = (f32s(sa), f32s(sb));
                         let (ha, hb) = (shape_arg(&shapes.0)?, shape_arg(&shapes.1)?);
-                        let acc =
-                            blockwise_gemm(&p, format_arg(fa)?, format_arg(fb)?, a, b, d, (&xa, ha), (&xb, hb))?;
+                        let acc = blockwise_gemm(&p, format_arg(fa)?, format_arg(fb)?, a, b, d, (&xa, ha), (&xb, hb))?;
                         (acc, experimental("block-wise 1x128/128x128 scaling (VEC128_32F, BLK128x128_32F)", &p))
                     }
                     _ => return Err(Error::invalid_value(format!("unknown block-scaled mode '{mode}'"))),
