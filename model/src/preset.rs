@@ -273,7 +273,8 @@ impl Preset {
             )));
         }
         if let Some(g) = spec.group {
-            let ok = g >= 1 && spec.scale_block.is_some_and(|s| s >= g && s % g == 0 && spec.nfma % s == 0);
+            let ok = g >= 1
+                && spec.scale_block.is_some_and(|s| s >= g && s.is_multiple_of(g) && spec.nfma.is_multiple_of(s));
             if !ok {
                 return Err(Error::invalid_value(format!(
                     "preset '{}': group = {g} needs a scale_block that is a multiple of it and divides nfma ({})",
