@@ -36,8 +36,16 @@
 // exponents are clamped below at `frac - 126` (narrow) or `frac - 1022` (wide), which again only changes E when
 // everything is zero, and keeps `s` and `2^(E - frac)` normal.
 //
-// Presets outside these bounds (an nfma so large that the f64 sum could be inexact), and presets that round the block
-// result to nearest even (the lanes only truncate), run on the model's own chain (`Path::Scalar`).
+// Nearest-even presets (frac_out = 23) round the exact sum S to 24 significant bits, ties to even, instead of
+// truncating it. On the narrow path S is below 2^24 and already has at most 24 significant bits: both roundings leave
+// it as it is. On the wide path S is an integer-valued f64 (at most 53 bits) and is rounded in its bits: adding
+// `2^28 - 1` plus the lowest kept bit (bit 29) to the magnitude bits and clearing the 29 low bits is round to nearest,
+// ties to even, at 24 bits (a carry moves into the exponent field, which is the correct rounding up to the next power
+// of two). Integer operations only, so the result does not depend on the caller's rounding mode, like the model's
+// integer rounding; the block result is a normal f32 (at least 2^-68, see above), so the -126 clamp never binds.
+//
+// Presets outside these bounds (an nfma so large that the f64 sum could be inexact) run on the model's own chain
+// (`Path::Scalar`).
 
 use crate::tables::Lut;
 use mmaemu_model::preset::{BlockRounding, CEntry, Preset};
@@ -81,6 +89,14 @@ pub struct Params {
     pub mask32: u32,
     /// Clears the f64 mantissa bits below frac_out.
     pub mask64: u64,
+    /// Added to an f64 sum's bits before `mask64` clears them: 0 to truncate, `2^28 - 1` to round to nearest even
+    /// (with the lowest kept bit, [`Params::tie64`]).
+    pub half64: u64,
+    /// The position of the lowest kept bit of an f64 sum (52 - frac_out).
+    pub shift64: u32,
+    /// 1 to round to nearest even (the lowest kept bit, at [`Params::shift64`], is added with
+    /// [`Params::half64`]: ties go to even), 0 to truncate.
+    pub tie64: u64,
     /// The path.
     pub path: Path,
     /// The narrow path's block sums (terms and c) stay below 2^23 and the bias 2^(E - frac + 23) is an f32 for
@@ -107,9 +123,10 @@ impl Params {
         // The largest block sum: nfma terms below 2^(frac + 2) and c below 2^(frac + 1).
         let bound =
             (preset.nfma() as u128).saturating_mul((1u128 << (frac + 2)) - 1).saturating_add(1u128 << (frac + 1));
-        let truncates = preset.rounding() == BlockRounding::Truncate;
-        let narrow = truncates && !late && frac <= 48 && bound <= 1 << 24 && min_exp <= frac + 126;
-        let wide = truncates && frac <= 48 && bound <= 1 << 53 && min_exp <= frac + 1000;
+        // Nearest even: frac_out is 23 (the preset checks it), 29 bits of an f64 sum are dropped.
+        let nearest = preset.rounding() == BlockRounding::NearestEven;
+        let narrow = !late && frac <= 48 && bound <= 1 << 24 && min_exp <= frac + 126;
+        let wide = frac <= 48 && bound <= 1 << 53 && min_exp <= frac + 1000;
         let path = if narrow {
             Path::Narrow
         } else if wide {
@@ -134,6 +151,9 @@ impl Params {
             efloor,
             mask32: !((1u32 << (23 - frac_out)) - 1),
             mask64: !((1u64 << (52 - frac_out)) - 1),
+            half64: if nearest { (1u64 << (51 - frac_out)) - 1 } else { 0 },
+            shift64: 52 - frac_out,
+            tie64: nearest as u64,
             path,
         }
     }
@@ -243,7 +263,9 @@ impl Lane for f64 {
     }
     #[inline(always)]
     fn keep_frac_out(self, p: &Params) -> f64 {
-        f64::from_bits(self.to_bits() & p.mask64)
+        let x = self.to_bits();
+        // Truncation: half64 = odd64 = 0. Nearest even: see the comment at the top of this file.
+        f64::from_bits((x + p.half64 + ((x >> p.shift64) & p.tie64)) & p.mask64)
     }
     #[inline(always)]
     fn widen(c: f32) -> f64 {

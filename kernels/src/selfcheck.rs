@@ -2,8 +2,9 @@
 //! through the model, compared bit for bit. A backend registry runs it before it first uses an engine and
 //! falls back to the model if it fails.
 //!
-//! The battery covers every kernel path (narrow: ada, hopper and an odd custom preset; wide: b200_mma_sync
-//! and a 40-bit custom preset), all four format pairs, fast and slow, unsplit and every split scheme, ragged
+//! The battery covers every kernel path (narrow: ada, hopper, an odd custom preset and a 64-product block-scaled
+//! one; wide: b200_mma_sync, a 40-bit custom preset, and nearest-even ones with late and early c, blocks of 16 and
+//! 128, slow chunks of 256), all four format pairs, fast and slow, unsplit and every split scheme, ragged
 //! K and panels wider than one SIMD panel, and operands built to stress the block step: the largest and
 //! smallest magnitudes in one block (truncation), exact cancellation (the +0 rule), subnormals, -0 codes,
 //! blocks where the accumulator dominates, exponent ties with carries, and a row with NaN and Inf codes.
@@ -11,16 +12,27 @@
 use crate::fpstate::FpState;
 use crate::CpuEngine;
 use mmaemu_model::plan::{Scheme, SplitK};
-use mmaemu_model::preset::{CEntry, PresetSpec};
+use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec};
 use mmaemu_model::{execute, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
-/// The presets of the battery: the built-ins and two custom ones (odd block, other frac_out; 40-bit wide).
+/// The presets of the battery: the built-ins and custom ones across the space a fit can return (odd block, other
+/// frac_out; 40-bit wide; nearest even with late c, blocks of 16 and a slow chunk of 256; nearest even with early c
+/// and blocks of 128; blocks of 64 with e8m0 block scales).
 pub fn presets() -> Vec<Preset> {
     let mut v = vec![Preset::ada(), Preset::hopper(), Preset::b200_mma_sync()];
-    v.extend(Preset::custom(PresetSpec::custom("selfcheck-odd", 5, 13, 9, -20, CEntry::Early, Some(48))));
-    v.extend(Preset::custom(PresetSpec::custom("selfcheck-wide", 7, 40, 23, -1000, CEntry::Early, Some(96))));
+    let nearest = |s: PresetSpec| s.with_rounding(BlockRounding::NearestEven);
+    for spec in [
+        PresetSpec::custom("selfcheck-odd", 5, 13, 9, -20, CEntry::Early, Some(48)),
+        PresetSpec::custom("selfcheck-wide", 7, 40, 23, -1000, CEntry::Early, Some(96)),
+        nearest(PresetSpec::custom("selfcheck-nearest-late", 16, 24, 23, -133, CEntry::Late, Some(256))),
+        nearest(PresetSpec::custom("selfcheck-nearest-128", 128, 40, 23, -60, CEntry::Early, Some(256))),
+        PresetSpec::custom("selfcheck-scaled-64", 64, 13, 13, -1000, CEntry::Early, Some(128))
+            .with_scale_block(Some(64)),
+    ] {
+        v.extend(Preset::custom(spec));
+    }
     v
 }
 

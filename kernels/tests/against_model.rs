@@ -47,7 +47,7 @@ fn custom_preset(rng: &mut ChaCha8Rng) -> Preset {
     let slow = (!late || rng.random_ratio(50, 100)).then(|| rng.random_range(1..=300));
     let (frac, frac_out) = (rng.random_range(1..=40), rng.random_range(1..=23));
     let c_entry = if late { CEntry::Late } else { CEntry::Early };
-    // A quarter of the fp32-result presets round to nearest even, which the kernels leave to the model's chain.
+    // A quarter of the fp32-result presets round to nearest even (on the lanes, `kernel::Params::half64`).
     let rounding =
         if frac_out == 23 && rng.random_ratio(1, 4) { BlockRounding::NearestEven } else { BlockRounding::Truncate };
     Preset::custom(PresetSpec::custom("fuzz", nfma, frac, frac_out, min_exp, c_entry, slow).with_rounding(rounding))

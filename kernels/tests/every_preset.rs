@@ -1,0 +1,167 @@
+//! Every preset a fit can return runs on the CPU backend's kernels, bit-identical to the model: random presets drawn
+//! across the whole space of docs/preset-format.md (any nfma, frac 1..=40, frac_out 1..=23, truncation or nearest
+//! even, early or late c, any min_exp, any slow chunk, e8m0 block scales per nfma), random shapes, fast and slow,
+//! unsplit and split by random rules (any tile width, ownership, order and restart).
+
+// `MMAEMU_KERNEL_CASES` scales the number of cases (default 10,000 here means 1,500); `MMAEMU_KERNEL_SEED` sets the
+// seed, which every failure prints with its case so that it reruns alone.
+
+use mmaemu_kernels::{CpuEngine, SimdLevel};
+use mmaemu_model::plan::{Scheme, SplitK};
+use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec};
+use mmaemu_model::rule::{Layout, Order, Ownership, Restart, SplitRule};
+use mmaemu_model::{execute, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use rayon::prelude::*;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Whether a block sum of the preset fits the f64 lanes: nfma terms below 2^(frac + 2) and c below 2^(frac + 1)
+/// (kernels/tests/paths.rs works the bound out).
+fn within_f64(nfma: u32, frac: u32) -> bool {
+    (nfma as u128) * ((1u128 << (frac + 2)) - 1) + (1u128 << (frac + 1)) <= 1 << 53
+}
+
+/// A random preset of the fit's space.
+fn preset(rng: &mut ChaCha8Rng) -> Preset {
+    let nfma = match rng.random_range(0..=9) {
+        0 => rng.random_range(1..=4),
+        1 => [16, 32, 64, 128, 256][rng.random_range(0..5)],
+        2 => rng.random_range(129..=2047),
+        _ => rng.random_range(1..=128),
+    };
+    let frac = if rng.random_ratio(1, 4) { 40 } else { rng.random_range(1..=40) };
+    let nearest = rng.random_ratio(1, 3);
+    let frac_out = if nearest { 23 } else { rng.random_range(1..=23) };
+    let min_exp = match rng.random_range(0..=5) {
+        0 => -1000,
+        1 => 1000,
+        2 => rng.random_range(-1000..=1000),
+        _ => rng.random_range(-60..=30),
+    };
+    let c_entry = if rng.random_ratio(1, 2) { CEntry::Late } else { CEntry::Early };
+    let slow = rng.random_ratio(3, 4).then(|| match rng.random_range(0..=3) {
+        0 => [128, 192, 256, 512][rng.random_range(0..4)],
+        _ => rng.random_range(1..=600),
+    });
+    let rounding = if nearest { BlockRounding::NearestEven } else { BlockRounding::Truncate };
+    let scale_block = rng.random_ratio(1, 4).then_some(nfma);
+    let spec = PresetSpec::custom("drawn", nfma, frac, frac_out, min_exp, c_entry, slow)
+        .with_rounding(rounding)
+        .with_scale_block(scale_block);
+    Preset::custom(spec).expect("a valid preset")
+}
+
+/// A random split: none, a documented scheme, or a rule of any width, ownership, order and restart.
+fn split(rng: &mut ChaCha8Rng) -> Option<SplitK> {
+    let s = rng.random_range(2..=8);
+    let scheme = match rng.random_range(0..=3) {
+        0 => return Some(SplitK::NONE),
+        1 => [Scheme::Serial, Scheme::Pairwise, Scheme::Contiguous][rng.random_range(0..3)],
+        _ => {
+            let ownership = if rng.random_ratio(1, 2) { Ownership::Interleaved } else { Ownership::Contiguous };
+            let width = [16, 32, 64, 128, 512][rng.random_range(0..5)];
+            let restart = match rng.random_range(0..=3) {
+                0 => None,
+                1 => Some(Restart::Elements(rng.random_range(1..=4) * 64)),
+                _ => Some(Restart::Tiles(rng.random_range(1..=8))),
+            };
+            let order = Order::ALL[rng.random_range(0..Order::ALL.len())];
+            Scheme::Rule(SplitRule { layout: Layout { ownership, width, restart }, order })
+        }
+    };
+    SplitK::new(s, scheme).ok()
+}
+
+fn bits(x: f32) -> u32 {
+    if x.is_nan() {
+        0x7FFF_FFFF
+    } else {
+        x.to_bits()
+    }
+}
+
+/// One random GEMM through every engine and the model; Err describes the first difference with its seed.
+fn case(index: u64, seed: u64, engines: &[CpuEngine]) -> Result<(), String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let preset = preset(&mut rng);
+    let spec = preset.spec();
+    // The kernels serve every preset whose block sum fits the f64 lanes; beyond (nfma * 2^(frac + 2) > 2^53) the
+    // model's chain runs.
+    let path = CpuEngine::path_name(&preset);
+    if within_f64(spec.nfma, spec.frac) == (path == "scalar") {
+        return Err(format!("seed {seed} case {index}: preset {spec:?} runs on the {path} path"));
+    }
+    let (fa, fb) = (Format::ALL[rng.random_range(0..=1)], Format::ALL[rng.random_range(0..=1)]);
+    let (m, n, k) = match index % 10 {
+        0 => (rng.random_range(1..=4), rng.random_range(1..=130), rng.random_range(1..=3000)),
+        1 => (rng.random_range(30..=70), rng.random_range(30..=70), rng.random_range(1..=700)),
+        _ => (rng.random_range(1..=12), rng.random_range(1..=40), rng.random_range(1..=600)),
+    };
+    let fast = preset.slow_chunk().is_none() || rng.random_ratio(1, 2);
+    let Some(split) = split(&mut rng) else { return Ok(()) };
+    let Ok(plan) = Plan::new(&preset, k, fast, split) else { return Ok(()) };
+    let code = |rng: &mut ChaCha8Rng, f: Format| loop {
+        // Mostly one band (carries, ties, cancellation), else any finite code.
+        let c = if rng.random_ratio(1, 2) { 0x30 + rng.random_range(0..=31u8) } else { rng.random::<u8>() };
+        let c = c | if rng.random_ratio(1, 2) { 0x80 } else { 0 };
+        if !f.is_nonfinite(c) {
+            return c;
+        }
+    };
+    let a: Vec<u8> = (0..m * k).map(|_| code(&mut rng, fa)).collect();
+    let b: Vec<u8> = (0..n * k).map(|_| code(&mut rng, fb)).collect();
+    let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+    let want = execute(&preset, &plan, &ops, &ReferenceEngine).map_err(|e| e.to_string())?;
+    for engine in engines {
+        let got = execute(&preset, &plan, &ops, engine).map_err(|e| e.to_string())?;
+        if let Some(i) = (0..want.len()).find(|&i| bits(want[i]) != bits(got[i])) {
+            return Err(format!(
+                "seed {seed} case {index}: {} preset {spec:?} ({path}) {fa} x {fb} fast {fast} split {} [{m}, {n}, {k}]: \
+                 output ({}, {}) = {:#010x}, model {:#010x}",
+                engine.name(),
+                plan.split(),
+                i / n,
+                i % n,
+                bits(got[i]),
+                bits(want[i])
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_preset_of_the_fit_space_runs_on_the_kernels_as_the_model() {
+    let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) * 3 / 20;
+    let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0042);
+    let engines: Vec<CpuEngine> =
+        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
+    let names: Vec<String> = engines.iter().map(|e| e.name()).collect();
+    eprintln!("{cases} random presets (seed {seed}) through {}", names.join(", "));
+    let failures: Vec<String> = (0..cases).into_par_iter().filter_map(|i| case(i, seed, &engines).err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases differ (rerun with MMAEMU_KERNEL_SEED={seed}); first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(5)].join("\n")
+    );
+}
+
+/// Nearest-even presets run on the kernels: f32 lanes where the block sum stays below 2^24 (it is then exact, and
+/// both roundings keep it), f64 lanes beyond and for late c.
+#[test]
+fn nearest_even_presets_take_the_lanes() {
+    let path = |nfma, frac, c_entry| {
+        let spec = PresetSpec::custom("nearest", nfma, frac, 23, -60, c_entry, Some(256))
+            .with_rounding(BlockRounding::NearestEven);
+        CpuEngine::path_name(&Preset::custom(spec).expect("a valid preset"))
+    };
+    assert_eq!(path(32, 13, CEntry::Early), "narrow");
+    assert_eq!(path(16, 24, CEntry::Late), "wide");
+    assert_eq!(path(128, 40, CEntry::Early), "wide");
+    assert_eq!(path(2047, 40, CEntry::Late), "wide");
+}
