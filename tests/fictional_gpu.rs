@@ -68,13 +68,13 @@ fn truth(dir: &Path) -> PathBuf {
 
 const INSTRUCTIONS: &str = r#"kind = "sweep"
 name = "fx1-inst"
-description = "fx1 accumulators: fp32 out, unit scales, fast, unsplit"
+description = "fx1 accumulators: fp32 out, unit scales, fast and slow, unsplit"
 seed = 7
 op = "gemm"
 profile = "fx1"
 formats = [["e4m3", "e4m3"], ["e4m3", "e5m2"], ["e5m2", "e4m3"]]
 out_dtypes = ["float32"]
-fast_accum = [true]
+fast_accum = [true, false]
 scales = [[1.0, 1.0]]
 
 [[shapes]]

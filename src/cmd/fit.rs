@@ -104,7 +104,8 @@ pub fn run(cmd: FitCommand) -> CommandResult {
                     println!("wrote {} to {}", winner.name(), path.display());
                 }
             }
-            Ok(Exit::failed_if(fit.verdict == preset::Verdict::None))
+            // An open parameter (more experiments needed) fails the fit as no survivor does.
+            Ok(Exit::failed_if(!fit.holds()))
         }
         FitCommand::Envelope { json, seed, holdout, margin, rule, table } => {
             if !(0.0..1.0).contains(&holdout) {

@@ -1,34 +1,32 @@
-//! `mmaemu fit preset`: find, from recorded instruction rows (op `mma`) and unsplit fast GEMM accumulators (op
-//! `accumulator`, S = 1) alone, every preset of the parameter space of [`space`] that reproduces every recorded bit.
+//! `mmaemu fit preset`: decide, from recorded instruction rows (op `mma`) and unsplit accumulators (op `accumulator`,
+//! or `gemm` with fp32 out and unit scales; S = 1) alone, every parameter of a preset document (docs/preset-format.md).
 //!
-//! Each output of a row is one chain: an `mma` output runs over k from its recorded c, an accumulator output over all
-//! of K from +0 (an unsplit fast plan is the instruction repeated, §3.1). The preset column is ignored (it may be
-//! `unknown`). A candidate survives when every chain gives the recorded fp32 bits; candidates are dropped at their
-//! first miss, so the search costs little more than the survivors' runs over every chain. Verdict: `unique` (one
-//! survivor), `ambiguous` (several: the parameters on which they differ, and a chain on which they give different
-//! results, if a seeded search of random chains finds one) or `none` (the rows that no candidate reproduces).
+//! Each output of a row is one chain: an `mma` output runs over k from its recorded c, a fast accumulator over all of
+//! K from +0 (an unsplit fast plan is the instruction repeated, §3.1), a slow one over consecutive slow chunks. The
+//! preset column is ignored (it may be `unknown`). The search is staged ([`search`]): the core candidates of
+//! [`space`] (nfma, frac, block result, c entry; 17,280) meet the fast chains, each dropped at its first miss; each
+//! core survivor's floors (min_exp) are derived from the lowest block exponent its chains meet, and its slow-chunk
+//! lengths from the slow rows, every length below a row's K tried and those at or above it taken as one. [`decide`]
+//! says per parameter whether it is decided, harmless (provably the same bits on every GEMM) or open; [`experiments`]
+//! designs the calls that tell open survivors apart. Verdict: `unique` (nothing open), `ambiguous` (something open:
+//! a failed fit until experiments resolve it) or `none` (the rows that no core candidate reproduces).
 
+mod decide;
+mod design;
 mod render;
+mod sample;
+pub mod search;
 pub mod space;
 
-use mmaemu_datasets::{DatasetError, Op, Row, Truth};
-use mmaemu_model::{Chain, Format, Preset, PresetSpec};
+pub use decide::{Decision, Param};
+pub use design::{experiments, CALL_MN};
+use mmaemu_datasets::{DatasetError, Row};
+use mmaemu_model::{Preset, PresetSpec};
 use rayon::prelude::*;
 pub use render::{json, text};
+use sample::{row_samples, Sample};
+pub use search::{ChunkSet, MinExpSet, Survivor};
 use std::path::PathBuf;
-
-/// One recorded chain.
-#[derive(Clone, Debug)]
-struct Sample {
-    fa: Format,
-    fb: Format,
-    a: Vec<u8>,
-    b: Vec<u8>,
-    c: f32,
-    want: u32,
-    /// Index into [`PresetFit::rows`].
-    row: usize,
-}
 
 /// A row the fit used.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,28 +39,13 @@ pub struct FitRow {
     pub op: String,
     /// The chains it holds.
     pub chains: usize,
+    /// Whether its chains are slow (cut into slow chunks).
+    pub slow: bool,
 }
 
 pub use super::SkippedRow;
 
 pub use super::Verdict;
-
-/// A chain on which the survivors give different results.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Discriminator {
-    /// Format of A.
-    pub fa: Format,
-    /// Format of B.
-    pub fb: Format,
-    /// A's codes.
-    pub a: Vec<u8>,
-    /// B's codes.
-    pub b: Vec<u8>,
-    /// c.
-    pub c: f32,
-    /// The distinct results (fp32 bits) with the number of survivors giving each.
-    pub outcomes: Vec<(u32, usize)>,
-}
 
 /// The fit of a set of recordings.
 #[derive(Clone, Debug)]
@@ -71,119 +54,45 @@ pub struct PresetFit {
     pub rows: Vec<FitRow>,
     /// The rows skipped.
     pub skipped: Vec<SkippedRow>,
-    /// Candidates searched.
+    /// Core candidates searched.
     pub candidates: usize,
-    /// The survivors, in the order of [`space::candidates`].
-    pub survivors: Vec<PresetSpec>,
-    /// The verdict.
+    /// The core survivors with their floors and slow chunks, in the order of [`space::candidates`].
+    pub survivors: Vec<Survivor>,
+    /// Per parameter of the preset document: decided, harmless or open.
+    pub params: Vec<Param>,
+    /// The verdict: unique when no parameter is open.
     pub verdict: Verdict,
-    /// Ambiguous: the parameters on which the survivors differ, with their values.
-    pub undecided: Vec<(&'static str, Vec<String>)>,
-    /// Ambiguous: a chain that tells survivors apart, if the search found one.
-    pub discriminator: Option<Discriminator>,
-    /// None: the rows that no candidate reproduces alone (ids).
+    /// None: the rows that no core candidate reproduces alone (ids).
     pub unexplained: Vec<String>,
 }
 
 impl PresetFit {
-    /// The preset to write: the survivor that is a built-in preset's arithmetic, else the first survivor; named
-    /// `name`. None without survivors.
+    /// The preset to write, named `name`: the survivor that is a built-in preset's arithmetic, else the first
+    /// survivor; its floor a built-in preset's where consistent, else −126 or the set's one value; its slow chunk
+    /// the decided one, else the least consistent (none without a slow row). None without survivors.
     pub fn winner(&self, name: &str) -> Option<Preset> {
-        let pick = self.survivors.iter().find(|s| !space::builtin_matches(s).is_empty()).or(self.survivors.first())?;
-        Preset::from_spec(PresetSpec { name: name.to_string(), ..pick.clone() }).ok()
+        let pick =
+            self.survivors.iter().find(|s| !space::builtin_matches(&s.spec).is_empty()).or(self.survivors.first())?;
+        let builtin = space::builtin_matches(&pick.spec).first().map(|p| p.min_exp());
+        let slow_chunk = if pick.slow == ChunkSet::all() { None } else { pick.slow.least() };
+        let min_exp = decide::floor_of(&pick.min_exp, builtin)?;
+        Preset::from_spec(PresetSpec { name: name.to_string(), min_exp, slow_chunk, ..pick.spec.clone() }).ok()
     }
 
     /// The built-in presets among the survivors (by arithmetic).
     pub fn builtin_survivors(&self) -> Vec<String> {
-        self.survivors.iter().flat_map(space::builtin_matches).map(|p| p.name().to_string()).collect()
+        self.survivors.iter().flat_map(|s| space::builtin_matches(&s.spec)).map(|p| p.name().to_string()).collect()
     }
-}
 
-fn format_of(name: &str) -> Option<Format> {
-    match name {
-        "e4m3" | "float8_e4m3fn" => Some(Format::E4m3),
-        "e5m2" | "float8_e5m2" => Some(Format::E5m2),
-        _ => None,
+    /// The parameters still open (more experiments are needed), by name.
+    pub fn open(&self) -> Vec<&'static str> {
+        self.params.iter().filter(|p| p.is_open()).map(|p| p.name).collect()
     }
-}
 
-/// The chains of one row, or why it is not fitting input.
-fn row_samples(row: &Row, index: usize) -> Result<Vec<Sample>, String> {
-    if row.truth != Truth::Hardware {
-        return Err("truth is not hardware".into());
+    /// Whether the fit holds: survivors, and no parameter open.
+    pub fn holds(&self) -> bool {
+        self.verdict == Verdict::Unique
     }
-    let (fa, fb) = match (format_of(&row.fmt_a), format_of(&row.fmt_b)) {
-        (Some(a), Some(b)) => (a, b),
-        _ => return Err(format!("formats {} x {} are not FP8", row.fmt_a, row.fmt_b)),
-    };
-    let bits = row.expected_bits().ok_or("no expected bits")?;
-    let dim = |x: i64| usize::try_from(x).map_err(|_| format!("negative dimension {x}"));
-    let (batch, m, n, k) = (dim(row.batch)?, dim(row.m)?, dim(row.n)?, dim(row.k)?);
-    let outputs = batch.checked_mul(m).and_then(|x| x.checked_mul(n)).ok_or("too many outputs")?;
-    if row.expected_elems() != Some(outputs) || bits.len() != 4 * outputs {
-        return Err("only whole fp32 results are fitting input".into());
-    }
-    if row.a.len() != batch * m * k || row.b.len() != batch * n * k {
-        return Err("operand sizes do not match the shape".into());
-    }
-    let c: Option<&[u8]> = match row.op {
-        Op::Mma => Some(row.c.as_deref().ok_or("op mma without c")?),
-        Op::Accumulator | Op::Gemm => {
-            // A gemm row is its accumulator when its epilogue is the identity: fp32 out, unit scales.
-            let one = Some(1.0f32.to_bits());
-            let identity = row.out_dtype.as_deref() == Some("float32")
-                && row.scale_a == one
-                && row.scale_b == one
-                && row.scale_result.is_none();
-            if row.op == Op::Gemm && !identity {
-                return Err("a gemm row with an epilogue (fp32 out and unit scales make it an accumulator)".into());
-            }
-            if row.split_s.unwrap_or(1) != 1 {
-                return Err("a split GEMM (fit splitk fits those)".into());
-            }
-            if row.fast_accum != Some(true) {
-                return Err("slow accumulation (its fp32 promotion is not in the instruction)".into());
-            }
-            if fa.any_nonfinite(&row.a) || fb.any_nonfinite(&row.b) {
-                return Err("non-finite operand codes (§3.7 replaces them)".into());
-            }
-            None
-        }
-        _ => return Err(format!("op {} (the fit reads mma, accumulator and gemm rows)", row.op.as_str())),
-    };
-    if c.is_some_and(|c| c.len() != 4 * outputs) {
-        return Err("c does not match the shape".into());
-    }
-    let word = |v: &[u8], o: usize| u32::from_le_bytes([v[4 * o], v[4 * o + 1], v[4 * o + 2], v[4 * o + 3]]);
-    let mut out = Vec::with_capacity(outputs);
-    for t in 0..batch {
-        for i in 0..m {
-            for j in 0..n {
-                let o = (t * m + i) * n + j;
-                out.push(Sample {
-                    fa,
-                    fb,
-                    a: row.a[(t * m + i) * k..(t * m + i + 1) * k].to_vec(),
-                    b: row.b[(t * n + j) * k..(t * n + j + 1) * k].to_vec(),
-                    c: c.map_or(0.0, |c| f32::from_bits(word(c, o))),
-                    want: word(bits, o),
-                    row: index,
-                });
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Whether `spec` reproduces every sample (stopping at the first miss).
-fn reproduces(spec: &PresetSpec, samples: &[Sample]) -> bool {
-    let Ok(preset) = Preset::custom(spec.clone()) else { return false };
-    let mut chains: [Option<Chain>; 4] = [None, None, None, None];
-    samples.iter().all(|s| {
-        let slot = &mut chains[(s.fa == Format::E5m2) as usize * 2 + (s.fb == Format::E5m2) as usize];
-        let chain = slot.get_or_insert_with(|| Chain::new(&preset, s.fa, s.fb));
-        chain.run(&s.a, &s.b, s.c).to_bits() == s.want
-    })
 }
 
 /// Fit the rows of `recs` (file, rows).
@@ -198,6 +107,7 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
                         file: file.clone(),
                         op: row.op.as_str().into(),
                         chains: s.len(),
+                        slow: s.first().is_some_and(|x| x.slow),
                     });
                     samples.extend(s);
                 }
@@ -206,61 +116,73 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
         }
     }
     let all = space::candidates();
-    if samples.is_empty() {
-        // No row gives a chain to test: every candidate would survive, and nothing can be decided. Answer at once.
-        return PresetFit {
-            rows,
-            skipped,
-            candidates: all.len(),
-            survivors: Vec::new(),
-            verdict: Verdict::None,
-            undecided: Vec::new(),
-            discriminator: None,
-            unexplained: Vec::new(),
-        };
-    }
-    // Interleave the rows' chains so that a wrong candidate meets every kind of row early.
-    samples.sort_by_key(|s| (rows[s.row].chains.max(1), s.row));
-    let samples = interleave(samples, rows.len());
-    let survivors: Vec<PresetSpec> = all.par_iter().filter(|s| reproduces(s, &samples)).cloned().collect();
-    let verdict = Verdict::of(survivors.len(), false);
     let mut fit = PresetFit {
         rows,
         skipped,
         candidates: all.len(),
-        survivors,
-        verdict,
-        undecided: Vec::new(),
-        discriminator: None,
+        survivors: Vec::new(),
+        params: Vec::new(),
+        verdict: Verdict::None,
         unexplained: Vec::new(),
     };
-    match verdict {
-        Verdict::Ambiguous => {
-            fit.undecided = undecided(&fit.survivors);
-            fit.discriminator = discriminate(&fit.survivors);
-        }
-        Verdict::None => {
-            fit.unexplained = (0..fit.rows.len())
-                .into_par_iter()
-                .filter(|&r| {
-                    let mine: Vec<Sample> = samples.iter().filter(|s| s.row == r).cloned().collect();
-                    !all.iter().any(|s| reproduces(s, &mine))
-                })
-                .map(|r| fit.rows[r].id.clone())
-                .collect();
-        }
-        Verdict::Unique | Verdict::Mixture => {}
+    if samples.iter().all(|s| s.a.is_empty()) {
+        // No row gives a chain to test: nothing can be decided. Answer at once.
+        return fit;
+    }
+    let fast: Vec<&Sample> = interleave(samples.iter().filter(|s| !s.slow).collect(), fit.rows.len());
+    if fast.iter().all(|s| s.a.is_empty()) {
+        // Slow rows alone decide no instruction (their chunks restart it): nothing can be decided.
+        return fit;
+    }
+    let mut slow_rows: Vec<Vec<&Sample>> = vec![Vec::new(); fit.rows.len()];
+    for s in samples.iter().filter(|s| s.slow) {
+        slow_rows[s.row].push(s);
+    }
+    slow_rows.retain(|r| !r.is_empty());
+    let cores = search::cores(&all, &fast);
+    fit.survivors = cores
+        .iter()
+        .map(|core| Survivor {
+            spec: core.clone(),
+            min_exp: search::floors(core, &fast),
+            slow: search::slow_chunks(core, &slow_rows),
+        })
+        .filter(|s| !s.slow.is_empty())
+        .collect();
+    fit.params = decide::params(&fit.survivors);
+    fit.verdict = match (fit.survivors.len(), fit.params.iter().any(Param::is_open)) {
+        (0, _) => Verdict::None,
+        (_, false) => Verdict::Unique,
+        (_, true) => Verdict::Ambiguous,
+    };
+    if fit.verdict == Verdict::None {
+        fit.unexplained = (0..fit.rows.len())
+            .into_par_iter()
+            .filter(|&r| {
+                let mine: Vec<&Sample> = samples.iter().filter(|s| s.row == r).collect();
+                let slow = mine.iter().any(|s| s.slow);
+                let cores = search::cores(&all, &mine.iter().filter(|s| !s.slow).copied().collect::<Vec<_>>());
+                let rows = vec![mine.clone()];
+                !cores.iter().any(|c| !slow || !search::slow_chunks(c, &rows).is_empty())
+            })
+            .map(|r| fit.rows[r].id.clone())
+            .collect();
     }
     fit
 }
 
-/// Round-robin over the rows: the first chain of every row, then the second, ...
-fn interleave(samples: Vec<Sample>, rows: usize) -> Vec<Sample> {
-    let mut per_row: Vec<Vec<Sample>> = vec![Vec::new(); rows];
+/// Round-robin over the rows, shortest chains first: the first chain of every row, then the second, ...
+fn interleave(mut samples: Vec<&Sample>, rows: usize) -> Vec<&Sample> {
+    samples.sort_by_key(|s| (s.a.len(), s.row));
+    let mut per_row: Vec<Vec<&Sample>> = vec![Vec::new(); rows];
+    let mut order: Vec<usize> = Vec::new();
     for s in samples {
+        if per_row[s.row].is_empty() {
+            order.push(s.row);
+        }
         per_row[s.row].push(s);
     }
-    let mut iters: Vec<_> = per_row.into_iter().map(|v| v.into_iter()).collect();
+    let mut iters: Vec<_> = order.into_iter().map(|r| std::mem::take(&mut per_row[r]).into_iter()).collect();
     let mut out = Vec::new();
     loop {
         let before = out.len();
@@ -269,70 +191,6 @@ fn interleave(samples: Vec<Sample>, rows: usize) -> Vec<Sample> {
             return out;
         }
     }
-}
-
-/// The parameters on which the survivors differ, with their values.
-fn undecided(survivors: &[PresetSpec]) -> Vec<(&'static str, Vec<String>)> {
-    let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
-    for (i, (name, _)) in space::params(&survivors[0]).iter().enumerate() {
-        let mut values: Vec<String> = Vec::new();
-        for s in survivors {
-            let v = space::params(s)[i].1.clone();
-            if !values.contains(&v) {
-                values.push(v);
-            }
-        }
-        if values.len() > 1 {
-            out.push((name, values));
-        }
-    }
-    out
-}
-
-/// Chains searched for a discriminator.
-pub const DISCRIMINATOR_TRIES: usize = 4000;
-
-/// A seeded search of random chains (K = 96, both formats, varied c) for one on which the survivors differ most.
-fn discriminate(survivors: &[PresetSpec]) -> Option<Discriminator> {
-    let presets: Vec<Preset> = survivors.iter().filter_map(|s| Preset::custom(s.clone()).ok()).collect();
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        state = mmaemu_datasets::inputs::mix(state.wrapping_add(0x9E37_79B9_7F4A_7C15));
-        state
-    };
-    let mut best: Option<Discriminator> = None;
-    for t in 0..DISCRIMINATOR_TRIES {
-        let (fa, fb) = (Format::ALL[t % 2], Format::ALL[(t / 2) % 2]);
-        let finite = |f: Format, x: u64| {
-            let code = x as u8;
-            if f.any_nonfinite(&[code]) {
-                code & 0x3F
-            } else {
-                code
-            }
-        };
-        let a: Vec<u8> = (0..96).map(|_| finite(fa, next())).collect();
-        let b: Vec<u8> = (0..96).map(|_| finite(fb, next())).collect();
-        let r = next();
-        let c = match t % 4 {
-            0 => 0.0,
-            1 => f32::from_bits((r as u32 & 0x807F_FFFF) | (((r >> 40) as u32 % 200 + 20) << 23)),
-            2 => f32::from_bits(r as u32 & 0x807F_FFFF),
-            _ => f32::from_bits((r as u32 & 0x807F_FFFF) | (((r >> 40) as u32 % 40 + 110) << 23)),
-        };
-        let mut outcomes: Vec<(u32, usize)> = Vec::new();
-        for p in &presets {
-            let bits = Chain::new(p, fa, fb).run(&a, &b, c).to_bits();
-            match outcomes.iter_mut().find(|(o, _)| *o == bits) {
-                Some(x) => x.1 += 1,
-                None => outcomes.push((bits, 1)),
-            }
-        }
-        if outcomes.len() > best.as_ref().map_or(1, |d| d.outcomes.len()) {
-            best = Some(Discriminator { fa, fb, a, b, c, outcomes });
-        }
-    }
-    best
 }
 
 /// Read every recording under `paths` and fit its rows (`evidence`: which rows count).

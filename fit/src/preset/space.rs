@@ -1,32 +1,41 @@
-//! The parameter space `mmaemu fit preset` searches (docs/reference.md §2.9): every combination of block size, term
-//! fraction bits, block-result rounding, block-exponent floor and accumulator entry, in a fixed order.
+//! The parameter space `mmaemu fit preset` searches (docs/reference.md §2.9): the instruction's core (block size,
+//! term fraction bits, block-result rounding, accumulator entry) enumerated, and the two parameters it derives from
+//! the rows instead — the block-exponent floor (min_exp) and the slow-accumulation chunk — with the equivalences
+//! that make a parameter unable to change a GEMM result.
 
 use mmaemu_model::{BlockRounding, CEntry, Preset, PresetSpec};
 
-/// Products per block.
-pub const NFMA: [u32; 5] = [4, 8, 16, 32, 64];
-/// Fraction bits of the aligned terms.
-pub const FRAC: std::ops::RangeInclusive<u32> = 8..=30;
-/// Fraction bits of a truncated block result (23: fp32 round toward zero).
-pub const FRAC_OUT: std::ops::RangeInclusive<u32> = 8..=23;
-/// Block-exponent floors (zero terms' exponents).
-pub const MIN_EXP: std::ops::RangeInclusive<i32> = -140..=-126;
+/// Products per block: every power of two from 1 to 256.
+pub const NFMA: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+/// Fraction bits of the aligned terms: the whole range a preset allows.
+pub const FRAC: std::ops::RangeInclusive<u32> = 1..=40;
+/// Fraction bits of a truncated block result (23: fp32 round toward zero): the whole range a preset allows.
+pub const FRAC_OUT: std::ops::RangeInclusive<u32> = 1..=23;
+/// The floor the core search runs with: no unscaled block takes it (a nonzero c counts at −126 or more, every
+/// nonzero FP8 product at −28 or more), so it stands for every floor at or below the rows' lowest block exponent.
+pub const MIN_EXP_BASE: i32 = -126;
+/// The highest floor tried one by one (above it every block's exponent is the floor).
+pub const MIN_EXP_TOP: i32 = 127;
+/// The least exponent of a nonzero product of a GEMM a recorder can call (e4m3 × e5m2 subnormals: −6 − 14; torch
+/// refuses e5m2 × e5m2).
+pub const GEMM_PRODUCT_FLOOR: i32 = -20;
+/// Every value such a GEMM accumulates is a multiple of 2^−25 (the least product, 2^−9 · 2^−16).
+pub const GEMM_GRAIN: i32 = -25;
+/// The slow-chunk lengths a designed experiment's K reaches (a longer chunk needs a longer call).
+pub const SLOW_CHUNK_REACH: u32 = 16384;
 
-/// Every candidate, named `fit`: nfma, then frac, the truncations by frac_out then nearest even, min_exp from the
-/// highest, early before late.
+/// The core candidates (min_exp at [`MIN_EXP_BASE`], no slow chunk), named `fit`: nfma, then frac, the
+/// truncations by frac_out then nearest even, early before late.
 pub fn candidates() -> Vec<PresetSpec> {
     let mut out = Vec::new();
     for nfma in NFMA {
         for frac in FRAC {
-            let roundings = FRAC_OUT.map(|f| (f, BlockRounding::Truncate)).chain([(23, BlockRounding::NearestEven)]);
-            for (frac_out, rounding) in roundings {
-                for min_exp in MIN_EXP.rev() {
-                    for c_entry in [CEntry::Early, CEntry::Late] {
-                        out.push(
-                            PresetSpec::custom("fit", nfma, frac, frac_out, min_exp, c_entry, None)
-                                .with_rounding(rounding),
-                        );
-                    }
+            for (frac_out, rounding) in roundings() {
+                for c_entry in [CEntry::Early, CEntry::Late] {
+                    out.push(
+                        PresetSpec::custom("fit", nfma, frac, frac_out, MIN_EXP_BASE, c_entry, None)
+                            .with_rounding(rounding),
+                    );
                 }
             }
         }
@@ -34,27 +43,64 @@ pub fn candidates() -> Vec<PresetSpec> {
     out
 }
 
-/// The parameters by name, as the report lists them.
-pub fn params(s: &PresetSpec) -> [(&'static str, String); 6] {
+/// Every block result: truncation to 1..=23 bits, then nearest even (fp32).
+fn roundings() -> impl Iterator<Item = (u32, BlockRounding)> {
+    FRAC_OUT.map(|f| (f, BlockRounding::Truncate)).chain([(23, BlockRounding::NearestEven)])
+}
+
+/// The least frac_out at which no block of a GEMM is ever rounded: an unscaled block sum (c included, aligned to the
+/// same grid) is below (4 nfma + 2) · 2^frac grid units, so its leading bit is at most frac + ceil(log2(4 nfma + 2))
+/// − 1 places above the grid, and a GEMM block result is never below 2^−126 (so the fp32 subnormal floor of §2.2
+/// step 7 never moves the grid). From there on, every truncation and nearest even give the same bits.
+pub fn exact_frac_out(nfma: u32, frac: u32) -> u32 {
+    let width = (4 * u64::from(nfma) + 2).next_power_of_two().trailing_zeros();
+    frac + width - 1
+}
+
+/// The highest floor that changes no GEMM a recorder can call, for a core. A floor v changes a block only when it is
+/// above the block's exponent and some term is not exact on the grid 2^(v − frac) it then imposes: every term (product
+/// or accumulator) is a multiple of 2^[`GEMM_GRAIN`], so v ≤ frac + [`GEMM_GRAIN`] keeps them all exact and the block
+/// sums the same exact value; with a late c a block's exponent is that of a nonzero product, at least
+/// [`GEMM_PRODUCT_FLOOR`] (a block without one adds +0 to c), with an early c it may be an accumulator's alone, at least
+/// [`GEMM_GRAIN`]. Every floor at or below the result gives the same bits.
+pub fn harmless_floor(s: &PresetSpec) -> i32 {
+    let exact = s.frac as i32 + GEMM_GRAIN;
+    match s.c_entry {
+        CEntry::Early => exact.max(GEMM_GRAIN),
+        CEntry::Late => exact.max(GEMM_PRODUCT_FLOOR),
+    }
+}
+
+/// Whether a candidate's block result never rounds on a GEMM ([`exact_frac_out`]).
+pub fn exact_block_result(s: &PresetSpec) -> bool {
+    s.frac_out >= exact_frac_out(s.nfma, s.frac)
+}
+
+/// The block result by name: `truncate/13`, `nearest_even`.
+pub fn block_result(s: &PresetSpec) -> String {
+    match s.rounding {
+        BlockRounding::Truncate => format!("truncate/{}", s.frac_out),
+        BlockRounding::NearestEven => "nearest_even".into(),
+    }
+}
+
+/// The core parameters by name, as the report lists them.
+pub fn params(s: &PresetSpec) -> [(&'static str, String); 5] {
     [
         ("nfma", s.nfma.to_string()),
         ("frac", s.frac.to_string()),
         ("frac_out", s.frac_out.to_string()),
         ("rounding", s.rounding.name().to_string()),
-        ("min_exp", s.min_exp.to_string()),
         ("c_entry", s.c_entry.name().to_string()),
     ]
 }
 
-/// The built-in presets whose arithmetic (slow-accumulation chunk and scales aside) a candidate is.
+/// The core of a candidate (every field but the floor and the slow chunk), for grouping.
+pub fn core(s: &PresetSpec) -> (u32, u32, u32, BlockRounding, CEntry) {
+    (s.nfma, s.frac, s.frac_out, s.rounding, s.c_entry)
+}
+
+/// The built-in presets whose arithmetic (slow-accumulation chunk, floor and scales aside) a candidate is.
 pub fn builtin_matches(s: &PresetSpec) -> Vec<Preset> {
-    Preset::list()
-        .into_iter()
-        .filter_map(Preset::builtin)
-        .filter(|p| {
-            let b = p.spec();
-            (b.nfma, b.frac, b.frac_out, b.rounding, b.min_exp, b.c_entry)
-                == (s.nfma, s.frac, s.frac_out, s.rounding, s.min_exp, s.c_entry)
-        })
-        .collect()
+    Preset::list().into_iter().filter_map(Preset::builtin).filter(|p| core(p.spec()) == core(s)).collect()
 }

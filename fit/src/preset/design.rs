@@ -1,0 +1,226 @@
+//! Discrimination by experiment for `mmaemu fit preset`: the calls (16 × 16 GEMMs, fp32 out, generator inputs) whose
+//! results differ between the survivors on every open parameter, found by running candidate calls through the model
+//! for each survivor on a few outputs.
+
+use super::decide::floor_of;
+use super::sample::Sample;
+use super::search::{Chains, Survivor};
+use super::{space, PresetFit};
+use crate::Experiment;
+use mmaemu_datasets::inputs::{generate_rows, DataClass, InputSpec, Operand, GENERATOR_V1};
+use mmaemu_model::{Format, OutDtype, PresetSpec, SplitKey};
+use rayon::prelude::*;
+
+/// M and N of a designed call.
+pub const CALL_MN: usize = 16;
+/// The outputs of a candidate call run for each survivor (rows × columns of the call's corner).
+const PROBE: (usize, usize) = (2, 4);
+/// Survivors (alternatives) a design tells apart at most.
+const MAX_ALTERNATIVES: usize = 256;
+/// Seed of the designed calls' inputs.
+const SEED: u64 = 0x4649_5450;
+
+/// The calls that tell the survivors of `fit` apart on its open parameters, at most `max_calls`: fast calls for the
+/// instruction's parameters and the floor, then slow calls for the slow chunk. Empty when nothing is open.
+pub fn experiments(fit: &PresetFit, max_calls: usize) -> Vec<Experiment> {
+    let open: Vec<&str> = fit.params.iter().filter(|p| p.is_open()).map(|p| p.name).collect();
+    let mut out = Vec::new();
+    if open.iter().any(|p| *p != "slow_chunk") {
+        out.extend(fast_calls(&fit.survivors, &open, max_calls));
+    }
+    if open.contains(&"slow_chunk") && out.len() < max_calls {
+        // The chunk is cut against the first survivor's instruction; its calls come after the instruction's.
+        if let Some(call) = fit.survivors.first().and_then(slow_call) {
+            out.push(call);
+        }
+    }
+    out.truncate(max_calls);
+    out
+}
+
+/// The alternatives the fast calls tell apart: each survivor at its written floor, and at its open floors.
+fn alternatives(survivors: &[Survivor], floor_open: bool) -> Vec<PresetSpec> {
+    let mut out: Vec<PresetSpec> = Vec::new();
+    for s in survivors {
+        let mut floors: Vec<i32> = floor_of(&s.min_exp, None).into_iter().collect();
+        if floor_open {
+            floors.extend(s.min_exp.up_to.filter(|&u| u > space::harmless_floor(&s.spec)));
+            floors.extend(s.min_exp.also.iter().copied());
+        }
+        for f in floors {
+            let spec = PresetSpec { min_exp: f, ..s.spec.clone() };
+            if !out.contains(&spec) {
+                out.push(spec);
+            }
+        }
+    }
+    out.truncate(MAX_ALTERNATIVES);
+    out
+}
+
+/// The candidate calls: K across every block size, each operand pair a recorder can call, data classes from wide to
+/// tiny, a few seeds.
+fn fast_candidates() -> Vec<(SplitKey, InputSpec)> {
+    let pairs = [(Format::E4m3, Format::E4m3), (Format::E4m3, Format::E5m2), (Format::E5m2, Format::E4m3)];
+    let classes = [
+        DataClass::Gaussian { scale: 1.0 },
+        DataClass::Split { scale: 1.0 },
+        DataClass::Bits { finite: true },
+        DataClass::Subnormal { scale: 1.0 },
+        DataClass::Subnormal { scale: 1.0e-9 },
+    ];
+    let mut out = Vec::new();
+    for stream in 0..2u64 {
+        for k in [40usize, 136, 272, 520, 1040] {
+            for (fa, fb) in pairs {
+                for data in &classes {
+                    let key = SplitKey { m: CALL_MN, n: CALL_MN, k, fa, fb, out: OutDtype::Float32, fast: true };
+                    let spec = InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data: data.clone() };
+                    out.push((key, spec));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The probe chains of a call (the corner outputs), with no recorded result.
+fn probe(key: &SplitKey, inputs: &InputSpec) -> Option<Vec<Sample>> {
+    let a = generate_rows(inputs, Operand::A, key.fa.name(), 0..PROBE.0, key.k).ok()?;
+    let b = generate_rows(inputs, Operand::B, key.fb.name(), 0..PROBE.1, key.k).ok()?;
+    if key.fa.any_nonfinite(&a) || key.fb.any_nonfinite(&b) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for i in 0..PROBE.0 {
+        for j in 0..PROBE.1 {
+            out.push(Sample {
+                fa: key.fa,
+                fb: key.fb,
+                a: a[i * key.k..(i + 1) * key.k].to_vec(),
+                b: b[j * key.k..(j + 1) * key.k].to_vec(),
+                c: 0.0,
+                want: 0,
+                slow: !key.fast,
+                row: 0,
+            });
+        }
+    }
+    Some(out)
+}
+
+/// Greedy: the call that splits the most pairs of alternatives still together, until all are apart, no call
+/// splits another pair, or `max_calls`.
+fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Experiment> {
+    let alts = alternatives(survivors, open.contains(&"min_exp"));
+    let chains: Vec<Chains> = alts.iter().filter_map(Chains::new).collect();
+    if chains.len() < 2 {
+        return Vec::new();
+    }
+    // Each candidate's results per alternative.
+    let outcomes: Vec<(SplitKey, InputSpec, Vec<Vec<u32>>)> = fast_candidates()
+        .into_par_iter()
+        .filter_map(|(key, inputs)| {
+            let chains_of = probe(&key, &inputs)?;
+            let res = chains.iter().map(|c| chains_of.iter().map(|s| s.eval(c.of(s), None)).collect()).collect();
+            Some((key, inputs, res))
+        })
+        .collect();
+    let mut class: Vec<usize> = vec![0; chains.len()];
+    let mut calls = Vec::new();
+    while calls.len() < max_calls {
+        let split = |res: &Vec<Vec<u32>>| {
+            let mut n = 0usize;
+            for i in 0..class.len() {
+                for j in i + 1..class.len() {
+                    n += (class[i] == class[j] && res[i] != res[j]) as usize;
+                }
+            }
+            n
+        };
+        let Some((best, gain)) =
+            outcomes.iter().map(|o| split(&o.2)).enumerate().max_by_key(|&(i, g)| (g, usize::MAX - i))
+        else {
+            break;
+        };
+        if gain == 0 {
+            break;
+        }
+        let (key, inputs, res) = &outcomes[best];
+        let mut seen: Vec<(usize, &Vec<u32>)> = Vec::new();
+        for i in 0..class.len() {
+            let sig = (class[i], &res[i]);
+            class[i] = match seen.iter().position(|s| *s == sig) {
+                Some(p) => p,
+                None => {
+                    seen.push(sig);
+                    seen.len() - 1
+                }
+            };
+        }
+        calls.push(Experiment {
+            problem: *key,
+            workspace: None,
+            inputs: inputs.clone(),
+            decides: format!(
+                "{} (an unsplit fast fp32 accumulator: {} of {} survivors apart after it)",
+                open.iter().filter(|p| **p != "slow_chunk").copied().collect::<Vec<_>>().join(", "),
+                seen.len(),
+                class.len()
+            ),
+        });
+        if seen.len() == class.len() {
+            break;
+        }
+    }
+    calls
+}
+
+/// One slow call whose K every consistent chunk length below it cuts differently: lengths from the set, or for an
+/// unbounded set every length up to twice its least one (capped at [`space::SLOW_CHUNK_REACH`]).
+fn slow_call(s: &Survivor) -> Option<Experiment> {
+    let least = s.slow.least()?;
+    let top = match s.slow.from {
+        Some(f) => (2 * f.max(128)).min(space::SLOW_CHUNK_REACH),
+        None => *s.slow.values.last()?,
+    };
+    let k = (top + 40) as usize;
+    let mut lengths: Vec<u32> = s.slow.values.iter().copied().filter(|&v| v <= top).collect();
+    if let Some(f) = s.slow.from {
+        lengths.extend(f..=top);
+    }
+    let chains = Chains::new(&PresetSpec { min_exp: floor_of(&s.min_exp, None)?, ..s.spec.clone() })?;
+    let mut best: Option<(usize, Experiment)> = None;
+    for stream in 0..2u64 {
+        for data in [DataClass::Split { scale: 1.0 }, DataClass::Gaussian { scale: 1.0 }] {
+            let key = SplitKey {
+                m: CALL_MN,
+                n: CALL_MN,
+                k,
+                fa: Format::E4m3,
+                fb: Format::E4m3,
+                out: OutDtype::Float32,
+                fast: false,
+            };
+            let inputs = InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data };
+            let Some(ps) = probe(&key, &inputs) else { continue };
+            let mut res: Vec<Vec<u32>> = lengths
+                .par_iter()
+                .map(|&l| ps.iter().map(|p| p.eval(chains.of(p), Some(l as usize))).collect())
+                .collect();
+            res.sort_unstable();
+            res.dedup();
+            if best.as_ref().is_none_or(|(n, _)| res.len() > *n) {
+                let decides = format!(
+                    "slow_chunk among {} (from {least}; an unsplit slow fp32 accumulator of K = {k}: {} distinct \
+                     results over {} lengths on its corner)",
+                    s.slow.describe().join(", "),
+                    res.len(),
+                    lengths.len()
+                );
+                best = Some((res.len(), Experiment { problem: key, workspace: None, inputs, decides }));
+            }
+        }
+    }
+    best.map(|(_, e)| e)
+}

@@ -1,0 +1,157 @@
+//! The recorded chains a preset fit tests its candidates on: every output of a fitting row, as one chain from its
+//! recorded c (op `mma`) or from +0 over all of K (an unsplit accumulator, fast or slow), and how one candidate
+//! computes it (a slow chain is cut into the preset's slow chunks, docs/reference.md §3.1).
+
+use mmaemu_datasets::{Op, Row, Truth};
+use mmaemu_model::{Chain, Format};
+
+/// One recorded chain.
+#[derive(Clone, Debug)]
+pub(crate) struct Sample {
+    pub fa: Format,
+    pub fb: Format,
+    pub a: Vec<u8>,
+    pub b: Vec<u8>,
+    pub c: f32,
+    pub want: u32,
+    /// Slow accumulation (an unsplit accumulator with use_fast_accum=False): cut into slow chunks.
+    pub slow: bool,
+    /// Index into the fit's rows.
+    pub row: usize,
+}
+
+impl Sample {
+    /// The chain's result under `chain` (a fast chain or `mma` output), or under slow chunks of `chunk` elements:
+    /// consecutive chains from +0 whose results are added in K order into an fp32 sum from +0.
+    pub fn eval(&self, chain: &Chain, chunk: Option<usize>) -> u32 {
+        match chunk {
+            Some(l) if self.slow => {
+                let mut acc = 0.0f32;
+                for (a, b) in self.a.chunks(l.max(1)).zip(self.b.chunks(l.max(1))) {
+                    acc += chain.run(a, b, 0.0);
+                }
+                acc.to_bits()
+            }
+            _ => chain.run(&self.a, &self.b, self.c).to_bits(),
+        }
+    }
+}
+
+pub(crate) fn format_of(name: &str) -> Option<Format> {
+    Format::from_name(name)
+}
+
+/// The chains of one row, or why it is not fitting input.
+pub(crate) fn row_samples(row: &Row, index: usize) -> Result<Vec<Sample>, String> {
+    if row.truth != Truth::Hardware {
+        return Err("truth is not hardware".into());
+    }
+    let (fa, fb) = match (format_of(&row.fmt_a), format_of(&row.fmt_b)) {
+        (Some(a), Some(b)) => (a, b),
+        _ => return Err(format!("formats {} x {} are not FP8", row.fmt_a, row.fmt_b)),
+    };
+    let bits = row.expected_bits().ok_or("no expected bits")?;
+    let dim = |x: i64| usize::try_from(x).map_err(|_| format!("negative dimension {x}"));
+    let (batch, m, n, k) = (dim(row.batch)?, dim(row.m)?, dim(row.n)?, dim(row.k)?);
+    let outputs = batch.checked_mul(m).and_then(|x| x.checked_mul(n)).ok_or("too many outputs")?;
+    if row.expected_elems() != Some(outputs) || bits.len() != 4 * outputs {
+        return Err("only whole fp32 results are fitting input".into());
+    }
+    if row.a.len() != batch * m * k || row.b.len() != batch * n * k {
+        return Err("operand sizes do not match the shape".into());
+    }
+    let mut slow = false;
+    let c: Option<&[u8]> = match row.op {
+        Op::Mma => Some(row.c.as_deref().ok_or("op mma without c")?),
+        Op::Accumulator | Op::Gemm => {
+            // A gemm row is its accumulator when its epilogue is the identity: fp32 out, unit scales.
+            let one = Some(1.0f32.to_bits());
+            let identity = row.out_dtype.as_deref() == Some("float32")
+                && row.scale_a == one
+                && row.scale_b == one
+                && row.scale_result.is_none();
+            if row.op == Op::Gemm && !identity {
+                return Err("a gemm row with an epilogue (fp32 out and unit scales make it an accumulator)".into());
+            }
+            if row.split_s.unwrap_or(1) != 1 {
+                return Err("a split GEMM (fit splitk fits those)".into());
+            }
+            match row.fast_accum {
+                Some(true) => {}
+                Some(false) => slow = true,
+                None => return Err("use_fast_accum not recorded".into()),
+            }
+            if fa.any_nonfinite(&row.a) || fb.any_nonfinite(&row.b) {
+                return Err("non-finite operand codes (§3.7 replaces them)".into());
+            }
+            None
+        }
+        _ => return Err(format!("op {} (the fit reads mma, accumulator and gemm rows)", row.op.as_str())),
+    };
+    if c.is_some_and(|c| c.len() != 4 * outputs) {
+        return Err("c does not match the shape".into());
+    }
+    let word = |v: &[u8], o: usize| u32::from_le_bytes([v[4 * o], v[4 * o + 1], v[4 * o + 2], v[4 * o + 3]]);
+    let mut out = Vec::with_capacity(outputs);
+    for t in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                let o = (t * m + i) * n + j;
+                out.push(Sample {
+                    fa,
+                    fb,
+                    a: row.a[(t * m + i) * k..(t * m + i + 1) * k].to_vec(),
+                    b: row.b[(t * n + j) * k..(t * n + j + 1) * k].to_vec(),
+                    c: c.map_or(0.0, |c| f32::from_bits(word(c, o))),
+                    want: word(bits, o),
+                    slow,
+                    row: index,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The lowest block exponent a chain meets without a floor: over its blocks (of `nfma` products, slow chunks
+/// restarting them from +0), the largest exponent of a nonzero product, and with an early c also c's exponent
+/// (at least −126, §2.2 step 3); blocks with neither are skipped (their result is the same under any floor). A floor
+/// (min_exp) at or below it never takes part in a maximum of this chain. None when no block has a term.
+pub(crate) fn floor_slack(chain: &Chain, s: &Sample, nfma: usize, early: bool, chunk: Option<usize>) -> Option<i32> {
+    let (ta, tb) = (s.fa.table(), s.fb.table());
+    let mut low: Option<i32> = None;
+    let whole = s.a.len().max(1);
+    let span = if s.slow { chunk.unwrap_or(whole).max(1) } else { whole };
+    for (ca, cb) in s.a.chunks(span).zip(s.b.chunks(span)) {
+        let mut acc = if s.slow { 0.0 } else { s.c };
+        for (ba, bb) in ca.chunks(nfma).zip(cb.chunks(nfma)) {
+            let mut e: Option<i32> = None;
+            for (&x, &y) in ba.iter().zip(bb) {
+                let (dx, dy) = (ta[x as usize], tb[y as usize]);
+                if dx.class == mmaemu_model::format::Class::Finite && dy.class == mmaemu_model::format::Class::Finite {
+                    let ep = dx.exp as i32 + dy.exp as i32;
+                    e = Some(e.map_or(ep, |v| v.max(ep)));
+                }
+            }
+            if early && acc != 0.0 && acc.is_finite() {
+                let ec = c_exponent(acc);
+                e = Some(e.map_or(ec, |v| v.max(ec)));
+            }
+            if let Some(e) = e {
+                low = Some(low.map_or(e, |v| v.min(e)));
+            }
+            acc = chain.block(ba, bb, acc);
+        }
+    }
+    low
+}
+
+/// floor(log2|c|), at least −126 (fp32 holds a subnormal c at −126).
+fn c_exponent(c: f32) -> i32 {
+    let biased = ((c.to_bits() >> 23) & 0xFF) as i32;
+    if biased == 0 {
+        -126
+    } else {
+        biased - 127
+    }
+}

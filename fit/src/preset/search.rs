@@ -1,0 +1,201 @@
+//! The search of `mmaemu fit preset`: the core candidates against the fast chains, then, per core survivor, the
+//! floors (min_exp) and the slow-chunk lengths consistent with the rows, derived rather than enumerated.
+
+use super::sample::{floor_slack, Sample};
+use super::space;
+use mmaemu_model::{Chain, Format, Preset, PresetSpec};
+use rayon::prelude::*;
+
+/// The floors (min_exp) consistent with the rows: every value at or below `up_to`, and the values of `also`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MinExpSet {
+    /// Every floor at or below this one (None: none).
+    pub up_to: Option<i32>,
+    /// Further single floors, ascending, above `up_to`.
+    pub also: Vec<i32>,
+}
+
+impl MinExpSet {
+    /// The highest floor in the set.
+    pub fn max(&self) -> Option<i32> {
+        self.also.last().copied().or(self.up_to)
+    }
+    /// Whether `v` is in the set.
+    pub fn contains(&self, v: i32) -> bool {
+        self.up_to.is_some_and(|u| v <= u) || self.also.contains(&v)
+    }
+    /// The union of two sets.
+    pub fn union(&self, o: &MinExpSet) -> MinExpSet {
+        let up_to = match (self.up_to, o.up_to) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let mut also: Vec<i32> =
+            self.also.iter().chain(&o.also).copied().filter(|&v| up_to.is_none_or(|u| v > u)).collect();
+        also.sort_unstable();
+        also.dedup();
+        MinExpSet { up_to, also }
+    }
+    /// In words: `<= -20`, `-5`, `<= -20, -3`.
+    pub fn describe(&self) -> Vec<String> {
+        self.up_to.map(|u| format!("<= {u}")).into_iter().chain(self.also.iter().map(|v| v.to_string())).collect()
+    }
+}
+
+/// The slow-chunk lengths consistent with the rows: the values of `values`, and every length from `from` on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkSet {
+    /// Single lengths, ascending, below `from`.
+    pub values: Vec<u32>,
+    /// Every length at or above this one (None: none).
+    pub from: Option<u32>,
+}
+
+impl ChunkSet {
+    /// Every length (no unsplit slow row).
+    pub fn all() -> ChunkSet {
+        ChunkSet { values: Vec::new(), from: Some(1) }
+    }
+    /// No length.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.from.is_none()
+    }
+    /// The one length, if there is exactly one.
+    pub fn single(&self) -> Option<u32> {
+        match (self.values.as_slice(), self.from) {
+            ([v], None) => Some(*v),
+            _ => None,
+        }
+    }
+    /// The least length.
+    pub fn least(&self) -> Option<u32> {
+        self.values.first().copied().or(self.from)
+    }
+    /// Whether `l` is in the set.
+    pub fn contains(&self, l: u32) -> bool {
+        self.values.contains(&l) || self.from.is_some_and(|f| l >= f)
+    }
+    /// The union of two sets.
+    pub fn union(&self, o: &ChunkSet) -> ChunkSet {
+        let from = match (self.from, o.from) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut values: Vec<u32> =
+            self.values.iter().chain(&o.values).copied().filter(|&v| from.is_none_or(|f| v < f)).collect();
+        values.sort_unstable();
+        values.dedup();
+        ChunkSet { values, from }
+    }
+    /// In words, runs of consecutive lengths as intervals: `128`, `96..=100`, `>= 513`.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < self.values.len() {
+            let mut j = i;
+            while j + 1 < self.values.len() && self.values[j + 1] == self.values[j] + 1 {
+                j += 1;
+            }
+            out.push(if i == j {
+                self.values[i].to_string()
+            } else {
+                format!("{}..={}", self.values[i], self.values[j])
+            });
+            i = j + 1;
+        }
+        out.extend(self.from.map(|f| format!(">= {f}")));
+        out
+    }
+}
+
+/// A core candidate that reproduces every fast chain, with the floors and slow chunks that keep it so.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Survivor {
+    /// The core (min_exp at the set's representative, slow_chunk None).
+    pub spec: PresetSpec,
+    /// The consistent floors.
+    pub min_exp: MinExpSet,
+    /// The consistent slow-chunk lengths.
+    pub slow: ChunkSet,
+}
+
+/// The chains of one preset, one per format pair.
+pub(crate) struct Chains([Option<Chain>; 4]);
+
+impl Chains {
+    pub fn new(spec: &PresetSpec) -> Option<Chains> {
+        let p = Preset::custom(spec.clone()).ok()?;
+        let mut c: [Option<Chain>; 4] = [None, None, None, None];
+        for fa in Format::ALL {
+            for fb in Format::ALL {
+                c[slot(fa, fb)] = Some(Chain::new(&p, fa, fb));
+            }
+        }
+        Some(Chains(c))
+    }
+    pub fn of(&self, s: &Sample) -> &Chain {
+        self.0[slot(s.fa, s.fb)].as_ref().expect("every pair is built")
+    }
+}
+
+fn slot(fa: Format, fb: Format) -> usize {
+    (fa == Format::E5m2) as usize * 2 + (fb == Format::E5m2) as usize
+}
+
+/// Whether `spec` reproduces every sample (stopping at the first miss); slow samples under chunks of `chunk`.
+pub(crate) fn reproduces(spec: &PresetSpec, samples: &[&Sample], chunk: Option<usize>) -> bool {
+    let Some(chains) = Chains::new(spec) else { return false };
+    samples.iter().all(|s| s.eval(chains.of(s), chunk) == s.want)
+}
+
+/// The core survivors over the fast chains, in the order of [`space::candidates`].
+pub(crate) fn cores(all: &[PresetSpec], fast: &[&Sample]) -> Vec<PresetSpec> {
+    all.par_iter().filter(|s| reproduces(s, fast, None)).cloned().collect()
+}
+
+/// The floors consistent with the fast chains for a core that reproduces them at [`space::MIN_EXP_BASE`]: every floor
+/// at or below the lowest block exponent the chains meet (it takes part in no maximum), then each higher one tried.
+pub(crate) fn floors(core: &PresetSpec, fast: &[&Sample]) -> MinExpSet {
+    let Some(chains) = Chains::new(core) else { return MinExpSet { up_to: None, also: Vec::new() } };
+    let early = core.c_entry == mmaemu_model::CEntry::Early;
+    let slack: Vec<Option<i32>> =
+        fast.iter().map(|s| floor_slack(chains.of(s), s, core.nfma as usize, early, None)).collect();
+    let low = slack.iter().flatten().min().copied().unwrap_or(space::MIN_EXP_TOP);
+    // The chains that a floor above `low` may change, lowest first: a wrong floor fails on them at once.
+    let mut order: Vec<usize> = (0..fast.len()).collect();
+    order.sort_by_key(|&i| slack[i].unwrap_or(i32::MAX));
+    let sorted: Vec<&Sample> = order.iter().map(|&i| fast[i]).collect();
+    let also: Vec<i32> = (low + 1..=space::MIN_EXP_TOP)
+        .into_par_iter()
+        .filter(|&v| reproduces(&PresetSpec { min_exp: v, ..core.clone() }, &sorted, None))
+        .collect();
+    MinExpSet { up_to: Some(low), also }
+}
+
+/// The slow-chunk lengths consistent with the slow chains (one list per row) for a core: row by row, K ascending,
+/// every length below K that is still in the set is tried, and the lengths at or above K (one chunk) as one.
+pub(crate) fn slow_chunks(core: &PresetSpec, rows: &[Vec<&Sample>]) -> ChunkSet {
+    let Some(chains) = Chains::new(core) else { return ChunkSet { values: Vec::new(), from: None } };
+    let mut rows: Vec<&Vec<&Sample>> = rows.iter().filter(|r| r.first().is_some_and(|s| !s.a.is_empty())).collect();
+    rows.sort_by_key(|r| r[0].a.len());
+    let mut set = ChunkSet::all();
+    for row in rows {
+        let k = row[0].a.len() as u32;
+        let pass = |l: u32| row.iter().all(|s| s.eval(chains.of(s), Some(l as usize)) == s.want);
+        let mut tries: Vec<u32> = set.values.iter().copied().filter(|&v| v < k).collect();
+        if let Some(f) = set.from.filter(|&f| f < k) {
+            tries.extend(f..k);
+        }
+        let kept: Vec<u32> = tries.into_par_iter().filter(|&l| pass(l)).collect();
+        let whole = (set.from.is_some() || set.values.iter().any(|&v| v >= k)) && pass(k);
+        let mut values = kept;
+        if whole {
+            values.extend(set.values.iter().copied().filter(|&v| v >= k));
+        }
+        set = ChunkSet { values, from: if whole { set.from.map(|f| f.max(k)) } else { None } };
+        if set.is_empty() {
+            break;
+        }
+    }
+    set
+}
