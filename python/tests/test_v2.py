@@ -145,7 +145,7 @@ def test_rejections_are_typed():
 
 def test_tensorwise_goes_to_scaled_mm():
     g = torch.Generator().manual_seed(7)
-    a, bt = fp8(g, (16, 32)), fp8(g, (16, 32))
+    a, bt = fp8(g, (128, 1024)), fp8(g, (128, 1024))
     one = torch.tensor(1.0)
     got = mmaemu.functional.scaled_mm(a, bt.t(), one, ScalingType.TensorWise, one, ScalingType.TensorWise)
     want = mmaemu.scaled_mm(a, bt.t(), one, one, out_dtype=torch.bfloat16)
