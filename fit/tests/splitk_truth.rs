@@ -3,7 +3,8 @@
 //! with the model's plans, then fit → experiments → refit until each customOption has one rule or rules that compute
 //! the same bits on every call the table routes to it — which must then include the truth.
 //!
-//! A few seeds run by default; `MMAEMU_SPLITK_TRUTH_SEEDS=N` runs seeds 0..N (the seed of a failure is printed, and
+//! Ignored by default for now (minutes per seed: the rows of K up to the table's longest make thousands of slow
+//! candidates); `cargo test -p mmaemu-fit --test splitk_truth -- --ignored` runs seeds 1, 2, 3; `MMAEMU_SPLITK_TRUTH_SEEDS=N` runs seeds 0..N (the seed of a failure is printed, and
 //! `MMAEMU_SPLITK_TRUTH_SEED=S` reruns that one alone).
 
 use mmaemu_datasets::inputs::{generate, InputSpec, Operand};
@@ -12,8 +13,8 @@ use mmaemu_datasets::{Expectation, Op, OutSelect, Row, RowExt, Truth};
 use mmaemu_fit::rules::{Layout, Order, Ownership, Restart, SplitRule};
 use mmaemu_fit::splitk::{equivalent_on, experiments, fit, schemes};
 use mmaemu_model::{accumulate, Operands, Preset, Scheme, SplitK, SplitKey};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::rngs::ChaCha8Rng as StdRng;
+use rand::{RngExt, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -27,12 +28,12 @@ fn table() -> SplitKTable {
 
 /// A rule drawn across the space the issue names.
 fn draw(rng: &mut StdRng) -> SplitRule {
-    let ownership = if rng.gen_bool(0.5) { Ownership::Interleaved } else { Ownership::Contiguous };
-    let width = [16, 32, 64, 128, 256, 512][rng.gen_range(0..6)];
-    let order = Order::ALL[rng.gen_range(0..4)];
-    let restart = match rng.gen_range(0..10) {
+    let ownership = if rng.random_bool(0.5) { Ownership::Interleaved } else { Ownership::Contiguous };
+    let width: usize = [16, 32, 64, 128, 256, 512][rng.random_range(0..6)];
+    let order = Order::ALL[rng.random_range(0..4)];
+    let restart = match rng.random_range(0..10) {
         0 => Restart::Never,
-        9 if width > 16 => Restart::Elements(16 << rng.gen_range(0..(width / 16).ilog2())),
+        9 if width > 16 => Restart::Elements(16 << rng.random_range(0..(width / 16).ilog2())),
         n => Restart::Tiles(n.min(8)),
     };
     SplitRule { layout: Layout { ownership, width, restart: Some(restart) }, order }
@@ -114,7 +115,8 @@ fn spec(seed: u64) -> InputSpec {
 /// Run one seed: Ok(calls recorded) or why it failed.
 fn run(seed: u64, t: &SplitKTable, calls: &[Call]) -> Result<usize, String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let customs: Vec<u8> = calls.iter().map(|c| c.custom).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let customs: Vec<u8> =
+        calls.iter().map(|c| c.custom).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     let truth: BTreeMap<u8, SplitRule> = customs.iter().map(|&c| (c, draw(&mut rng))).collect();
     // The first sweep: per customOption two fast and two slow routed calls of small M·N, drawn at random.
     let mut rows = Vec::new();
@@ -122,8 +124,8 @@ fn run(seed: u64, t: &SplitKTable, calls: &[Call]) -> Result<usize, String> {
         for fast in [true, false] {
             let mine: Vec<&Call> = calls.iter().filter(|x| x.custom == c && x.key.fast == fast).collect();
             for _ in 0..mine.len().min(2) {
-                let call = mine[rng.gen_range(0..mine.len())];
-                rows.push(row(format!("r{}", rows.len()), call, &truth[&c], &spec(rng.gen())));
+                let call = mine[rng.random_range(0..mine.len())];
+                rows.push(row(format!("r{}", rows.len()), call, &truth[&c], &spec(rng.random())));
             }
         }
     }
@@ -159,11 +161,13 @@ fn run(seed: u64, t: &SplitKTable, calls: &[Call]) -> Result<usize, String> {
 }
 
 #[test]
+#[ignore = "minutes per seed on 2 cores until the fit of long slow rows is faster: run with --ignored"]
 fn random_truths_are_found_by_fit_and_experiment() {
     let t = table();
     let calls = routed(&t);
     assert!(!calls.is_empty());
-    let seeds: Vec<u64> = match (std::env::var("MMAEMU_SPLITK_TRUTH_SEED"), std::env::var("MMAEMU_SPLITK_TRUTH_SEEDS")) {
+    let seeds: Vec<u64> = match (std::env::var("MMAEMU_SPLITK_TRUTH_SEED"), std::env::var("MMAEMU_SPLITK_TRUTH_SEEDS"))
+    {
         (Ok(s), _) => vec![s.parse().expect("a seed")],
         (_, Ok(n)) => (0..n.parse::<u64>().expect("a count")).collect(),
         _ => vec![1, 2, 3],

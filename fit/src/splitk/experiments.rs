@@ -159,7 +159,8 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
             let Some((_, call)) = best else {
                 continue; // equivalent on every routed call
             };
-            let found = (1..=SEEDS).map(spec).map(|sp| (refine(preset, &class, call, &sp), sp)).find(|(p, _)| p.len() > 1);
+            let found =
+                (1..=SEEDS).map(spec).map(|sp| (refine(preset, &class, call, &sp), sp)).find(|(p, _)| p.len() > 1);
             let Some((parts, sp)) = found else { continue };
             let names = |c: &[SplitRule]| c.iter().take(4).map(SplitRule::name).collect::<Vec<_>>().join(", ");
             out.push(Experiment {

@@ -123,7 +123,8 @@ fn decide(key: GroupKey, members: &[&FitRow]) -> FitGroup {
     let (gpu, fast, s, label) = key;
     // The rules any row names (each row names its survivors in their canonical form for its K and S), and per row
     // the rules of these it accepts.
-    let mut pool: Vec<SplitRule> = members.iter().flat_map(|r| r.survivors.iter().filter_map(|n| SplitRule::parse(n))).collect();
+    let mut pool: Vec<SplitRule> =
+        members.iter().flat_map(|r| r.survivors.iter().filter_map(|n| SplitRule::parse(n))).collect();
     pool.sort();
     pool.dedup();
     let all: Vec<String> = pool.iter().map(SplitRule::name).collect();

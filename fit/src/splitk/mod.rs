@@ -31,9 +31,9 @@ mod replay;
 mod schemes;
 
 use super::rules::{layouts, order_expression, Layout, Order, Restart, SplitRule};
-use groups::group;
 pub use decide::{decisions, Decision, Parameter};
 pub use experiments::{equivalent_on, experiments};
+use groups::group;
 pub use groups::MixturePart;
 use mmaemu_datasets::{DatasetError, Expectation, Op, OutSelect, Row, Truth};
 use mmaemu_harness::call::CallParts;
@@ -181,7 +181,9 @@ impl FitReport {
         let ids: BTreeSet<&str> = g.rows.iter().map(String::as_str).collect();
         self.rows
             .iter()
-            .filter(|r| r.gpu == g.gpu && r.fast == g.fast && r.s == g.s && r.label == g.label && ids.contains(r.id.as_str()))
+            .filter(|r| {
+                r.gpu == g.gpu && r.fast == g.fast && r.s == g.s && r.label == g.label && ids.contains(r.id.as_str())
+            })
             .all(|r| r.accepts(rule))
     }
 }
