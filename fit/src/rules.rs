@@ -3,23 +3,25 @@
 //! A rule says how a split-K GEMM of S splits cuts K into chains and in which fp32 order it adds the
 //! partial sums (docs/reference.md §3):
 //!
-//! - **tile width** w ∈ {32, 64, 128, 256}: K is cut into T = ceil(K / w) k-tiles, the last one ragged;
+//! - **tile width** w, every power of two from 16 to 1024 ([`WIDTHS`]): K is cut into T = ceil(K / w) k-tiles, the
+//!   last one ragged;
 //! - **ownership**: `interleaved` (tile t belongs to split t mod S, in increasing t; the RTX 4060, §3.2) or
 //!   `contiguous` (split s owns the run of tiles [s q, (s + 1) q), q = ceil(T / S); the H100, §3.3);
-//! - **slow restart** (slow accumulation only): the chain of a split restarts from +0 every n of the
-//!   split's *own* tiles (n ∈ {1, 2, 4}), or every 128 elements of the split's index list; the chain
-//!   results are added serially from +0 in fp32. Where "every 128 elements" is a whole number of tiles
-//!   (w ≤ 128) it *is* that tile rule and is listed once, under the tile name; only for w = 256 is it a
-//!   rule of its own (a restart in the middle of a tile), named `restart128e`;
+//! - **slow restart** (slow accumulation only): the chain of a split restarts from +0 every n of the split's *own*
+//!   tiles (any n >= 1), every e elements of the split's index list (a restart inside a tile: e a power of two from
+//!   16 below w), or never (`norestart`: one chain per split); the chain results are added serially from +0 in fp32.
+//!   On one row of K and S only finitely many restarts differ: n at or past the q own tiles of the longest split
+//!   (e at or past q w elements) cuts nothing and is `norestart` there, e = n w is n tiles
+//!   ([`SplitRule::canonical`]). The fit tries, per row, exactly those ([`layouts`]), so a restart of 3, 6 or 100
+//!   tiles is found wherever a row's K can show it;
 //! - **order** of the fp32 combination of the partials p_0 .. p_(S-1): `serial` ((p0 + p1) + p2) + ...;
 //!   `pairwise` as cuBLASLt customOption 1 on the RTX 4060 (§3.2); `reversed`, from the last partial
 //!   down to p0; `tree` a balanced binary tree over adjacent pairs, level by level ((p0 + p1) + (p2 +
 //!   p3)), an odd last element carried to the next level unchanged.
 //!
-//! Names: `<ownership><width>/<order>` for fast accumulation (`interleaved64/pairwise`,
-//! `contiguous128/serial`) and `<ownership><width>/<order>/restart<n>` for slow accumulation (n = the
-//! restart period in own tiles, or `128e` for the half-tile rule of w = 256), e.g.
-//! `interleaved64/pairwise/restart2` is docs/reference.md's RTX 4060 slow pairwise plan and
+//! Names: `<ownership><width>/<order>` for fast accumulation (`interleaved64/pairwise`, `contiguous128/serial`) and
+//! `<ownership><width>/<order>/restart<n>` (n own tiles), `.../restart<e>e` (e elements) or `.../norestart` for slow
+//! accumulation, e.g. `interleaved64/pairwise/restart2` is docs/reference.md's RTX 4060 slow pairwise plan and
 //! `contiguous128/serial/restart1` its H100 slow plan.
 //!
 //! A rule's chains are those of its plan (the model's `Plan`, built by `SplitRule::plan_splits`): the fit
@@ -30,45 +32,44 @@ use mmaemu_model::rule::combine_with;
 pub use mmaemu_model::rule::{combine, Layout, Order, Ownership, Restart, SplitRule};
 use mmaemu_model::Scheme;
 
-/// The tile widths the fit tries.
-pub const WIDTHS: [usize; 4] = [32, 64, 128, 256];
+/// The tile widths the fit tries: every power of two from 16 to 1024.
+pub const WIDTHS: [usize; 7] = [16, 32, 64, 128, 256, 512, 1024];
 
-/// The restart periods (in own tiles) the fit tries for slow accumulation.
-pub const RESTART_TILES: [usize; 3] = [1, 2, 4];
+/// The shortest element restart the fit tries (and the step of the instruction's k): restarts inside a tile are
+/// powers of two from here below the tile width.
+pub const MIN_ELEMENTS: usize = 16;
 
-/// The restart period in elements the fit tries for slow accumulation.
-pub const RESTART_ELEMENTS: usize = 128;
-
-/// The layouts the fit tries: fast, every ownership x width; slow, also every distinct restart period.
-pub fn layouts(fast: bool) -> Vec<Layout> {
+/// The layouts that differ on a row of K and S (fast or slow): every ownership x width, and for slow accumulation
+/// every restart that cuts that row differently (n own tiles below the longest split's, the element restarts inside
+/// a tile shorter than that split's index list, and `norestart`), each in its canonical form, in rule order.
+pub fn layouts(k: usize, s: usize, fast: bool) -> Vec<Layout> {
     let mut out = Vec::new();
     for ownership in [Ownership::Interleaved, Ownership::Contiguous] {
         for width in WIDTHS {
+            let layout = |restart| Layout { ownership, width, restart };
             if fast {
-                out.push(Layout { ownership, width, restart: None });
+                out.push(layout(None));
                 continue;
             }
-            for n in RESTART_TILES {
-                out.push(Layout { ownership, width, restart: Some(Restart::Tiles(n)) });
-            }
-            // "Every 128 elements" is a tile rule when the tile divides 128; otherwise a rule of its own.
-            if !RESTART_ELEMENTS.is_multiple_of(width) {
-                out.push(Layout { ownership, width, restart: Some(Restart::Elements(RESTART_ELEMENTS)) });
-            } else if !RESTART_TILES.contains(&(RESTART_ELEMENTS / width)) {
-                out.push(Layout { ownership, width, restart: Some(Restart::Tiles(RESTART_ELEMENTS / width)) });
-            }
+            let own = layout(None).own_tiles(k, s);
+            out.extend((1..own).map(|n| layout(Some(Restart::Tiles(n)))));
+            let elements = std::iter::successors(Some(MIN_ELEMENTS), |e| Some(e * 2)).take_while(|&e| e < width);
+            out.extend(elements.filter(|&e| e < own * width).map(|e| layout(Some(Restart::Elements(e)))));
+            out.push(layout(Some(Restart::Never)));
         }
     }
+    out.sort();
     out
 }
 
-/// Every candidate rule for fast or slow accumulation, layouts in [`layouts`] order, orders in
-/// [`Order::ALL`] order.
-pub fn candidates(fast: bool) -> Vec<SplitRule> {
-    layouts(fast)
+/// Every candidate rule on a row of K and S, fast or slow: the [`layouts`] x [`Order::ALL`], in rule order.
+pub fn candidates(k: usize, s: usize, fast: bool) -> Vec<SplitRule> {
+    let mut out: Vec<SplitRule> = layouts(k, s, fast)
         .into_iter()
         .flat_map(|layout| Order::ALL.into_iter().map(move |order| SplitRule { layout, order }))
-        .collect()
+        .collect();
+    out.sort();
+    out
 }
 
 /// The rule of a recorded scheme name (docs/reference.md §3), fast (no restart) or slow.
@@ -91,14 +92,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip() {
+    fn names_round_trip_and_a_row_tries_every_restart_it_can_show() {
         for fast in [true, false] {
-            for r in candidates(fast) {
+            for r in candidates(4096, 3, fast) {
                 assert_eq!(SplitRule::parse(&r.name()), Some(r), "{}", r.name());
+                assert_eq!(r.canonical(4096, 3, fast), r, "{}", r.name());
             }
         }
-        assert_eq!(candidates(true).len(), 32);
-        assert_eq!(candidates(false).len(), 2 * 13 * 4);
+        assert_eq!(candidates(4096, 3, true).len(), 2 * 7 * 4);
+        // K = 1024, S = 2, 256-wide tiles: 2 own tiles, so restart1, 16e..128e, norestart.
+        let wide: Vec<String> = layouts(1024, 2, false)
+            .iter()
+            .filter(|l| l.width == 256 && l.ownership == Ownership::Contiguous)
+            .map(|l| SplitRule { layout: *l, order: Order::Serial }.name())
+            .collect();
+        let names = ["restart1", "restart16e", "restart32e", "restart64e", "restart128e", "norestart"];
+        assert_eq!(wide, names.map(|n| format!("contiguous256/serial/{n}")));
+        // 16-wide tiles, K = 8192, S = 2: every restart from 1 to 255 own tiles.
+        let n16 = layouts(8192, 2, false).iter().filter(|l| l.width == 16).count();
+        assert_eq!(n16, 2 * 256);
         assert_eq!(of_scheme("pairwise", false).map(|r| r.name()).as_deref(), Some("interleaved64/pairwise/restart2"));
         assert!(SplitRule::parse("diagonal64/serial").is_none());
         assert!(SplitRule::parse("interleaved64/serial/restart2/x").is_none());

@@ -3,8 +3,9 @@
 
 // A rule is a tile width w, an ownership (interleaved: tile t to split t mod S; contiguous: runs of ceil(T / S)
 // tiles), a slow-accumulation restart period and a combination order. Names: `<ownership><width>/<order>` and, with
-// a restart, `/restart<n>` (n own tiles) or `/restart<n>e` (n elements of the split's index list), e.g.
-// `interleaved64/pairwise/restart2`, the RTX 4060's customOption 1.
+// a restart, `/restart<n>` (n own tiles), `/restart<n>e` (n elements of the split's index list) or `/norestart` (slow
+// accumulation runs one chain per split), e.g. `interleaved64/pairwise/restart2`, the RTX 4060's customOption 1. A
+// rule without a restart suffix plans fast accumulation only.
 
 use crate::layout::{cut, Chunk, Split};
 use std::fmt;
@@ -68,6 +69,8 @@ pub enum Restart {
     Tiles(usize),
     /// Every n elements of the split's index list.
     Elements(usize),
+    /// Never: slow accumulation runs one chain over the split's whole index list, as fast accumulation does.
+    Never,
 }
 
 /// How a rule cuts K into chains: tile width, ownership and (slow accumulation) the restart period.
@@ -88,7 +91,14 @@ impl Layout {
             None => None,
             Some(Restart::Tiles(n)) => Some(n.saturating_mul(self.width)),
             Some(Restart::Elements(e)) => Some(e),
+            Some(Restart::Never) => None,
         }
+    }
+
+    /// The most tiles one split owns for K and S (a split's index list is at most this many tiles long, padding
+    /// included): a restart of this many own tiles or more cuts nothing.
+    pub fn own_tiles(&self, k: usize, s: usize) -> usize {
+        k.div_ceil(self.width.max(1)).div_ceil(s.max(1))
     }
 
     /// The tiles split `sp` of `s` owns for `t` tiles, in chain order.
@@ -113,6 +123,7 @@ impl Layout {
             None => String::new(),
             Some(Restart::Tiles(n)) => format!("/restart{n}"),
             Some(Restart::Elements(e)) => format!("/restart{e}e"),
+            Some(Restart::Never) => "/norestart".to_string(),
         }
     }
 }
@@ -139,6 +150,7 @@ impl SplitRule {
         let order = Order::from_name(parts.next()?)?;
         let restart = match parts.next() {
             None => None,
+            Some("norestart") => Some(Restart::Never),
             Some(r) => {
                 let n = r.strip_prefix("restart")?;
                 // A restart every 0 tiles or elements cuts nothing: not a rule.
@@ -227,6 +239,28 @@ impl SplitRule {
             .collect()
     }
 
+    /// The rule as it acts on K and S (fast or slow): the first of the rules that cut every such GEMM into the same
+    /// chains. A restart of n·w elements is n tiles; for slow accumulation a restart at or past the longest split's
+    /// index list cuts nothing (`norestart`); fast accumulation has no restart. Two rules with the same canonical
+    /// form compute the same bits for every operand of that K and S.
+    pub fn canonical(self, k: usize, s: usize, fast: bool) -> SplitRule {
+        let l = self.layout;
+        if fast {
+            return self.fast();
+        }
+        let own = l.own_tiles(k, s);
+        let restart = match l.restart {
+            Some(Restart::Elements(e)) if e % l.width.max(1) == 0 => Some(Restart::Tiles(e / l.width.max(1))),
+            r => r,
+        };
+        let restart = match restart {
+            Some(Restart::Tiles(n)) if n >= own => Some(Restart::Never),
+            Some(Restart::Elements(e)) if e >= own.saturating_mul(l.width) => Some(Restart::Never),
+            r => r,
+        };
+        SplitRule { layout: Layout { restart, ..l }, order: self.order }
+    }
+
     /// The fp32 combination of the partials in the rule's order (+0 for none).
     pub fn combine(&self, p: &[f32]) -> f32 {
         combine(self.order, p)
@@ -286,5 +320,26 @@ mod tests {
         // Fast accumulation ignores the restart: one chain per split.
         let fast = rule.plan_splits(300, 2, true);
         assert_eq!(chunks(&fast[0]), vec![(vec![0..256], 256)]);
+    }
+
+    #[test]
+    fn a_rule_without_restart_runs_one_slow_chain_per_split_and_canonical_forms_fold_equivalent_restarts() {
+        let never = SplitRule::parse("contiguous32/tree/norestart").unwrap();
+        assert_eq!(never.layout.restart, Some(Restart::Never));
+        assert_eq!(never.name(), "contiguous32/tree/norestart");
+        // K = 200, S = 2: 7 tiles of 32, 4 per split; each split one chain (padding included) when slow.
+        let splits = never.plan_splits(200, 2, false);
+        assert_eq!(splits.iter().map(|s| s.chunks.len()).collect::<Vec<_>>(), vec![1, 1]);
+        assert_eq!(splits[1].chunks[0].ranges, vec![128..200]);
+        // A restart of 4 or more own tiles (128 or more elements) cuts nothing at this K and S; 64 elements are 2
+        // tiles; fast accumulation drops the restart.
+        let at = |n: &str| SplitRule::parse(n).unwrap().canonical(200, 2, false).name();
+        assert_eq!(at("contiguous32/tree/restart4"), "contiguous32/tree/norestart");
+        assert_eq!(at("contiguous32/tree/restart9"), "contiguous32/tree/norestart");
+        assert_eq!(at("contiguous32/tree/restart128e"), "contiguous32/tree/norestart");
+        assert_eq!(at("contiguous32/tree/restart64e"), "contiguous32/tree/restart2");
+        assert_eq!(at("contiguous32/tree/restart48e"), "contiguous32/tree/restart48e");
+        assert_eq!(at("contiguous32/tree/restart3"), "contiguous32/tree/restart3");
+        assert_eq!(never.canonical(200, 2, true).name(), "contiguous32/tree");
     }
 }

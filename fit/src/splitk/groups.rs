@@ -121,8 +121,17 @@ fn mixture(all: &[String], members: &[&FitRow], sets: &[BTreeSet<&str>]) -> Opti
 
 fn decide(key: GroupKey, members: &[&FitRow]) -> FitGroup {
     let (gpu, fast, s, label) = key;
-    let all: Vec<String> = candidates(fast).iter().map(SplitRule::name).collect();
-    let sets: Vec<BTreeSet<&str>> = members.iter().map(|r| r.survivors.iter().map(String::as_str).collect()).collect();
+    // The rules any row names (each row names its survivors in their canonical form for its K and S), and per row
+    // the rules of these it accepts.
+    let mut pool: Vec<SplitRule> =
+        members.iter().flat_map(|r| r.survivors.iter().filter_map(|n| SplitRule::parse(n))).collect();
+    pool.sort();
+    pool.dedup();
+    let all: Vec<String> = pool.iter().map(SplitRule::name).collect();
+    let sets: Vec<BTreeSet<&str>> = members
+        .iter()
+        .map(|r| pool.iter().zip(&all).filter(|(rule, _)| r.accepts(rule)).map(|(_, n)| n.as_str()).collect())
+        .collect();
     let survivors: Vec<String> =
         all.iter().filter(|c| sets.iter().all(|set| set.contains(c.as_str()))).cloned().collect();
     let (mixture, mixtures) = match survivors.len() {
@@ -130,8 +139,7 @@ fn decide(key: GroupKey, members: &[&FitRow]) -> FitGroup {
         _ => (Vec::new(), 0),
     };
     let verdict = Verdict::of(survivors.len(), !mixture.is_empty());
-    let discriminating =
-        members.iter().zip(&sets).filter(|(_, set)| set.len() < all.len()).map(|(r, _)| r.id.clone()).collect();
+    let discriminating = members.iter().filter(|r| r.survivors.len() < r.tried).map(|r| r.id.clone()).collect();
     // Survivors with the same layout and the same order expression at this S.
     let mut classes: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for name in &survivors {
@@ -190,6 +198,9 @@ mod tests {
             s: 4,
             label: None,
             recorded: "unknown".into(),
+            k: 1024,
+            preset: mmaemu_model::Preset::ada(),
+            tried: 32,
             survivors: survivors.iter().map(|s| s.to_string()).collect(),
         }
     }

@@ -23,12 +23,16 @@
 //! verdict rests on. For a verdict of `none`, the rules reproducing the most rows are listed as
 //! `closest`, with the rows they fail.
 
+mod decide;
+mod experiments;
 mod groups;
 mod render;
 mod replay;
 mod schemes;
 
-use super::rules::{candidates, layouts, order_expression, Layout, Order, SplitRule};
+use super::rules::{layouts, order_expression, Layout, Order, Restart, SplitRule};
+pub use decide::{decisions, Decision, Parameter};
+pub use experiments::{equivalent_on, experiments};
 use groups::group;
 pub use groups::MixturePart;
 use mmaemu_datasets::{DatasetError, Expectation, Op, OutSelect, Row, Truth};
@@ -93,8 +97,25 @@ pub struct FitRow {
     pub label: Option<String>,
     /// The recorded scheme (information; the fit ignores it).
     pub recorded: String,
-    /// The rules that reproduce every recorded bit of the row, by name, in candidate order.
+    /// K.
+    pub k: usize,
+    /// The arithmetic its chains were replayed with (what [`experiments`] simulates the survivors with).
+    pub preset: Preset,
+    /// How many candidate rules the row was replayed under ([`super::rules::candidates`] of its K, S and
+    /// accumulation).
+    pub tried: usize,
+    /// The rules that reproduce every recorded bit of the row, by name, in candidate order, each in its canonical
+    /// form for the row's K and S ([`SplitRule::canonical`]): a rule not listed reproduces the row when its
+    /// canonical form is listed ([`FitRow::accepts`]).
     pub survivors: Vec<String>,
+}
+
+impl FitRow {
+    /// Does `rule` reproduce the row: is its canonical form for the row's K, S and accumulation a survivor?
+    pub fn accepts(&self, rule: &SplitRule) -> bool {
+        let name = rule.canonical(self.k, self.s, self.fast).name();
+        self.survivors.iter().any(|s| *s == name)
+    }
 }
 
 pub use super::SkippedRow;
@@ -148,10 +169,23 @@ pub struct FitReport {
     pub groups: Vec<FitGroup>,
     /// Rows with S > 1 that could not be fitted.
     pub skipped: Vec<SkippedRow>,
-    /// Candidate rules for fast accumulation.
+    /// The most candidate rules a fast row was replayed under.
     pub fast_candidates: usize,
-    /// Candidate rules for slow accumulation.
+    /// The most candidate rules a slow row was replayed under (the restarts a row can show grow with its K).
     pub slow_candidates: usize,
+}
+
+impl FitReport {
+    /// Does `rule` reproduce every row of group `g`?
+    pub fn group_accepts(&self, g: &FitGroup, rule: &SplitRule) -> bool {
+        let ids: BTreeSet<&str> = g.rows.iter().map(String::as_str).collect();
+        self.rows
+            .iter()
+            .filter(|r| {
+                r.gpu == g.gpu && r.fast == g.fast && r.s == g.s && r.label == g.label && ids.contains(r.id.as_str())
+            })
+            .all(|r| r.accepts(rule))
+    }
 }
 
 /// The label of a row's group: `customOption C` from the `algo` JSON, else the recorded scheme unless it
@@ -272,7 +306,7 @@ fn prepare(row: &Row, s: usize) -> Result<Prepared, String> {
     } else {
         vec![None; pairs.len()]
     };
-    let plans = layouts(fast)
+    let plans = layouts(k, s, fast)
         .into_iter()
         .map(|l| replay::plan(&preset, l, k, s, fast).map(|p| (l, p)).map_err(|e| format!("a candidate's plan: {e}")))
         .collect::<Result<_, String>>()?;
@@ -280,23 +314,24 @@ fn prepare(row: &Row, s: usize) -> Result<Prepared, String> {
     Ok(Prepared { codes, plans, patch, finish, want, out })
 }
 
+/// The bits of output `o` when the partials `column` are combined in `order`.
+fn output_bits(p: &Prepared, o: usize, column: &[f32], order: Order) -> u32 {
+    let acc = p.patch[o].unwrap_or_else(|| super::rules::combine(order, column));
+    match p.finish {
+        Finish::Accumulator => mmaemu_model::chain::canonical_f32(acc).to_bits(),
+        Finish::Epilogue(e) => e.apply_one(acc, e.alpha()),
+    }
+}
+
 /// Does the combination of these partials in `order` reproduce the recording?
 fn reproduces(p: &Prepared, partials: &[Vec<f32>], order: Order) -> bool {
     let mut column = vec![0.0f32; partials.len()];
     let mut bits = Vec::with_capacity(p.codes.pairs.len());
-    let alpha = match p.finish {
-        Finish::Epilogue(e) => e.alpha(),
-        Finish::Accumulator => 1.0,
-    };
     for o in 0..p.codes.pairs.len() {
         for (c, part) in column.iter_mut().zip(partials) {
             *c = part[o];
         }
-        let acc = p.patch[o].unwrap_or_else(|| super::rules::combine(order, &column));
-        let b = match p.finish {
-            Finish::Accumulator => mmaemu_model::chain::canonical_f32(acc).to_bits(),
-            Finish::Epilogue(e) => e.apply_one(acc, alpha),
-        };
+        let b = output_bits(p, o, &column, order);
         if let Want::Bits(want) = &p.want {
             if want[o] != b {
                 return false;
@@ -312,22 +347,37 @@ fn reproduces(p: &Prepared, partials: &[Vec<f32>], order: Order) -> bool {
     }
 }
 
-/// The partials of every candidate layout for one set of operands.
-type LayoutPartials = Vec<(Layout, Vec<Vec<f32>>)>;
-
-/// The partials of every candidate layout of a prepared row: each layout's plan replayed.
-fn all_partials(p: &Prepared) -> LayoutPartials {
-    let mut cache = ChainCache::new(&p.codes);
-    p.plans.iter().map(|(layout, plan)| (*layout, cache.partials(plan))).collect()
+/// Could the partials of the first output alone (`first`, one value per split) reproduce the recording in `order`?
+/// (Always, for a row that records only a digest.)
+fn first_output_agrees(p: &Prepared, first: &[f32], order: Order) -> bool {
+    match &p.want {
+        Want::Bits(want) => want[0] == output_bits(p, 0, first, order),
+        Want::Sha256(_) => true,
+    }
 }
 
-/// Every candidate rule whose partials reproduce the prepared row, in candidate order.
-fn survivors(p: &Prepared, parts: &LayoutPartials) -> Vec<SplitRule> {
-    let mut out = Vec::new();
-    for (layout, partials) in parts {
-        for order in Order::ALL {
-            if reproduces(p, partials, order) {
-                out.push(SplitRule { layout: *layout, order });
+/// The survivors of rows sharing operands (`members`, prepared alike but for their epilogue and recording), each in
+/// candidate order. Every layout is first replayed on the first compared output alone, which rules out almost every
+/// wrong candidate at 1 / outputs of the cost; the layouts left are replayed on every output.
+fn shared_survivors(members: &[&Prepared]) -> Vec<Vec<SplitRule>> {
+    let p0 = members[0];
+    let mut one = ChainCache::with_pairs(&p0.codes, p0.codes.pairs[..1].to_vec());
+    let keep: Vec<usize> = (0..p0.plans.len())
+        .filter(|&li| {
+            let first: Vec<f32> = one.partials(&p0.plans[li].1).into_iter().map(|v| v[0]).collect();
+            members.iter().any(|m| Order::ALL.into_iter().any(|o| first_output_agrees(m, &first, o)))
+        })
+        .collect();
+    let mut cache = ChainCache::new(&p0.codes);
+    let mut out = vec![Vec::new(); members.len()];
+    for li in keep {
+        let (layout, plan) = &p0.plans[li];
+        let partials = cache.partials(plan);
+        for (m, surv) in members.iter().zip(out.iter_mut()) {
+            for order in Order::ALL {
+                if reproduces(m, &partials, order) {
+                    surv.push(SplitRule { layout: *layout, order });
+                }
             }
         }
     }
@@ -365,9 +415,12 @@ struct Meta {
 }
 
 impl Meta {
-    fn into_row(self, survivors: Vec<String>) -> FitRow {
+    fn into_row(self, p: &Prepared, survivors: Vec<SplitRule>) -> FitRow {
         let Meta { id, file, gpu, fast, s, label, recorded } = self;
-        FitRow { id, file, gpu, fast, s, label, recorded, survivors }
+        let (k, tried) = (p.codes.k, p.plans.len() * Order::ALL.len());
+        let survivors = survivors.iter().map(SplitRule::name).collect();
+        let preset = p.codes.preset.clone();
+        FitRow { id, file, gpu, fast, s, label, recorded, k, preset, tried, survivors }
     }
 }
 
@@ -388,9 +441,8 @@ pub fn fit_row(row: &Row, file: &Path) -> Result<FitRow, SkippedRow> {
     let skip = |reason: String| SkippedRow { id: row.id.clone(), file: file.to_path_buf(), reason };
     let m = meta(row, file);
     let p = prepare(row, m.s).map_err(skip)?;
-    let parts = all_partials(&p);
-    let survivors = survivors(&p, &parts).iter().map(SplitRule::name).collect();
-    Ok(m.into_row(survivors))
+    let survivors = shared_survivors(&[&p]).pop().unwrap_or_default();
+    Ok(m.into_row(&p, survivors))
 }
 
 /// Fit the split rows of the given (file, rows) recordings: rows are prepared in parallel, rows sharing
@@ -424,26 +476,21 @@ pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
         shared.entry(k.as_slice()).or_default().push(i);
     }
     let shared: Vec<Vec<usize>> = shared.into_values().collect();
-    let results: Vec<Vec<(usize, Vec<String>)>> = shared
+    let results: Vec<Vec<(usize, Vec<SplitRule>)>> = shared
         .par_iter()
         .map(|members| {
-            let parts = all_partials(&ready[members[0]].1);
-            members.iter().map(|&i| (i, survivors(&ready[i].1, &parts).iter().map(SplitRule::name).collect())).collect()
+            let prepared: Vec<&Prepared> = members.iter().map(|&i| &ready[i].1).collect();
+            members.iter().copied().zip(shared_survivors(&prepared)).collect()
         })
         .collect();
-    let mut surv: Vec<Vec<String>> = vec![Vec::new(); ready.len()];
+    let mut surv: Vec<Vec<SplitRule>> = vec![Vec::new(); ready.len()];
     for (i, s) in results.into_iter().flatten() {
         surv[i] = s;
     }
-    let rows: Vec<FitRow> = ready.into_iter().zip(surv).map(|((m, _), survivors)| m.into_row(survivors)).collect();
+    let rows: Vec<FitRow> = ready.into_iter().zip(surv).map(|((m, p), survivors)| m.into_row(&p, survivors)).collect();
     let groups = group(&rows);
-    FitReport {
-        rows,
-        groups,
-        skipped,
-        fast_candidates: candidates(true).len(),
-        slow_candidates: candidates(false).len(),
-    }
+    let most = |fast: bool| rows.iter().filter(|r| r.fast == fast).map(|r| r.tried).max().unwrap_or(0);
+    FitReport { fast_candidates: most(true), slow_candidates: most(false), rows, groups, skipped }
 }
 
 /// Read every recording under `paths` and fit its rows (`evidence`: which rows count).

@@ -7,8 +7,10 @@ use super::*;
 /// "label", "rows", "survivors", "verdict"}]}`, plus the file, GPU, label and recorded scheme of each row,
 /// each group's discriminating rows, identical classes, (verdict mixture) its parts `{"rule", "equivalent",
 /// "explains", "assigned"}` and the number of covers of that size, (verdict none) closest rules, the skipped
-/// rows, the candidate counts, and per labelled scheme the rules fitting all its groups (`"schemes": [{"gpu",
-/// "label", "rules", "rule"}]`, [`schemes`]: what `mmaemu platform build --rules` reads).
+/// rows, the candidate counts, per labelled scheme the rules fitting all its groups (`"schemes": [{"gpu",
+/// "label", "rules", "rule"}]`, [`schemes`]: what `mmaemu platform build --rules` reads), and per label each
+/// parameter's surviving values and why (`"decisions": [{"gpu", "label", "rules", "parameters": [{"name", "values",
+/// "why"}]}]`, [`decisions`]).
 pub fn json(report: &FitReport) -> Value {
     json!({
         "rows": report.rows.iter().map(|r| json!({
@@ -42,6 +44,13 @@ pub fn json(report: &FitReport) -> Value {
         "candidates": {"fast": report.fast_candidates, "slow": report.slow_candidates},
         // The type `mmaemu platform build --rules` reads back (`FittedSchemes`).
         "schemes": schemes(report),
+        "decisions": decisions(report).iter().map(|d| json!({
+            "gpu": d.gpu,
+            "label": d.label,
+            "rules": d.rules,
+            "parameters": d.parameters.iter().map(|p| json!({"name": p.name, "values": p.values, "why": p.why}))
+                .collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -138,6 +147,11 @@ pub fn text(report: &FitReport) -> String {
                 None => "no single rule fits every group".to_string(),
             }
         );
+    }
+    for d in decisions(report) {
+        for p in d.parameters.iter().filter(|p| p.values.len() != 1) {
+            let _ = writeln!(s, "  {} {}: {} open ({}): {}", d.label, d.gpu, p.name, p.values.join(", "), p.why);
+        }
     }
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     for k in &report.skipped {

@@ -26,6 +26,7 @@ pub(super) struct Codes {
 /// does not change the plan, only the combination of its partials.
 pub(super) fn plan(preset: &Preset, layout: Layout, k: usize, s: usize, fast: bool) -> mmaemu_model::Result<Plan> {
     let rule = SplitRule { layout, order: Order::Serial };
+    let rule = if fast { rule.fast() } else { rule };
     Plan::new(preset, k, fast, SplitK::new(s, Scheme::Rule(rule))?)
 }
 
@@ -35,13 +36,20 @@ type ChainResults = Arc<Vec<f32>>;
 /// Per-row cache of chain results, keyed by the chain's k indices as merged ranges.
 pub(super) struct ChainCache<'p> {
     p: &'p Codes,
+    /// The outputs computed: all of `p.pairs`, or a few of them to rule candidates out cheaply.
+    pairs: Vec<(usize, usize)>,
     chain: Chain,
     map: HashMap<Vec<(usize, usize)>, ChainResults>,
 }
 
 impl<'p> ChainCache<'p> {
     pub fn new(p: &'p Codes) -> Self {
-        ChainCache { p, chain: Chain::new(&p.preset, p.fa, p.fb), map: HashMap::new() }
+        Self::with_pairs(p, p.pairs.clone())
+    }
+
+    /// A cache computing only the outputs `pairs` (of `p.pairs`).
+    pub fn with_pairs(p: &'p Codes, pairs: Vec<(usize, usize)>) -> Self {
+        ChainCache { p, pairs, chain: Chain::new(&p.preset, p.fa, p.fb), map: HashMap::new() }
     }
 
     fn gather(x: &[u8], row: usize, k: usize, ranges: &[Range<usize>], buf: &mut Vec<u8>) {
@@ -70,7 +78,7 @@ impl<'p> ChainCache<'p> {
         let mut rows_a: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
         let mut rows_b: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
         let mut buf = Vec::new();
-        for &(i, j) in &p.pairs {
+        for &(i, j) in &self.pairs {
             rows_a.entry(i).or_insert_with(|| {
                 Self::gather(&p.a, i, p.k, ranges, &mut buf);
                 buf.clone()
@@ -80,7 +88,7 @@ impl<'p> ChainCache<'p> {
                 buf.clone()
             });
         }
-        let out: Vec<f32> = p
+        let out: Vec<f32> = self
             .pairs
             .iter()
             .map(|(i, j)| match (rows_a.get(i), rows_b.get(j)) {
@@ -97,7 +105,7 @@ impl<'p> ChainCache<'p> {
     /// ((+0 + c_0) + c_1) + ... in fp32, +0 for a split without chunks. A chunk of padding alone is skipped: its
     /// result is +0, and adding +0 to a partial that is never -0 changes nothing.
     pub fn partials(&mut self, plan: &Plan) -> Vec<Vec<f32>> {
-        let n_out = self.p.pairs.len();
+        let n_out = self.pairs.len();
         plan.splits()
             .iter()
             .map(|split| {

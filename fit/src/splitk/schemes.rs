@@ -18,19 +18,17 @@ pub fn schemes(report: &FitReport) -> Vec<SchemeFit> {
                 report.groups.iter().filter(|g| g.gpu == gpu && g.label.as_deref() == Some(&label)).collect();
             let slow: Vec<&FitGroup> = groups.iter().copied().filter(|g| !g.fast).collect();
             let fast: Vec<&FitGroup> = groups.iter().copied().filter(|g| g.fast).collect();
-            // Candidates: the slow survivors where there are slow groups (they name the restart), else the fast ones.
-            let pool: Vec<String> = match slow.first() {
-                Some(g) => g.survivors.clone(),
-                None => fast.first().map(|g| g.survivors.clone()).unwrap_or_default(),
-            };
+            // Candidates: the slow survivors where there are slow groups (they name the restart), else the fast ones;
+            // a rule fits the label when its slow form reproduces every slow row and its fast form every fast row.
+            let pool_groups = if slow.is_empty() { &fast } else { &slow };
+            let mut pool: Vec<SplitRule> =
+                pool_groups.iter().flat_map(|g| g.survivors.iter().filter_map(|n| SplitRule::parse(n))).collect();
+            pool.sort();
+            pool.dedup();
             let rules: Vec<String> = pool
                 .into_iter()
-                .filter(|name| {
-                    let Some(rule) = SplitRule::parse(name) else { return false };
-                    let fast_name = rule.fast().name();
-                    slow.iter().all(|g| g.survivors.contains(name))
-                        && fast.iter().all(|g| g.survivors.contains(&fast_name))
-                })
+                .filter(|rule| groups.iter().all(|g| report.group_accepts(g, rule)))
+                .map(|rule| rule.name())
                 .collect();
             let named = Order::from_name(&label);
             let rule = rules
