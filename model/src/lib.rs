@@ -8,6 +8,7 @@ pub mod accumulate;
 pub mod block_scale;
 pub mod catalogue;
 pub mod chain;
+pub mod cutlass_rowwise;
 pub mod dtype;
 pub mod epilogue;
 pub mod error;
