@@ -82,27 +82,19 @@ impl RowwiseKernel {
     pub fn sm90(m: usize, n: usize, fast: bool, sms: usize) -> RowwiseKernel {
         let (mr, nr) = (m.div_ceil(64) * 64, n.div_ceil(64) * 64);
         let (c12, c21) = ([1, 2], [2, 1]);
-        let (cluster, swapped) = if mr == 64 && nr >= 3072 {
-            (c12, false)
-        } else if nr == 64 && mr >= 3072 {
-            (c12, true)
-        } else if mr == 192 && nr >= 4096 {
-            (c12, true)
-        } else if nr == 192 && mr >= 4096 {
-            (c12, false)
-        } else if mr * nr <= 4096 * 4096 && mr % 256 > 0 && nr % 256 == 0 {
-            (c21, true)
-        } else if mr * nr <= 4096 * 4096 && nr % 256 > 0 && mr % 256 == 0 {
-            (c21, false)
-        } else if mr % 256 > 0 && nr % 256 > 0 {
-            (c21, (mr <= nr) ^ (mr * nr <= 1024 * 1024))
-        } else if mr >= 4096 && nr >= 4096 {
-            (c21, mr < nr)
-        } else if (mr <= nr) ^ (mr >= 2048 && nr >= 2048) {
-            (c12, true)
-        } else {
-            (c21, true)
-        };
+        // (applies, cluster, swapped), in the source's order: the first that applies decides.
+        let rules = [
+            (mr == 64 && nr >= 3072, c12, false),
+            (nr == 64 && mr >= 3072, c12, true),
+            (mr == 192 && nr >= 4096, c12, true),
+            (nr == 192 && mr >= 4096, c12, false),
+            (mr * nr <= 4096 * 4096 && mr % 256 > 0 && nr % 256 == 0, c21, true),
+            (mr * nr <= 4096 * 4096 && nr % 256 > 0 && mr % 256 == 0, c21, false),
+            (mr % 256 > 0 && nr % 256 > 0, c21, (mr <= nr) ^ (mr * nr <= 1024 * 1024)),
+            (mr >= 4096 && nr >= 4096, c21, mr < nr),
+            ((mr <= nr) ^ (mr >= 2048 && nr >= 2048), c12, true),
+        ];
+        let (cluster, swapped) = rules.iter().find(|r| r.0).map_or((c21, true), |r| (r.1, r.2));
         // The tile heuristic sees the (possibly swapped) problem's M and N.
         let (pm, pn) = if swapped { (n, m) } else { (m, n) };
         let small = ceil_div(pm, 64 * cluster[0]) * ceil_div(pn, 128 * cluster[1]) <= sms / (cluster[0] * cluster[1]);

@@ -24,6 +24,9 @@ impl TestRng {
     fn next_u32(&mut self) -> u32 {
         (self.next_u64() >> 32) as u32
     }
+    fn coin(&mut self) -> bool {
+        self.next_u64() >> 63 == 1
+    }
 }
 
 fn rng(seed: u64) -> TestRng {
@@ -99,16 +102,15 @@ impl Case {
         let m = 1 + (r.next_u32() % 70) as usize;
         let n = 16 * (1 + (r.next_u32() % 6) as usize);
         let k = 16 * (1 + (r.next_u32() % 24) as usize);
-        let (fa, fmt) =
-            if r.next_u32() % 2 == 0 { (Dtype::Float8E4m3fn, Format::E4m3) } else { (Dtype::Float8E5m2, Format::E5m2) };
+        let (fa, fmt) = if r.coin() { (Dtype::Float8E4m3fn, Format::E4m3) } else { (Dtype::Float8E5m2, Format::E5m2) };
         let a = (0..m * k).map(|_| code(r, fmt)).collect();
         // B as [n, k] (the weight); mat2 is its transpose.
         let b = (0..n * k).map(|_| code(r, Format::E4m3)).collect();
         let sa = (0..m).map(|_| scale(r)).collect();
         let sb = (0..n).map(|_| scale(r)).collect();
-        let bias = (r.next_u32() % 2 == 0)
+        let bias = (r.coin())
             .then(|| (0..n).map(|_| bf16::from_f32((r.next_u32() % 2001) as f32 / 100.0 - 10.0).to_f32()).collect());
-        Case { m, n, k, fa, a, b, sa, sb, bias, fast: r.next_u32() % 2 == 0 }
+        Case { m, n, k, fa, a, b, sa, sb, bias, fast: r.coin() }
     }
 
     fn views(&self) -> (View<'_>, View<'_>) {

@@ -343,9 +343,7 @@ impl<'a> ScaledMm<'a> {
             ));
         }
         if scaling == Scaling::RowWise {
-            return self
-                .prepare_rowwise(dry, profile, fa, fb, od, backends)
-                .map_err(|(profile, error)| Failed { profile: Some(Box::new(profile)), error });
+            return self.prepare_rowwise(dry, profile, fa, fb, od, backends);
         }
         // Step 8: maturity warning.
         let mut warnings: Vec<Warning> = maturity_warning(&profile).into_iter().collect();

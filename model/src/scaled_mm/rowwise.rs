@@ -72,14 +72,15 @@ impl ScaledMm<'_> {
         fb: Format,
         od: OutDtype,
         backends: &'b dyn Backends,
-    ) -> std::result::Result<Prepared<'b>, (Profile, Error)> {
+    ) -> std::result::Result<Prepared<'b>, Failed> {
         let (m, k, n) = (self.input.shape[0], self.input.shape[1], self.mat2.shape[1]);
         let fast = self.use_fast_accum;
+        let fail = |profile: Profile, error: Error| Failed { profile: Some(Box::new(profile)), error };
         macro_rules! tri {
             ($e:expr) => {
                 match $e {
                     Ok(v) => v,
-                    Err(e) => return Err((profile, e)),
+                    Err(e) => return Err(fail(profile, e)),
                 }
             };
         }
@@ -89,7 +90,7 @@ impl ScaledMm<'_> {
                 profile.name,
                 profile.caller.name()
             );
-            return Err((profile, Error::unsupported(msg)));
+            return Err(fail(profile, Error::unsupported(msg)));
         }
         let kernel = tri!(RowwiseKernel::for_profile(&profile, m, n, fast));
         let mut warnings: Vec<Warning> = maturity_warning(&profile).into_iter().collect();
@@ -130,7 +131,7 @@ impl ScaledMm<'_> {
                 profile.preset.name(),
                 profile.preset.slow_chunk()
             );
-            return Err((profile, Error::unsupported(msg)));
+            return Err(fail(profile, Error::unsupported(msg)));
         }
         let plan = tri!(Plan::new(&profile.preset, k, !promotes, split.splitk()));
         let values = |s: &ScaleTensor| s.values.iter().map(|&v| v as f32).collect::<Vec<f32>>();
@@ -140,11 +141,11 @@ impl ScaledMm<'_> {
             Some(_) if dry => None,
             Some(b) => {
                 let e = Error::invalid_value(format!("bias: {} values for {} elements", b.values.len(), b.numel));
-                return Err((profile, e));
+                return Err(fail(profile, e));
             }
         };
         if !dry && (self.scale_a.values.len() != m || self.scale_b.values.len() != n) {
-            return Err((profile, Error::invalid_value("row-wise scales need their values (M and N of them)")));
+            return Err(fail(profile, Error::invalid_value("row-wise scales need their values (M and N of them)")));
         }
         let epilogue = CallEpilogue::RowWise(RowwiseEpilogue {
             scale_a: values(&self.scale_a),
