@@ -356,7 +356,8 @@ pub fn auto_split(row: &Row) -> AutoSplit {
 
 /// [`auto_split`] with the call under `under`'s profile for the row.
 pub fn auto_split_under(row: &Row, under: &Under) -> AutoSplit {
-    if row.op != mmaemu_datasets::Op::ScaledMm {
+    // A row that expects an error records no split (a row recorded as out of scope may now compute).
+    if row.op != mmaemu_datasets::Op::ScaledMm || matches!(row.expected, Expectation::Error(_)) {
         return AutoSplit::NotApplicable;
     }
     let resolved = under.resolve(row);
