@@ -146,8 +146,8 @@ impl CallArgs {
                 bias: self.bias.as_ref().map(|b| BiasSpec {
                     dtype: b.model_dtype(),
                     numel: b.numel(),
-                    // SAFETY: forwarded; explain (dry) reads no data.
-                    values: if dry { Vec::new() } else { unsafe { b.values_f32() } },
+                    // Explain (dry) reads no data; inside the block above, whose safety is forwarded.
+                    values: if dry { Vec::new() } else { b.values_f32() },
                 }),
                 scale_result: self.scale_result.as_ref().map(|s| s.scale()),
                 out_dtype: self.out_dtype.as_deref().map(Dtype::from_name),
