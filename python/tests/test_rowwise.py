@@ -15,14 +15,16 @@ import mmaemu
 ONE = torch.tensor(1.0)
 
 
-def operands(m: int, n: int, k: int, seed: int, a_dtype=torch.float8_e4m3fn):
+def operands(m: int, n: int, k: int, seed: int):
+    """Gaussian rows quantized to e4m3 with their own scales (amax / 448), as PyTorch's row-wise tests make them."""
     g = torch.Generator().manual_seed(seed)
-    a = (torch.randn(m, k, generator=g) * 4).to(a_dtype)
-    w = (torch.randn(n, k, generator=g) * 4).to(torch.float8_e4m3fn)
-    sa = torch.rand(m, 1, generator=g) * 2 + 0.01
-    sb = torch.rand(1, n, generator=g) * 2 + 0.01
-    bias = (torch.randn(n, generator=g) * 3).to(torch.bfloat16)
-    return a, w, sa, sb, bias
+    x, y = torch.randn(m, k, generator=g), torch.randn(n, k, generator=g)
+    sa = x.abs().amax(dim=1, keepdim=True) / 448.0
+    sb = y.abs().amax(dim=1, keepdim=True) / 448.0
+    a = (x / sa).to(torch.float8_e4m3fn)
+    w = (y / sb).to(torch.float8_e4m3fn)
+    bias = torch.randn(n, generator=g).to(torch.bfloat16)
+    return a, w, sa.contiguous(), sb.t().contiguous(), bias
 
 
 def accumulator(a, w, fast: bool) -> torch.Tensor:
@@ -49,7 +51,8 @@ def test_rowwise_is_the_accumulator_through_the_cutlass_epilogue(m, n, swapped, 
         a, w, sa, sb, bias = operands(m, n, 384, seed)
         b = bias if with_bias else None
         with pytest.warns(mmaemu.ExperimentalPresetWarning, match="row-wise scales are experimental"):
-            got = mmaemu.scaled_mm(a, w.t(), sa, sb, bias=b, out_dtype=torch.bfloat16, use_fast_accum=fast)
+            got = mmaemu.scaled_mm(a, w.t(), sa, sb, bias=b, out_dtype=torch.bfloat16, use_fast_accum=fast,
+                                   profile="hopper")
         want = cutlass_epilogue(accumulator(a, w, fast), sa, sb, b, swapped)
         mmaemu.testing.assert_bitwise_equal(got, want)
         # PyTorch's own row-wise test tolerance (atol = rtol = 7e-2 for bf16) against an exact emulation.
@@ -71,7 +74,7 @@ def test_patch_runs_torch_scaled_mm_rowwise() -> None:
 
 def test_explain_names_the_kernel_and_its_source() -> None:
     a, w, sa, sb, _ = operands(16, 32, 128, 1)
-    plan = mmaemu.explain(a, w.t(), sa, sb, out_dtype=torch.bfloat16)
+    plan = mmaemu.explain(a, w.t(), sa, sb, out_dtype=torch.bfloat16, profile="hopper")
     assert plan.ok, plan.validation
     assert "f8f8bf16_rowwise" in plan.kernel and "RowwiseScaledMM.cu" in plan.kernel
     assert plan.split.source == "kernel" and plan.split.s == 1
@@ -80,15 +83,15 @@ def test_explain_names_the_kernel_and_its_source() -> None:
 def test_torch_2_7_1_rejections() -> None:
     a, w, sa, sb, bias = operands(16, 32, 128, 2)
     with pytest.raises(mmaemu.ReferenceRejectsError, match="Only bf16 high precision output types"):
-        mmaemu.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32)
+        mmaemu.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32, profile="hopper")
     with pytest.raises(mmaemu.ReferenceRejectsError, match=r"Expected b.dtype\(\) == at::kFloat8_e4m3fn"):
-        mmaemu.scaled_mm(a, w.to(torch.float8_e5m2).t(), sa, sb, out_dtype=torch.bfloat16)
+        mmaemu.scaled_mm(a, w.to(torch.float8_e5m2).t(), sa, sb, out_dtype=torch.bfloat16, profile="hopper")
     with pytest.raises(mmaemu.ReferenceRejectsError, match="Bias must be BFloat16 to compute BFloat16"):
-        mmaemu.scaled_mm(a, w.t(), sa, sb, bias=bias.half(), out_dtype=torch.bfloat16)
+        mmaemu.scaled_mm(a, w.t(), sa, sb, bias=bias.half(), out_dtype=torch.bfloat16, profile="hopper")
     # e5m2 x e4m3 runs (mat1 may be e5m2).
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        mmaemu.scaled_mm(a.float().to(torch.float8_e5m2), w.t(), sa, sb, out_dtype=torch.bfloat16)
+        mmaemu.scaled_mm(a.float().to(torch.float8_e5m2), w.t(), sa, sb, out_dtype=torch.bfloat16, profile="hopper")
 
 
 def test_ada_needs_an_explicit_split() -> None:
