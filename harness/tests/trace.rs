@@ -99,3 +99,56 @@ fn corrupted_row_reports_the_trace_of_its_first_differing_element() {
     ]);
     assert!(tail.contains(&format!("result 0x{good:04X} [bfloat16]")), "{report}");
 }
+
+/// A row-wise call (docs/reference.md §4.2, hopper and ada with splitk=1, slow and fast, with a bias): the trace of
+/// every element ends in the bits the call returns, and names the kernel.
+#[test]
+fn rowwise_trace_ends_in_the_call_bits() {
+    use mmaemu_model::dtype::Dtype;
+    use mmaemu_model::scaled_mm::{BiasSpec, ProfileArg, ScaleTensor, ScaledMm};
+    use mmaemu_model::splitk::SplitRequest;
+    use mmaemu_model::tensor::View;
+    let (m, n, k) = (3, 16, 288);
+    // Seeded codes (a fixed LCG): every finite e4m3 code but the NaNs.
+    let mut x = 0x2545_F491u32;
+    let mut code = || loop {
+        x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let c = (x >> 24) as u8;
+        if c & 0x7F != 0x7F {
+            return c;
+        }
+    };
+    let a: Vec<u8> = (0..m * k).map(|_| code()).collect();
+    let b: Vec<u8> = (0..n * k).map(|_| code()).collect();
+    for (profile, fast) in [("hopper", false), ("hopper", true), ("ada", false)] {
+        let input = View { dtype: Dtype::Float8E4m3fn, shape: vec![m, k], strides: vec![k, 1], offset: 0, storage: &a };
+        let mat2 = View { dtype: Dtype::Float8E4m3fn, shape: vec![k, n], strides: vec![1, k], offset: 0, storage: &b };
+        let mut c = ScaledMm::new(input, mat2, 1.0, 1.0);
+        let vector = |len: usize, shape: Vec<usize>| ScaleTensor {
+            dtype: Dtype::Float32,
+            shape,
+            values: (0..len).map(|i| 0.3 + 0.17 * i as f64).collect(),
+            contiguous: true,
+        };
+        c.scale_a = vector(m, vec![m, 1]);
+        c.scale_b = vector(n, vec![1, n]);
+        c.bias = Some(BiasSpec { dtype: Dtype::BFloat16, numel: n, values: (0..n).map(|j| j as f32 - 8.0).collect() });
+        c.out_dtype = Some(Dtype::BFloat16);
+        c.use_fast_accum = fast;
+        c.profile = ProfileArg::Name(profile.into());
+        c.splitk = SplitRequest::Count(1);
+        let out = c.clone().run().unwrap().out.logical_bytes();
+        for i in 0..m {
+            for j in 0..n {
+                let t = mmaemu_trace::call::trace_scaled_mm(&c, i, j).unwrap();
+                let o = i * n + j;
+                assert_eq!(
+                    t.bits,
+                    u16::from_le_bytes([out[2 * o], out[2 * o + 1]]) as u32,
+                    "{profile} {fast} ({i}, {j})"
+                );
+                assert!(t.notes.iter().any(|s| s.contains("f8f8bf16_rowwise")), "{:?}", t.notes);
+            }
+        }
+    }
+}

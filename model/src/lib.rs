@@ -10,6 +10,7 @@ pub mod block_scale;
 pub mod blocked_layout;
 pub mod catalogue;
 pub mod chain;
+pub mod cutlass_rowwise;
 pub mod dtype;
 pub mod epilogue;
 pub mod error;

@@ -70,7 +70,7 @@ fn check_order_examples() {
     assert_eq!(e.category(), Category::ReferenceRejects);
     assert!(e.message().ends_with("[profile ada]"));
     // The bias scope check comes after the profile rejection, and bias with an FP8 od is unsupported.
-    c.bias = Some(BiasSpec { dtype: Dtype::BFloat16, numel: 32 });
+    c.bias = Some(BiasSpec { dtype: Dtype::BFloat16, numel: 32, values: vec![] });
     assert_eq!(c.clone().run().unwrap_err().category(), Category::ReferenceRejects);
     c.out_dtype = Some(Dtype::Float8E4m3fn);
     assert_eq!(c.run().unwrap_err().category(), Category::UnsupportedFeature);

@@ -408,6 +408,7 @@ def _plan(d: Dict[str, Any]) -> CallPlan:
         backend=d["backend"],
         fallbacks=list(d["fallbacks"]),
         warnings=[WarningInfo(k, m) for k, m in d["warnings"]],
+        kernel=d.get("kernel"),
     )
 
 

@@ -119,6 +119,9 @@ class CallPlan:
     backend: str = ""
     fallbacks: List[str] = field(default_factory=list)
     warnings: List[WarningInfo] = field(default_factory=list)
+    #: The kernel the reference runs and the source it is modelled from, where mmaemu models a named kernel
+    #: (row-wise scales: CUTLASS f8f8bf16_rowwise); None for the cuBLASLt calls of the tables.
+    kernel: Optional[str] = None
 
     @property
     def ok(self) -> bool:

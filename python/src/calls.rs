@@ -143,7 +143,12 @@ impl CallArgs {
                 mat2: self.mat2.view(),
                 scale_a: self.scale_a.scale(),
                 scale_b: self.scale_b.scale(),
-                bias: self.bias.as_ref().map(|b| BiasSpec { dtype: b.model_dtype(), numel: b.numel() }),
+                bias: self.bias.as_ref().map(|b| BiasSpec {
+                    dtype: b.model_dtype(),
+                    numel: b.numel(),
+                    // Explain (dry) reads no data; inside the block above, whose safety is forwarded.
+                    values: if dry { Vec::new() } else { b.values_f32() },
+                }),
                 scale_result: self.scale_result.as_ref().map(|s| s.scale()),
                 out_dtype: self.out_dtype.as_deref().map(Dtype::from_name),
                 use_fast_accum: self.use_fast_accum,
@@ -330,6 +335,7 @@ fn refused(e: &Error) -> CallPlan {
         backend: String::new(),
         fallbacks: vec![],
         warnings: vec![],
+        kernel: None,
     }
 }
 
@@ -359,6 +365,7 @@ pub fn plan_dict<'py>(py: Python<'py>, plan: &CallPlan) -> PyResult<Bound<'py, P
     d.set_item("backend", &plan.backend)?;
     d.set_item("fallbacks", &plan.fallbacks)?;
     d.set_item("warnings", warnings_py(&plan.warnings))?;
+    d.set_item("kernel", &plan.kernel)?;
     Ok(d)
 }
 

@@ -5,7 +5,7 @@
 use mmaemu_api::model::dtype::Dtype;
 use mmaemu_api::model::scaled_mm::ScaleTensor;
 use mmaemu_api::model::tensor::{is_contiguous, Tensor, View};
-use mmaemu_api::model::Error;
+use mmaemu_api::model::{Error, OutDtype};
 use pyo3::prelude::*;
 
 /// One tensor or array: `(dtype, shape, strides, offset, base, itemsize)`. `base` is the address of the
@@ -169,9 +169,42 @@ impl Desc {
             dtype: self.model_dtype(),
             shape: self.shape.clone(),
             // SAFETY: forwarded.
-            values: if self.numel() == 1 { unsafe { self.values() } } else { Vec::new() },
+            values: if self.numel() == 1 || self.rowwise_vector() { unsafe { self.values() } } else { Vec::new() },
             contiguous: self.shape.len() == self.strides.len() && is_contiguous(&self.shape, &self.strides),
         }
+    }
+
+    /// A float32 (M, 1) or (1, N) contiguous scale: a row-wise scale, whose values the kernel reads (one per
+    /// row or column of the result, so no larger than the result).
+    fn rowwise_vector(&self) -> bool {
+        self.model_dtype() == Dtype::Float32
+            && self.shape.len() == 2
+            && (self.shape[0] == 1 || self.shape[1] == 1)
+            && self.shape.len() == self.strides.len()
+            && is_contiguous(&self.shape, &self.strides)
+    }
+
+    /// The element values of a bf16, fp16 or fp32 tensor (a bias) as f32, exactly; other dtypes read as 0 (they
+    /// are refused by their dtype before a value matters).
+    ///
+    /// # Safety
+    /// As [`Desc::storage`].
+    pub unsafe fn values_f32(&self) -> Vec<f32> {
+        // SAFETY: forwarded.
+        let storage = unsafe { self.storage() };
+        let dtype = self.model_dtype();
+        let mut out = Vec::with_capacity(self.numel());
+        self.each_index(|_, i| {
+            let p = i * self.itemsize;
+            let v = match (&dtype, storage.get(p..p + self.itemsize)) {
+                (Dtype::BFloat16, Some(b)) => f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16),
+                (Dtype::Float16, Some(b)) => OutDtype::Float16.to_f64(u16::from_le_bytes([b[0], b[1]]) as u32) as f32,
+                (Dtype::Float32, Some(b)) => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                _ => 0.0,
+            };
+            out.push(v);
+        });
+        out
     }
 
     /// The out= argument as the model sees it: the same dtype, shape and strides over a zeroed storage of

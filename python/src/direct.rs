@@ -38,7 +38,8 @@ pub unsafe fn scaled_mm(
     backends: &dyn Backends,
     target: &Desc,
 ) -> Option<Vec<Warning>> {
-    if plan.validation != Validation::Ok || mmaemu_api::model::fpenv::flushes() {
+    // Row-wise scales run another kernel's plan and epilogue (docs/reference.md §4.2): the model's run_on.
+    if plan.validation != Validation::Ok || mmaemu_api::model::fpenv::flushes() || plan.kernel.is_some() {
         return None;
     }
     let split = plan.split.as_ref()?;

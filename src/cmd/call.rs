@@ -4,6 +4,10 @@
 
 use super::CommandError;
 use clap::Args;
+use mmaemu_api::model::dtype::Dtype;
+use mmaemu_api::model::epilogue::{f32_to_bf16, f32_to_f16};
+use mmaemu_api::model::scaled_mm::{BiasSpec, ScaleTensor};
+use mmaemu_api::model::OutDtype;
 
 /// A call: its shape by `--m --n --k` (`explain` also takes them as positional M N K), its formats and options.
 #[derive(Args, Clone, Debug)]
@@ -38,6 +42,13 @@ pub struct CallArgs {
     /// scale_result: the output scale (FP8 out dtypes).
     #[arg(long)]
     pub scale_result: Option<f32>,
+    /// Scaling: tensorwise (one scale each), or rowwise: scale_a (M, 1) holds scale_a · r(i) and scale_b (1, N)
+    /// scale_b · r(j), with r(i) = 0.25 + 0.0625 · ((7 i) mod 16) (the recording format's `rowwise` scale).
+    #[arg(long, default_value = "tensorwise", value_parser = ["tensorwise", "rowwise"])]
+    pub scales: String,
+    /// A bias of N elements of this dtype (bf16, fp16, fp32), element j = 0.125 j - 1 (the recording format's).
+    #[arg(long)]
+    pub bias: Option<String>,
     /// Profile (default: MMAEMU_PROFILE, else hopper).
     #[arg(long, value_parser = crate::cmd::platform::profile_value)]
     pub profile: Option<String>,
@@ -57,6 +68,40 @@ impl CallArgs {
             _ => Err(CommandError::bad_input("a call needs all of --m, --n and --k")),
         }
     }
+}
+
+/// Element i of the recording format's `rowwise` scale pattern.
+fn rowwise_pattern(i: usize) -> f64 {
+    0.25 + 0.0625 * ((7 * i as u64) % 16) as f64
+}
+
+/// The scale tensors of a call: tensor-wise scalars, or row-wise (M, 1) and (1, N) vectors of the pattern times
+/// the given scales (each product rounded once to fp32).
+pub fn call_scales(rowwise: bool, scale_a: f32, scale_b: f32, m: usize, n: usize) -> (ScaleTensor, ScaleTensor) {
+    if !rowwise {
+        return (ScaleTensor::scalar(scale_a), ScaleTensor::scalar(scale_b));
+    }
+    let vector = |s: f32, len: usize, shape: Vec<usize>| ScaleTensor {
+        dtype: Dtype::Float32,
+        shape,
+        values: (0..len).map(|i| (s as f64 * rowwise_pattern(i)) as f32 as f64).collect(),
+        contiguous: true,
+    };
+    (vector(scale_a, m, vec![m, 1]), vector(scale_b, n, vec![1, n]))
+}
+
+/// The bias of a call (`--bias DTYPE`): N elements, element j = 0.125 j - 1 in the dtype, held as its exact value.
+pub fn call_bias(dtype: Option<&str>, n: usize) -> Option<BiasSpec> {
+    let dtype = crate::cmd::explain::dtype_arg(dtype?);
+    let value = |j: usize| {
+        let x = (0.125 * j as f64 - 1.0) as f32;
+        match dtype {
+            Dtype::BFloat16 => OutDtype::BFloat16.to_f64(f32_to_bf16(x) as u32) as f32,
+            Dtype::Float16 => OutDtype::Float16.to_f64(f32_to_f16(x) as u32) as f32,
+            _ => x,
+        }
+    };
+    Some(BiasSpec { values: (0..n).map(value).collect(), dtype, numel: n })
 }
 
 /// The operands of a call the command computes (`trace`, `attribute`): the `mmaemu-inputs/1` generator's flags.

@@ -36,6 +36,10 @@ pub struct Case {
     pub scale_b: f32,
     /// scale_result: the output scale, if given.
     pub scale_result: Option<f32>,
+    /// Row-wise scales (`--scales rowwise`).
+    pub rowwise: bool,
+    /// The bias dtype (`--bias`), if any.
+    pub bias: Option<String>,
     /// Profile name (None: MMAEMU_PROFILE or the default).
     pub profile: Option<String>,
     /// The split request.
@@ -61,6 +65,8 @@ impl Default for Case {
             scale_a: 1.0,
             scale_b: 1.0,
             scale_result: None,
+            rowwise: false,
+            bias: None,
             profile: None,
             splitk: SplitRequest::Auto,
             layout: "std".into(),
@@ -112,12 +118,13 @@ pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
         storage: vec![],
     });
     let catalogue = mmaemu_api::catalogue();
+    let (scale_a, scale_b) = super::call::call_scales(c.rowwise, c.scale_a, c.scale_b, c.m, c.n);
     let call = ScaledMm {
         input,
         mat2,
-        scale_a: ScaleTensor::scalar(c.scale_a),
-        scale_b: ScaleTensor::scalar(c.scale_b),
-        bias: None,
+        scale_a,
+        scale_b,
+        bias: super::call::call_bias(c.bias.as_deref(), c.n),
         scale_result: c.scale_result.map(ScaleTensor::scalar),
         out_dtype: od,
         use_fast_accum: c.fast,
@@ -149,7 +156,7 @@ pub fn plan_json(p: &CallPlan) -> Value {
         Validation::Ok => json!("ok"),
         Validation::Error { name, message } => json!({"error": name, "message": super::in_flag_words(message)}),
     };
-    json!({
+    let mut v = json!({
         "validation": validation,
         "profile": p.profile,
         "preset": p.preset,
@@ -158,7 +165,12 @@ pub fn plan_json(p: &CallPlan) -> Value {
         "backend": p.backend,
         "fallbacks": p.fallbacks,
         "warnings": p.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
-    })
+    });
+    // Only a call that runs a modelled kernel (row-wise scales) names it.
+    if let (Some(kernel), Some(o)) = (&p.kernel, v.as_object_mut()) {
+        o.insert("kernel".into(), json!(kernel));
+    }
+    v
 }
 
 /// The plan as text: one line per field.
@@ -201,6 +213,9 @@ pub fn plan_text(c: &Case, p: &CallPlan) -> String {
         ("warnings", format!("{:?}", p.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>())),
     ] {
         s.push_str(&format!("  {k:<16}{v}\n"));
+    }
+    if let Some(kernel) = &p.kernel {
+        s.push_str(&format!("  {:<16}{kernel}\n", "kernel"));
     }
     s
 }
@@ -341,6 +356,8 @@ pub fn run(args: ExplainArgs) -> CommandResult {
         scale_a: call.scale_a,
         scale_b: call.scale_b,
         scale_result: call.scale_result,
+        rowwise: call.scales == "rowwise",
+        bias: call.bias,
         profile: call.profile,
         splitk,
         layout: args.layout,

@@ -3,10 +3,11 @@
 
 use super::{trace_element, Trace, TraceOp};
 use mmaemu_model::accumulate::Operands;
+use mmaemu_model::cutlass_rowwise::{RowwiseEpilogue, RowwiseKernel};
 use mmaemu_model::epilogue::{Epilogue, OutDtype};
 use mmaemu_model::error::{Error, Result};
 use mmaemu_model::plan::Plan;
-use mmaemu_model::scaled_mm::{resolve_profile, ScaledMm, Validation};
+use mmaemu_model::scaled_mm::{resolve_profile, ScaledMm, Scaling, Validation};
 
 /// Trace element (i, j) of `call`. A call that would raise returns that error; a zero-size call traces +0.
 pub fn trace_scaled_mm(call: &ScaledMm<'_>, i: usize, j: usize) -> Result<Trace> {
@@ -28,16 +29,55 @@ pub fn trace_scaled_mm(call: &ScaledMm<'_>, i: usize, j: usize) -> Result<Trace>
         t.dtype = c.od.unwrap_or(OutDtype::Float32);
         return Ok(t);
     };
-    let epi = epilogue(call, c.out()?);
     // Only row i of A and row j of B are needed: gather them from the views.
     let ra = row(&call.input, i, "mat1")?;
     let rb = row(&call.mat2.t(), j, "mat2")?;
     let ops = Operands { fa, fb, a: &ra, b: &rb, m: 1, n: 1, k };
+    if call.scaling() == Scaling::RowWise {
+        return trace_rowwise(call, &c, split, &ops, (i, j));
+    }
+    let epi = epilogue(call, c.out()?);
     let p = Plan::new(preset, k, call.use_fast_accum, split.try_splitk()?)?;
     let mut t = trace_element(preset, &p, &ops, 0, 0, Some(&epi))?;
     t.op = TraceOp::ScaledMm;
     t.element = Some((i, j));
     t.split_source = Some(format!("{} ({}); profile {}", split.source.name(), split.note, c.profile.name));
+    Ok(t)
+}
+
+/// Trace element (i, j) of a row-wise call (docs/reference.md §4.2): the accumulator of the CUTLASS kernel's plan
+/// (sm_90 slow: 128-wide promotion chunks; otherwise one chain per split), then its epilogue step by step.
+fn trace_rowwise(
+    call: &ScaledMm<'_>,
+    c: &Checked,
+    split: &mmaemu_model::splitk::SplitDecision,
+    ops: &Operands<'_>,
+    (i, j): (usize, usize),
+) -> Result<Trace> {
+    let (m, n) = (call.input.shape[0], call.mat2.shape[1]);
+    let preset = &c.profile.preset;
+    let kernel = RowwiseKernel::for_profile(&c.profile, m, n, call.use_fast_accum)?;
+    let p = Plan::new(preset, ops.k, !kernel.promotes(), split.try_splitk()?)?;
+    let mut t = trace_element(preset, &p, ops, 0, 0, None)?;
+    let value = |s: &mmaemu_model::scaled_mm::ScaleTensor, x: usize| s.values.get(x).map_or(0.0, |&v| v as f32);
+    let epi = RowwiseEpilogue {
+        scale_a: vec![value(&call.scale_a, i)],
+        scale_b: vec![value(&call.scale_b, j)],
+        bias: call.bias.as_ref().map(|b| vec![b.values.get(j).copied().unwrap_or(0.0)]),
+        order: kernel.order(),
+    };
+    let st = epi.steps(t.accumulator, 0, 0);
+    t.op = TraceOp::ScaledMm;
+    t.element = Some((i, j));
+    t.bits = st.bits as u32;
+    t.dtype = OutDtype::BFloat16;
+    t.split_source = Some(format!("{} ({}); profile {}", split.source.name(), split.note, c.profile.name));
+    t.notes.push(format!("kernel: {}", kernel.describe()));
+    t.notes.push(format!(
+        "row-wise epilogue: RN32({:e} * acc) = {:e}; RN32({:e} * that) = {:e}; RN32(bias {:e} + that) = {:e}; \
+         bf16 0x{:04X}",
+        st.first.0, st.first.1, st.second.0, st.second.1, st.biased.0, st.biased.1, st.bits
+    ));
     Ok(t)
 }
 
@@ -62,6 +102,12 @@ pub fn attribute_scaled_mm_with(
     let c = checked(call)?;
     let (m, k, n) = (call.input.shape[0], call.input.shape[1], call.mat2.shape[1]);
     let split = c.split.as_ref().ok_or_else(|| Error::invalid_value("a zero-size call has nothing to attribute"))?;
+    if call.scaling() == Scaling::RowWise {
+        return Err(Error::unsupported(
+            "attribution of row-wise calls is not available: trace an element (its accumulator and the CUTLASS \
+             epilogue step by step), or attribute the tensor-wise call with unit scales and float32 out",
+        ));
+    }
     let epi = epilogue(call, c.out()?);
     let a = call.input.gather_bytes("mat1")?;
     let b = call.mat2.t().gather_bytes("mat2")?;

@@ -182,6 +182,15 @@ pub fn features(row: &Row) -> Vec<Feature> {
         f.push(Feature::new(Group::Out, mmaemu_datasets::torch_dtype_name(out)));
         let od = OutDtype::from_name(out);
         let scale_result = row.scale_result.is_some() || row.call.as_ref().is_some_and(|c| c.scale_result.is_some());
+        if let Some(call) = &row.call {
+            // Row-wise scales (and their bias) run CUTLASS f8f8bf16_rowwise (docs/reference.md §4.2).
+            if call.scale_a.as_ref().is_some_and(|s| s.shape.len() == 2 && s.shape != [1, 1]) {
+                f.push(Feature::new(Group::Epilogue, ROWWISE));
+                if call.bias.is_some() {
+                    f.push(Feature::new(Group::Epilogue, ROWWISE_BIAS));
+                }
+            }
+        }
         match od {
             Some(OutDtype::BFloat16) => f.push(Feature::new(Group::Epilogue, "double rounding to bfloat16")),
             Some(OutDtype::Float16) => f.push(Feature::new(Group::Epilogue, "double rounding to float16")),
@@ -398,6 +407,12 @@ pub struct StatusReport {
     pub scopes: Vec<ScopeStatus>,
 }
 
+/// The feature of row-wise scales, modelled from the CUTLASS kernel torch 2.7.1 runs (experimental until rows of a
+/// GPU validate it).
+pub const ROWWISE: &str = "row-wise scales (CUTLASS f8f8bf16_rowwise)";
+/// The feature of a bias with row-wise scales.
+pub const ROWWISE_BIAS: &str = "bias with row-wise scales";
+
 /// The features a built-in preset or profile is expected to be validated on.
 fn universe(preset: &Preset, profile: bool) -> Vec<Feature> {
     let mut u = Vec::new();
@@ -434,6 +449,10 @@ fn universe(preset: &Preset, profile: bool) -> Vec<Feature> {
     u.push(Feature::new(Group::Shape, "zero-size"));
     u.push(Feature::new(Group::Shape, "ragged K (K % 16 != 0)"));
     u.push(Feature::new(Group::OutArg, "row-major"));
+    if profile {
+        u.push(Feature::new(Group::Epilogue, ROWWISE));
+        u.push(Feature::new(Group::Epilogue, ROWWISE_BIAS));
+    }
     u
 }
 

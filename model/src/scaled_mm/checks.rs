@@ -45,6 +45,15 @@ impl ScaledMm<'_> {
                 }
             }
         }
+        if let Some(bias) = &self.bias {
+            if !bias.values.is_empty() && bias.values.len() != bias.numel {
+                return Err(Error::wrong_type(format!(
+                    "bias: {} values for {} elements",
+                    bias.values.len(),
+                    bias.numel
+                )));
+            }
+        }
         Ok(())
     }
 
@@ -151,10 +160,10 @@ impl ScaledMm<'_> {
     pub(super) fn cublas_checks(&self, od: &Dtype) -> Result<(Format, Format, OutDtype, bool)> {
         let (a, b) = (&self.input, &self.mat2);
         let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
-        if self.is_rowwise() && *od != Dtype::BFloat16 {
-            return Err(r(format!(
-                "Only bf16 high precision output types are supported for row-wise scaling (got {od})."
-            )));
+        if self.is_rowwise() {
+            // torch 2.7.1 sends row-wise scales to CUTLASS before any cuBLASLt check.
+            let (fa, fb, odt) = self.rowwise_checks(od)?;
+            return Ok((fa, fb, odt, false));
         }
         let bt = b.t();
         let a_row = is_row_major(&a.shape, &a.strides);

@@ -6,9 +6,14 @@
 // fire in a host-only library.
 
 mod checks;
+mod rowwise;
+mod scaling;
+
+pub use scaling::Scaling;
 
 use crate::accumulate::{execute, ChainEngine, Operands, ReferenceEngine};
 use crate::catalogue::Catalogue;
+use crate::cutlass_rowwise::RowwiseEpilogue;
 use crate::dtype::Dtype;
 use crate::epilogue::{Epilogue, OutDtype};
 use crate::error::{Category, Error, Result};
@@ -50,13 +55,16 @@ impl ScaleTensor {
     }
 }
 
-/// A bias argument (only its dtype and length matter: every accepted bias raises UnsupportedFeatureError).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A bias argument: dtype, length and element values (the exact values of its elements, a bf16 or fp16 value
+/// widened to f32; may be empty when no result is computed from it, e.g. a bias that is refused or `explain`).
+#[derive(Clone, Debug, PartialEq)]
 pub struct BiasSpec {
     /// Element dtype.
     pub dtype: Dtype,
     /// Number of elements.
     pub numel: usize,
+    /// Element values (numel of them, or none).
+    pub values: Vec<f32>,
 }
 
 /// Which profile a call uses.
@@ -139,6 +147,9 @@ pub struct CallPlan {
     pub fallbacks: Vec<String>,
     /// Every warning the call reports.
     pub warnings: Vec<Warning>,
+    /// The kernel the reference runs and the source it is modelled from, where mmaemu models a named kernel
+    /// (row-wise scales: CUTLASS f8f8bf16_rowwise); None for the cuBLASLt calls of the tables.
+    pub kernel: Option<String>,
 }
 
 /// The result of a call: the output tensor (or out= itself) and the warnings it reports.
@@ -168,7 +179,13 @@ struct RunPlan {
     od: OutDtype,
     split: SplitDecision,
     plan: Plan,
-    epilogue: Epilogue,
+    epilogue: CallEpilogue,
+}
+
+/// The epilogue a call runs: cuBLASLt's tensor-wise one (§4.1) or the CUTLASS row-wise kernel's (§4.2).
+enum CallEpilogue {
+    TensorWise(Epilogue),
+    RowWise(RowwiseEpilogue),
 }
 
 struct Prepared<'b> {
@@ -177,6 +194,8 @@ struct Prepared<'b> {
     stage: Stage,
     /// The backend (selected for calls that compute).
     selected: Option<Selected<'b>>,
+    /// The modelled kernel and its source (`CallPlan.kernel`).
+    kernel: Option<String>,
 }
 
 /// What `prepare` knows when it fails: the profile if it resolved.
@@ -302,30 +321,29 @@ impl<'a> ScaledMm<'a> {
         let od = self.effective_out_dtype();
         // Step 4: zero-size early return.
         if m == 0 || n == 0 || k == 0 {
-            return Ok(Prepared { profile, warnings: vec![], stage: Stage::Zero(od), selected: None });
+            return Ok(Prepared { profile, warnings: vec![], stage: Stage::Zero(od), selected: None, kernel: None });
         }
         let (fa, fb, od, copied) = self.cublas_checks(&od).map_err(|e| fail(p, e))?;
         // Step 6: the profile's cuBLAS rejections.
         if let Some(rule) = profile.rejection(fa, fb, od) {
             return Err(fail(p, r(format!("{} [profile {}]", rule.message, profile.name))));
         }
-        // Step 7: scope.
-        if self.bias.is_some() {
+        // Step 7: scope. A bias with tensor-wise scales is added by cuBLASLt's EPILOGUE_BIAS, whose add
+        // precision and fusion cuBLAS does not document: refused. Row-wise scales run the CUTLASS kernel
+        // (§4.2), modelled from its source, with or without a bias.
+        let scaling = self.scaling();
+        if self.bias.is_some() && scaling == Scaling::TensorWise {
             return Err(fail(
                 p,
                 Error::unsupported(
-                    "bias is not supported in mmaemu 0.1: the reference adds it in the cuBLASLt epilogue, whose \
-                     rounding is not characterised (pass bias=None and add it yourself)",
+                    "bias is not supported with tensor-wise scales: torch 2.7.1 adds it in cuBLASLt's EPILOGUE_BIAS, \
+                     whose add precision and fusion cuBLAS does not document (pass bias=None and add it yourself; \
+                     with row-wise scales the bias is modelled, experimentally)",
                 ),
             ));
         }
-        if self.is_rowwise() {
-            return Err(fail(
-                p,
-                Error::unsupported(
-                    "row-wise scales are not supported in mmaemu 0.1: only tensor-wise scales are characterised",
-                ),
-            ));
+        if scaling == Scaling::RowWise {
+            return self.prepare_rowwise(dry, profile, fa, fb, od, backends);
         }
         // Step 8: maturity warning.
         let mut warnings: Vec<Warning> = maturity_warning(&profile).into_iter().collect();
@@ -341,7 +359,7 @@ impl<'a> ScaledMm<'a> {
                         out.strides
                     ),
                 ));
-                return Ok(Prepared { profile, warnings, stage: Stage::Unchanged, selected: None });
+                return Ok(Prepared { profile, warnings, stage: Stage::Unchanged, selected: None, kernel: None });
             }
         }
         // Step 10: split-K resolution (§6.2 key).
@@ -367,14 +385,14 @@ impl<'a> ScaledMm<'a> {
         // The plan (§3.4): the profile's GPU splits as its kernels do, then the preset's arithmetic plans it.
         profile.check_split(split.splitk(), self.use_fast_accum, k).map_err(|e| fail(p, e))?;
         let plan = Plan::new(&profile.preset, k, self.use_fast_accum, split.splitk()).map_err(|e| fail(p, e))?;
-        let epilogue = Epilogue {
+        let epilogue = CallEpilogue::TensorWise(Epilogue {
             scale_a: self.scale_a.value_f32(),
             scale_b: self.scale_b.value_f32(),
             scale_result: self.scale_result.as_ref().map(|s| s.value_f32()),
             out: od,
-        };
+        });
         let stage = Stage::Run(Box::new(RunPlan { fa, fb, od, split, plan, epilogue }));
-        Ok(Prepared { profile, warnings, stage, selected: Some(selected) })
+        Ok(Prepared { profile, warnings, stage, selected: Some(selected), kernel: None })
     }
 
     fn effective_out_dtype(&self) -> Dtype {
@@ -386,6 +404,15 @@ impl<'a> ScaledMm<'a> {
 
     fn is_rowwise(&self) -> bool {
         !(self.scale_a.numel() == 1 && self.scale_b.numel() == 1)
+    }
+
+    /// The scaling kind of the call, once torch's checks have passed (§5.2 step 2.4).
+    pub fn scaling(&self) -> Scaling {
+        if self.is_rowwise() {
+            Scaling::RowWise
+        } else {
+            Scaling::TensorWise
+        }
     }
 
     /// `explain` (§8.1): the plan of the call without computing it, with the model's own backends
@@ -414,9 +441,11 @@ impl<'a> ScaledMm<'a> {
                     backend: String::new(),
                     fallbacks: vec![],
                     warnings: vec![],
+                    kernel: None,
                 }
             }
             Ok(prep) => {
+                let kernel = prep.kernel;
                 let (split, backend, fallbacks) = match (prep.stage, prep.selected) {
                     (Stage::Zero(_), _) => (None, "none (zero-size result)".to_string(), vec![]),
                     (Stage::Unchanged, _) => (None, "none (out= is returned unchanged)".to_string(), vec![]),
@@ -432,6 +461,7 @@ impl<'a> ScaledMm<'a> {
                     backend,
                     fallbacks,
                     warnings: prep.warnings,
+                    kernel,
                 }
             }
         }
@@ -481,7 +511,10 @@ impl<'a> ScaledMm<'a> {
             None => &ReferenceEngine,
         };
         let acc = execute(&prep.profile.preset, &run.plan, &ops, engine)?;
-        let bits = run.epilogue.apply(&acc);
+        let bits = match &run.epilogue {
+            CallEpilogue::TensorWise(e) => e.apply(&acc),
+            CallEpilogue::RowWise(e) => e.apply(&acc, m, n),
+        };
         let mut out = place_out(self.out, Dtype::of_out(run.od), m, n, &mut warnings);
         write_result(&mut out, &bits, m, n);
         Ok(ScaledMmOutput { out, warnings, split: Some(run.split) })

@@ -56,6 +56,8 @@ pub enum SplitSource {
     LiveQuery,
     /// Inferred from the table's envelope (or a zero-size GEMM).
     Envelope,
+    /// The modelled kernel's own plan (CUTLASS f8f8bf16_rowwise on sm_90 never splits K).
+    Kernel,
 }
 
 impl SplitSource {
@@ -67,6 +69,7 @@ impl SplitSource {
             SplitSource::Table => "table",
             SplitSource::LiveQuery => "live-query",
             SplitSource::Envelope => "envelope",
+            SplitSource::Kernel => "kernel",
         }
     }
 }

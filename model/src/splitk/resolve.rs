@@ -43,7 +43,7 @@ fn scheme_hint(profile: &Profile) -> String {
 }
 
 /// The caller's explicit split, validated (docs/reference.md §6.3 step 1); None for `auto`.
-fn explicit_split(profile: &Profile, request: &SplitRequest) -> Result<Option<SplitK>> {
+pub(crate) fn explicit_split(profile: &Profile, request: &SplitRequest) -> Result<Option<SplitK>> {
     let not_positive = |s: i64| Error::invalid_value(format!("split-K S must be a positive integer, got {s}"));
     match *request {
         SplitRequest::Auto => Ok(None),
