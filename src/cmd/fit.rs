@@ -99,6 +99,14 @@ pub fn run(cmd: FitCommand) -> CommandResult {
             } else {
                 print!("{}", preset::text(&fit));
             }
+            // No fittable row decides nothing: a failed fit, said at once, and no preset written.
+            if fit.rows.is_empty() {
+                eprintln!(
+                    "mmaemu fit preset: no fittable row (op mma, or unsplit fast gemm rows with fp32 out and unit \
+                     scales, recorded on hardware or with --simulated); nothing written"
+                );
+                return Ok(Exit::Failed);
+            }
             if let Some(path) = out {
                 let winner =
                     fit.winner(&name).ok_or_else(|| CommandError::bad_input("no preset to write: no survivor"))?;
