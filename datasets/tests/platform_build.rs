@@ -49,7 +49,11 @@ fn key(table: &Path, split: bool) -> SplitKey {
     let row = t
         .rows
         .iter()
-        .find(|r| r.workspace_bytes == 1 << 20 && (r.decision.split_s > 1) == split && (!split || r.decision.custom_option == 1))
+        .find(|r| {
+            r.workspace_bytes == 1 << 20
+                && (r.decision.split_s > 1) == split
+                && (!split || r.decision.custom_option == 1)
+        })
         .expect("such a row");
     row.split_key().unwrap()
 }
@@ -93,8 +97,8 @@ fn a_recorded_table_without_layouts_builds_and_its_splits_are_refused_until_rule
         .to_string(),
     )
     .unwrap();
-    let rebuilt = replace_platform(&BuildSpec { rules: Some(rules), ..spec(&table) }, &out)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rebuilt =
+        replace_platform(&BuildSpec { rules: Some(rules), ..spec(&table) }, &out).unwrap_or_else(|e| panic!("{e}"));
     let g1 = &rebuilt.profiles[0];
     let (d, _) = resolve_splitk(g1, &key(&table, true), &SplitRequest::Auto, true, false).unwrap();
     assert_eq!(d.scheme.name(), "interleaved32/tree/restart4");
@@ -102,7 +106,8 @@ fn a_recorded_table_without_layouts_builds_and_its_splits_are_refused_until_rule
     let unknown = unknown_layouts(&out, &rebuilt).unwrap();
     let rest: Vec<u8> = customs.into_iter().filter(|&c| c != 1).collect();
     assert_eq!(unknown.iter().map(|u| u.0).collect::<Vec<_>>(), rest, "{unknown:?}");
-    let left: Vec<_> = std::fs::read_dir(tmp.path().join("platforms")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> =
+        std::fs::read_dir(tmp.path().join("platforms")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["g1"], "nothing but the bundle is left beside it");
 }
 
