@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 #[derive(Subcommand)]
 pub enum PlatformCommand {
     /// Write a platform bundle from a recorded split-K table (and its sidecar), a preset and recordings.
-    Build(BuildArgs),
+    Build(Box<BuildArgs>),
     /// Load a bundle (every file and sha256 checked), replay its recordings and print the computed status.
     Check {
         /// Print one JSON object instead of text.
@@ -73,6 +73,7 @@ pub struct BuildArgs {
 pub fn run(command: PlatformCommand) -> CommandResult {
     match command {
         PlatformCommand::Build(a) => {
+            let a = *a;
             let spec = BuildSpec {
                 name: a.name.clone(),
                 table: a.table,
