@@ -17,6 +17,7 @@ fn spec(name: &str) -> BuildSpec {
         table: Some(shipped(RTX)),
         preset: "ada".into(),
         rules: None,
+        envelope: None,
         probe: None,
         profile: name.into(),
         caller: "torch._scaled_mm".into(),

@@ -23,6 +23,8 @@ pub struct Resolved {
 pub struct Under {
     /// Empty: each row's own.
     profiles: Vec<Profile>,
+    /// The bundle directory the profiles were loaded from (`mmaemu platform check DIR`), for rerun commands.
+    bundle: Option<std::path::PathBuf>,
 }
 
 impl Under {
@@ -35,7 +37,17 @@ impl Under {
     /// profile there is; among several, the one of the row's profile name, else the one with the caller, workspace
     /// and alignment of the profile the row names. Ops `mma`, `accumulator` and `gemm` take the platform's preset.
     pub fn profiles(profiles: Vec<Profile>) -> Under {
-        Under { profiles }
+        Under { profiles, bundle: None }
+    }
+
+    /// [`Under::profiles`] of the bundle at `dir`: a failing row's rerun command names it (`--profile DIR#NAME`).
+    pub fn bundle_profiles(dir: &std::path::Path, profiles: Vec<Profile>) -> Under {
+        Under { profiles, bundle: Some(dir.to_path_buf()) }
+    }
+
+    /// The bundle directory the profiles come from, where known.
+    pub fn bundle(&self) -> Option<&std::path::Path> {
+        self.bundle.as_deref()
     }
 
     /// Whether rows replay under their own names.
@@ -99,7 +111,7 @@ impl Under {
 fn scheme_with(row: &Row, table: Option<Table>) -> Cow<'_, str> {
     let recorded = row.split_scheme.as_deref().unwrap_or("none");
     match (recorded, table, row.custom_option()) {
-        ("unknown", Some(t), Some(c)) => t.custom_scheme(c).name().into_owned().into(),
+        ("unknown", Some(t), Some(c)) => t.custom_scheme(c).map_or("unknown".into(), |s| s.name().into_owned().into()),
         _ => recorded.into(),
     }
 }

@@ -181,7 +181,16 @@ impl SimDevice {
         } else {
             // The profile's table maps the customOption to its scheme; a profile without a table splits only by
             // the model's resolution, whose scheme is the preset's own (contiguous here, as the H100's).
-            let scheme = self.profile.splitk_table.map_or(Scheme::Contiguous, |t| t.custom_scheme(algo.custom_option));
+            let scheme = match self.profile.splitk_table {
+                None => Scheme::Contiguous,
+                Some(t) => t.custom_scheme(algo.custom_option).ok_or_else(|| {
+                    RecordError::Model(format!(
+                        "profile '{}' splits with customOption {}, whose split layout its table does not know: the \
+                         simulated device cannot play it",
+                        self.profile.name, algo.custom_option
+                    ))
+                })?,
+            };
             SplitRequest::Pair(s, scheme.name().to_string())
         };
         let g = &cfg.geometry;

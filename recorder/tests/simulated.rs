@@ -297,6 +297,7 @@ k = [4096, 8192]
         table: Some(out.clone()),
         preset: "hopper".into(),
         rules: None,
+        envelope: None,
         probe: None,
         profile: "h100sim".into(),
         caller: "torch._scaled_mm".into(),

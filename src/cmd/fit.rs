@@ -61,6 +61,10 @@ pub enum FitCommand {
         /// Rule: max_split_MN (mn) or k_grid (k-grid); default: the sidecar's envelope kind.
         #[arg(long)]
         rule: Option<String>,
+        /// Write the fitted envelope as an envelope document (`mmaemu-envelope/1`), which `mmaemu platform build
+        /// --envelope` puts into the bundle's copy of the table's sidecar.
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// The split-K table (Parquet, with its JSON sidecar next to it).
         table: PathBuf,
     },
@@ -95,6 +99,14 @@ pub fn run(cmd: FitCommand) -> CommandResult {
             } else {
                 print!("{}", preset::text(&fit));
             }
+            // No fittable row decides nothing: a failed fit, said at once, and no preset written.
+            if fit.rows.is_empty() {
+                eprintln!(
+                    "mmaemu fit preset: no fittable row (op mma, or unsplit fast gemm rows with fp32 out and unit \
+                     scales, recorded on hardware or with --simulated); nothing written"
+                );
+                return Ok(Exit::Failed);
+            }
             if let Some(path) = out {
                 let winner =
                     fit.winner(&name).ok_or_else(|| CommandError::bad_input("no preset to write: no survivor"))?;
@@ -107,7 +119,7 @@ pub fn run(cmd: FitCommand) -> CommandResult {
             // An open parameter (more experiments needed) fails the fit as no survivor does.
             Ok(Exit::failed_if(!fit.holds()))
         }
-        FitCommand::Envelope { json, seed, holdout, margin, rule, table } => {
+        FitCommand::Envelope { json, seed, holdout, margin, rule, out, table } => {
             if !(0.0..1.0).contains(&holdout) {
                 return Err(CommandError::bad_input(format!("--holdout must be in [0, 1), got {holdout}")));
             }
@@ -120,16 +132,25 @@ pub fn run(cmd: FitCommand) -> CommandResult {
             };
             let opts = mmaemu_fit::envelope::Options { seed, holdout, margin, rule };
             let r = mmaemu_fit::envelope::fit_path(&table, &opts).map_err(CommandError::bad_input)?;
-            {
-                {
-                    if json {
-                        println!("{}", mmaemu_fit::envelope::json(&r));
-                    } else {
-                        print!("{}", mmaemu_fit::envelope::text(&r));
-                    }
-                    Ok(Exit::failed_if(!r.heldout.violations.is_empty() || !r.sidecar_agrees()))
+            if json {
+                println!("{}", mmaemu_fit::envelope::json(&r));
+            } else {
+                print!("{}", mmaemu_fit::envelope::text(&r));
+            }
+            if let Some(path) = out {
+                let doc = mmaemu_fit::envelope::fitted(&r);
+                doc.write(&path).map_err(CommandError::bad_input)?;
+                if !json {
+                    let inference = doc.envelope["inference"].as_bool() == Some(true);
+                    println!(
+                        "wrote the envelope to {} ({}); build it into a bundle with `mmaemu platform build --envelope {}`",
+                        path.display(),
+                        if inference { "it infers S = 1 outside the table" } else { "inference off: held-out rows split above their bound" },
+                        path.display()
+                    );
                 }
             }
+            Ok(Exit::failed_if(!r.heldout.violations.is_empty() || !r.sidecar_agrees()))
         }
     }
 }

@@ -4,14 +4,14 @@
 use super::{CommandError, CommandResult, Exit};
 use clap::Subcommand;
 use mmaemu_api::PLATFORMS_ENV;
-use mmaemu_datasets::platform::{build_platform, BuildSpec};
+use mmaemu_datasets::platform::{build_platform, replace_platform, unknown_layouts, BuildSpec};
 use std::path::{Path, PathBuf};
 
 /// `mmaemu platform ...`.
 #[derive(Subcommand)]
 pub enum PlatformCommand {
     /// Write a platform bundle from a recorded split-K table (and its sidecar), a preset and recordings.
-    Build(BuildArgs),
+    Build(Box<BuildArgs>),
     /// Load a bundle (every file and sha256 checked), replay its recordings and print the computed status.
     Check {
         /// Print one JSON object instead of text.
@@ -40,6 +40,10 @@ pub struct BuildArgs {
     /// fitted rules.
     #[arg(long)]
     pub rules: Option<PathBuf>,
+    /// The envelope `mmaemu fit envelope --out` fitted from the same table (`mmaemu-envelope/1`): with it the profile
+    /// resolves splitk='auto' for shapes outside the table.
+    #[arg(long)]
+    pub envelope: Option<PathBuf>,
     /// The GPU as `mmaemu-record probe` printed it (JSON): its facts for a bundle without --table, checked against
     /// the table's platform otherwise.
     #[arg(long)]
@@ -56,27 +60,34 @@ pub struct BuildArgs {
     /// Recordings of this GPU that validate the bundle (copied into it).
     #[arg(long, num_args = 1..)]
     pub recordings: Vec<PathBuf>,
-    /// The new bundle's directory (must not exist).
+    /// The new bundle's directory (must not exist unless --replace).
     #[arg(long)]
     pub out: PathBuf,
+    /// Supersede the bundle at --out (a rebuilt bundle keeps its profile name and its place): the new bundle is
+    /// written and loaded first, then swapped in.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// Run `mmaemu platform ...`.
 pub fn run(command: PlatformCommand) -> CommandResult {
     match command {
         PlatformCommand::Build(a) => {
+            let a = *a;
             let spec = BuildSpec {
                 name: a.name.clone(),
                 table: a.table,
                 preset: a.preset,
                 rules: a.rules,
+                envelope: a.envelope,
                 probe: a.probe,
                 profile: a.profile.unwrap_or(a.name),
                 caller: a.caller,
                 workspace: a.workspace,
                 recordings: a.recordings,
             };
-            let platform = build_platform(&spec, &a.out).map_err(CommandError::bad_input)?;
+            let build = if a.replace { replace_platform } else { build_platform };
+            let platform = build(&spec, &a.out).map_err(CommandError::bad_input)?;
             println!(
                 "wrote {} (platform {}, profiles {}); check it with `mmaemu platform check {}`",
                 a.out.display(),
@@ -84,6 +95,7 @@ pub fn run(command: PlatformCommand) -> CommandResult {
                 platform.profiles.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
                 a.out.display()
             );
+            print_unknown_layouts(&a.out, &platform)?;
             Ok(Exit::Success)
         }
         PlatformCommand::Check { json, dir } => {
@@ -110,10 +122,22 @@ pub fn run(command: PlatformCommand) -> CommandResult {
                 return Ok(Exit::Success);
             }
             // The bundle's recordings replay under its own profiles, whatever profile names they were recorded with.
-            let under = mmaemu_harness::Under::profiles(platform.profiles.clone());
-            super::replay::run(json, &recordings, super::replay::Scope::StatusOnly, "reference", false, &under)
+            let under = mmaemu_harness::Under::bundle_profiles(&dir, platform.profiles.clone());
+            super::replay::run(json, &recordings, super::replay::Scope::Check, "reference", false, &under)
         }
     }
+}
+
+/// Say which customOptions the bundle's table splits with an unknown layout: its profile refuses those splits.
+fn print_unknown_layouts(dir: &Path, platform: &mmaemu_api::model::Platform) -> Result<(), CommandError> {
+    for (custom, rows) in unknown_layouts(dir, platform).map_err(CommandError::bad_input)? {
+        println!(
+            "customOption {custom}: its split layout is unknown ({rows} split table rows), so the profile refuses \
+             those splits; record split calls of it and rebuild with the rules `mmaemu fit splitk --json` fits \
+             (docs/bring-up.md)"
+        );
+    }
+    Ok(())
 }
 
 /// `platform check` of one of the library's own bundles: they state the maturity docs/reference.md §6.1 gives them,

@@ -21,6 +21,9 @@ pub enum Scope {
     Everything,
     /// Status table and closing line.
     StatusOnly,
+    /// `platform check DIR`: the status table, every failing row with the command that reruns it under the bundle
+    /// (`mmaemu replay FILE --profile DIR#PROFILE`), and the closing line.
+    Check,
 }
 
 /// Replay `paths` with the backend `backend`. A file that cannot be read is reported and the others still
@@ -49,6 +52,8 @@ pub fn run(
     });
     let mut reports: Vec<FileReport> = Vec::new();
     let mut facts = Vec::new();
+    // (file, row id) -> the profile a failing row replayed under, for its rerun command.
+    let mut failed_under: BTreeMap<(PathBuf, String), String> = BTreeMap::new();
     let mut errors = Vec::new();
     for path in &list {
         if let Some(b) = &bar {
@@ -59,10 +64,22 @@ pub fn run(
                 b.inc(1);
             }
         };
-        match replay_file_under(path, &tick, |row, v| status::facts_under(row, v, under), engine, under) {
+        let per_row = |row: &mmaemu_datasets::Row, v: &mmaemu_harness::replay::Verdict| {
+            let profile = matches!(v, mmaemu_harness::replay::Verdict::Fail(_))
+                .then(|| under.names(row).1)
+                .flatten()
+                .map(|p| (row.id.clone(), p));
+            (status::facts_under(row, v, under), profile)
+        };
+        match replay_file_under(path, &tick, per_row, engine, under) {
             Ok((r, f)) => {
                 reports.push(r);
-                facts.extend(f);
+                for (fact, profile) in f {
+                    facts.push(fact);
+                    if let Some((id, p)) = profile {
+                        failed_under.insert((path.clone(), id), p);
+                    }
+                }
             }
             Err(e) => errors.push(e),
         }
@@ -96,6 +113,10 @@ pub fn run(
         let mut report = match scope {
             Scope::Everything | Scope::Files => json_report(&reports),
             Scope::StatusOnly => serde_json::json!({"passed": passed, "failed": failed, "skipped": skipped}),
+            Scope::Check => serde_json::json!({"passed": passed, "failed": failed, "skipped": skipped,
+                "failures": failures_to_rerun(&reports, &failed_under, under).iter().map(|(f, id, failure, rerun)| {
+                    serde_json::json!({"file": f.display().to_string(), "id": id, "failure": failure, "rerun": rerun})
+                }).collect::<Vec<_>>()}),
         };
         report["status"] = status::json(&status);
         report["errors"] = errors
@@ -104,8 +125,14 @@ pub fn run(
             .collect();
         println!("{report}");
     } else {
-        if scope != Scope::StatusOnly {
-            print!("{}", file_lines(&reports));
+        match scope {
+            Scope::Files | Scope::Everything => print!("{}", file_lines(&reports)),
+            Scope::Check => {
+                for (file, id, failure, rerun) in failures_to_rerun(&reports, &failed_under, under) {
+                    println!("FAIL {}: {id}: {failure}\n  rerun: {rerun}", file.display());
+                }
+            }
+            Scope::StatusOnly => {}
         }
         // The status table (under its heading) and the verdict come before the closing line, which stays
         // the last line.
@@ -114,7 +141,7 @@ pub fn run(
             print!("{}", status::text(&status));
             println!();
         }
-        if scope != Scope::StatusOnly {
+        if matches!(scope, Scope::Files | Scope::Everything) {
             println!("{}", verdict(passed, failed, skipped, errors.len(), scope == Scope::Files));
         }
         println!("{}", summary_line(passed, failed, skipped));
@@ -148,6 +175,30 @@ pub fn under(profile: Option<String>) -> Result<Under, CommandError> {
             .map(|p| Under::profiles(vec![p]))
             .map_err(|e| CommandError::bad_input(format!("--profile: {e}"))),
     }
+}
+
+/// Every failing row of a bundle's check: (file, row id, what differs, the command that reruns it under the bundle's
+/// profile it replayed under).
+fn failures_to_rerun(
+    reports: &[FileReport],
+    failed_under: &BTreeMap<(PathBuf, String), String>,
+    under: &Under,
+) -> Vec<(PathBuf, String, String, String)> {
+    let mut out = Vec::new();
+    for r in reports {
+        for f in &r.failures {
+            let profile = failed_under.get(&(r.path.clone(), f.id.clone()));
+            let bundle = under.bundle().map(|d| d.display().to_string());
+            let flag = match (bundle, profile) {
+                (Some(dir), Some(p)) => format!(" --profile {dir}#{p}"),
+                (Some(dir), None) => format!(" --profile {dir}"),
+                (None, _) => String::new(),
+            };
+            let rerun = format!("mmaemu replay {}{flag}", r.path.display());
+            out.push((r.path.clone(), f.id.clone(), f.failure.to_string(), rerun));
+        }
+    }
+    out
 }
 
 /// The verdict a person reads first: did every verified row give the hardware's bits.

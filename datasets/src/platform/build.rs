@@ -1,8 +1,9 @@
-//! Writing a platform bundle (`mmaemu platform build`): the recorder's split-K table and sidecar, the preset, the
-//! recordings, and a manifest with every file's sha256 — written beside the target and renamed into place only
-//! once it loads, so that a failed build leaves nothing behind and never touches an existing directory.
+//! Writing a platform bundle (`mmaemu platform build`): the recorder's split-K table and sidecar, the fitted rules and
+//! envelope, the preset, the recordings, and a manifest with every file's sha256 — written beside the target and
+//! renamed into place only once it loads, so that a failed build leaves nothing behind; only `--replace` supersedes
+//! an existing bundle, and only once the new one loads.
 
-use super::{load_platform, FittedSchemes};
+use super::{load_platform, FittedEnvelope, FittedSchemes};
 use crate::digest::sha256_file;
 use crate::splitk_table::{read_splitk_table, splitk_sidecar_path};
 use crate::{read_recording, DatasetError};
@@ -14,7 +15,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// What a bundle is built from.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct BuildSpec {
     /// The bundle's name.
     pub name: String,
@@ -25,6 +26,9 @@ pub struct BuildSpec {
     pub preset: String,
     /// The output of `mmaemu fit splitk --json`: its `schemes` rename the table's schemes to the fitted rules.
     pub rules: Option<PathBuf>,
+    /// The envelope document of `mmaemu fit envelope --out` over the same table: the sidecar's `envelope`, with which
+    /// the profile resolves shapes outside the table.
+    pub envelope: Option<PathBuf>,
     /// The output of `mmaemu-record probe` (the GPU's name, capability, SM count, driver, cuBLASLt), for a bundle
     /// without a table or to check the table's platform against.
     pub probe: Option<PathBuf>,
@@ -49,8 +53,63 @@ fn file_name(path: &Path) -> Result<String, DatasetError> {
 /// Build the bundle `spec` describes at `out`, which must not exist. Returns the platform as loaded back from it.
 pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetError> {
     if out.exists() {
-        return Err(invalid(out, "already exists: a bundle is never written over"));
+        return Err(invalid(out, "already exists: a bundle is never written over (`--replace` supersedes a bundle)"));
     }
+    let staging = stage(spec, out)?;
+    let staged = staging.keep();
+    std::fs::rename(&staged, out).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staged);
+        DatasetError::Write { path: out.to_path_buf(), detail: e.to_string() }
+    })?;
+    load_platform(out)
+}
+
+/// Build the bundle `spec` describes at `out` and let it supersede the bundle there, if any (a directory that is not a
+/// bundle is refused): the new one is staged and loaded first, then swapped in, so that `out` always holds one whole
+/// bundle and a loaded profile name moves to the rebuilt bundle instead of clashing with it.
+pub fn replace_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetError> {
+    if !out.exists() {
+        return build_platform(spec, out);
+    }
+    if !out.join(MANIFEST).is_file() {
+        return Err(invalid(out, format!("has no {MANIFEST}: `--replace` supersedes a platform bundle only")));
+    }
+    let staging = stage(spec, out)?;
+    let parent = staging.path().parent().unwrap_or(Path::new(".")).to_path_buf();
+    let write =
+        |path: &Path, e: std::io::Error| DatasetError::Write { path: path.to_path_buf(), detail: e.to_string() };
+    let old =
+        tempfile::Builder::new().prefix(".mmaemu-platform-old-").tempdir_in(&parent).map_err(|e| write(&parent, e))?;
+    let aside = old.path().join("bundle");
+    std::fs::rename(out, &aside).map_err(|e| write(out, e))?;
+    let staged = staging.keep();
+    if let Err(e) = std::fs::rename(&staged, out) {
+        // Put the earlier bundle back: `out` never stays without one.
+        let _ = std::fs::rename(&aside, out);
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(write(out, e));
+    }
+    drop(old);
+    load_platform(out)
+}
+
+/// The customOptions the bundle's table splits with whose split layout its sidecar does not know, each with its number
+/// of split rows: the profile refuses those splits until a fit's `--rules` names their layout.
+pub fn unknown_layouts(dir: &Path, platform: &Platform) -> Result<Vec<(u8, u64)>, DatasetError> {
+    let (Some(table), Some(file)) = (platform.table, &platform.table_file) else { return Ok(Vec::new()) };
+    let mut split: std::collections::BTreeMap<u8, u64> = Default::default();
+    for row in read_splitk_table(&dir.join(file))?.rows {
+        let d = row.decision;
+        if d.split_s > 1 && table.custom_scheme(i64::from(d.custom_option)).is_none() {
+            *split.entry(d.custom_option).or_default() += 1;
+        }
+    }
+    Ok(split.into_iter().collect())
+}
+
+/// Write the bundle into a staging directory beside `out` and load it from there: the staged bundle, or the reason it
+/// would not load (naming the files as they would be at `out`: the staging directory is gone by then).
+fn stage(spec: &BuildSpec, out: &Path) -> Result<tempfile::TempDir, DatasetError> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     // `--out a/b/bundle` makes a/b, as any tool that writes a file would.
     std::fs::create_dir_all(parent)
@@ -59,7 +118,16 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
         .prefix(".mmaemu-platform-")
         .tempdir_in(parent)
         .map_err(|e| DatasetError::Write { path: parent.to_path_buf(), detail: e.to_string() })?;
-    let dir = staging.path();
+    write_bundle(spec, staging.path(), out)?;
+    load_platform(staging.path()).map_err(|e| {
+        let text = e.to_string().replace(&staging.path().display().to_string(), &out.display().to_string());
+        invalid(out, format!("the bundle would not load, so nothing was written: {text}"))
+    })?;
+    Ok(staging)
+}
+
+/// Write every file of the bundle into `dir` (`out` names the bundle in errors).
+fn write_bundle(spec: &BuildSpec, dir: &Path, out: &Path) -> Result<(), DatasetError> {
     let copy = |src: &Path| -> Result<String, DatasetError> {
         let name = file_name(src)?;
         if name == MANIFEST || dir.join(&name).exists() {
@@ -125,11 +193,28 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
     if let (Some(table_path), Some(table)) = (&spec.table, &table) {
         let t = copy(table_path)?;
         let sidecar_path = splitk_sidecar_path(table_path);
-        match &spec.rules {
-            None => names.push(copy(&sidecar_path)?),
-            Some(fit) => {
+        match (&spec.rules, &spec.envelope) {
+            (None, None) => names.push(copy(&sidecar_path)?),
+            (rules, envelope) => {
                 let mut sidecar = table.sidecar.clone();
-                fitted_schemes(&mut sidecar, fit)?;
+                if let Some(fit) = rules {
+                    fitted_schemes(&mut sidecar, fit)?;
+                }
+                if let Some(path) = envelope {
+                    let fitted = FittedEnvelope::read(path)?;
+                    if fitted.table_sha256 != table.sha256 {
+                        return Err(invalid(
+                            path,
+                            format!(
+                                "fitted on the table with sha256 {}, not on {} (sha256 {}): fit this table's envelope",
+                                fitted.table_sha256,
+                                table_path.display(),
+                                table.sha256
+                            ),
+                        ));
+                    }
+                    sidecar["envelope"] = fitted.envelope;
+                }
                 // The rewritten sidecar is the lab's, and a lab's bundle states no verification of its own (its
                 // recordings establish it): the shipped claims are not carried over.
                 strip_verification(&mut sidecar);
@@ -142,8 +227,8 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
         }
         m.splitk = Some(ManifestSplitk { table: Some(t.clone()), schemes: None });
         names.push(t);
-    } else if spec.rules.is_some() {
-        return Err(invalid(out, "--rules renames a table's schemes: it needs --table"));
+    } else if spec.rules.is_some() || spec.envelope.is_some() {
+        return Err(invalid(out, "--rules and --envelope go into a table's sidecar: they need --table"));
     }
     let preset = Path::new(&spec.preset);
     m.preset = if preset.is_file() {
@@ -179,14 +264,7 @@ pub fn build_platform(spec: &BuildSpec, out: &Path) -> Result<Platform, DatasetE
     let text = toml::to_string(&m).map_err(|e| invalid(&dir.join(MANIFEST), e.to_string()))?;
     let text = format!("# Written by `mmaemu platform build` (docs/platform-format.md).\n{text}");
     std::fs::write(dir.join(MANIFEST), text)
-        .map_err(|e| DatasetError::Write { path: dir.join(MANIFEST), detail: e.to_string() })?;
-    load_platform(dir)?;
-    let staged = staging.keep();
-    std::fs::rename(&staged, out).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&staged);
-        DatasetError::Write { path: out.to_path_buf(), detail: e.to_string() }
-    })?;
-    load_platform(out)
+        .map_err(|e| DatasetError::Write { path: dir.join(MANIFEST), detail: e.to_string() })
 }
 
 /// The (fmt_a, fmt_b, out dtype) combinations of FP8 operands whose every recorded non-empty call was rejected (each
@@ -244,6 +322,9 @@ fn fitted_schemes(sidecar: &mut Value, fit: &Path) -> Result<(), DatasetError> {
         .get_mut("codes")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| invalid(fit, "the sidecar has no `codes`"))?;
+    // A customOption the fit did not see split has no layout: null refuses its splits instead of the stand-in the
+    // reader gives a recorder's sidecar (the first listed scheme).
+    codes.entry("custom -> scheme, unlisted").or_insert(Value::Null);
     let listed = codes.entry("custom -> scheme").or_insert_with(|| Value::Object(Default::default()));
     if let Some(map) = listed.as_object_mut() {
         for s in schemes {

@@ -1,5 +1,6 @@
-//! The split-K rules that `mmaemu fit splitk --json` fitted per label (its `schemes`): one serde type, which the fit
-//! writes and `mmaemu platform build --rules` reads.
+//! What the fits hand to `mmaemu platform build`: the split-K rules `mmaemu fit splitk --json` fitted per label (its
+//! `schemes`, read by `--rules`) and the envelope `mmaemu fit envelope --out` fitted (`mmaemu-envelope/1`, read by
+//! `--envelope`): one serde type each, which the fit writes and the build reads.
 
 use crate::DatasetError;
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,50 @@ impl FittedSchemes {
                 s.rule.as_deref().map(Some).ok_or_else(|| format!("scheme '{label}': no single rule fits every group"))
             }
         }
+    }
+}
+
+/// The format of an envelope document (`mmaemu fit envelope --out`).
+pub const ENVELOPE_FORMAT: &str = "mmaemu-envelope/1";
+
+/// An envelope fitted from a split-K table (docs/platform-format.md, "Building"): the sidecar's `envelope` object the
+/// fit stands behind, and the table it was fitted on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FittedEnvelope {
+    /// [`ENVELOPE_FORMAT`].
+    pub format: String,
+    /// sha256 of the split-K table (Parquet) it was fitted on: a bundle takes it only with that table.
+    pub table_sha256: String,
+    /// The sidecar's `envelope` object (`kind` `max_split_MN` or `k_grid`, docs/reference.md §6.5).
+    pub envelope: serde_json::Value,
+}
+
+impl FittedEnvelope {
+    /// Read an envelope document at `path`.
+    pub fn read(path: &Path) -> Result<FittedEnvelope, DatasetError> {
+        let invalid = |what: String| super::invalid(path, what);
+        let text = super::read_data(path, "the fitted envelope")?;
+        let doc: FittedEnvelope = serde_json::from_str(&text).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => {
+                invalid(format!("not an envelope document of `mmaemu fit envelope --out`: {e}"))
+            }
+            _ => invalid(format!("not JSON: {e}")),
+        })?;
+        if doc.format != ENVELOPE_FORMAT {
+            return Err(invalid(format!("format {:?}, expected {ENVELOPE_FORMAT:?}", doc.format)));
+        }
+        if !doc.envelope.is_object() {
+            return Err(invalid("`envelope` is not an object".into()));
+        }
+        Ok(doc)
+    }
+
+    /// Write it as JSON at `path`.
+    pub fn write(&self, path: &Path) -> Result<(), DatasetError> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| super::invalid(path, e.to_string()))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| DatasetError::Write { path: path.to_path_buf(), detail: e.to_string() })
     }
 }
 

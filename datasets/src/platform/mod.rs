@@ -7,12 +7,12 @@ mod encode;
 mod files;
 mod fitted;
 
-pub use build::{build_platform, BuildSpec};
+pub use build::{build_platform, replace_platform, unknown_layouts, BuildSpec};
 pub use encode::{encode_table, Stats};
 pub use files::{
     is_plain_label, is_plain_name, read_data, read_document, read_preset_document, read_regular, MAX_DOCUMENT_BYTES,
 };
-pub use fitted::{FittedSchemes, SchemeFit};
+pub use fitted::{FittedEnvelope, FittedSchemes, SchemeFit, ENVELOPE_FORMAT};
 
 use crate::DatasetError;
 use mmaemu_model::platform::MANIFEST;
@@ -231,8 +231,12 @@ pub fn register_env_platforms() -> Result<Vec<Platform>, DatasetError> {
             continue;
         }
         let entries = std::fs::read_dir(&dir).map_err(|e| named(DatasetError::io(&dir, e)))?;
-        let mut bundles: Vec<PathBuf> =
-            entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join(MANIFEST).is_file()).collect();
+        // A hidden directory is no bundle of the list: `mmaemu platform build` stages and sets aside bundles there.
+        let visible = |p: &PathBuf| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        let mut bundles: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| visible(p) && p.join(MANIFEST).is_file())
+            .collect();
         bundles.sort();
         if bundles.is_empty() {
             return Err(named(invalid(&dir, format!("neither a bundle nor a directory of bundles (no {MANIFEST})"))));

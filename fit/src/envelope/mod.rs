@@ -26,8 +26,10 @@
 //! `settings` (rows, split_rows, max_split_MN, min_split_K, S_values): a table and its sidecar must agree
 //! exactly.
 
+mod bundle;
 mod render;
 
+pub use bundle::fitted;
 use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable, SplitKTableRow};
 use mmaemu_datasets::DatasetError;
 use rand::rngs::ChaCha8Rng;
@@ -293,6 +295,8 @@ pub struct HeldOut {
     pub uncovered: u64,
     /// Tested rows that split.
     pub violations: Vec<Violation>,
+    /// Per workspace: the rows above their bound and how many of them split.
+    pub by_workspace: BTreeMap<i64, (u64, u64)>,
 }
 
 /// The held-out rows, sealed: they can only be evaluated, once, against a finished fit.
@@ -310,13 +314,17 @@ impl Sealed<'_> {
             tested: 0,
             uncovered: 0,
             violations: vec![],
+            by_workspace: BTreeMap::new(),
         };
         for r in self.rows {
             match env.bound(&setting_of(r), r.k as u64) {
                 None => out.uncovered += 1,
                 Some(b) if mn(r) > b => {
                     out.tested += 1;
+                    let ws = out.by_workspace.entry(r.workspace_bytes).or_default();
+                    ws.0 += 1;
                     if r.decision.split_s > 1 {
+                        ws.1 += 1;
                         out.violations.push(Violation { row: *r, bound: b });
                     }
                 }
@@ -345,6 +353,8 @@ pub fn held_out(seed: u64, holdout: f64, m: i32, n: i32, k: i32) -> bool {
 pub struct EnvelopeReport {
     /// The table file.
     pub table: String,
+    /// sha256 of the table file (the sidecar's `parquet_sha256`).
+    pub table_sha256: String,
     /// The options used (margin and rule resolved).
     pub seed: u64,
     /// Held-out fraction.
@@ -436,6 +446,7 @@ pub fn fit_table(table: &SplitKTable, opts: &Options) -> EnvelopeReport {
     let heldout = Sealed { rows: test }.evaluate(&envelope);
     EnvelopeReport {
         table: table.path.display().to_string(),
+        table_sha256: table.sha256.clone(),
         seed: opts.seed,
         holdout: opts.holdout,
         full,

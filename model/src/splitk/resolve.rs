@@ -432,7 +432,19 @@ pub fn resolve_splitk(
                                 recorded.join(", ")
                             )
                         });
-                        (sc.unlisted_scheme, caveat)
+                        let scheme = sc.unlisted_scheme.ok_or_else(|| {
+                            unknown_error(
+                                profile,
+                                key,
+                                &format!(
+                                    "the table splits it {s} ways with customOption {}, whose split layout the \
+                                     table's sidecar does not know (fit it from split recordings with `mmaemu fit \
+                                     splitk` and rebuild the bundle with `--rules`, {BRING_UP})",
+                                    row.custom_option
+                                ),
+                            )
+                        })?;
+                        (scheme, caveat)
                     }
                 }
             };

@@ -128,8 +128,9 @@ pub(crate) struct Sidecar {
     pub sidecar_sha256: &'static str,
     /// customOption → scheme, for the listed customOptions.
     pub custom_schemes: &'static [(u8, Scheme)],
-    /// The scheme of an unlisted customOption.
-    pub unlisted_scheme: Scheme,
+    /// The scheme of an unlisted customOption; None where the sidecar knows no scheme at all (a table the recorder
+    /// wrote for a GPU family it has no guess for, before `mmaemu platform build --rules`): its splits are refused.
+    pub unlisted_scheme: Option<Scheme>,
     /// Whether an unlisted customOption carries the caveat "customOption C was never recorded on a split call".
     pub unlisted_caveat: bool,
     /// Sidecar `split_layouts.ragged_K.verified`.

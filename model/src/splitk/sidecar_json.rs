@@ -96,13 +96,16 @@ pub(crate) fn parse(text: &str, what: &str) -> Result<Sidecar> {
     customs.sort();
     // An unlisted customOption: the sidecar's rule; a recorder's sidecar states none, and then the scheme of the
     // first listed customOption stands in, always with the "never recorded" caveat.
+    // A map with no customOption (a GPU family the recorder has no guess for), or an unlisted entry of null (a
+    // bundle's fitted rules, which guess nothing), knows no scheme for an unlisted customOption: its split is refused.
     let (unlisted, unlisted_caveat) = match codes.get("custom -> scheme, unlisted") {
+        Some(Value::Null) => (None, true),
         Some(_) => (
-            r.scheme(r.str(codes, "custom -> scheme, unlisted")?)?,
+            Some(r.scheme(r.str(codes, "custom -> scheme, unlisted")?)?),
             // The caveat is dropped only where the sidecar notes where the rule comes from.
             codes.get("custom -> scheme, unlisted: note").is_none(),
         ),
-        None => (customs.first().map(|c| c.1).ok_or_else(|| r.err("`custom -> scheme` lists no customOption"))?, true),
+        None => (customs.first().map(|c| c.1), true),
     };
     let ragged = sc
         .get("split_layouts")

@@ -72,15 +72,15 @@ impl Table {
         self.0.sidecar.parquet_sha256
     }
     /// The scheme of the split kernels a customOption selects (the sidecar's `custom -> scheme`, else its scheme of
-    /// an unlisted customOption; docs/platform-format.md).
-    pub fn custom_scheme(self, custom: i64) -> Scheme {
+    /// an unlisted customOption; docs/platform-format.md); None where the sidecar knows none.
+    pub fn custom_scheme(self, custom: i64) -> Option<Scheme> {
         let sc = &self.0.sidecar;
-        sc.custom_schemes.iter().find(|(c, _)| i64::from(*c) == custom).map_or(sc.unlisted_scheme, |(_, s)| *s)
+        sc.custom_schemes.iter().find(|(c, _)| i64::from(*c) == custom).map(|(_, s)| *s).or(sc.unlisted_scheme)
     }
     /// The schemes of the split kernels its customOptions select (listed and unlisted), sorted.
     pub fn schemes(self) -> Vec<Scheme> {
         let sc = &self.0.sidecar;
-        let mut s: Vec<Scheme> = sc.custom_schemes.iter().map(|(_, s)| *s).chain([sc.unlisted_scheme]).collect();
+        let mut s: Vec<Scheme> = sc.custom_schemes.iter().map(|(_, s)| *s).chain(sc.unlisted_scheme).collect();
         s.sort();
         s.dedup();
         s

@@ -231,7 +231,7 @@ impl SchemePolicy {
         match self {
             SchemePolicy::Fixed(x) => x.name(),
             SchemePolicy::Unknown => "unknown".into(),
-            SchemePolicy::Auto => table.map_or("unknown".into(), |t| t.custom_scheme(custom).name()),
+            SchemePolicy::Auto => table.and_then(|t| t.custom_scheme(custom)).map_or("unknown".into(), Scheme::name),
         }
     }
 }
