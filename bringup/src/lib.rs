@@ -208,14 +208,15 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
     // 4. Split sweeps from the table's split keys.
     st.begin("split");
     let mut split = Vec::new();
-    match specs::split(name, &recorded, opts.size) {
-        Some((spec_name, text)) => {
-            let (f, n, r) = sweep(device, &work, &spec_name, &text, opts.quiet)?;
-            split.push(f);
-            st.end(n, "the table's split keys, layout unknown", r);
-        }
-        None => st.end(0, "the table splits nothing", false),
+    let (mut calls, mut all_resumed) = (0, true);
+    for (spec_name, text) in specs::split(name, &recorded, opts.size) {
+        let (f, n, r) = sweep(device, &work, &spec_name, &text, opts.quiet)?;
+        split.push(f);
+        calls += n;
+        all_resumed &= r;
     }
+    let note = if split.is_empty() { "the table splits nothing" } else { "the table's split keys, layout unknown" };
+    st.end(calls, note, all_resumed && !split.is_empty());
 
     // 5. The fits, and the experiments they design until one survivor is left or the budget is spent.
     let mut round = 0;

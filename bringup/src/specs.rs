@@ -20,7 +20,7 @@ pub const WORKSPACE: u64 = 1 << 20;
 /// The heuristic grid.
 pub fn grid(name: &str, size: Size) -> String {
     let (m, n, k, outs) = match size {
-        Size::Small => ("[1, 2, 4, 64]", "[16, 64]", "[1024, 8192]", r#"["float32", "bfloat16"]"#),
+        Size::Small => ("[1, 16, 48]", "[16, 208, 240]", "[1024, 8192, 12288, 16384]", r#"["float32", "bfloat16"]"#),
         Size::Full => (
             "[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]",
             "[16, 64, 128, 256, 512, 1024, 2048, 4096, 8192]",
@@ -135,47 +135,60 @@ pub fn heldout(name: &str, size: Size) -> (String, String) {
     (s.name.clone(), s.text(name))
 }
 
-/// The split sweep: per customOption the table splits with, its smallest split keys (by m·n·k; `per_custom` of
-/// them), recorded fast and slow with split-discriminating data, the layout unknown. None when nothing splits.
-pub fn split(name: &str, table: &SplitKTable, size: Size) -> Option<(String, String)> {
-    let per_custom = match size {
-        Size::Small => 1,
-        Size::Full => 4,
+/// The split sweeps, fast and slow: per customOption the table splits e4m3 x e4m3 -> fp32 calls with, its split keys
+/// of the smallest m·n and then the largest K (the most tiles per split, for the slow restart; `per_custom` of them)
+/// whose m·n·k the fits can afford (the split fit replays every output under every candidate rule), recorded with
+/// split-discriminating data, the layout unknown. Empty when nothing splits.
+pub fn split(name: &str, table: &SplitKTable, size: Size) -> Vec<(String, String)> {
+    let (per_custom, max_work) = match size {
+        Size::Small => (1, 1u64 << 22),
+        Size::Full => (4, 1u64 << 27),
     };
-    let mut by_custom: BTreeMap<i64, Vec<[u64; 3]>> = BTreeMap::new();
-    for r in table.rows.iter().filter(|r| r.decision.split_s > 1 && r.workspace_bytes == WORKSPACE as i64) {
-        let key = [r.m as u64, r.n as u64, r.k as u64];
-        let v = by_custom.entry(r.decision.custom_option.into()).or_default();
-        if !v.contains(&key) {
-            v.push(key);
-        }
-    }
-    let mut mnk = Vec::new();
-    for keys in by_custom.values_mut() {
-        keys.sort_by_key(|[m, n, k]| (m * n * k, *k));
-        for key in keys.iter().take(per_custom) {
-            if !mnk.contains(key) {
-                mnk.push(*key);
+    let mut out = Vec::new();
+    for fast in [false, true] {
+        let mut by_custom: BTreeMap<i64, Vec<[u64; 3]>> = BTreeMap::new();
+        let rows = table.rows.iter().filter(|r| {
+            r.decision.split_s > 1
+                && (r.m as u64) * (r.n as u64) * (r.k as u64) <= max_work
+                && r.workspace_bytes == WORKSPACE as i64
+                && r.fast_accum == fast
+                && (r.fmt_a, r.fmt_b, r.out_dtype) == ("e4m3", "e4m3", "float32")
+        });
+        for r in rows {
+            let key = [r.m as u64, r.n as u64, r.k as u64];
+            let v = by_custom.entry(r.decision.custom_option.into()).or_default();
+            if !v.contains(&key) {
+                v.push(key);
             }
         }
+        let mut mnk = Vec::new();
+        for keys in by_custom.values_mut() {
+            keys.sort_by_key(|[m, n, k]| (m * n, u64::MAX - k));
+            for key in keys.iter().take(per_custom) {
+                if !mnk.contains(key) {
+                    mnk.push(*key);
+                }
+            }
+        }
+        if mnk.is_empty() {
+            continue;
+        }
+        let s = Sweep {
+            name: format!("{name}-split-{}", if fast { "fast" } else { "slow" }),
+            description: "bring-up: the table's split keys, each customOption's, the layout unknown",
+            seed: 12,
+            op: "scaled_mm",
+            formats: r#"[["e4m3", "e4m3"]]"#,
+            outs: r#"["float32"]"#,
+            fast: if fast { "[true]" } else { "[false]" },
+            scales: None,
+            split_unknown: true,
+            mnk,
+            classes: &["split"],
+        };
+        out.push((s.name.clone(), s.text(name)));
     }
-    if mnk.is_empty() {
-        return None;
-    }
-    let s = Sweep {
-        name: format!("{name}-split"),
-        description: "bring-up: the table's split keys, each customOption's, the layout unknown",
-        seed: 12,
-        op: "scaled_mm",
-        formats: r#"[["e4m3", "e4m3"]]"#,
-        outs: r#"["float32"]"#,
-        fast: "[false, true]",
-        scales: None,
-        split_unknown: true,
-        mnk,
-        classes: &["split"],
-    };
-    Some((s.name.clone(), s.text(name)))
+    out
 }
 
 /// One designed call as a sweep spec of one case (its problem, workspace and data class; the seed is the
