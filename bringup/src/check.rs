@@ -38,12 +38,12 @@ impl Check {
 /// Problems kept for the report.
 const PROBLEMS_KEPT: usize = 20;
 
-/// Builds the bundle `name` at `out` (replacing an earlier run's).
+/// Builds the bundle `name` at `out` (replacing an earlier run's); `table` with the fitted `rules`, when the heuristic
+/// answered any key.
 pub fn build(
     name: &str,
-    table: &Path,
+    table: Option<(&Path, &Path)>,
     preset: &Path,
-    rules: &Path,
     probe: &Path,
     recordings: &[PathBuf],
     out: &Path,
@@ -53,9 +53,9 @@ pub fn build(
     }
     let spec = BuildSpec {
         name: name.to_string(),
-        table: Some(table.to_path_buf()),
+        table: table.map(|(t, _)| t.to_path_buf()),
         preset: preset.display().to_string(),
-        rules: Some(rules.to_path_buf()),
+        rules: table.map(|(_, r)| r.to_path_buf()),
         probe: Some(probe.to_path_buf()),
         profile: name.to_string(),
         caller: "torch._scaled_mm".into(),

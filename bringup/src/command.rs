@@ -100,7 +100,8 @@ pub fn run_bring_up(a: &BringUpArgs) -> Result<bool, crate::Error> {
     let mut device = open(a)?;
     let outcome = bring_up(device.as_mut(), &opts)?;
     println!("{}", serde_json::json!({"out": opts.out.display().to_string(), "bundle": outcome.bundle.display().to_string(),
-        "verdict": outcome.report["verdict"], "calls": outcome.report["calls"], "check": outcome.report["check"]}));
+        "verdict": outcome.report["verdict"], "calls": outcome.report["calls"],
+        "check": {"passed": outcome.check.passed, "failed": outcome.check.failed, "skipped": outcome.check.skipped}}));
     Ok(outcome.passed())
 }
 

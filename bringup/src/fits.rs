@@ -30,7 +30,11 @@ pub struct CustomRule {
 /// Fits the preset on `instruction` (unsplit rows; the fit skips what it cannot use) and the split rules on `split`.
 pub fn fit(instruction: &[PathBuf], split: &[PathBuf], evidence: Evidence) -> Result<Fits, String> {
     let preset = preset::fit_paths(instruction, evidence).map_err(|e| e.to_string())?;
-    let splitk = splitk::fit_paths(split, evidence).map_err(|e| e.to_string())?;
+    // No split recording (the table splits nothing): nothing for the split fit, which is no error.
+    let splitk = match split {
+        [] => splitk::fit(&[]),
+        _ => splitk::fit_paths(split, evidence).map_err(|e| e.to_string())?,
+    };
     Ok(Fits { preset, splitk })
 }
 

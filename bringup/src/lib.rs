@@ -181,6 +181,7 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
     let mut calls = 0;
     if !resumed {
         let text = specs::grid(name, opts.size);
+        std::fs::write(work.join(format!("{name}-grid.toml")), &text).map_err(|e| io(&work, e))?;
         let spec = Sweep::parse(&text, mmaemu_datasets::digest::sha256_hex(text.as_bytes())).map_err(|e| data("grid", e))?;
         let o = RunOptions { out: table.clone(), quiet: opts.quiet, ..RunOptions::default() };
         let r = run_heuristics(&spec, device, &o)?;
@@ -255,7 +256,10 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
 
     // 6. The envelope, the bundle, the check.
     st.begin("bundle");
-    let envelope = fits::envelope(&table).unwrap_or_else(|e| serde_json::json!({"error": e}));
+    let envelope = match recorded.rows.is_empty() {
+        true => serde_json::json!({"error": "the heuristic answered no key: no table to fit"}),
+        false => fits::envelope(&table).unwrap_or_else(|e| serde_json::json!({"error": e})),
+    };
     std::fs::write(work.join(format!("{name}-envelope.json")), envelope.to_string()).map_err(|e| io(&work, e))?;
     let preset = work.join(format!("{name}-mma.toml"));
     let doc = fitted.preset_document(&format!("{name}-mma"));
@@ -270,7 +274,10 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
         None => Err("the preset fit kept no survivor: no preset to build with".to_string()),
         Some(doc) => std::fs::write(&preset, doc)
             .map_err(|e| e.to_string())
-            .and_then(|_| check::build(name, &table, &preset, &rules, &probe, &recordings, &bundle)),
+            .and_then(|_| {
+                let with = (!recorded.rows.is_empty()).then_some((table.as_path(), rules.as_path()));
+                check::build(name, with, &preset, &probe, &recordings, &bundle)
+            }),
     };
     st.end(0, built.as_ref().err().cloned().unwrap_or_else(|| bundle.display().to_string()), false);
     st.begin("check");
@@ -306,7 +313,7 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
             checked.skipped,
             opts.out.join("bring-up.json").display()
         );
-        for (id, file, m) in &checked.problems {
+        for (id, file, m) in checked.problems.iter().take(5) {
             eprintln!("bring-up: {id}: {m}; rerun: mmaemu replay {file} --profile {}", bundle.display());
         }
     }
