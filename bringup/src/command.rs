@@ -62,7 +62,8 @@ pub fn open(a: &BringUpArgs) -> Result<Box<dyn Device>, RecordError> {
     }
     let p = a.profile.as_deref().ok_or_else(|| RecordError::Usage("--simulate needs --profile".into()))?;
     let device = if mmaemu_api::is_bundle_arg(p) {
-        let profile = mmaemu_datasets::platform::load_profile(p).map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
+        let profile =
+            mmaemu_datasets::platform::load_profile(p).map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
         mmaemu_recorder::sim::SimDevice::from_profile(profile)?
     } else {
         mmaemu_recorder::sim::SimDevice::new(p)?
@@ -99,9 +100,12 @@ pub fn run_bring_up(a: &BringUpArgs) -> Result<bool, crate::Error> {
     let opts = options(a)?;
     let mut device = open(a)?;
     let outcome = bring_up(device.as_mut(), &opts)?;
-    println!("{}", serde_json::json!({"out": opts.out.display().to_string(), "bundle": outcome.bundle.display().to_string(),
+    println!(
+        "{}",
+        serde_json::json!({"out": opts.out.display().to_string(), "bundle": outcome.bundle.display().to_string(),
         "verdict": outcome.report["verdict"], "calls": outcome.report["calls"],
-        "check": {"passed": outcome.check.passed, "failed": outcome.check.failed, "skipped": outcome.check.skipped}}));
+        "check": {"passed": outcome.check.passed, "failed": outcome.check.failed, "skipped": outcome.check.skipped}})
+    );
     Ok(outcome.passed())
 }
 

@@ -107,7 +107,13 @@ fn io(path: &Path, e: std::io::Error) -> Error {
 }
 
 /// Runs a sweep spec into `work/<spec name>.parquet`, resuming an interrupted run (its finished output is kept).
-fn sweep(device: &mut dyn Device, work: &Path, name: &str, text: &str, quiet: bool) -> Result<(PathBuf, u64, bool), Error> {
+fn sweep(
+    device: &mut dyn Device,
+    work: &Path,
+    name: &str,
+    text: &str,
+    quiet: bool,
+) -> Result<(PathBuf, u64, bool), Error> {
     let out = work.join(format!("{name}.parquet"));
     if out.is_file() {
         return Ok((out, 0, true));
@@ -133,8 +139,8 @@ fn first_preset(capability: (u32, u32)) -> &'static str {
 fn first_bundle(name: &str, work: &Path, probe: &Path, capability: (u32, u32)) -> Result<(), Error> {
     let dir = work.join("first").join(name);
     if !dir.is_dir() {
-        let base = mmaemu_model::Preset::builtin(first_preset(capability))
-            .ok_or_else(|| data("first preset", "missing"))?;
+        let base =
+            mmaemu_model::Preset::builtin(first_preset(capability)).ok_or_else(|| data("first preset", "missing"))?;
         let mut spec = base.spec().clone();
         spec.name = format!("{name}-mma");
         let doc = mmaemu_model::Preset::custom(spec).map_err(|e| data("first preset", e))?.to_document();
@@ -182,7 +188,8 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
     if !resumed {
         let text = specs::grid(name, opts.size);
         std::fs::write(work.join(format!("{name}-grid.toml")), &text).map_err(|e| io(&work, e))?;
-        let spec = Sweep::parse(&text, mmaemu_datasets::digest::sha256_hex(text.as_bytes())).map_err(|e| data("grid", e))?;
+        let spec =
+            Sweep::parse(&text, mmaemu_datasets::digest::sha256_hex(text.as_bytes())).map_err(|e| data("grid", e))?;
         let o = RunOptions { out: table.clone(), quiet: opts.quiet, ..RunOptions::default() };
         let r = run_heuristics(&spec, device, &o)?;
         calls = r.keys - r.skipped - r.duplicates;
@@ -272,12 +279,10 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
     recordings.dedup();
     let built = match &doc {
         None => Err("the preset fit kept no survivor: no preset to build with".to_string()),
-        Some(doc) => std::fs::write(&preset, doc)
-            .map_err(|e| e.to_string())
-            .and_then(|_| {
-                let with = (!recorded.rows.is_empty()).then_some((table.as_path(), rules.as_path()));
-                check::build(name, with, &preset, &probe, &recordings, &bundle)
-            }),
+        Some(doc) => std::fs::write(&preset, doc).map_err(|e| e.to_string()).and_then(|_| {
+            let with = (!recorded.rows.is_empty()).then_some((table.as_path(), rules.as_path()));
+            check::build(name, with, &preset, &probe, &recordings, &bundle)
+        }),
     };
     st.end(0, built.as_ref().err().cloned().unwrap_or_else(|| bundle.display().to_string()), false);
     st.begin("check");
@@ -306,7 +311,12 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
         eprintln!(
             "bring-up: {} device calls ({}), {:.1}s; check: {} passed, {} failed, {} skipped; wrote {}",
             st.total_calls(),
-            st.records().iter().filter(|s| s.calls > 0).map(|s| format!("{} {}", s.name, s.calls)).collect::<Vec<_>>().join(", "),
+            st.records()
+                .iter()
+                .filter(|s| s.calls > 0)
+                .map(|s| format!("{} {}", s.name, s.calls))
+                .collect::<Vec<_>>()
+                .join(", "),
             st.elapsed(),
             checked.passed,
             checked.failed,

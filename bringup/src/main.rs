@@ -12,11 +12,11 @@
 //! Exit codes: `mmaemu_recorder::error` (0 ok, 1 data/I/O, 2 usage, 3 no GPU, 4 CUDA failure, 5 stopped).
 
 use clap::{Args, Parser, Subcommand};
+use mmaemu_bringup::Error as BringUpError;
 use mmaemu_datasets::shard::Shard;
 use mmaemu_model::{Format, OutDtype, SplitKey};
 use mmaemu_recorder::caller::Caller;
 use mmaemu_recorder::descriptor::{torch_rejects_before_cublas, CallConfig, Descriptor};
-use mmaemu_bringup::Error as BringUpError;
 use mmaemu_recorder::heuristics::run_heuristics;
 use mmaemu_recorder::options::RunOptions;
 use mmaemu_recorder::spec::{LayoutSpec, OperandSpec, SpecKind};
@@ -358,9 +358,9 @@ fn main_inner(cli: Cli) -> Result<(), BringUpError> {
         }
         Command::BringUp(a) => match mmaemu_bringup::command::run_bring_up(&a)? {
             true => Ok(()),
-            false => Err(BringUpError::Stage(
-                "the bundle does not replay every recorded row (see bring-up.json)".into(),
-            )),
+            false => {
+                Err(BringUpError::Stage("the bundle does not replay every recorded row (see bring-up.json)".into()))
+            }
         },
         Command::Truth(a) => Ok(mmaemu_bringup::command::run_truth(&a)?),
         Command::Dump { file, out } => {
@@ -381,4 +381,3 @@ fn main() -> ExitCode {
         }
     }
 }
-

@@ -40,8 +40,8 @@ pub fn draw(seed: u64, customs: &[i64]) -> Truth {
     let c_entry = if rng.random_bool(0.5) { CEntry::Early } else { CEntry::Late };
     let slow_chunk = 16 * rng.random_range(4..=64u32);
     let name = format!("{}-mma", profile_name(seed));
-    let preset = PresetSpec::custom(&name, nfma, frac, frac_out, min_exp, c_entry, Some(slow_chunk))
-        .with_rounding(rounding);
+    let preset =
+        PresetSpec::custom(&name, nfma, frac, frac_out, min_exp, c_entry, Some(slow_chunk)).with_rounding(rounding);
     let rules = customs
         .iter()
         .map(|&c| {
@@ -90,9 +90,7 @@ pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
     sidecar["codes"]["custom -> scheme"] =
         truth.rules.iter().map(|(c, r)| (c.to_string(), serde_json::Value::from(r.clone()))).collect();
     std::fs::write(out.join(format!("{table}.json")), sidecar.to_string()).map_err(|e| e.to_string())?;
-    let sha = |f: &str| -> Result<String, String> {
-        Ok(sha256_file(&out.join(f)).map_err(|e| format!("{f}: {e}"))?.0)
-    };
+    let sha = |f: &str| -> Result<String, String> { Ok(sha256_file(&out.join(f)).map_err(|e| format!("{f}: {e}"))?.0) };
     let p = &truth.preset;
     let manifest = format!(
         "format = \"mmaemu-platform/1\"\nname = \"{name}\"\ndescription = \"a random GPU (seed {seed})\"\n\n\

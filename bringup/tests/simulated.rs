@@ -80,10 +80,7 @@ fn random_gpus_are_brought_up_from_the_simulated_device_alone() {
         let stages = report["stages"].as_array().unwrap();
         eprintln!(
             "seed {seed}: truth {:?}; {} device calls ({}), {} s",
-            t,
-            report["calls"]["total"],
-            report["calls"]["per_stage"],
-            report["seconds"]
+            t, report["calls"]["total"], report["calls"]["per_stage"], report["seconds"]
         );
         for s in ["probe", "grid", "instruction", "heldout", "split", "fit", "bundle", "check"] {
             assert!(stages.iter().any(|x| x["stage"] == s), "seed {seed}: no stage {s} in {report}");

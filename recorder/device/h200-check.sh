@@ -146,8 +146,10 @@ fi
 # --- (f) the one command: bring-up ---------------------------------------------------------------------------
 BRINGUP=(--device 0)
 if [[ -n "${H200_SIMULATE:-}" ]]; then
-    # The dry run's simulated device plays a profile: the built-in hopper (its table splits), or H200_SIMULATE_PROFILE.
-    BRINGUP=(--simulate --profile "${H200_SIMULATE_PROFILE:-hopper}")
+    # The dry run's simulated device plays a random GPU (seed H200_SIMULATE_SEED, default 1).
+    RTX=$ROOT/datasets/platforms/rtx4060-cublaslt-12.8.3.14/rtx4060-cublaslt-12.8.3.14.parquet
+    "$REC" truth --seed "${H200_SIMULATE_SEED:-1}" --table "$RTX" --out "$WORK/truth" > /dev/null
+    BRINGUP=(--simulate --profile "$WORK/truth")
 fi
 BRINGUP_SIZE=()
 [[ "${H200_LIMIT:-}" == small || -n "${H200_SIMULATE:-}" ]] && BRINGUP_SIZE=(--size small)
