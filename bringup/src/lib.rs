@@ -177,7 +177,7 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
     let platform = device.platform().clone();
     let probe_text = serde_json::to_string_pretty(&platform.json).unwrap_or_default();
     std::fs::write(&probe, probe_text).map_err(|e| io(&probe, e))?;
-    st.end(0, format!("{}", platform.json["gpu"].as_str().unwrap_or("?")), false);
+    st.end(0, platform.json["gpu"].as_str().unwrap_or("?").to_string(), false);
     first_bundle(name, &work, &probe, platform.capability)?;
 
     // 2. The heuristic grid.
