@@ -68,7 +68,8 @@ fn bring_up_seed(seed: u64, dir: &Path) -> (serde_json::Value, bool, truth::Trut
         serde_json::from_str(&std::fs::read_to_string(out.join("bring-up.json")).unwrap()).unwrap();
     assert_eq!(written, o.report);
     assert!(std::fs::read_to_string(out.join("bring-up.html")).unwrap().contains("<h2>Stages</h2>"));
-    (o.report, o.passed(), t)
+    let passed = o.passed();
+    (o.report, passed, t)
 }
 
 #[test]
