@@ -14,13 +14,16 @@
 #   (d) the sweep is replayed with the hopper preset (mmaemu replay, if the mmaemu binary was carried);
 #   (e) the table and the sweep become a platform bundle, $OUT/platform-h200-cublaslt-<version>
 #       (mmaemu platform build, preset hopper, profile h200; docs/platform-format.md), and `mmaemu platform check`
-#       prints its computed status: the bundle is what docs/bring-up.md's steps 3 to 7 make of a new GPU.
+#       prints its computed status: the bundle is what docs/bring-up.md's steps 3 to 7 make of a new GPU;
+#   (f) the one command: `mmaemu-record bring-up --device 0` (probe, grid, sweeps, fits, experiments, bundle, check)
+#       into $OUT/bring-up (bring-up.json, bring-up.html, the bundle h200-bringup), within what is left of the budget
+#       (at most H200_BRINGUP_S, default 240 s; it resumes where an interrupted run stopped).
 #
 # Usage: recorder/device/h200-check.sh [BIN_DIR]
 #   BIN_DIR holds mmaemu-record and mmaemu (or bin.tar.gz with them); default: .device/ in the repository.
-# Environment: OUT (output folder; default ./device-out), H200_BUDGET_S (default 470). For a dry run of the
+# Environment: OUT (output folder; default ./device-out), H200_BUDGET_S (default 470), H200_BRINGUP_S (default 240). For a dry run of the
 # script's flow on a machine without a GPU: H200_SIMULATE=1 (the recorder's simulated device, no torch) and
-# H200_LIMIT=N (only the first N cases / grid keys of each spec).
+# H200_LIMIT=N (only the first N cases / grid keys of each spec; `small`: 32, and bring-up's small plan).
 
 set -uo pipefail
 START=$(date +%s)
@@ -63,7 +66,8 @@ MMA=$BIN/mmaemu
 SWEEPS=$ROOT/recorder/sweeps
 EXTRA=()
 [[ -n "${H200_SIMULATE:-}" ]] && EXTRA+=(--simulate)
-[[ -n "${H200_LIMIT:-}" ]] && EXTRA+=(--limit "$H200_LIMIT")
+# H200_LIMIT=small: a few cases per spec (32), and bring-up's small plan.
+[[ -n "${H200_LIMIT:-}" ]] && EXTRA+=(--limit "$([[ $H200_LIMIT == small ]] && echo 32 || echo "$H200_LIMIT")")
 CHECK=$ROOT/recorder/device/torch_check.py
 
 # --- platform, and the libcublasLt torch uses --------------------------------------------------------------
@@ -139,9 +143,24 @@ if [[ -x "$MMA" && -f "$TABLE" && -f "$OUT/h200-sweep.parquet" && ! -e "$BUNDLE"
         && run platform-check 120 "$MMA" platform check "$BUNDLE"
 fi
 
+# --- (f) the one command: bring-up ---------------------------------------------------------------------------
+BRINGUP=(--device 0)
+if [[ -n "${H200_SIMULATE:-}" ]]; then
+    # The dry run's simulated device plays a random GPU (seed H200_SIMULATE_SEED, default 1).
+    RTX=$ROOT/datasets/platforms/rtx4060-cublaslt-12.8.3.14/rtx4060-cublaslt-12.8.3.14.parquet
+    "$REC" truth --seed "${H200_SIMULATE_SEED:-1}" --table "$RTX" --out "$WORK/truth" > /dev/null
+    BRINGUP=(--simulate --profile "$WORK/truth")
+fi
+BRINGUP_SIZE=()
+[[ "${H200_LIMIT:-}" == small || -n "${H200_SIMULATE:-}" ]] && BRINGUP_SIZE=(--size small)
+BUDGET_LEFT=$(left "${H200_BRINGUP_S:-240}")
+run bring-up "${H200_BRINGUP_S:-240}" "$REC" bring-up --name h200-bringup --out "$OUT/bring-up" "${BRINGUP[@]}" \
+    "${BRINGUP_SIZE[@]}" --budget-minutes "$(( BUDGET_LEFT * 2 / 3 / 60 + 1 ))" > "$WORK/bring-up.out"
+cat "$WORK/bring-up.out" 2>/dev/null || true
+
 # --- (c) pack the report -----------------------------------------------------------------------------------
 step "pack"
-( cd "$WORK" && tar -czf "$OUT/report.tar.gz" --ignore-failed-read probe.json crosscheck.json replay.json \
+( cd "$WORK" && tar -czf "$OUT/report.tar.gz" --ignore-failed-read probe.json crosscheck.json replay.json bring-up.out \
     ./*.manifest.json 2>/dev/null ) || true
 ls -la "$OUT"
 step "done; failed steps: ${FAILED[*]:-none}"

@@ -43,6 +43,12 @@ impl SimDevice {
     pub fn new(name: &str) -> Result<SimDevice, RecordError> {
         let profile =
             mmaemu_api::catalogue().profile(name).map_err(|e| RecordError::Usage(format!("--profile: {e}")))?;
+        SimDevice::from_profile(profile)
+    }
+
+    /// The simulated device that plays `profile`, which it owns: nothing else in the process needs to know it (no
+    /// catalogue entry), so a bring-up's fitting side cannot reach the GPU's truth but through the device's calls.
+    pub fn from_profile(profile: Profile) -> Result<SimDevice, RecordError> {
         let engine = mmaemu_api::registry()
             .resolve("auto")
             .map_err(|e| RecordError::Model(format!("no CPU backend for the simulated device: {e}")))?

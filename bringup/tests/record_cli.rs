@@ -10,7 +10,7 @@ fn bin() -> Command {
 }
 
 fn sweeps() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../recorder/sweeps")
 }
 
 fn run(cmd: &mut Command) -> (i32, String, String) {

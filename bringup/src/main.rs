@@ -5,11 +5,14 @@
 //! - `probe`: print the GPU's platform metadata;
 //! - `check SPEC`: parse a spec and count its cases (no device);
 //! - `descriptor ...`: print the cuBLASLt call of one torch._scaled_mm as JSON (no device);
-//! - `dump FILE --out DIR`: write a recording as raw bytes plus a JSON-lines index.
+//! - `dump FILE --out DIR`: write a recording as raw bytes plus a JSON-lines index;
+//! - `bring-up --name NAME --out DIR [--device N | --simulate --profile P]`: the whole bring-up of a GPU
+//!   (docs/bring-up.md); `truth --seed S --out DIR`: a random GPU for the simulated device to play.
 //!
 //! Exit codes: `mmaemu_recorder::error` (0 ok, 1 data/I/O, 2 usage, 3 no GPU, 4 CUDA failure, 5 stopped).
 
 use clap::{Args, Parser, Subcommand};
+use mmaemu_bringup::Error as BringUpError;
 use mmaemu_datasets::shard::Shard;
 use mmaemu_model::{Format, OutDtype, SplitKey};
 use mmaemu_recorder::caller::Caller;
@@ -161,6 +164,11 @@ enum Command {
     },
     /// Print the cuBLASLt call of one FP8 GEMM as its caller builds it, as JSON (no device).
     Descriptor(Box<DescriptorArgs>),
+    /// Bring up a GPU in one command: probe, heuristic grid, sweeps, fits, experiments, bundle and check (exit 0
+    /// only when the bundle replays every recorded row bit for bit; 1 when it does not).
+    BringUp(Box<mmaemu_bringup::command::BringUpArgs>),
+    /// Write a random GPU (seeded) as a bundle, for `bring-up --simulate --profile DIR` to rehearse on.
+    Truth(mmaemu_bringup::command::TruthArgs),
     /// Write a recording as raw bytes (data.bin) plus a JSON-lines index (for tools without Parquet).
     Dump {
         /// The recording.
@@ -256,7 +264,7 @@ fn descriptor(a: &DescriptorArgs) -> Result<Descriptor, RecordError> {
     Ok(Descriptor::build(&cfg))
 }
 
-fn main_inner(cli: Cli) -> Result<(), RecordError> {
+fn main_inner(cli: Cli) -> Result<(), BringUpError> {
     // The platform bundles MMAEMU_PLATFORMS lists: their profiles can be recorded under by name.
     mmaemu_api::register_env_platforms()
         .map_err(|e| RecordError::Usage(format!("{}: {e}", mmaemu_api::PLATFORMS_ENV)))?;
@@ -265,7 +273,7 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
             let (sweep, text) = load_spec_for(&spec, SpecKind::Sweep)?;
             let dev = device(&run, sweep.spec.profile.as_deref());
             if run.flaky_every.is_some() && !run.simulate {
-                return Err(RecordError::Usage("--flaky-every needs --simulate".into()));
+                return Err(RecordError::Usage("--flaky-every needs --simulate".into()).into());
             }
             let mut rec_device = open_device(&dev, run.flaky_every)?;
             let sim_profile = match &dev {
@@ -348,6 +356,13 @@ fn main_inner(cli: Cli) -> Result<(), RecordError> {
             println!("{}", serde_json::to_string_pretty(&d.to_json()).unwrap_or_default());
             Ok(())
         }
+        Command::BringUp(a) => match mmaemu_bringup::command::run_bring_up(&a)? {
+            true => Ok(()),
+            false => {
+                Err(BringUpError::Stage("the bundle does not replay every recorded row (see bring-up.json)".into()))
+            }
+        },
+        Command::Truth(a) => Ok(mmaemu_bringup::command::run_truth(&a)?),
         Command::Dump { file, out } => {
             let n = mmaemu_recorder::dump::dump(&file, &out)?;
             eprintln!("mmaemu-record: dumped {n} rows of {} into {}", file.display(), out.display());

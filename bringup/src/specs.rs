@@ -1,0 +1,224 @@
+//! The specs bring-up records, as the recorder's TOML (recorder/sweeps/ holds their patterns): the heuristic grid,
+//! the instruction sweeps (unsplit fast accumulators, unsplit slow calls whose K reveals the slow chunk), held-out
+//! calls, and the split sweeps, chosen from the recorded table's split keys, each customOption's own.
+
+use mmaemu_datasets::splitk_table::SplitKTable;
+use std::collections::BTreeMap;
+
+/// How much to record: a GPU's window holds the full plan, the simulated device (CI) a small one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// A few calls per stage (the simulated device, 2 cores).
+    Small,
+    /// The GPU plan (recorder/sweeps/h200-grid.toml's settings, more shapes per stage).
+    Full,
+}
+
+/// The workspace every call is given (torch 2.7.1's cuBLASLt workspace): the grid's and the sweeps'.
+pub const WORKSPACE: u64 = 1 << 20;
+
+/// The heuristic grid.
+pub fn grid(name: &str, size: Size) -> String {
+    let (m, n, k, outs) = match size {
+        Size::Small => ("[1, 16, 48]", "[16, 208, 240]", "[1024, 8192, 12288, 16384]", r#"["float32", "bfloat16"]"#),
+        Size::Full => (
+            "[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]",
+            "[16, 64, 128, 256, 512, 1024, 2048, 4096, 8192]",
+            "[1024, 2048, 4096, 5760, 8192, 12288, 16384]",
+            r#"["float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"]"#,
+        ),
+    };
+    format!(
+        "kind = \"grid\"\nname = \"{name}-grid\"\ndescription = \"bring-up: the heuristic's split decisions\"\n\
+         profile = \"{name}\"\nformats = [[\"e4m3\", \"e4m3\"], [\"e4m3\", \"e5m2\"], [\"e5m2\", \"e4m3\"]]\n\
+         out_dtypes = {outs}\nfast_accum = [false, true]\nworkspace = [{WORKSPACE}]\n\n[[shapes]]\nm = {m}\nn = {n}\nk = {k}\n"
+    )
+}
+
+/// One sweep spec.
+struct Sweep<'a> {
+    name: String,
+    description: &'a str,
+    seed: u64,
+    op: &'a str,
+    formats: &'a str,
+    outs: &'a str,
+    fast: &'a str,
+    scales: Option<&'a str>,
+    split_unknown: bool,
+    mnk: Vec<[u64; 3]>,
+    classes: &'a [&'a str],
+}
+
+impl Sweep<'_> {
+    fn text(&self, profile: &str) -> String {
+        let mut t = format!(
+            "kind = \"sweep\"\nname = \"{}\"\ndescription = \"{}\"\nseed = {}\nop = \"{}\"\nprofile = \"{profile}\"\n\
+             formats = {}\nout_dtypes = {}\nfast_accum = {}\nworkspace = [{WORKSPACE}]\nchunk_rows = 16\n",
+            self.name, self.description, self.seed, self.op, self.formats, self.outs, self.fast
+        );
+        if let Some(s) = self.scales {
+            t += &format!("scales = {s}\n");
+        }
+        if self.split_unknown {
+            t += "split_scheme = \"unknown\"\n";
+        }
+        let mnk: Vec<String> = self.mnk.iter().map(|[m, n, k]| format!("[{m}, {n}, {k}]")).collect();
+        t += &format!("\n[[shapes]]\nmnk = [{}]\n", mnk.join(", "));
+        for c in self.classes {
+            t += &format!("\n[[inputs]]\nclass = \"{c}\"\n");
+        }
+        t
+    }
+}
+
+const ALL_FORMATS: &str = r#"[["e4m3", "e4m3"], ["e4m3", "e5m2"], ["e5m2", "e4m3"]]"#;
+
+/// The instruction sweeps, (name, spec): unsplit fast accumulators (fp32 out, unit scales) for the instruction's
+/// arithmetic, and slow calls whose K runs past any slow chunk the fit can find (up to 1024) for the slow chunk.
+pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
+    let (fast_mnk, slow_mnk): (Vec<[u64; 3]>, Vec<[u64; 3]>) = match size {
+        Size::Small => (vec![[16, 16, 64], [16, 16, 128], [16, 32, 512]], vec![[16, 16, 1000], [16, 16, 2500]]),
+        Size::Full => (
+            vec![[16, 16, 64], [16, 16, 128], [16, 32, 512], [32, 32, 96], [64, 64, 256]],
+            vec![[16, 16, 1000], [16, 16, 2500], [32, 16, 1500], [16, 32, 3000]],
+        ),
+    };
+    let fast = Sweep {
+        name: format!("{name}-inst"),
+        description: "bring-up: the instruction (fp32 out, unit scales, fast, unsplit)",
+        seed: 7,
+        op: "gemm",
+        formats: ALL_FORMATS,
+        outs: r#"["float32"]"#,
+        fast: "[true]",
+        scales: Some("[[1.0, 1.0]]"),
+        split_unknown: false,
+        mnk: fast_mnk,
+        classes: &["gaussian", "bits", "subnormal", "split"],
+    };
+    let slow = Sweep {
+        name: format!("{name}-slow"),
+        description: "bring-up: slow accumulation past the slow chunk (fp32 out, unit scales)",
+        seed: 8,
+        op: "scaled_mm",
+        formats: r#"[["e4m3", "e4m3"]]"#,
+        outs: r#"["float32"]"#,
+        fast: "[false]",
+        scales: Some("[[1.0, 1.0]]"),
+        split_unknown: true,
+        mnk: slow_mnk,
+        classes: &["gaussian", "split"],
+    };
+    vec![(fast.name.clone(), fast.text(name)), (slow.name.clone(), slow.text(name))]
+}
+
+/// Held-out calls the fits never read: other seeds, data classes, out dtypes, scales and slow K's.
+pub fn heldout(name: &str, size: Size) -> (String, String) {
+    let mnk = match size {
+        Size::Small => vec![[5, 32, 96], [16, 48, 1200]],
+        Size::Full => vec![[5, 32, 96], [16, 48, 1200], [33, 64, 700], [64, 16, 2100]],
+    };
+    let s = Sweep {
+        name: format!("{name}-heldout"),
+        description: "bring-up: held-out calls (not fitted): every out dtype, scales, fast and slow",
+        seed: 20261206,
+        op: "scaled_mm",
+        formats: r#"[["e4m3", "e4m3"], ["e5m2", "e4m3"]]"#,
+        outs: r#"["float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"]"#,
+        fast: "[false, true]",
+        scales: Some("[[0.5, 2.0]]"),
+        split_unknown: true,
+        mnk,
+        classes: &["gaussian"],
+    };
+    (s.name.clone(), s.text(name))
+}
+
+/// The split sweeps, fast and slow: per customOption the table splits e4m3 x e4m3 -> fp32 calls with, its split keys
+/// of the smallest m·n and then the largest K (the most tiles per split, for the slow restart; `per_custom` of them)
+/// whose m·n·k the fits can afford (the split fit replays every output under every candidate rule), recorded with
+/// split-discriminating data, the layout unknown. Empty when nothing splits.
+pub fn split(name: &str, table: &SplitKTable, size: Size) -> Vec<(String, String)> {
+    let (per_custom, max_work) = match size {
+        Size::Small => (1, 1u64 << 22),
+        Size::Full => (4, 1u64 << 27),
+    };
+    let mut out = Vec::new();
+    for fast in [false, true] {
+        let mut by_custom: BTreeMap<i64, Vec<[u64; 3]>> = BTreeMap::new();
+        let rows = table.rows.iter().filter(|r| {
+            r.decision.split_s > 1
+                && (r.m as u64) * (r.n as u64) * (r.k as u64) <= max_work
+                && r.workspace_bytes == WORKSPACE as i64
+                && r.fast_accum == fast
+                && (r.fmt_a, r.fmt_b, r.out_dtype) == ("e4m3", "e4m3", "float32")
+        });
+        for r in rows {
+            let key = [r.m as u64, r.n as u64, r.k as u64];
+            let v = by_custom.entry(r.decision.custom_option.into()).or_default();
+            if !v.contains(&key) {
+                v.push(key);
+            }
+        }
+        let mut mnk = Vec::new();
+        for keys in by_custom.values_mut() {
+            keys.sort_by_key(|[m, n, k]| (m * n, u64::MAX - k));
+            for key in keys.iter().take(per_custom) {
+                if !mnk.contains(key) {
+                    mnk.push(*key);
+                }
+            }
+        }
+        if mnk.is_empty() {
+            continue;
+        }
+        let s = Sweep {
+            name: format!("{name}-split-{}", if fast { "fast" } else { "slow" }),
+            description: "bring-up: the table's split keys, each customOption's, the layout unknown",
+            seed: 12,
+            op: "scaled_mm",
+            formats: r#"[["e4m3", "e4m3"]]"#,
+            outs: r#"["float32"]"#,
+            fast: if fast { "[true]" } else { "[false]" },
+            scales: None,
+            split_unknown: true,
+            mnk,
+            classes: &["split"],
+        };
+        out.push((s.name.clone(), s.text(name)));
+    }
+    out
+}
+
+/// One designed call as a sweep spec of one case (its problem, workspace and data class; the seed is the
+/// experiment's, the stream the sweep's own).
+pub fn experiment(name: &str, index: usize, e: &mmaemu_fit::Experiment) -> Result<(String, String), String> {
+    let p = &e.problem;
+    let data = serde_json::to_value(&e.inputs.data).map_err(|e| e.to_string())?;
+    let fields: Vec<String> = data
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| format!("{k} = {v}")).collect())
+        .ok_or("the data class is not a table")?;
+    let spec_name = format!("{name}-exp{index:03}");
+    Ok((
+        spec_name.clone(),
+        format!(
+            "kind = \"sweep\"\nname = \"{spec_name}\"\ndescription = \"bring-up experiment: {}\"\nseed = {}\n\
+             op = \"scaled_mm\"\nprofile = \"{name}\"\nformats = [[\"{}\", \"{}\"]]\nout_dtypes = [\"{}\"]\n\
+             fast_accum = [{}]\nworkspace = [{}]\nsplit_scheme = \"unknown\"\n\n[[shapes]]\nmnk = [[{}, {}, {}]]\n\n\
+             [[inputs]]\n{}\n",
+            e.decides.replace('"', "'"),
+            e.inputs.seed,
+            p.fa.name(),
+            p.fb.name(),
+            p.out.name(),
+            p.fast,
+            e.workspace.unwrap_or(WORKSPACE),
+            p.m,
+            p.n,
+            p.k,
+            fields.join("\n")
+        ),
+    ))
+}

@@ -1,0 +1,123 @@
+//! Seeded random truths: a GPU that exists nowhere, drawn across the whole space bring-up must recover (the
+//! instruction's parameters and one split rule per customOption), written as a platform bundle that the simulated
+//! device plays. The truth's split decisions are a recorded table's (its keys and customOptions), under new rules.
+
+use mmaemu_datasets::digest::sha256_file;
+use mmaemu_model::{BlockRounding, CEntry, PresetSpec};
+use rand::{RngExt, SeedableRng};
+use std::path::{Path, PathBuf};
+
+/// One drawn truth: its preset and the split rule of each customOption of the source table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Truth {
+    /// The seed it was drawn from.
+    pub seed: u64,
+    /// The instruction's arithmetic (slow chunk included).
+    pub preset: PresetSpec,
+    /// (customOption, rule name).
+    pub rules: Vec<(i64, String)>,
+}
+
+/// The profile name of the truth of `seed`.
+pub fn profile_name(seed: u64) -> String {
+    format!("truth-{seed}")
+}
+
+/// Draws the truth of `seed` for the customOptions `customs` (the source table's): nfma 4..=128 (powers of two
+/// three times in four), frac 8..=40, truncation to frac_out 8..=23 or nearest even, early or late c, min_exp
+/// -140..=-126, a slow chunk 64..=1024 (a multiple of 16), and per customOption a rule: interleaved or contiguous
+/// tiles 16..=512 wide, serial, pairwise, reversed or tree order, no restart or a restart every 1..=8 tiles.
+pub fn draw(seed: u64, customs: &[i64]) -> Truth {
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+    let nfma = if rng.random_range(0..4) < 3 { 1u32 << rng.random_range(2..=7) } else { rng.random_range(4..=128) };
+    let frac = rng.random_range(8..=40);
+    let (frac_out, rounding) = if rng.random_bool(0.5) {
+        (23, BlockRounding::NearestEven)
+    } else {
+        (rng.random_range(8..=23), BlockRounding::Truncate)
+    };
+    let min_exp = rng.random_range(-140..=-126);
+    let c_entry = if rng.random_bool(0.5) { CEntry::Early } else { CEntry::Late };
+    let slow_chunk = 16 * rng.random_range(4..=64u32);
+    let name = format!("{}-mma", profile_name(seed));
+    let preset =
+        PresetSpec::custom(&name, nfma, frac, frac_out, min_exp, c_entry, Some(slow_chunk)).with_rounding(rounding);
+    let rules = customs
+        .iter()
+        .map(|&c| {
+            let ownership = if rng.random_bool(0.5) { "interleaved" } else { "contiguous" };
+            let width = 16usize << rng.random_range(0..=5);
+            let order = ["serial", "pairwise", "reversed", "tree"][rng.random_range(0..4)];
+            let restart = match rng.random_range(0..=8) {
+                0 => String::new(),
+                n => format!("/restart{n}"),
+            };
+            (c, format!("{ownership}{width}/{order}{restart}"))
+        })
+        .collect();
+    Truth { seed, preset, rules }
+}
+
+/// Writes the truth of `seed` as a bundle in the new directory `out`, its split decisions those of the recorded
+/// table `source` (a `.parquet` with its `.json` sidecar) under the drawn rules. Returns the truth.
+pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
+    let sidecar_path = source.with_extension("json");
+    let text = std::fs::read_to_string(&sidecar_path).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
+    let mut sidecar: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
+    let mut customs: Vec<i64> = sidecar["codes"]["custom -> scheme"]
+        .as_object()
+        .map(|m| m.keys().filter_map(|k| k.parse().ok()).collect())
+        .unwrap_or_default();
+    customs.sort_unstable();
+    if customs.is_empty() {
+        return Err(format!("{}: the sidecar maps no customOption to a scheme", sidecar_path.display()));
+    }
+    let truth = draw(seed, &customs);
+    let name = profile_name(seed);
+    let gpu = format!("Random GPU {seed}");
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let table = format!("{name}-table");
+    std::fs::copy(source, out.join(format!("{table}.parquet"))).map_err(|e| format!("{}: {e}", source.display()))?;
+    sidecar["platform"]["gpu"] = gpu.clone().into();
+    sidecar["profile_device"]["gpu"] = gpu.clone().into();
+    sidecar["name"] = table.clone().into();
+    // A bundle states no verification of its own (docs/platform-format.md).
+    if let Some(m) = sidecar.as_object_mut() {
+        m.remove("verified_combos");
+        m.remove("split_layouts");
+    }
+    sidecar["codes"]["custom -> scheme"] =
+        truth.rules.iter().map(|(c, r)| (c.to_string(), serde_json::Value::from(r.clone()))).collect();
+    std::fs::write(out.join(format!("{table}.json")), sidecar.to_string()).map_err(|e| e.to_string())?;
+    let sha = |f: &str| -> Result<String, String> { Ok(sha256_file(&out.join(f)).map_err(|e| format!("{f}: {e}"))?.0) };
+    let p = &truth.preset;
+    let manifest = format!(
+        "format = \"mmaemu-platform/1\"\nname = \"{name}\"\ndescription = \"a random GPU (seed {seed})\"\n\n\
+         [gpu]\nname = \"{gpu}\"\ncapability = [12, 7]\nsm_count = 7\n\n[library]\ncublaslt = \"12.8.3.14\"\n\n\
+         [preset]\nformat = \"mmaemu-preset/1\"\nname = \"{pname}\"\nnfma = {}\nfrac = {}\nfrac_out = {}\n\
+         rounding = \"{}\"\nmin_exp = {}\nc_entry = \"{}\"\nslow_chunk = {}\n\n[splitk]\ntable = \"{table}.parquet\"\n\n\
+         [[profile]]\nname = \"{name}\"\ncaller = \"torch._scaled_mm\"\nworkspace = 1048576\n\
+         description = \"random truth {seed}\"\n\n[files]\n\"{table}.parquet\" = \"{}\"\n\"{table}.json\" = \"{}\"\n",
+        p.nfma,
+        p.frac,
+        p.frac_out,
+        p.rounding.name(),
+        p.min_exp,
+        p.c_entry.name(),
+        p.slow_chunk.unwrap_or(0),
+        sha(&format!("{table}.parquet"))?,
+        sha(&format!("{table}.json"))?,
+        pname = p.name,
+    );
+    std::fs::write(out.join("platform.toml"), manifest).map_err(|e| e.to_string())?;
+    // Check it loads: a truth the model refuses is a generator bug, said here rather than at the first call.
+    mmaemu_datasets::platform::load_platform(out).map_err(|e| format!("truth {seed}: {e}"))?;
+    Ok(truth)
+}
+
+/// The source table the truths reuse in this repository (for tests and the documented long run).
+pub fn repository_table() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../datasets/platforms/rtx4060-cublaslt-12.8.3.14/rtx4060-cublaslt-12.8.3.14.parquet")
+}

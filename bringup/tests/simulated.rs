@@ -1,0 +1,110 @@
+//! `bring-up` on the simulated device playing random GPUs (bringup/src/truth.rs) that no code was written for: the
+//! truth's bundle is loaded into the device and then deleted, so the fitting side can only have seen what the device
+//! answered (rows and the heuristic table as the recorder writes them); the fitted bundle must give back the truth's
+//! preset in every decided parameter, each customOption's rule, and every recorded row bit for bit, held-out calls
+//! included. The seeds: `MMAEMU_BRINGUP_SEEDS` (comma-separated), else two drawn from the clock, printed.
+
+use mmaemu_bringup::specs::Size;
+use mmaemu_bringup::{bring_up, truth, Options};
+use mmaemu_recorder::sim::SimDevice;
+use std::path::Path;
+
+fn seeds() -> Vec<u64> {
+    match std::env::var("MMAEMU_BRINGUP_SEEDS") {
+        Ok(s) => s.split(',').map(|x| x.trim().parse().expect("MMAEMU_BRINGUP_SEEDS: u64s, comma-separated")).collect(),
+        Err(_) => {
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+            vec![t % 1_000_000, (t / 1_000_000) % 1_000_000]
+        }
+    }
+}
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Records and fits the truth of `seed`; returns the report and whether the check passed.
+fn bring_up_seed(seed: u64, dir: &Path) -> (serde_json::Value, bool, truth::Truth) {
+    let truth_dir = dir.join("truth");
+    let t = truth::write(seed, &truth::repository_table(), &truth_dir).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    let profile = mmaemu_datasets::platform::load_profile(truth_dir.to_str().unwrap()).unwrap();
+    let mut device = SimDevice::from_profile(profile).unwrap();
+    // Sealed: the truth's files are gone and its profile was never in the process's catalogue.
+    std::fs::remove_dir_all(&truth_dir).unwrap();
+    assert!(mmaemu_api::catalogue().profile(&truth::profile_name(seed)).is_err());
+    let out = dir.join("out");
+    let opts = Options {
+        name: format!("gpu{seed}"),
+        out: out.clone(),
+        size: Size::Small,
+        budget_minutes: Some(10.0),
+        max_experiment_calls: 16,
+        quiet: true,
+    };
+    let o = bring_up(&mut device, &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    // What the fits read (the recordings and the recorded table) holds none of the truth's rules or its preset's name.
+    for f in files(&out.join("work")).iter().filter(|f| {
+        let n = f.file_name().unwrap().to_string_lossy();
+        n.ends_with(".parquet") && !n.contains("first") || n.ends_with("-table.json")
+    }) {
+        let bytes = std::fs::read(f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        for (_, rule) in &t.rules {
+            assert!(!text.contains(rule.as_str()), "seed {seed}: {} holds the truth's rule {rule}", f.display());
+        }
+        assert!(!text.contains(&t.preset.name), "seed {seed}: {} names the truth's preset", f.display());
+    }
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("bring-up.json")).unwrap()).unwrap();
+    assert_eq!(written, o.report);
+    assert!(std::fs::read_to_string(out.join("bring-up.html")).unwrap().contains("<h2>Stages</h2>"));
+    let passed = o.passed();
+    (o.report, passed, t)
+}
+
+#[test]
+fn random_gpus_are_brought_up_from_the_simulated_device_alone() {
+    for seed in seeds() {
+        eprintln!("bring-up rehearsal: seed {seed} (rerun with MMAEMU_BRINGUP_SEEDS={seed})");
+        let tmp = tempfile::tempdir().unwrap();
+        let (report, passed, t) = bring_up_seed(seed, tmp.path());
+        let stages = report["stages"].as_array().unwrap();
+        eprintln!(
+            "seed {seed}: truth {:?}; {} device calls ({}), {} s",
+            t, report["calls"]["total"], report["calls"]["per_stage"], report["seconds"]
+        );
+        for s in ["probe", "grid", "instruction", "heldout", "split", "fit", "bundle", "check"] {
+            assert!(stages.iter().any(|x| x["stage"] == s), "seed {seed}: no stage {s} in {report}");
+        }
+        assert!(report["calls"]["total"].as_u64().unwrap() > 0, "seed {seed}");
+        // Every decided parameter is the truth's.
+        let params = &report["preset"]["parameters"];
+        let undecided: Vec<&str> =
+            report["preset"]["undecided"].as_array().unwrap().iter().filter_map(|u| u["parameter"].as_str()).collect();
+        let p = &t.preset;
+        let want = serde_json::json!({"nfma": p.nfma, "frac": p.frac, "frac_out": p.frac_out,
+            "rounding": p.rounding.name(), "min_exp": p.min_exp, "c_entry": p.c_entry.name(), "slow_chunk": p.slow_chunk});
+        for (k, v) in want.as_object().unwrap() {
+            if !undecided.contains(&k.as_str()) {
+                assert_eq!(&params[k], v, "seed {seed}: {k} (truth {t:?}; report {report})");
+            }
+        }
+        // Each customOption seen split has the truth's rule.
+        for c in report["custom_options"].as_array().unwrap() {
+            let label = c["label"].as_str().unwrap();
+            let truth_rule = t.rules.iter().find(|(n, _)| label == format!("customOption {n}")).map(|(_, r)| r.clone());
+            assert_eq!(c["rule"].as_str().map(str::to_string), truth_rule, "seed {seed}: {label}");
+        }
+        assert!(passed, "seed {seed}: the bundle does not replay every row: {}", report["check"]);
+    }
+}
