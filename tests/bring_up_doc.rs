@@ -82,7 +82,7 @@ fn blocks() -> Vec<String> {
     out
 }
 
-/// The directory of the command-line binaries; `mmaemu-record` (the recorder's package) is built there if a test of
+/// The directory of the command-line binaries; `mmaemu-record` (the bring-up package) is built there if a test of
 /// the root package alone did not build it.
 fn bin_dir() -> PathBuf {
     let mmaemu = PathBuf::from(env!("CARGO_BIN_EXE_mmaemu"));
@@ -91,7 +91,7 @@ fn bin_dir() -> PathBuf {
     if !record.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
-            .args(["build", "--profile", "test", "-p", "mmaemu-recorder", "--bin", "mmaemu-record"])
+            .args(["build", "--profile", "test", "-p", "mmaemu-bringup", "--bin", "mmaemu-record"])
             .current_dir(root())
             .status()
             .unwrap();

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 mkdir -p .device/tests
 cargo build --release --features cuda --bin mmaemu
 cp target/release/mmaemu .device/mmaemu
-cargo build --release -p mmaemu-recorder --bin mmaemu-record
+cargo build --release -p mmaemu-bringup --bin mmaemu-record
 cp target/release/mmaemu-record .device/mmaemu-record
 # The test executables: the last "executable" of cargo's JSON messages for each target.
 exe() { python3 -c 'import json,sys
