@@ -11,6 +11,7 @@ mod errors;
 mod info;
 mod interrupt;
 mod model_fns;
+mod record_fns;
 mod trace_fns;
 
 use pyo3::prelude::*;
@@ -34,5 +35,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info::list_presets, m)?)?;
     m.add_function(wrap_pyfunction!(info::backends_status, m)?)?;
     m.add_function(wrap_pyfunction!(info::read_recording_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(record_fns::write_recording_rows, m)?)?;
     Ok(())
 }
