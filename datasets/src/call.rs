@@ -515,7 +515,7 @@ mod tests {
         assert_eq!(Call::parse(&col.to_json()).unwrap(), col);
         // pow2: 2^(((5 i) mod 7) - 3).
         let p: Vec<f64> = (0..8).map(|i| ScaleValue::Pow2.element(i)).collect();
-        assert_eq!(p, [0.125, 0.5, 2.0, 8.0, 0.25, 1.0, 4.0, 0.125]);
+        assert_eq!(p, [0.125, 4.0, 1.0, 0.25, 8.0, 2.0, 0.5, 0.125]);
     }
 
     #[test]
