@@ -17,9 +17,10 @@ fn get<'py, T: FromPyObjectOwned<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyR
     match d.get_item(key)? {
         None => Ok(None),
         Some(v) if v.is_none() => Ok(None),
-        Some(v) => v.extract::<T>().map(Some).map_err(|e| {
-            pyo3::exceptions::PyTypeError::new_err(format!("row column `{key}`: {e}"))
-        }),
+        Some(v) => v
+            .extract::<T>()
+            .map(Some)
+            .map_err(|e| pyo3::exceptions::PyTypeError::new_err(format!("row column `{key}`: {e}"))),
     }
 }
 
@@ -93,7 +94,11 @@ pub fn write_recording_rows(
             text.map(|t| serde_json::from_str(&t).map_err(|e| to_py(py, &data_error(format!("{what}: {e}")))))
                 .transpose()
         };
-        let meta = FileMeta { platform: json("platform", platform)?, provenance: json("provenance", provenance)?, ..FileMeta::default() };
+        let meta = FileMeta {
+            platform: json("platform", platform)?,
+            provenance: json("provenance", provenance)?,
+            ..FileMeta::default()
+        };
         let rows = rows.iter().map(|r| row_of(py, r.cast::<PyDict>()?)).collect::<PyResult<Vec<Row>>>()?;
         let count = rows.len();
         let rec = Recording { path: Path::new(path).to_path_buf(), meta, rows };
