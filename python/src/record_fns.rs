@@ -17,10 +17,10 @@ fn get<'py, T: FromPyObjectOwned<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyR
     match d.get_item(key)? {
         None => Ok(None),
         Some(v) if v.is_none() => Ok(None),
-        Some(v) => v
-            .extract::<T>()
-            .map(Some)
-            .map_err(|e| pyo3::exceptions::PyTypeError::new_err(format!("row column `{key}`: {e}"))),
+        Some(v) => v.extract::<T>().map(Some).map_err(|e| {
+            let e: PyErr = e.into();
+            pyo3::exceptions::PyTypeError::new_err(format!("row column `{key}`: {e}"))
+        }),
     }
 }
 
