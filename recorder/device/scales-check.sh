@@ -4,13 +4,13 @@
 #
 # Runs on the GPU machine (python3 with torch and CUDA): the torch-level recorder (python -m mmaemu.record,
 # docs/recording-format.md "The torch-level recorder") records what torch._scaled_mm returns for every call of
-# recorder/sweeps/scales-torch.toml, with the kernels torch.profiler saw and the torch version; the recording is
+# recorder/device/scales-torch.toml, with the kernels torch.profiler saw and the torch version; the recording is
 # then replayed through mmaemu (python/tests/test_record.py's replay rule), and the rows that disagree or that
 # mmaemu refuses are counted in $OUT/scales-replay.json. A step that fails is reported and the next one runs.
 #
 # Outputs under $OUT (default ./device-out): scales-torch.parquet, scales-replay.json, scales-log.txt.
 # Environment: PYTHON (default python3; must import torch and an mmaemu with _core.write_recording_rows),
-# SCALES_SPEC (default recorder/sweeps/scales-torch.toml), SCALES_SIMULATE=1 for a dry run without a GPU
+# SCALES_SPEC (default recorder/device/scales-torch.toml), SCALES_SIMULATE=1 for a dry run without a GPU
 # (--simulate: mmaemu computes the rows, truth = model).
 
 set -uo pipefail
@@ -19,7 +19,7 @@ BUDGET=${SCALES_BUDGET_S:-240}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/device-out}
 PY=${PYTHON:-python3}
-SPEC=${SCALES_SPEC:-$ROOT/recorder/sweeps/scales-torch.toml}
+SPEC=${SCALES_SPEC:-$ROOT/recorder/device/scales-torch.toml}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/scales-log.txt") 2>&1
 export PYTHONUNBUFFERED=1
