@@ -197,48 +197,49 @@ impl ScaleRecipe {
     /// takes for the recipe, filled with the `rowwise` (fp32) or `pow2` (e8m0, e4m3) pattern. None for
     /// tensor-wise (the row's scale columns hold the scalars).
     pub fn call_scales(self, m: usize, n: usize, k: usize) -> Option<(ScaleSpec, ScaleSpec)> {
-        let (m, n, k) = (m as i64, n as i64, k as i64);
+        let d = |x: usize, b: usize| x.div_ceil(b) as i64;
+        let (m_, n_) = (m as i64, n as i64);
         let spec = |dtype: &str, shape: Vec<i64>, value, scaling, layout| ScaleSpec {
             scaling: Some(scaling),
             layout,
             ..ScaleSpec::plain(dtype, shape, value)
         };
         let f32 = |shape, scaling, layout| spec("float32", shape, ScaleValue::Rowwise, scaling, layout);
-        let k128 = k.div_ceil(128);
+        let k128 = d(k, 128);
         let col128 = |rows: i64| f32(vec![rows, k128], Scaling::BlockWise1x128, ScaleLayout::Col);
         Some(match self {
             ScaleRecipe::Tensorwise => return None,
             ScaleRecipe::Rowwise => (
-                f32(vec![m, 1], Scaling::RowWise, ScaleLayout::Std),
-                f32(vec![1, n], Scaling::RowWise, ScaleLayout::Std),
+                f32(vec![m_, 1], Scaling::RowWise, ScaleLayout::Std),
+                f32(vec![1, n_], Scaling::RowWise, ScaleLayout::Std),
             ),
-            ScaleRecipe::Blockwise1x128 => (col128(m), col128(n)),
+            ScaleRecipe::Blockwise1x128 => (col128(m_), col128(n_)),
             ScaleRecipe::Blockwise1x128x128x128 => {
-                (col128(m), f32(vec![n.div_ceil(128), k128], Scaling::BlockWise128x128, ScaleLayout::Std))
+                (col128(m_), f32(vec![d(n, 128), k128], Scaling::BlockWise128x128, ScaleLayout::Std))
             }
             ScaleRecipe::Mxfp8 => {
                 let e8 = |rows: i64| {
                     spec(
                         "float8_e8m0fnu",
-                        vec![rows, k.div_ceil(32)],
+                        vec![rows, d(k, 32)],
                         ScaleValue::Pow2,
                         Scaling::BlockWise1x32,
                         ScaleLayout::Blocked,
                     )
                 };
-                (e8(m), e8(n))
+                (e8(m_), e8(n_))
             }
             ScaleRecipe::Nvfp4 => {
                 let e4 = |rows: i64| {
                     spec(
                         "float8_e4m3fn",
-                        vec![rows, k.div_ceil(16)],
+                        vec![rows, d(k, 16)],
                         ScaleValue::Pow2,
                         Scaling::BlockWise1x16,
                         ScaleLayout::Blocked,
                     )
                 };
-                (e4(m), e4(n))
+                (e4(m_), e4(n_))
             }
         })
     }

@@ -28,11 +28,10 @@ use mmaemu_datasets::{
     read_recording_with, write_recording, Expectation, FileMeta, Op, OutSelect, ReadOptions, Recording,
     RecordingWriter, Row, RowExt, Truth, FORMAT_V1,
 };
-use mmaemu_model::{Format, Profile};
+use mmaemu_model::Profile;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Options of a sweep run.
 pub type SweepOptions = RunOptions;
