@@ -116,15 +116,117 @@ impl Default for MatSpec {
     }
 }
 
-/// A scale tensor: `shape` filled with `value`, converted from float64 to `dtype`.
+/// A scale tensor: `shape` filled with `value`, converted from float64 to `dtype`, laid out as `layout` says.
+/// `scaling`, `layout` and `global` are the block-scale keys (revision 2 of the call object): absent in a
+/// revision 1 object, and written only when they differ from their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScaleSpec {
     #[serde(default = "float32")]
     pub dtype: String,
+    /// The logical shape: `[]` or `[1]` tensor-wise, `[m, 1]` / `[1, n]` row-wise, `[rows, ceil(K / block)]`
+    /// block-wise (before any padding or swizzling of `layout`).
     #[serde(default)]
     pub shape: Vec<i64>,
     pub value: ScaleValue,
+    /// The ScalingType the scale is passed as; None: told by the shape, as in revision 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<Scaling>,
+    /// How the logical scale matrix sits in the tensor torch gets.
+    #[serde(default, skip_serializing_if = "ScaleLayout::is_std")]
+    pub layout: ScaleLayout,
+    /// NVFP4's fp32 tensor-wise (global) scale that accompanies the per-16 e4m3 scales; None: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global: Option<ScaleValue>,
+}
+
+impl ScaleSpec {
+    /// A revision 1 scale: `shape` of `dtype` filled with `value`, in the plain layout.
+    pub fn plain(dtype: &str, shape: Vec<i64>, value: ScaleValue) -> ScaleSpec {
+        ScaleSpec { dtype: dtype.into(), shape, value, scaling: None, layout: ScaleLayout::Std, global: None }
+    }
+
+    /// The element count of the tensor torch gets: the logical shape's, or for `blocked` the padded
+    /// `round_up(rows, 128) * round_up(cols, 4)` (None when a dimension is negative or the count overflows).
+    pub fn storage_elements(&self) -> Option<u64> {
+        let dims: Vec<u64> = self.shape.iter().map(|&d| u64::try_from(d).ok()).collect::<Option<_>>()?;
+        match self.layout {
+            ScaleLayout::Blocked => {
+                let (rows, cols) = match dims.as_slice() {
+                    [r, c] => (*r, *c),
+                    _ => return None,
+                };
+                rows.checked_next_multiple_of(128)?.checked_mul(cols.checked_next_multiple_of(4)?)
+            }
+            _ => dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)),
+        }
+    }
+
+    /// The storage position of logical element (r, c) of a [rows, cols] scale matrix in `layout`: `std`
+    /// row-major, `col` column-major, `blocked` torch's `to_blocked` (128 x 4 tiles, each stored as 32 x 16
+    /// with row r at (r mod 32) * 16 + (r div 32) * 4 + c mod 4; tiles row-block major).
+    pub fn position(layout: ScaleLayout, rows: u64, cols: u64, r: u64, c: u64) -> u64 {
+        match layout {
+            ScaleLayout::Std => r * cols + c,
+            ScaleLayout::Col => c * rows + r,
+            ScaleLayout::Blocked => {
+                let col_blocks = cols.div_ceil(4);
+                let tile = (r / 128) * col_blocks + c / 4;
+                let (rr, cc) = (r % 128, c % 4);
+                tile * 512 + (rr % 32) * 16 + (rr / 32) * 4 + cc
+            }
+        }
+    }
+}
+
+/// torch's `ScalingType` (torch 2.10 `torch.nn.functional.ScalingType`; the recipe of one scale tensor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scaling {
+    /// One fp32 scale for the tensor.
+    TensorWise,
+    /// One fp32 scale per row of mat1 ([m, 1]) or column of mat2 ([1, n]).
+    RowWise,
+    /// One scale per 16 elements of K (NVFP4: e4m3 scales, plus a `global` fp32 scale).
+    BlockWise1x16,
+    /// One scale per 32 elements of K (MXFP8 / MXFP4: e8m0 scales).
+    BlockWise1x32,
+    /// One fp32 scale per 128 elements of K (DeepSeek's activations).
+    BlockWise1x128,
+    /// One fp32 scale per 128 x 128 block (DeepSeek's weights).
+    BlockWise128x128,
+}
+
+impl Scaling {
+    /// The block along K (1 for tensor-wise and row-wise: the whole K).
+    pub fn block_k(self) -> Option<u64> {
+        match self {
+            Scaling::TensorWise | Scaling::RowWise => None,
+            Scaling::BlockWise1x16 => Some(16),
+            Scaling::BlockWise1x32 => Some(32),
+            Scaling::BlockWise1x128 | Scaling::BlockWise128x128 => Some(128),
+        }
+    }
+}
+
+/// How a scale matrix is stored (torch's `SwizzleType`: `NO_SWIZZLE` is `std` or `col`, `SWIZZLE_32_4_4` is
+/// `blocked`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScaleLayout {
+    /// Row-major `shape`.
+    #[default]
+    Std,
+    /// Column-major `shape` (torch's 1 x 128 scales of mat1: stride (1, m)).
+    Col,
+    /// cuBLAS's blocked layout (torch's `to_blocked`), a 1-D tensor of `round_up(rows, 128) *
+    /// round_up(cols, 4)` elements; padding elements hold the all-zero bit pattern.
+    Blocked,
+}
+
+impl ScaleLayout {
+    fn is_std(&self) -> bool {
+        *self == ScaleLayout::Std
+    }
 }
 
 /// The value a scale tensor is filled with. Equality compares numbers bit for bit (`-0.0 != 0.0`).
@@ -142,6 +244,8 @@ pub enum ScaleValue {
     NegZero,
     /// `"rowwise"`: element i holds 0.25 + 0.0625 * ((7 i) mod 16).
     Rowwise,
+    /// `"pow2"`: element i holds 2^(((5 i) mod 7) - 3), exact in fp32, e4m3 and e8m0 (revision 2).
+    Pow2,
 }
 
 impl ScaleValue {
@@ -154,6 +258,7 @@ impl ScaleValue {
             ScaleValue::NegInf => f64::NEG_INFINITY,
             ScaleValue::NegZero => -0.0,
             ScaleValue::Rowwise => 0.25 + 0.0625 * ((7 * (i as u64)) % 16) as f64,
+            ScaleValue::Pow2 => 2f64.powi(((5 * (i as u64)) % 7) as i32 - 3),
         }
     }
 }
@@ -217,7 +322,8 @@ impl PartialEq for ScaleValue {
             | (ScaleValue::Inf, ScaleValue::Inf)
             | (ScaleValue::NegInf, ScaleValue::NegInf)
             | (ScaleValue::NegZero, ScaleValue::NegZero)
-            | (ScaleValue::Rowwise, ScaleValue::Rowwise) => true,
+            | (ScaleValue::Rowwise, ScaleValue::Rowwise)
+            | (ScaleValue::Pow2, ScaleValue::Pow2) => true,
             _ => false,
         }
     }
@@ -281,7 +387,7 @@ impl<'de> Visitor<'de> for NumOrWordVisitor {
     }
 }
 
-const SCALE_WORDS: &str = "\"nan\", \"inf\", \"-inf\", \"-0.0\", \"rowwise\"";
+const SCALE_WORDS: &str = "\"nan\", \"inf\", \"-inf\", \"-0.0\", \"rowwise\", \"pow2\"";
 const FILL_WORDS: &str = "\"nan\", \"inf\"";
 
 impl<'de> Deserialize<'de> for ScaleValue {
@@ -294,6 +400,7 @@ impl<'de> Deserialize<'de> for ScaleValue {
                 "-inf" => Ok(ScaleValue::NegInf),
                 "-0.0" => Ok(ScaleValue::NegZero),
                 "rowwise" => Ok(ScaleValue::Rowwise),
+                "pow2" => Ok(ScaleValue::Pow2),
                 _ => Err(de::Error::invalid_value(de::Unexpected::Str(&w), &NumOrWordVisitor(SCALE_WORDS))),
             },
         }
@@ -313,6 +420,7 @@ impl Serialize for ScaleValue {
             ScaleValue::NegInf => s.serialize_str("-inf"),
             ScaleValue::NegZero => s.serialize_str("-0.0"),
             ScaleValue::Rowwise => s.serialize_str("rowwise"),
+            ScaleValue::Pow2 => s.serialize_str("pow2"),
         }
     }
 }
@@ -378,7 +486,74 @@ mod tests {
     }
 
     #[test]
+    fn revision_1_objects_are_written_as_before() {
+        // The block-scale keys are written only when set, so a revision 1 object reads and writes unchanged.
+        let text = r#"{"mat1":{"layout":"std","ld_pad":0,"offset":0},"mat2":{"layout":"std","ld_pad":0,"offset":0},"scale_a":{"dtype":"float32","shape":[16,1],"value":"rowwise"},"scale_result":null,"bias":null,"positional_bias":false,"out":null,"out_dtype_passed":true,"use_fast_accum_passed":true}"#;
+        assert_eq!(Call::parse(text).unwrap().to_json(), text);
+    }
+
+    #[test]
+    fn block_scales_round_trip() {
+        let text = r#"{"mat1":{"dtype":"float4_e2m1fn_x2"},"mat2":{"dtype":"float4_e2m1fn_x2"},
+            "scale_a":{"dtype":"float8_e4m3fn","shape":[128,4],"value":"pow2","scaling":"BlockWise1x16",
+                       "layout":"blocked","global":0.5},
+            "scale_b":{"dtype":"float8_e8m0fnu","shape":[256,2],"value":"pow2","scaling":"BlockWise1x32",
+                       "layout":"blocked"}}"#;
+        let c = Call::parse(text).unwrap();
+        let a = c.scale_a.as_ref().unwrap();
+        assert_eq!(
+            (a.scaling, a.layout, a.global),
+            (Some(Scaling::BlockWise1x16), ScaleLayout::Blocked, Some(ScaleValue::Number(0.5)))
+        );
+        assert_eq!(Call::parse(&c.to_json()).unwrap(), c);
+        // [256, 2] pads to [256, 4].
+        assert_eq!(c.scale_b.as_ref().unwrap().storage_elements(), Some(1024));
+        let col =
+            Call::parse(r#"{"scale_a":{"shape":[64,3],"value":"rowwise","scaling":"BlockWise1x128","layout":"col"}}"#)
+                .unwrap();
+        assert_eq!(col.scale_a.as_ref().unwrap().layout, ScaleLayout::Col);
+        assert_eq!(Call::parse(&col.to_json()).unwrap(), col);
+        // pow2: 2^(((5 i) mod 7) - 3).
+        let p: Vec<f64> = (0..8).map(|i| ScaleValue::Pow2.element(i)).collect();
+        assert_eq!(p, [0.125, 4.0, 1.0, 0.25, 8.0, 2.0, 0.5, 0.125]);
+    }
+
+    #[test]
+    fn blocked_positions_are_torchs_to_blocked() {
+        // torch's to_blocked for a [130, 5] matrix (pads to [256, 8]): written out from its view / permute /
+        // reshape / transpose steps, independently of `position`.
+        let (rows, cols) = (130u64, 5u64);
+        let (rb, cb) = (rows.div_ceil(128), cols.div_ceil(4));
+        let mut flat = vec![u64::MAX; (rb * 128 * cb * 4) as usize];
+        let mut out = 0usize;
+        for r_blk in 0..rb {
+            for c_blk in 0..cb {
+                // blocks[r_blk, c_blk] is [128, 4] -> reshape [4, 32, 4] -> transpose(1, 2) -> [32, 4, 4].
+                for j in 0..32 {
+                    for i in 0..4 {
+                        for cc in 0..4 {
+                            let (r, c) = (r_blk * 128 + i * 32 + j, c_blk * 4 + cc);
+                            flat[out] = r * 1000 + c;
+                            out += 1;
+                        }
+                    }
+                }
+            }
+        }
+        for r in 0..rows {
+            for c in 0..cols {
+                let p = ScaleSpec::position(ScaleLayout::Blocked, rows, cols, r, c) as usize;
+                assert_eq!(flat[p], r * 1000 + c, "({r}, {c})");
+            }
+        }
+        assert_eq!(ScaleSpec::position(ScaleLayout::Col, 3, 4, 1, 2), 7);
+    }
+
+    #[test]
     fn rejects() {
+        assert!(Call::parse(r#"{"scale_a": {"value": 1, "scaling": "ColumnWise"}}"#).is_err());
+        assert!(Call::parse(r#"{"scale_a": {"value": 1, "layout": "swizzled"}}"#).is_err());
+        assert!(Call::parse(r#"{"scale_a": {"value": 1, "swizzle": "SWIZZLE_32_4_4"}}"#).is_err());
         assert!(Call::parse(r#"{"nope": 1}"#).is_err());
         assert!(Call::parse(r#"{"scale_a": {"value": "huge"}}"#).is_err());
         assert!(Call::parse(r#"{"scale_a": {}}"#).is_err());

@@ -26,13 +26,13 @@ mod validate;
 pub use validate::UNKNOWN_PRESET;
 mod write;
 
-pub use call::{BiasSpec, Call, FillValue, MatSpec, OutSpec, ScaleSpec, ScaleValue};
+pub use call::{BiasSpec, Call, FillValue, MatSpec, OutSpec, ScaleLayout, ScaleSpec, ScaleValue, Scaling};
 pub use discover::{discover, is_recording_name};
 pub use error::DatasetError;
 pub use merge::{merge, MergeReport};
 pub use read::{open_regular, read_recording, read_recording_with, ReadOptions};
 pub use row::{
-    dtype_width, torch_dtype_name, Expectation, FileMeta, Op, OutSelect, Recording, Row, RowExt, Truth,
+    dtype_packing, dtype_width, torch_dtype_name, Expectation, FileMeta, Op, OutSelect, Recording, Row, RowExt, Truth,
     EXPECTED_ERRORS, FORMAT_V1, SPLIT_SCHEMES,
 };
 pub use schema::{column_names, extension_column_names};

@@ -185,10 +185,20 @@ impl RowExt {
 pub fn dtype_width(name: &str) -> Option<usize> {
     match name {
         "e4m3" | "e5m2" | "float8_e4m3fn" | "float8_e5m2" | "float8_e4m3fnuz" | "float8_e5m2fnuz"
-        | "float8_e8m0fnu" => Some(1),
+        | "float8_e8m0fnu" | "float4_e2m1fn_x2" => Some(1),
         "bfloat16" | "float16" => Some(2),
         "float32" => Some(4),
         _ => None,
+    }
+}
+
+/// Logical elements per stored element of a dtype: 2 for `float4_e2m1fn_x2` (two e2m1 codes per byte, the
+/// element of even index in the low nibble, as torch packs them), 1 for every other dtype.
+pub fn dtype_packing(name: &str) -> u64 {
+    if name == "float4_e2m1fn_x2" {
+        2
+    } else {
+        1
     }
 }
 

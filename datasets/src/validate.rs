@@ -2,11 +2,12 @@
 //! expectation per row, known enumeration values, the call object's constraints, unique ids and the
 //! metadata JSON. The reader applies them to every row it reads, the writer to every row before it writes.
 
-use crate::call::{Call, FillValue, MatSpec};
+use crate::call::{Call, FillValue, MatSpec, ScaleLayout, ScaleSpec, Scaling};
 use crate::error::DatasetError;
 use crate::inputs::{by_reference, RowInputs, Samples};
 use crate::row::{
-    dims_product, dtype_width, Expectation, FileMeta, Op, OutSelect, Row, EXPECTED_ERRORS, FORMAT_V1, SPLIT_SCHEMES,
+    dims_product, dtype_packing, dtype_width, Expectation, FileMeta, Op, OutSelect, Row, EXPECTED_ERRORS, FORMAT_V1,
+    SPLIT_SCHEMES,
 };
 use std::collections::HashSet;
 use std::path::Path;
@@ -164,7 +165,11 @@ fn check_operand(col: &str, data: &[u8], fmt: &str, dims: &[i64]) -> Result<(), 
     let fmt_col = if col == "a" { "fmt_a" } else { "fmt_b" };
     let width =
         dtype_width(fmt).ok_or_else(|| format!("unknown `{fmt_col}` {fmt:?}: cannot check the length of `{col}`"))?;
-    let want = bytes(dims, width, col)?;
+    let packing = dtype_packing(fmt);
+    if packing > 1 && dims[2] % packing as i64 != 0 {
+        return Err(format!("k = {} is not a multiple of {packing}, as `{col}` of {fmt} needs", dims[2]));
+    }
+    let want = bytes(dims, width, col)? / packing as usize;
     if data.len() != want {
         let r = if col == "a" { "m" } else { "n" };
         return Err(format!(
@@ -191,6 +196,20 @@ fn check_mat(name: &str, mat: &MatSpec, other_layout: &str) -> Result<(), String
     Ok(())
 }
 
+/// The block-scale keys: a `blocked` or `col` layout is a 2-D matrix; `global` only with 1 x 16 scales.
+fn check_scale_layout(name: &str, s: &ScaleSpec) -> Result<(), String> {
+    if s.layout != ScaleLayout::Std && s.shape.len() != 2 {
+        return Err(format!("{name}: a {:?} layout needs a 2-D shape, not {:?}", s.layout, s.shape));
+    }
+    if s.global.is_some() && s.scaling != Some(Scaling::BlockWise1x16) {
+        return Err(format!("{name}.global needs scaling BlockWise1x16 (NVFP4's tensor scale)"));
+    }
+    if s.storage_elements().is_none() {
+        return Err(format!("{name}: the element count of shape {:?} overflows", s.shape));
+    }
+    Ok(())
+}
+
 fn check_call(call: &Call) -> Result<(), String> {
     check_mat("mat1", &call.mat1, "col")?;
     check_mat("mat2", &call.mat2, "row")?;
@@ -199,6 +218,7 @@ fn check_call(call: &Call) -> Result<(), String> {
             if s.shape.iter().any(|&d| d < 0) {
                 return Err(format!("{name}.shape {:?} has a negative dimension", s.shape));
             }
+            check_scale_layout(name, s)?;
         }
     }
     if let Some(b) = &call.bias {

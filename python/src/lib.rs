@@ -11,6 +11,7 @@ mod errors;
 mod info;
 mod interrupt;
 mod model_fns;
+mod record_fns;
 mod scaled_v2;
 mod trace_fns;
 
@@ -36,5 +37,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info::backends_status, m)?)?;
     m.add_function(wrap_pyfunction!(info::read_recording_rows, m)?)?;
     m.add_function(wrap_pyfunction!(scaled_v2::block_scaled_mm, m)?)?;
+    m.add_function(wrap_pyfunction!(record_fns::write_recording_rows, m)?)?;
     Ok(())
 }

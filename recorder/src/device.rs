@@ -5,6 +5,7 @@
 use crate::caller::Caller;
 use crate::descriptor::CallConfig;
 use crate::error::RecordError;
+use crate::scaling::RecipeScales;
 use serde_json::{json, Value};
 
 /// The device a recording comes from.
@@ -123,6 +124,8 @@ pub struct Inputs<'a> {
     pub scale_b: f32,
     /// scale_result, if passed.
     pub scale_result: Option<f32>,
+    /// A scale recipe's scale tensors (None: tensor-wise, `scale_a` and `scale_b` are the scales).
+    pub scales: Option<&'a RecipeScales>,
 }
 
 /// What running one call returned.
@@ -138,6 +141,9 @@ pub enum RunOutcome {
         /// Engine with an FP8 output); empty otherwise, and from a device that does not compute it.
         amax: Vec<u32>,
     },
+    /// The device cannot make the call at all (a scale recipe the simulated device's model does not
+    /// compute): not recorded; the reason is counted and reported.
+    Skipped(String),
     /// cuBLASLt refused the call: where (`heuristic`, `matmul`) and the cuBLAS status.
     Rejected {
         /// `heuristic` or `matmul`.

@@ -2,7 +2,8 @@
 //! torch 2.7.1's `torch._scaled_mm` calls it, into mmaemu recordings (`mmaemu-recording/1` Parquet), and
 //! cuBLASLt heuristic grids into split-K tables (`mmaemu-splitk-table/1`).
 //!
-//! - [`descriptor`]: the cuBLASLt call as data (every attribute, why), pure and unit-tested;
+//! - [`descriptor`]: the cuBLASLt call as data (every attribute, why), pure and unit-tested; [`scaling`]: the
+//!   scale recipes and their cuBLASLt scale modes;
 //! - [`spec`]: sweep specs (TOML) and their cases;
 //! - [`device`]: what the pipeline needs from a recording device; [`gpu`] (cudarc, dynamic loading) and [`sim`]
 //!   (the simulated device: the mmaemu model);
@@ -22,9 +23,11 @@ pub mod error;
 pub mod geometry;
 pub mod gpu;
 pub mod heuristics;
+pub mod operands;
 pub mod options;
 pub mod parts;
 pub mod progress;
+pub mod scaling;
 pub mod sim;
 pub mod spec;
 pub mod sweep;

@@ -11,7 +11,9 @@
 //!   case's geometry says, computed by the fastest CPU backend that passed its self-check
 //!   (`mmaemu_api::registry().resolve("auto")`, bit-identical to the model by its checks); the model is
 //!   deterministic, so every run returns the same bits (a test hook can make one run differ). The amax of
-//!   a Transformer Engine call is not modelled: simulated rows carry none.
+//!   a Transformer Engine call is not modelled: simulated rows carry none. A scale recipe's call gets the
+//!   recipe's scale tensors; when the model does not compute it, the outcome is a skip with the model's
+//!   message (the loaded-cuBLASLt gate of a real device does not apply: the model is the device).
 //! - The calls of a sweep repeat their accumulations: the settings of one shape differ mostly in the
 //!   epilogue (out dtype, scales). [`MemoEngine`] keeps the last accumulations, keyed by the whole input
 //!   of [`ChainEngine::run_plan`] (preset, plan, formats, sizes and the operand bytes, compared in full),
@@ -205,6 +207,9 @@ impl SimDevice {
         let a = operand_view(fa, [m, k], g.mat1_strides(m, k), g.mat1.offset, &sa);
         let b = operand_view(fb, [k, n], g.mat2_strides(n, k), g.mat2.offset, &sb);
         let mut call = ScaledMm::new(a, b, inputs.scale_a, inputs.scale_b);
+        if let Some(x) = inputs.scales {
+            (call.scale_a, call.scale_b) = (scale_tensor(&x.a), scale_tensor(&x.b));
+        }
         call.scale_result = inputs.scale_result.map(ScaleTensor::scalar);
         call.out_dtype = Some(Dtype::of_out(out));
         call.use_fast_accum = fast;
@@ -213,6 +218,17 @@ impl SimDevice {
         call.backend = "reference".into();
         let out = match call.run_with(&self.engine) {
             Ok(o) => o,
+            // A recipe the model does not compute (or whose torch 2.7.1 checks refuse what cuBLASLt would
+            // take) is not a row: the simulated device says so instead.
+            Err(e) if inputs.scales.is_some() => {
+                let recipe = inputs.scales.map_or("?", |x| x.recipe.word());
+                return Ok(RunOutcome::Skipped(format!(
+                    "the simulated device (mmaemu {}, profile {}) does not compute scaling {recipe:?}: {}",
+                    env!("CARGO_PKG_VERSION"),
+                    self.profile.name,
+                    e.message()
+                )));
+            }
             Err(e) if e.category() == Category::ReferenceRejects => {
                 return Ok(RunOutcome::Rejected {
                     stage: "matmul",
@@ -236,6 +252,16 @@ impl SimDevice {
             }
         }
         outcome
+    }
+}
+
+/// The model's scale tensor of a call object's scale: the logical values, row-major (as replay builds it).
+fn scale_tensor(s: &mmaemu_datasets::ScaleSpec) -> ScaleTensor {
+    ScaleTensor {
+        dtype: Dtype::from_name(&s.dtype),
+        shape: s.shape.iter().map(|&d| d.max(0) as usize).collect(),
+        values: crate::scaling::logical_values(s),
+        contiguous: true,
     }
 }
 

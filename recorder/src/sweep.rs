@@ -15,22 +15,23 @@ use crate::caller::Caller;
 use crate::descriptor::CallConfig;
 use crate::device::{Call, Device, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
+pub use crate::operands::{Generated, OperandCache};
 pub use crate::options::RunOptions;
 use crate::parts::{write_json, ChunkDone, Parts, RunKey};
 use crate::progress::{ChunkCost, Progress};
+use crate::scaling::RecipeScales;
 use crate::spec::{Case, OpKind, Sweep};
 use crate::util::{now_rfc3339, sha256_file, sha256_hex};
-use mmaemu_datasets::inputs::{generate, InputSpec, Operand, RowInputs, Samples};
+use mmaemu_datasets::inputs::{Operand, RowInputs, Samples};
 use mmaemu_datasets::shard::ShardInfo;
 use mmaemu_datasets::{
     read_recording_with, write_recording, Expectation, FileMeta, Op, OutSelect, ReadOptions, Recording,
     RecordingWriter, Row, RowExt, Truth, FORMAT_V1,
 };
-use mmaemu_model::{Format, Profile};
+use mmaemu_model::Profile;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Options of a sweep run.
 pub type SweepOptions = RunOptions;
@@ -46,6 +47,9 @@ pub struct SweepReport {
     pub skipped: u64,
     /// Calls cuBLASLt rejected (recorded as expected errors).
     pub rejected: u64,
+    /// Cases whose scale recipe the device cannot take (the loaded cuBLASLt or GPU, or the simulated
+    /// device's model): not recorded, each reason printed.
+    pub unsupported: u64,
     /// Rows whose operands and result are shipped by reference / by hash.
     pub by_reference: u64,
     /// Ids of calls whose runs differed.
@@ -125,44 +129,6 @@ pub fn sample_indices(total: usize, count: usize) -> Vec<usize> {
     v
 }
 
-/// The last few generated operands and their sha256: the cases of one shape share them, so each is
-/// generated once per shape, data class and format.
-#[derive(Default)]
-pub struct OperandCache {
-    entries: Vec<(String, Generated)>,
-}
-
-/// A generated operand and its sha256.
-pub type Generated = Arc<(Vec<u8>, String)>;
-
-impl OperandCache {
-    const SIZE: usize = 8;
-
-    /// Operand `op` ([rows, k] of format `fmt`) of `spec`, and its sha256.
-    pub fn get(
-        &mut self,
-        spec: &InputSpec,
-        op: Operand,
-        fmt: Format,
-        rows: usize,
-        k: usize,
-    ) -> Result<Generated, RecordError> {
-        let key = format!("{}|{op:?}|{fmt}|{rows}|{k}", serde_json::to_string(spec).unwrap_or_default());
-        if let Some(i) = self.entries.iter().position(|(k, _)| *k == key) {
-            let e = self.entries.remove(i);
-            let v = e.1.clone();
-            self.entries.insert(0, e);
-            return Ok(v);
-        }
-        let bytes = generate(spec, op, fmt.name(), rows, k).map_err(RecordError::Model)?;
-        let sha = sha256_hex(&bytes);
-        let v = Arc::new((bytes, sha));
-        self.entries.insert(0, (key, v.clone()));
-        self.entries.truncate(Self::SIZE);
-        Ok(v)
-    }
-}
-
 /// A case ready to run: its call and its generated operands.
 struct Prepared {
     case: Case,
@@ -170,6 +136,7 @@ struct Prepared {
     a: Generated,
     b: Generated,
     scale_result: Option<f32>,
+    scales: Option<RecipeScales>,
 }
 
 impl Prepared {
@@ -179,7 +146,9 @@ impl Prepared {
         let a = cache.get(&case.inputs, Operand::A, p.fa, p.m, p.k)?;
         let b = cache.get(&case.inputs, Operand::B, p.fb, p.n, p.k)?;
         let scale_result = d_scale(&case, ctx.caller);
-        Ok(Prepared { case, cfg, a, b, scale_result })
+        let scales = RecipeScales::new(case.scaling, p.m, p.n, p.k)
+            .map_err(|e| RecordError::Model(format!("scaling {:?}: {e}", case.scaling.word())))?;
+        Ok(Prepared { case, cfg, a, b, scale_result, scales })
     }
 
     fn call(&self) -> Call<'_> {
@@ -192,6 +161,7 @@ impl Prepared {
                 scale_a: c.scale_a,
                 scale_b: c.scale_b,
                 scale_result: self.scale_result,
+                scales: self.scales.as_ref(),
             },
         }
     }
@@ -234,15 +204,15 @@ fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recor
         a: Vec::new(),
         b: Vec::new(),
         c: None,
-        scale_a: Some(case.scale_a.to_bits()),
-        scale_b: Some(case.scale_b.to_bits()),
+        scale_a: p.scales.is_none().then(|| case.scale_a.to_bits()),
+        scale_b: p.scales.is_none().then(|| case.scale_b.to_bits()),
         scale_result: scale_result.map(f32::to_bits),
         out_dtype: Some(problem.out.name().into()),
         fast_accum: Some(problem.fast),
         split_s: None,
         split_scheme: None,
         algo: None,
-        call: case.geometry.call(),
+        call: call_object(case, p.scales.as_ref()),
         out_select: OutSelect::Full,
         expected: Expectation::Error("ReferenceRejectsError".into()),
         scope: None,
@@ -251,6 +221,8 @@ fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recor
     };
     let (mut rejected, mut by_reference, mut nondeterministic) = (false, false, false);
     match outcome {
+        // Counted by the chunk loop before a row is made.
+        RunOutcome::Skipped(_) => {}
         RunOutcome::Rejected { stage, status } => {
             // Only scaled_mm rows can replay a rejection (gemm has none); it needs a profile.
             if ctx.profile.is_some() {
@@ -332,6 +304,18 @@ fn record_case(p: &Prepared, outcome: RunOutcome, ctx: &RowContext<'_>) -> Recor
         }
     }
     Recorded { row, rejected, by_reference, nondeterministic }
+}
+
+/// The call object of a case: its operand layouts and a recipe's scale tensors (None: the standard call
+/// with tensor-wise scales).
+fn call_object(case: &Case, scales: Option<&RecipeScales>) -> Option<mmaemu_datasets::Call> {
+    let mut call = case.geometry.call();
+    if let Some(s) = scales {
+        let c = call.get_or_insert_with(mmaemu_datasets::Call::default);
+        c.scale_a = Some(s.a.clone());
+        c.scale_b = Some(s.b.clone());
+    }
+    call
 }
 
 /// The file metadata of a sweep's output.
@@ -443,11 +427,23 @@ pub fn run_sweep(
                     progress.inc(1);
                     continue;
                 }
+                // The recipe's gate is the loaded cuBLASLt and the GPU; the simulated device's is its model.
+                let gate = (!platform.simulated).then(|| case.scaling.unsupported(&platform)).flatten();
+                if let Some(why) = gate {
+                    unsupported(&mut stats, progress, &format!("{}-{:06}", sweep.spec.name, case.index), &why);
+                    progress.inc(1);
+                    continue;
+                }
                 prepared.push(Prepared::new(case, &ctx, &mut cache)?);
             }
             let calls: Vec<Call<'_>> = prepared.iter().map(Prepared::call).collect();
             let outcomes = device.run_batch(&calls, sweep.spec.runs)?;
             for (p, outcome) in prepared.iter().zip(outcomes) {
+                if let RunOutcome::Skipped(why) = &outcome {
+                    unsupported(&mut stats, progress, &format!("{}-{:06}", sweep.spec.name, p.case.index), why);
+                    progress.inc(1);
+                    continue;
+                }
                 let r = record_case(p, outcome, &ctx);
                 if r.rejected {
                     *stats.entry("rejected".into()).or_default() += 1;
@@ -493,6 +489,7 @@ pub fn run_sweep(
             match k.as_str() {
                 "skipped" => report.skipped += v,
                 "rejected" => report.rejected += v,
+                "unsupported" => report.unsupported += v,
                 "by_reference" => report.by_reference += v,
                 _ => {}
             }
@@ -516,6 +513,7 @@ pub fn run_sweep(
             "cases": report.cases,
             "skipped_by_torch_checks": report.skipped,
             "rejected": report.rejected,
+            "unsupported_scaling": report.unsupported,
             "by_reference": report.by_reference,
             "nondeterministic": report.nondeterministic.len(),
             "resumed_chunks": report.resumed_chunks,
@@ -532,6 +530,12 @@ pub fn run_sweep(
         parts.remove()?;
     }
     Ok(report)
+}
+
+/// Counts a case the device cannot take and prints why.
+fn unsupported(stats: &mut BTreeMap<String, u64>, progress: &Progress, id: &str, why: &str) {
+    *stats.entry("unsupported".into()).or_default() += 1;
+    progress.println(&format!("mmaemu-record: {id} not recorded: {why}"));
 }
 
 /// Refuses an output that exists unless `--force` (nothing already written is replaced by accident).

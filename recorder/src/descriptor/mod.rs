@@ -61,6 +61,7 @@ pub use values::*;
 
 use crate::caller::Caller;
 use crate::geometry::Geometry;
+use crate::scaling::{ScaleMode, ScaleRecipe};
 use mmaemu_model::{Format, SplitKey};
 use serde_json::json;
 
@@ -258,6 +259,18 @@ impl Descriptor {
         d
     }
 
+    /// The call with a scale recipe's A and B scale modes ([`crate::scaling`]): set right after the scale
+    /// pointers, which then point at the recipe's scale tensors (torch >= 2.9 `scaled_gemm`, which sets
+    /// `A_SCALE_MODE` / `B_SCALE_MODE` for row-wise, block-wise and MX scales). Tensor-wise is unchanged.
+    pub fn with_scaling(mut self, recipe: ScaleRecipe) -> Descriptor {
+        if let Some((a, b)) = recipe.modes() {
+            let at = self.attrs.iter().position(|(x, _)| *x == DescAttr::BScalePointer).map_or(0, |i| i + 1);
+            self.attrs.insert(at, (DescAttr::AScaleMode, DescValue::U32(a.value())));
+            self.attrs.insert(at + 1, (DescAttr::BScaleMode, DescValue::U32(b.value())));
+        }
+        self
+    }
+
     /// Whether the call has cuBLASLt write the amax of D.
     pub fn writes_amax(&self) -> bool {
         self.attrs.iter().any(|(a, _)| *a == DescAttr::AmaxDPointer)
@@ -278,8 +291,8 @@ impl Descriptor {
             DescValue::I8(x) => json!(x),
             DescValue::U32(x) => match (a, *x) {
                 (DescAttr::Epilogue, EPILOGUE_DEFAULT) => json!("CUBLASLT_EPILOGUE_DEFAULT"),
-                (DescAttr::AScaleMode | DescAttr::BScaleMode | DescAttr::DScaleMode, MATRIX_SCALE_SCALAR_32F) => {
-                    json!("CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F")
+                (DescAttr::AScaleMode | DescAttr::BScaleMode | DescAttr::DScaleMode, v) => {
+                    ScaleMode::from_value(v).map_or(json!(v), |m| json!(m.name()))
                 }
                 _ => json!(x),
             },
@@ -374,5 +387,11 @@ mod tests {
         assert_eq!(j["attributes"][0][0], "CUBLASLT_MATMUL_DESC_TRANSA");
         assert_eq!(j["attributes"][2][1], "device fp32 scale_b");
         assert_eq!(j["C_pointer"], "null");
+        // A recipe's modes follow the scale pointers: A (mat2) then B (mat1).
+        let j = Descriptor::build(&cfg).with_scaling(ScaleRecipe::Blockwise1x128x128x128).to_json();
+        assert_eq!(j["attributes"][4][0], "CUBLASLT_MATMUL_DESC_A_SCALE_MODE");
+        assert_eq!(j["attributes"][4][1], "CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F");
+        assert_eq!(j["attributes"][5][1], "CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F");
+        assert_eq!(Descriptor::build(&cfg).with_scaling(ScaleRecipe::Tensorwise), Descriptor::build(&cfg));
     }
 }

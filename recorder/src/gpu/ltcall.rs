@@ -346,6 +346,19 @@ mod tests {
             crate::descriptor::MATRIX_SCALE_SCALAR_32F
         );
         assert_eq!(lt::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_DEFAULT as u32, crate::descriptor::EPILOGUE_DEFAULT);
+        use crate::scaling::ScaleMode;
+        use lt::cublasLtMatmulMatrixScale_t as S;
+        assert_eq!(S::CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 as u32, ScaleMode::Vec16Ue4m3.value());
+        assert_eq!(S::CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 as u32, ScaleMode::Vec32Ue8m0.value());
+        // OUTER_VEC_32F, VEC128_32F and BLK128x128_32F: in the 12.9 and 13.0 bindings, not in 12.8's.
+        #[cfg(feature = "cuda-13000")]
+        for (sys, mode) in [
+            (S::CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, ScaleMode::OuterVec32F),
+            (S::CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, ScaleMode::Vec128_32F),
+            (S::CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, ScaleMode::Blk128x128_32F),
+        ] {
+            assert_eq!(sys as u32, mode.value(), "{}", mode.name());
+        }
         assert_eq!(lt::cublasComputeType_t::CUBLAS_COMPUTE_32F as u32, crate::descriptor::CUBLAS_COMPUTE_32F);
         assert_eq!(status_name(lt::cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED");
     }

@@ -203,7 +203,8 @@ impl Device for GpuDevice {
 
 impl GpuDevice {
     fn run_inner(&mut self, cfg: &CallConfig, inputs: &Inputs<'_>, runs: usize) -> Result<RunOutcome, RecordError> {
-        let d = Descriptor::build(cfg);
+        let recipe = inputs.scales.map(|x| x.recipe).unwrap_or_default();
+        let d = Descriptor::build(cfg).with_scaling(recipe);
         if d.workspace_bytes > MAX_WORKSPACE {
             return Err(RecordError::Usage(format!("workspace {} exceeds {MAX_WORKSPACE} bytes", d.workspace_bytes)));
         }
@@ -218,7 +219,20 @@ impl GpuDevice {
         let (a_host, b_host) = (storage(d.a_operand), storage(d.b_operand));
         let a_dev = s.clone_htod(&*a_host).map_err(|e| drv("upload A", e))?;
         let b_dev = s.clone_htod(&*b_host).map_err(|e| drv("upload B", e))?;
-        let call = LtCall::new(&d, self.scale_addrs())?;
+        // A recipe's scale tensors, as torch's tensors hold them; the scale pointers point at them.
+        let vectors = match inputs.scales {
+            None => None,
+            Some(x) => Some((
+                s.clone_htod(&x.a_bytes[..]).map_err(|e| drv("upload scale_a", e))?,
+                s.clone_htod(&x.b_bytes[..]).map_err(|e| drv("upload scale_b", e))?,
+            )),
+        };
+        let mut addrs = self.scale_addrs();
+        if let Some((va, vb)) = &vectors {
+            let ((pa, _ra), (pb, _rb)) = (va.device_ptr(s), vb.device_ptr(s));
+            (addrs.a, addrs.b) = (pa, pb);
+        }
+        let call = LtCall::new(&d, addrs)?;
         let values = [inputs.scale_a, inputs.scale_b, inputs.scale_result.unwrap_or(1.0), 0.0];
         s.memcpy_htod(&values, &mut self.scales).map_err(|e| drv("scales", e))?;
         let result = match call.heuristic(self.handle, &d)? {

@@ -1,10 +1,11 @@
 //! The cases and grid keys of a spec: the fixed numbering of every call a sweep makes (a mixed-radix index
-//! over shapes, inputs, formats, out dtypes, accumulation, scales, scale_result, workspaces and layouts,
+//! over shapes, inputs, formats, out dtypes, accumulation, scales, scaling, scale_result, workspaces and layouts,
 //! the first varying slowest) and the keys a heuristic grid queries.
 
 use super::{Sweep, WorkspaceSel};
 use crate::descriptor::torch_rejects_before_cublas;
 use crate::geometry::Geometry;
+use crate::scaling::ScaleRecipe;
 use mmaemu_datasets::inputs::{InputSpec, GENERATOR_V1};
 use mmaemu_model::SplitKey;
 
@@ -19,6 +20,8 @@ pub struct Case {
     pub scale_a: f32,
     /// scale_b (fp32).
     pub scale_b: f32,
+    /// The scale recipe (tensor-wise: `scale_a` and `scale_b` are the scales).
+    pub scaling: ScaleRecipe,
     /// scale_result (fp32), if passed.
     pub scale_result: Option<f32>,
     /// The workspace entry.
@@ -52,7 +55,7 @@ fn digits<const N: usize>(mut rest: u64, radices: [usize; N]) -> [usize; N] {
 
 impl Sweep {
     /// The sizes of the mixed-radix case index, slowest first.
-    fn radices(&self) -> [usize; 9] {
+    fn radices(&self) -> [usize; 10] {
         let s = &self.spec;
         [
             self.shapes.len(),
@@ -61,6 +64,7 @@ impl Sweep {
             self.outs.len(),
             s.fast_accum.len(),
             s.scales.len(),
+            s.scaling.len(),
             s.scale_result.len(),
             s.workspace.len(),
             self.layouts.len(),
@@ -74,7 +78,7 @@ impl Sweep {
 
     /// Case `index` (< [`Sweep::case_count`]).
     pub fn case(&self, index: u64) -> Case {
-        let [shape, input, fmts, out, fast, scales, sr, ws, layout] = digits(index, self.radices());
+        let [shape, input, fmts, out, fast, scales, scaling, sr, ws, layout] = digits(index, self.radices());
         let s = &self.spec;
         let problem = self.problem(shape, fmts, out, fast);
         let scale_result = s.scale_result[sr].value();
@@ -82,13 +86,24 @@ impl Sweep {
         // Operands depend on the shape and the input class only, so every setting of a shape sees the
         // same data (and the Parquet dictionary stores it once).
         let stream = (shape * s.inputs.len() + input) as u64;
-        let skip =
-            torch_rejects_before_cublas(&problem, &geometry).or_else(|| self.caller.skip(problem.out, scale_result));
+        let recipe = s.scaling[scaling];
+        let skip = torch_rejects_before_cublas(&problem, &geometry)
+            .or_else(|| self.caller.skip(problem.out, scale_result))
+            .or_else(|| recipe.precheck(&problem))
+            .or_else(|| {
+                (recipe != ScaleRecipe::Tensorwise && scales > 0).then(|| {
+                    format!(
+                        "scales[{scales}] applies to tensor-wise cases only (scaling {:?} is recorded at scales[0])",
+                        recipe.word()
+                    )
+                })
+            });
         Case {
             index,
             problem,
             scale_a: s.scales[scales][0] as f32,
             scale_b: s.scales[scales][1] as f32,
+            scaling: recipe,
             scale_result,
             workspace: s.workspace[ws],
             geometry,

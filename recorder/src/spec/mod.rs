@@ -15,6 +15,8 @@
 //! out_dtypes = ["float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"]
 //! fast_accum = [false, true]
 //! scales = [[1.0, 1.0], [0.5, 2.0]]                # (scale_a, scale_b), rounded to fp32
+//! scaling = ["tensorwise", "rowwise"]              # scale recipes (crate::scaling): tensorwise, rowwise,
+//!                                                  # blockwise_1x128, blockwise_1x128_128x128, mxfp8
 //! scale_result = ["none", 0.5]                     # "none": not passed
 //! split_scheme = "auto"       # "auto" (the preset's customOption rule), "unknown", or a scheme name
 //! chunk_rows = 64             # cases per chunk (the unit of atomic writes, resuming and shards)
@@ -45,12 +47,15 @@
 //! caller, workspace, shapes, formats, out_dtypes, fast_accum, and `grid_chunk_rows` (keys per chunk,
 //! default 4096); a sweep has every field but `grid_chunk_rows`.
 //!
-//! Cases are numbered in a fixed order (shape, input, formats, out dtype, fast_accum, scales, scale_result,
-//! workspace, layout; the first varies slowest), so a case index names the same call on every run.
+//! Cases are numbered in a fixed order (shape, input, formats, out dtype, fast_accum, scales, scaling,
+//! scale_result, workspace, layout; the first varies slowest), so a case index names the same call on every run.
 //! Duplicate shapes are recorded once. Calls torch rejects before cuBLASLt (K or N not a multiple of 16,
 //! e5m2 x e5m2, zero sizes, a column-major mat1 or a row-major mat2) and settings the caller cannot pass
 //! (a D scale for a 16/32-bit output through Transformer Engine; scale_result on an FP8 output through
 //! torch-2.10-nodscale, which drops it) keep their index but are skipped.
+//!
+//! `scaling` other than `tensorwise`: [`crate::scaling`] (its modes, scale tensors and run-time gates);
+//! `scales` then applies to tensor-wise cases only, and `nvfp4`, `op = "gemm"` and transformer-engine refuse it.
 
 pub mod cases;
 pub mod fields;
@@ -62,6 +67,7 @@ pub use fields::{
 
 use crate::caller::Caller;
 use crate::geometry::Geometry;
+use crate::scaling::ScaleRecipe;
 use mmaemu_datasets::inputs::DataClass;
 use mmaemu_model::{Format, OutDtype, Scheme, Table};
 use serde::Deserialize;
@@ -93,6 +99,7 @@ const SWEEP_ONLY: &[&str] = &[
     "op",
     "preset",
     "scales",
+    "scaling",
     "scale_result",
     "inputs",
     "split_scheme",
@@ -147,6 +154,9 @@ pub struct SweepSpec {
     /// (scale_a, scale_b) pairs.
     #[serde(default = "default_scales")]
     pub scales: Vec<[f64; 2]>,
+    /// Scale recipes ([`ScaleRecipe`]).
+    #[serde(default = "default_scaling")]
+    pub scaling: Vec<ScaleRecipe>,
     /// scale_result values.
     #[serde(default = "default_scale_result")]
     pub scale_result: Vec<ScaleResultSel>,
@@ -190,6 +200,9 @@ fn default_fast() -> Vec<bool> {
 }
 fn default_scales() -> Vec<[f64; 2]> {
     vec![[1.0, 1.0]]
+}
+fn default_scaling() -> Vec<ScaleRecipe> {
+    vec![ScaleRecipe::Tensorwise]
 }
 fn default_scale_result() -> Vec<ScaleResultSel> {
     vec![ScaleResultSel::Named(NoneWord::None)]
@@ -342,6 +355,7 @@ impl Sweep {
             ("out_dtypes", outs.is_empty()),
             ("fast_accum", spec.fast_accum.is_empty()),
             ("scales", spec.scales.is_empty()),
+            ("scaling", spec.scaling.is_empty()),
             ("scale_result", spec.scale_result.is_empty()),
             ("workspace", spec.workspace.is_empty()),
             ("inputs", spec.inputs.is_empty()),
@@ -371,8 +385,12 @@ impl Sweep {
                 .map(|(i, l)| l.geometry().map_err(|e| format!("layouts[{i}]: {e}")))
                 .collect::<Result<Vec<_>, _>>()?
         };
-        if spec.op == OpKind::Gemm && layouts.iter().any(|g| !g.is_standard()) {
-            return Err("op = \"gemm\" rows have no call object: layouts need op = \"scaled_mm\"".into());
+        if let Some(why) = spec.scaling.iter().find_map(|r| r.refusal()) {
+            return Err(why);
+        }
+        let recipes = spec.scaling.iter().any(|r| *r != ScaleRecipe::Tensorwise);
+        if spec.op == OpKind::Gemm && (recipes || layouts.iter().any(|g| !g.is_standard())) {
+            return Err("op = \"gemm\" rows have no call object: layouts and scaling need op = \"scaled_mm\"".into());
         }
         let scheme = match spec.split_scheme.as_str() {
             "auto" => SchemePolicy::Auto,
@@ -411,6 +429,12 @@ impl Sweep {
     /// = ldb = k), so padded or transposed layouts are refused; storage offsets are kept.
     pub fn set_caller(&mut self, caller: Caller) -> Result<(), String> {
         if caller == Caller::TransformerEngine {
+            if let Some(r) = self.spec.scaling.iter().find(|r| **r != ScaleRecipe::Tensorwise) {
+                return Err(format!(
+                    "caller transformer-engine is recorded with tensor-wise scales only; scaling {:?} is a torch call",
+                    r.word()
+                ));
+            }
             if let Some(g) = self.layouts.iter().find(|g| !g.is_contiguous()) {
                 return Err(format!(
                     "caller transformer-engine passes contiguous operands only (lda = ldb = k); layout {} is not",
