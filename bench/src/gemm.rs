@@ -31,7 +31,7 @@ pub struct GemmBench {
     pub k: usize,
     /// Profile whose preset is emulated (default: MMAEMU_PROFILE, else hopper).
     pub profile: Option<String>,
-    /// A preset by name instead of a profile's.
+    /// A preset instead of a profile's: a built-in name or the path of a preset document.
     pub preset: Option<String>,
     /// Fast accumulation (use_fast_accum=True) or slow.
     pub fast: bool,

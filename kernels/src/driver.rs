@@ -24,6 +24,7 @@ mod fused_panel;
 mod panel;
 mod products;
 mod tiles;
+mod wide_products;
 #[cfg(target_arch = "x86_64")]
 pub use fused_panel::tile_fused;
 pub use fused_panel::vbmi;

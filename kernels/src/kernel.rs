@@ -391,3 +391,124 @@ pub fn product_blocks<const NB: usize, const J: usize, const HT: bool>(
         }
     }
 }
+
+/// Lanes of the wide product-lane step's block maximum and sums: a block is read in runs of this many products.
+const WIDE_RUN: usize = 16;
+
+/// The chains of one row of A against `J` rows of B over one piece of `nblk` blocks of any length (`p.nfma`), with the
+/// lanes along each block's products and the sums in f64 lanes: the wide path's tiling for few rows, as
+/// [`product_blocks`] is the narrow path's. `av`/`ae` hold the row's decoded values and exponents, `bv`/`be` those of
+/// the J rows of B (f32 values: every FP8 value and every product of two is exact in f32), `c` the J running
+/// accumulators; `AVX512`: the two passes over a block in AVX-512 instructions (`x86::wide_sum`, `x86::wide_max`; the
+/// caller is compiled for them). The arithmetic is [`block_steps`]'s with f64 lanes, early or late c (`p.late`): the terms
+/// `trunc(f64(a * b) * s)` are integers below 2^(frac + 2), their block sum below 2^53, exact in any order.
+#[inline(always)]
+pub fn wide_product_blocks<const J: usize, const HT: bool, const AVX512: bool>(
+    av: &[f32],
+    ae: &[i8],
+    bv: [&[f32]; J],
+    be: [&[i8]; J],
+    nblk: usize,
+    c: &mut [f32; J],
+    p: &Params,
+) {
+    let nb = p.nfma;
+    let len = nblk * nb;
+    if av.len() < len || ae.len() < len || bv.iter().zip(&be).any(|(v, e)| v.len() < len || e.len() < len) {
+        return;
+    }
+    for blk in 0..nblk {
+        let o = blk * nb;
+        let (a, ea) = (&av[o..o + nb], &ae[o..o + nb]);
+        // One phase at a time for the J chains (maxima, scales, sums, normalisations), so that the chains' serial
+        // dependencies overlap and the scalar phases run in J lanes.
+        let mut ee = [0i32; J];
+        for jj in 0..J {
+            #[cfg(target_arch = "x86_64")]
+            if AVX512 {
+                // SAFETY: `AVX512` is set only by the tiles of the AVX-512 level, which exists only after
+                // `is_x86_feature_detected!` reported AVX-512F/BW/VL.
+                ee[jj] = unsafe { crate::x86::wide_max(ea, &be[jj][o..o + nb]) } as i32;
+                continue;
+            }
+            ee[jj] = wide_max(ea, &be[jj][o..o + nb]) as i32;
+        }
+        // Block exponent E = max(products, c (early), floor), as in `block_steps`.
+        let mut s = [0f64; J];
+        let mut inv = [0f64; J];
+        for jj in 0..J {
+            let mut e = ee[jj].max(p.efloor);
+            if !p.late {
+                e = e.max(exp_f32(c[jj]));
+            }
+            s[jj] = <f64 as Lane>::pow2(p.frac - e);
+            inv[jj] = <f64 as Lane>::pow2(e - p.frac);
+        }
+        let mut sum = [0f64; J];
+        for jj in 0..J {
+            #[cfg(target_arch = "x86_64")]
+            if AVX512 {
+                // SAFETY: as for the maximum above.
+                sum[jj] = unsafe { crate::x86::wide_sum(a, &bv[jj][o..o + nb], s[jj]) };
+                continue;
+            }
+            sum[jj] = wide_sum::<HT>(a, &bv[jj][o..o + nb], s[jj]);
+        }
+        for jj in 0..J {
+            if p.late {
+                // d has at most 24 significant bits: the conversion is exact; then one fp32 RNE addition.
+                c[jj] += (sum[jj].keep_frac_out(p) * inv[jj]).to_f32();
+            } else {
+                let t = sum[jj] + Lane::trunc::<HT>(f64::from(c[jj]) * s[jj]);
+                c[jj] = (t.keep_frac_out(p) * inv[jj]).to_f32();
+            }
+        }
+    }
+}
+
+/// `max_k ea[k] + eb[k]` over one block in saturating i8 lanes, runs of [`WIDE_RUN`] and then the rest.
+#[inline(always)]
+fn wide_max(ea: &[i8], eb: &[i8]) -> i8 {
+    let mut m = [i8::MIN; WIDE_RUN];
+    let (ra, rb) = (ea.chunks_exact(WIDE_RUN), eb.chunks_exact(WIDE_RUN));
+    let mut e = ra.remainder().iter().zip(rb.remainder()).fold(i8::MIN, |e, (x, y)| e.max(x.saturating_add(*y)));
+    for (x, y) in ra.zip(rb) {
+        let (Ok(x), Ok(y)) = (<&[i8; WIDE_RUN]>::try_from(x), <&[i8; WIDE_RUN]>::try_from(y)) else { continue };
+        for q in 0..WIDE_RUN {
+            m[q] = m[q].max(x[q].saturating_add(y[q]));
+        }
+    }
+    let mut w = WIDE_RUN / 2;
+    while w > 0 {
+        for q in 0..w {
+            m[q] = m[q].max(m[q + w]);
+        }
+        w /= 2;
+    }
+    e = e.max(m[0]);
+    e
+}
+
+/// `sum_k trunc(f64(a[k] * b[k]) * s)` over one block: runs of [`WIDE_RUN`] in f64 lanes, then the rest (integers
+/// below 2^53 in total: exact in any order).
+#[inline(always)]
+fn wide_sum<const HT: bool>(a: &[f32], b: &[f32], s: f64) -> f64 {
+    let mut t = [0f64; WIDE_RUN];
+    let (ra, rb) = (a.chunks_exact(WIDE_RUN), b.chunks_exact(WIDE_RUN));
+    let rest =
+        ra.remainder().iter().zip(rb.remainder()).fold(0f64, |t, (x, y)| t + Lane::trunc::<HT>(f64::from(x * y) * s));
+    for (x, y) in ra.zip(rb) {
+        let (Ok(x), Ok(y)) = (<&[f32; WIDE_RUN]>::try_from(x), <&[f32; WIDE_RUN]>::try_from(y)) else { continue };
+        for q in 0..WIDE_RUN {
+            t[q] += Lane::trunc::<HT>(f64::from(x[q] * y[q]) * s);
+        }
+    }
+    let mut w = WIDE_RUN / 2;
+    while w > 0 {
+        for q in 0..w {
+            t[q] += t[q + w];
+        }
+        w /= 2;
+    }
+    t[0] + rest
+}

@@ -3,6 +3,7 @@
 //! roles (few outputs per row, many rows).
 
 use crate::driver::{products_serve, Job, Tiles};
+use crate::kernel::Path;
 use mmaemu_model::Operands;
 
 /// Which axis the lanes of a tile run along.
@@ -47,6 +48,14 @@ pub const FUSED_PRODUCT_ROWS: usize = 4;
 /// 0.81, slow 0.92), M = 3 2.44 (ada 3.14, slow with e5m2 B 1.96), M = 4 2.76.
 pub const IN_PLACE_PRODUCT_ROWS: usize = 2;
 
+/// The shortest block for which a wide-path job runs few rows with product lanes (`kernel::wide_product_blocks`),
+/// shorter ones staying on panels: each block of each chain ends in a horizontal maximum and sum and a scalar
+/// normalisation. `mmaemu bench gemm --m M --n 4096 --k 4096 --preset P --fast --no-native --reps 5` (2 threads,
+/// Intel Xeon with AVX-512, loaded host), product lanes against panels in GMAC/s: blocks of 128
+/// (bench/presets/nearest-128-frac40.toml) M = 1 0.46 vs 0.16, M = 16 0.98 vs 0.91; blocks of 16
+/// (bench/presets/nearest-late-16.toml) M = 1 0.16 vs 0.20, M = 16 0.51 vs 1.03.
+pub const WIDE_PRODUCT_BLOCK: usize = 128;
+
 /// Outputs per product-lane tile: A's rows are decoded once per piece of a tile, and a tile's scratch is made once,
 /// so wider tiles share that work among more chains. `mmaemu bench gemm --m M --n 4096 --k 4096 --no-native` (2
 /// threads, AMD EPYC with AVX-512), 16 against 64 outputs, GMAC/s: M = 1 8.8 vs 9.9, M = 2 8.5–9.7 vs 9.9–10.3,
@@ -71,6 +80,9 @@ impl Choice {
     /// runs the job's panels with the fused step (`fused`), [`IN_PLACE_PRODUCT_ROWS`] where that step's pieces are
     /// also decoded in place (`in_place`).
     pub fn product_rows(job: &Job, fused: bool, in_place: bool) -> usize {
+        if job.path() == Path::Wide {
+            return if job.nfma() >= WIDE_PRODUCT_BLOCK { PRODUCT_ROWS } else { 0 };
+        }
         match (fused, in_place) {
             (true, true) => IN_PLACE_PRODUCT_ROWS,
             (true, false) => FUSED_PRODUCT_ROWS,

@@ -3,9 +3,10 @@
 //! even, early or late c, any min_exp, any slow chunk, e8m0 block scales per nfma), random shapes, fast and slow,
 //! unsplit and split by random rules (any tile width, ownership, order and restart).
 
-// `MMAEMU_KERNEL_CASES` scales the number of cases (default 10,000 here means 1,500); `MMAEMU_KERNEL_SEED` sets the
-// seed, which every failure prints with its case so that it reruns alone.
+// `MMAEMU_KERNEL_CASES` scales the number of cases (default 10,000 here means 1,500, and 500 of few rows of wide
+// presets); `MMAEMU_KERNEL_SEED` sets the seed, which every failure prints with its case so that it reruns alone.
 
+use mmaemu_kernels::tiling::Tiling;
 use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec};
@@ -84,10 +85,23 @@ fn bits(x: f32) -> u32 {
     }
 }
 
+/// The shapes a case draws: across the space, or few rows (M in 1..=16, any N and K) of a wide-path preset, the
+/// wide product-lane tiling's domain.
+#[derive(Clone, Copy, PartialEq)]
+enum Shapes {
+    Any,
+    FewRowsWide,
+}
+
 /// One random GEMM through every engine and the model; Err describes the first difference with its seed.
-fn case(index: u64, seed: u64, engines: &[CpuEngine]) -> Result<(), String> {
+fn case(index: u64, seed: u64, engines: &[CpuEngine], shapes: Shapes) -> Result<(), String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let preset = preset(&mut rng);
+    let preset = loop {
+        let p = preset(&mut rng);
+        if shapes == Shapes::Any || CpuEngine::path_name(&p) == "wide" {
+            break p;
+        }
+    };
     let spec = preset.spec();
     // The kernels serve every preset whose block sum fits the f64 lanes; beyond (nfma * 2^(frac + 2) > 2^53) the
     // model's chain runs.
@@ -97,6 +111,9 @@ fn case(index: u64, seed: u64, engines: &[CpuEngine]) -> Result<(), String> {
     }
     let (fa, fb) = (Format::ALL[rng.random_range(0..=1)], Format::ALL[rng.random_range(0..=1)]);
     let (m, n, k) = match index % 10 {
+        _ if shapes == Shapes::FewRowsWide => {
+            (rng.random_range(1..=16), rng.random_range(1..=160), rng.random_range(1..=2500))
+        }
         0 => (rng.random_range(1..=4), rng.random_range(1..=130), rng.random_range(1..=3000)),
         1 => (rng.random_range(30..=70), rng.random_range(30..=70), rng.random_range(1..=700)),
         _ => (rng.random_range(1..=12), rng.random_range(1..=40), rng.random_range(1..=600)),
@@ -115,6 +132,11 @@ fn case(index: u64, seed: u64, engines: &[CpuEngine]) -> Result<(), String> {
     let a: Vec<u8> = (0..m * k).map(|_| code(&mut rng, fa)).collect();
     let b: Vec<u8> = (0..n * k).map(|_| code(&mut rng, fb)).collect();
     let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+    let tiling = CpuEngine::new().choice(&preset, &ops).tiling;
+    let long_blocks = spec.nfma as usize >= mmaemu_kernels::tiling::WIDE_PRODUCT_BLOCK;
+    if shapes == Shapes::FewRowsWide && long_blocks && tiling != Tiling::Products {
+        return Err(format!("seed {seed} case {index}: [{m}, {n}, {k}] of {spec:?} runs on {}", tiling.name()));
+    }
     let want = execute(&preset, &plan, &ops, &ReferenceEngine).map_err(|e| e.to_string())?;
     for engine in engines {
         let got = execute(&preset, &plan, &ops, engine).map_err(|e| e.to_string())?;
@@ -142,7 +164,29 @@ fn every_preset_of_the_fit_space_runs_on_the_kernels_as_the_model() {
         SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
     let names: Vec<String> = engines.iter().map(|e| e.name()).collect();
     eprintln!("{cases} random presets (seed {seed}) through {}", names.join(", "));
-    let failures: Vec<String> = (0..cases).into_par_iter().filter_map(|i| case(i, seed, &engines).err()).collect();
+    let failures: Vec<String> =
+        (0..cases).into_par_iter().filter_map(|i| case(i, seed, &engines, Shapes::Any).err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases differ (rerun with MMAEMU_KERNEL_SEED={seed}); first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(5)].join("\n")
+    );
+}
+
+/// Few rows of a wide-path preset (late c, or block sums past 2^24: nearest even, frac up to 40, any nfma) run on the
+/// wide product-lane tiling (chosen for blocks of `WIDE_PRODUCT_BLOCK` or more, and run by the engines of a fixed
+/// product-lane tiling for any block), and every engine and tiling gives the model's bits: M in 1..=16, any N and K, fast and
+/// slow, split by random rules.
+#[test]
+fn few_rows_of_wide_presets_run_on_product_lanes_as_the_model() {
+    let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) / 20;
+    let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0042);
+    let engines: Vec<CpuEngine> =
+        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
+    eprintln!("{cases} few-row GEMMs of random wide presets (seed {seed})");
+    let failures: Vec<String> =
+        (0..cases).into_par_iter().filter_map(|i| case(i, seed, &engines, Shapes::FewRowsWide).err()).collect();
     assert!(
         failures.is_empty(),
         "{} of {cases} cases differ (rerun with MMAEMU_KERNEL_SEED={seed}); first:\n{}",

@@ -57,7 +57,8 @@ pub struct GemmArgs {
     /// Profile whose preset is emulated (default: MMAEMU_PROFILE, else hopper).
     #[arg(long, value_parser = crate::cmd::platform::profile_value)]
     pub profile: Option<String>,
-    /// A preset by name (ada, hopper, b200_mma_sync) instead of a profile's.
+    /// A preset instead of a profile's: a built-in name (see `mmaemu info`) or the path of a preset document
+    /// (docs/preset-format.md, e.g. bench/presets/nearest-late-16.toml).
     #[arg(long, conflicts_with = "profile")]
     pub preset: Option<String>,
     /// Fast accumulation (use_fast_accum=True; the default).

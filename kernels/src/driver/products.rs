@@ -4,7 +4,7 @@
 
 use super::tiles::{group, reads_codes, strip_len, STRIP_CHUNKS};
 use super::{gather_rows, ChunkPlan, Job, Piece};
-use crate::kernel::product_blocks;
+use crate::kernel::{product_blocks, Path};
 #[cfg(target_arch = "x86_64")]
 use crate::x86::{self, CODE_CHAINS};
 /// Rows of B per call of the step over codes (`x86::CODE_CHAINS` on x86-64).
@@ -18,7 +18,7 @@ use std::ops::Range;
 /// into `g` with zero padding first.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn decode_rows(
+pub(super) fn decode_rows(
     (x, k, l): (&[u8], usize, &Lut),
     rows: Range<usize>,
     chunk: &ChunkPlan,
@@ -48,12 +48,39 @@ fn decode_rows(
 /// Chains interleaved by the product-lane kernel (see [`product_blocks`]).
 pub(super) const CHAINS: usize = 8;
 
+/// Rows `brows` of B (at most [`CHAINS`]) decoded at positions [q0, q1) of a chunk, as [`decode_rows`] does, the
+/// group's rows past them zeros: the CHAINS rows of values and of exponents of one group of the step over decoded
+/// rows.
+#[inline(always)]
+pub(super) fn decode_group<'x>(
+    bt: (&[u8], usize, &Lut),
+    brows: Range<usize>,
+    chunk: &ChunkPlan,
+    (q0, q1): (usize, usize),
+    single: &Option<Range<usize>>,
+    (gb, bv, be): (&mut [u8], &'x mut [f32], &'x mut [i8]),
+) -> ([&'x [f32]; CHAINS], [&'x [i8]; CHAINS]) {
+    let (len, real) = (q1 - q0, brows.len());
+    decode_rows(bt, brows, chunk, q0, q1, single, gb, bv, be);
+    bv[real * len..CHAINS * len].fill(0.0);
+    be[real * len..CHAINS * len].fill(ZERO_EXP);
+    let (bv, be) = (&*bv, &*be);
+    (std::array::from_fn(|t| &bv[t * len..(t + 1) * len]), std::array::from_fn(|t| &be[t * len..(t + 1) * len]))
+}
+
 /// One product-lane tile (see [`super::products_serve`]): rows `rows` of A against rows `cols` of B, every split and
-/// chunk, with the lanes along each block's products. Returns `rows.len()` rows of `cols.len()` results.
+/// chunk, with the lanes along each block's products (a wide-path job: `driver/wide_products.rs`). Returns `rows.len()` rows of `cols.len()` results.
 /// `X86`: the block step's instructions ([`X86_NONE`], [`X86_AVX2`] or [`X86_AVX512`]; the caller is compiled for
 /// them).
 #[inline(always)]
 pub fn strip_tile<const HT: bool, const X86: u8>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    if job.p.path == Path::Wide {
+        return if X86 == X86_AVX512 {
+            super::wide_products::wide_strip_tile::<HT, true>(job, rows, cols)
+        } else {
+            super::wide_products::wide_strip_tile::<HT, false>(job, rows, cols)
+        };
+    }
     match job.p.nfma {
         16 => strip_tile_with::<16, HT, X86>(job, rows, cols),
         _ => strip_tile_with::<32, HT, X86>(job, rows, cols),
@@ -194,13 +221,9 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
         }
         // A group of CHAINS rows of B at a time, decoded just before use (rows past the tile are zeros).
         for g in (0..ncp).step_by(CHAINS) {
-            let real = CHAINS.min(nc - g);
-            let brows = self.cols.start + g..self.cols.start + g + real;
-            decode_rows(bt, brows, chunk, q0, q1, &single, &mut self.gb, &mut self.bv, &mut self.be);
-            self.bv[real * len..CHAINS * len].fill(0.0);
-            self.be[real * len..CHAINS * len].fill(ZERO_EXP);
-            let bvs: [&[f32]; CHAINS] = std::array::from_fn(|t| &self.bv[t * len..(t + 1) * len]);
-            let bes: [&[i8]; CHAINS] = std::array::from_fn(|t| &self.be[t * len..(t + 1) * len]);
+            let brows = self.cols.start + g..self.cols.start + g + CHAINS.min(nc - g);
+            let (bvs, bes) =
+                decode_group(bt, brows, chunk, (q0, q1), &single, (&mut self.gb, &mut self.bv, &mut self.be));
             for r in 0..nr {
                 let Ok(c) = <&mut [f32; CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CHAINS]) else {
                     continue;

@@ -64,10 +64,10 @@ pub(super) fn fused_piece_len(nfma: usize) -> usize {
 }
 
 /// Whether a tile of `rows` rows of the job runs a step over B's codes: the AVX-512 one (at most [`CODE_ROWS`]
-/// rows), or the AVX2 one (at most [`CODE_ROWS_AVX2`] rows, where [`avx2_fused`] holds).
+/// rows, the narrow path), or the AVX2 one (at most [`CODE_ROWS_AVX2`] rows, where [`avx2_fused`] holds).
 pub(super) fn reads_codes<const X86: u8>(job: &Job, rows: usize) -> bool {
     match X86 {
-        X86_AVX512 => rows <= CODE_ROWS,
+        X86_AVX512 => rows <= CODE_ROWS && job.p.path == Path::Narrow,
         X86_AVX2 => rows <= CODE_ROWS_AVX2 && avx2_fused(job),
         _ => false,
     }
@@ -101,7 +101,13 @@ const STRIP: usize = 512;
 
 /// The positions of a product-lane piece for blocks of `NB`: whole blocks, at most [`STRIP`].
 pub(super) const fn strip_len<const NB: usize>() -> usize {
-    NB * (STRIP / NB)
+    strip_piece_len(NB)
+}
+
+/// The positions of a product-lane piece for blocks of `nb`: whole blocks, at most [`STRIP`] or one block if longer.
+pub(super) const fn strip_piece_len(nb: usize) -> usize {
+    let blocks = STRIP / nb;
+    nb * if blocks == 0 { 1 } else { blocks }
 }
 
 /// The most chunks a piece of the product-lane tiling holds: chunks are whole blocks, of 16 positions at least.
@@ -131,8 +137,12 @@ pub fn reads_b_codes<const X86: u8>(job: &Job) -> bool {
     products_serve(job) && reads_codes::<X86>(job, job.m())
 }
 
-/// Whether the product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada,
-/// hopper, and custom presets of those sizes).
+/// Whether a product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada, hopper, and
+/// custom presets of those sizes), or the wide path with blocks of any length (`kernel::wide_product_blocks`).
 pub fn products_serve(job: &Job) -> bool {
-    job.p.path == Path::Narrow && matches!(job.p.nfma, 16 | 32)
+    match job.p.path {
+        Path::Narrow => matches!(job.p.nfma, 16 | 32),
+        Path::Wide => true,
+        Path::Scalar => false,
+    }
 }

@@ -16,6 +16,7 @@ mod panel_avx2;
 mod planes;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests;
+mod wide;
 
 pub use codes::*;
 pub use codes_avx2::*;
@@ -24,6 +25,7 @@ pub use lanes_avx2::*;
 pub use panel::*;
 pub use panel_avx2::*;
 pub use planes::*;
+pub use wide::*;
 
 /// The 16 bytes at each of `pieces` in the four 128-bit lanes of a vector, in order.
 #[cfg(target_arch = "x86_64")]
