@@ -318,7 +318,7 @@ fn a_probe_names_the_gpu_of_a_bundle_without_a_table_and_must_agree_with_a_table
     s.table = None;
     s.rules = Some(probe);
     let e = build_platform(&s, &tmp.path().join("rules")).unwrap_err().to_string();
-    assert!(e.contains("needs --table"), "{e}");
+    assert!(e.contains("need --table"), "{e}");
 }
 
 /// `--out` into a directory that does not exist yet makes it (it failed with a Parquet write error).

@@ -236,15 +236,21 @@ pub enum SchemePolicy {
 
 impl SchemePolicy {
     /// The `split_scheme` column of a split of `s` parts with customOption `custom` under a profile whose split-K
-    /// table is `table` (auto: the table's scheme of that customOption; `unknown` without a table).
+    /// table is `table` (auto: the table's scheme of that customOption; `unknown` without a table, or where the
+    /// scheme is a rule the recording format has no word for: the profile's table decides it at replay).
     pub fn name(self, table: Option<Table>, s: i64, custom: i64) -> std::borrow::Cow<'static, str> {
         if s <= 1 {
             return "none".into();
         }
-        match self {
+        let name = match self {
             SchemePolicy::Fixed(x) => x.name(),
             SchemePolicy::Unknown => "unknown".into(),
             SchemePolicy::Auto => table.and_then(|t| t.custom_scheme(custom)).map_or("unknown".into(), Scheme::name),
+        };
+        if mmaemu_datasets::SPLIT_SCHEMES.contains(&name.as_ref()) {
+            name
+        } else {
+            "unknown".into()
         }
     }
 }
