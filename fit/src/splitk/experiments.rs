@@ -63,13 +63,16 @@ fn routed(table: &SplitKTable, custom: u8) -> Vec<Routed> {
 /// every operand. None where the rule cannot plan the call (a rule without a restart, on slow accumulation).
 type Form = Option<(u64, String)>;
 
+/// A call's (K, S, fast): what a rule's form on it depends on.
+type Shape = (usize, usize, bool);
+
 /// Forms computed so far: the chains of a canonical layout on a (K, S, fast), and order expressions.
 #[derive(Default)]
 struct Forms {
-    chains: HashMap<(Layout, usize, usize, bool), (u64, Vec<bool>)>,
+    chains: HashMap<(Layout, Shape), (u64, Vec<bool>)>,
     expressions: HashMap<(Order, Vec<bool>), String>,
     /// Simulated results, by form, (K, S, fast) of the call and input seed.
-    results: HashMap<(Form, usize, usize, bool, u64, &'static str), Option<Vec<u32>>>,
+    results: HashMap<(Form, Shape, u64, &'static str), Option<Vec<u32>>>,
 }
 
 fn form(memo: &mut Forms, rule: &SplitRule, c: &Routed) -> Form {
@@ -78,7 +81,7 @@ fn form(memo: &mut Forms, rule: &SplitRule, c: &Routed) -> Form {
         return None;
     }
     let canon = rule.canonical(k, s, fast);
-    let (digest, live) = memo.chains.entry((canon.layout, k, s, fast)).or_insert_with(|| {
+    let (digest, live) = memo.chains.entry((canon.layout, (k, s, fast))).or_insert_with(|| {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         let mut live = Vec::with_capacity(s);
@@ -181,7 +184,7 @@ fn refine(memo: &mut Forms, preset: &Preset, class: &[SplitRule], c: &Routed, sp
     }
     let mut by_bits: BTreeMap<Option<Vec<u32>>, Vec<SplitRule>> = BTreeMap::new();
     for (f, members) in by_form {
-        let key = (f.clone(), c.key.k, c.s, c.key.fast, spec.seed, spec.data.name());
+        let key = (f.clone(), (c.key.k, c.s, c.key.fast), spec.seed, spec.data.name());
         let bits = match memo.results.get(&key) {
             Some(b) => b.clone(),
             None => {

@@ -122,7 +122,7 @@ impl FitRow {
     /// Does `rule` reproduce the row: is its canonical form for the row's K, S and accumulation a survivor?
     pub fn accepts(&self, rule: &SplitRule) -> bool {
         let name = rule.canonical(self.k, self.s, self.fast).name();
-        self.survivors.iter().any(|s| *s == name)
+        self.survivors.contains(&name)
     }
 }
 
