@@ -82,9 +82,19 @@ pub fn of_scheme(scheme: &str, fast: bool) -> Option<SplitRule> {
 /// addition is commutative), e.g. `((p0+p1)+p2)`. Two orders with the same expression for an S compute
 /// the same bits for every input: no recording can tell them apart.
 pub fn order_expression(order: Order, s: usize) -> String {
-    let p: Vec<String> = (0..s).map(|i| format!("p{i}")).collect();
-    let add = |a: &String, b: &String| if a <= b { format!("({a}+{b})") } else { format!("({b}+{a})") };
-    combine_with(order, &p, &add).unwrap_or_default()
+    order_expression_of(order, &vec![true; s])
+}
+
+/// [`order_expression`] where only the partials p_i with `live[i]` may be nonzero: the others are +0, and adding +0
+/// to a partial (never -0) changes nothing, so they are left out of the additions, e.g. `((p0+p1)+p2)` is `(p0+p1)`
+/// when p2 is +0. "0" when none is live.
+pub fn order_expression_of(order: Order, live: &[bool]) -> String {
+    let p: Vec<Option<String>> = live.iter().enumerate().map(|(i, &l)| l.then(|| format!("p{i}"))).collect();
+    let add = |a: &Option<String>, b: &Option<String>| match (a, b) {
+        (Some(a), Some(b)) => Some(if a <= b { format!("({a}+{b})") } else { format!("({b}+{a})") }),
+        (x, None) | (None, x) => x.clone(),
+    };
+    combine_with(order, &p, &add).flatten().unwrap_or_else(|| "0".into())
 }
 
 #[cfg(test)]

@@ -3,11 +3,12 @@
 //! with the model's plans, then fit → experiments → refit until each customOption has one rule or rules that compute
 //! the same bits on every call the table routes to it — which must then include the truth.
 //!
-//! Ignored by default for now (minutes per seed: the rows of K up to the table's longest make thousands of slow
-//! candidates); `cargo test -p mmaemu-fit --test splitk_truth -- --ignored` runs seeds 1, 2, 3; `MMAEMU_SPLITK_TRUTH_SEEDS=N` runs seeds 0..N (the seed of a failure is printed, and
+//! Ignored by default for now (a few seconds per seed, but on most seeds the combination order of some customOption
+//! stays open: no call the table routes, with the generator's data, makes its partials round differently in another
+//! order); `cargo test -p mmaemu-fit --test splitk_truth -- --ignored` runs seeds 1, 2, 3; `MMAEMU_SPLITK_TRUTH_SEEDS=N` runs seeds 0..N (the seed of a failure is printed, and
 //! `MMAEMU_SPLITK_TRUTH_SEED=S` reruns that one alone).
 
-use mmaemu_datasets::inputs::{generate, InputSpec, Operand};
+use mmaemu_datasets::inputs::{generate_rows, InputSpec, Operand};
 use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable};
 use mmaemu_datasets::{Expectation, Op, OutSelect, Row, RowExt, Truth};
 use mmaemu_fit::rules::{Layout, Order, Ownership, Restart, SplitRule};
@@ -66,8 +67,8 @@ fn routed(t: &SplitKTable) -> Vec<Call> {
 /// The row the truth gives for a call with the operands of `spec` (outputs (0, j < OUTPUTS), fp32 accumulators).
 fn row(id: String, c: &Call, truth: &SplitRule, spec: &InputSpec) -> Row {
     let (n, k) = (c.key.n.min(OUTPUTS), c.key.k);
-    let a = generate(spec, Operand::A, &c.key.fa.to_string(), 1, k).unwrap();
-    let b = generate(spec, Operand::B, &c.key.fb.to_string(), c.key.n, k).unwrap()[..n * k].to_vec();
+    let a = generate_rows(spec, Operand::A, &c.key.fa.to_string(), 0..1, k).unwrap();
+    let b = generate_rows(spec, Operand::B, &c.key.fb.to_string(), 0..n, k).unwrap();
     let ops = Operands { fa: c.key.fa, fb: c.key.fb, a: &a, b: &b, m: 1, n, k };
     let acc = accumulate(&Preset::ada(), &ops, c.key.fast, SplitK::new(c.s, Scheme::Rule(*truth)).unwrap()).unwrap();
     Row {
@@ -161,7 +162,8 @@ fn run(seed: u64, t: &SplitKTable, calls: &[Call]) -> Result<usize, String> {
 }
 
 #[test]
-#[ignore = "minutes per seed on 2 cores until the fit of long slow rows is faster: run with --ignored"]
+#[ignore = "the combination order is often left open: under the ada chain the generator's data make partials that add \
+            exactly in any order on the calls this table routes (seconds per seed): run with --ignored"]
 fn random_truths_are_found_by_fit_and_experiment() {
     let t = table();
     let calls = routed(&t);

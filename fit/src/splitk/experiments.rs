@@ -12,12 +12,13 @@
 
 use super::*;
 use crate::Experiment;
-use mmaemu_datasets::inputs::{generate, DataClass, InputSpec, Operand, GENERATOR_V1};
+use mmaemu_datasets::inputs::{generate_rows, DataClass, InputSpec, Operand, GENERATOR_V1};
 use mmaemu_datasets::splitk_table::SplitKTable;
 use mmaemu_model::{Scheme, SplitKey};
+use std::collections::HashMap;
 
 /// Input seeds tried on one call before it is given up on.
-const SEEDS: u64 = 12;
+const SEEDS: u64 = 6;
 /// Outputs simulated per call: (0, j) for j below this (outputs are independent, so results differing there differ
 /// in the whole call).
 const OUTPUTS: usize = 8;
@@ -35,34 +36,89 @@ struct Routed {
     s: usize,
 }
 
-/// The split calls (S > 1) the table routes to customOption `custom`.
+/// The split calls (S > 1) the table routes to customOption `custom`, one per (K, S, accumulation) — the forms of
+/// a rule depend on nothing else — an fp32 result first (an order's last bits survive in it), then e5m2 operands
+/// (their range gives partials of unlike magnitudes, whose sum rounds), then the fewest
+/// simulated outputs, then the first in table order.
 fn routed(table: &SplitKTable, custom: u8) -> Vec<Routed> {
-    table
-        .rows
-        .iter()
-        .filter(|r| r.decision.custom_option == custom && r.decision.split_s > 1)
-        .filter_map(|r| {
-            let key = r.split_key()?;
-            Some(Routed { key, workspace: u64::try_from(r.workspace_bytes).ok()?, s: r.decision.split_s as usize })
-        })
-        .collect()
+    let mut by_shape: BTreeMap<(usize, usize, bool), Routed> = BTreeMap::new();
+    let narrow = |f: Format| u8::from(f != Format::E5m2);
+    let size = |c: &Routed| {
+        (c.key.out != OutDtype::Float32, narrow(c.key.fa) + narrow(c.key.fb), c.key.m * c.key.n.min(OUTPUTS))
+    };
+    for r in table.rows.iter().filter(|r| r.decision.custom_option == custom && r.decision.split_s > 1) {
+        let (Some(key), Ok(workspace)) = (r.split_key(), u64::try_from(r.workspace_bytes)) else { continue };
+        let c = Routed { key, workspace, s: r.decision.split_s as usize };
+        let e = by_shape.entry((key.k, c.s, key.fast)).or_insert(c);
+        if size(&c) < size(e) {
+            *e = c;
+        }
+    }
+    by_shape.into_values().collect()
 }
 
-/// The form of a rule on a call: equal forms compute equal bits for every operand. None where the rule cannot plan
-/// the call (a rule without a restart, on slow accumulation).
-fn form(rule: &SplitRule, c: &Routed) -> Option<(Layout, String)> {
-    if !c.key.fast && rule.layout.restart.is_none() {
+/// What a rule computes on a call: a digest of its chains (per split, the real k indices of each chain as merged
+/// ranges, in chain order), and the order expression of the partials with the splits that own no real index left out
+/// (their partial is +0, which adding changes nothing: a partial is never -0). Equal forms compute equal bits for
+/// every operand. None where the rule cannot plan the call (a rule without a restart, on slow accumulation).
+type Form = Option<(u64, String)>;
+
+/// A call's (K, S, fast): what a rule's form on it depends on.
+type Shape = (usize, usize, bool);
+
+/// Forms computed so far: the chains of a canonical layout on a (K, S, fast), and order expressions.
+#[derive(Default)]
+struct Forms {
+    chains: HashMap<(Layout, Shape), (u64, Vec<bool>)>,
+    expressions: HashMap<(Order, Vec<bool>), String>,
+    /// Simulated results, by form, (K, S, fast) of the call and input seed.
+    results: HashMap<(Form, Shape, u64, &'static str), Option<Vec<u32>>>,
+}
+
+fn form(memo: &mut Forms, rule: &SplitRule, c: &Routed) -> Form {
+    let (k, s, fast) = (c.key.k, c.s, c.key.fast);
+    if !fast && rule.layout.restart.is_none() {
         return None;
     }
-    let canon = rule.canonical(c.key.k, c.s, c.key.fast);
-    Some((canon.layout, order_expression(rule.order, c.s)))
+    let canon = rule.canonical(k, s, fast);
+    let (digest, live) = memo.chains.entry((canon.layout, (k, s, fast))).or_insert_with(|| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut live = Vec::with_capacity(s);
+        for split in canon.plan_splits(k, s, fast) {
+            let chains: Vec<Vec<(usize, usize)>> =
+                split.chunks.iter().map(|c| merged(&c.ranges)).filter(|r| !r.is_empty()).collect();
+            live.push(!chains.is_empty());
+            chains.hash(&mut h);
+        }
+        (h.finish(), live)
+    });
+    let expression = memo
+        .expressions
+        .entry((canon.order, live.clone()))
+        .or_insert_with(|| order_expression_of(canon.order, live))
+        .clone();
+    Some((*digest, expression))
+}
+
+/// A chain's real k indices as merged ranges.
+fn merged(ranges: &[std::ops::Range<usize>]) -> Vec<(usize, usize)> {
+    let mut key: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for r in ranges.iter().filter(|r| !r.is_empty()) {
+        match key.last_mut() {
+            Some(last) if last.1 == r.start => last.1 = r.end,
+            _ => key.push((r.start, r.end)),
+        }
+    }
+    key
 }
 
 /// Are `rules` the same computation on every split call the table routes to customOption `custom` (so that no result
 /// the bundle computes depends on which of them it holds)?
 pub fn equivalent_on(rules: &[SplitRule], table: &SplitKTable, custom: u8) -> bool {
+    let mut memo = Forms::default();
     routed(table, custom).iter().all(|c| {
-        let forms: BTreeSet<Option<(Layout, String)>> = rules.iter().map(|r| form(r, c)).collect();
+        let forms: BTreeSet<Form> = rules.iter().map(|r| form(&mut memo, r, c)).collect();
         forms.len() <= 1
     })
 }
@@ -70,18 +126,17 @@ pub fn equivalent_on(rules: &[SplitRule], table: &SplitKTable, custom: u8) -> bo
 /// A label's hypotheses: its rules, with the restarts its rows could not see added (module comment).
 fn hypotheses(report: &FitReport, gpu: &str, label: &str, rules: &[SplitRule], calls: &[Routed]) -> Vec<SplitRule> {
     let slow_calls: Vec<&Routed> = calls.iter().filter(|c| !c.key.fast).collect();
-    let mut out: BTreeSet<SplitRule> = rules.iter().copied().collect();
     let slow_rows: Vec<&FitRow> =
         report.rows.iter().filter(|r| r.gpu == gpu && r.label.as_deref() == Some(label) && !r.fast).collect();
+    let mut out: BTreeSet<SplitRule> = BTreeSet::new();
     for rule in rules {
-        let widen = match rule.layout.restart {
-            None => true,
-            Some(Restart::Never) => true,
-            _ => false,
-        };
+        let widen = matches!(rule.layout.restart, None | Some(Restart::Never)) && !slow_calls.is_empty();
         if !widen {
+            out.insert(*rule);
             continue;
         }
+        // Every restart a routed slow call can show, for the rule's tiles and order (a rule of fast rows alone has no
+        // restart: it stands for all of them).
         for c in &slow_calls {
             for layout in super::super::rules::layouts(c.key.k, c.s, false) {
                 if layout.ownership != rule.layout.ownership || layout.width != rule.layout.width {
@@ -102,33 +157,49 @@ fn hypotheses(report: &FitReport, gpu: &str, label: &str, rules: &[SplitRule], c
 /// (unit scales); None where the model refuses it.
 fn simulate(preset: &Preset, c: &Routed, rule: &SplitRule, spec: &InputSpec) -> Option<Vec<u32>> {
     let (m, n, k) = (1, c.key.n.min(OUTPUTS), c.key.k);
-    let a = generate(spec, Operand::A, &c.key.fa.to_string(), c.key.m, k).ok()?;
-    let b = generate(spec, Operand::B, &c.key.fb.to_string(), c.key.n, k).ok()?;
-    let ops = Operands { fa: c.key.fa, fb: c.key.fb, a: &a[..m * k], b: &b[..n * k], m, n, k };
+    // Only the rows of A and B these outputs read (the generator makes a row without the rows before it).
+    let a = generate_rows(spec, Operand::A, &c.key.fa.to_string(), 0..m, k).ok()?;
+    let b = generate_rows(spec, Operand::B, &c.key.fb.to_string(), 0..n, k).ok()?;
+    let ops = Operands { fa: c.key.fa, fb: c.key.fb, a: &a, b: &b, m, n, k };
     let split = mmaemu_model::SplitK::new(c.s, Scheme::Rule(*rule)).ok()?;
     let acc = accumulate(preset, &ops, c.key.fast, split).ok()?;
     let e = Epilogue { scale_a: 1.0, scale_b: 1.0, scale_result: None, out: c.key.out };
     Some(acc.iter().map(|&x| e.apply_one(x, e.alpha())).collect())
 }
 
-/// The generator spec of seed `seed`: split-discriminating data (large terms that absorb small ones where K is cut).
+/// The generator spec of seed `seed`: split-discriminating data (large terms that absorb small ones where K is cut)
+/// for odd seeds, which tells chain cuts apart; Gaussian data for even seeds, whose partials carry every bit of the
+/// fp32 significand, so that the order they are added in shows (the large terms of split data leave the partials
+/// coarse enough to add exactly in any order).
 fn spec(seed: u64) -> InputSpec {
-    InputSpec { generator: GENERATOR_V1.into(), seed, stream: 0, data: DataClass::Split { scale: 1.0 } }
+    let data = if seed % 2 == 1 { DataClass::Split { scale: 1.0 } } else { DataClass::Gaussian { scale: 1.0 } };
+    InputSpec { generator: GENERATOR_V1.into(), seed, stream: 0, data }
 }
 
-/// Split `class` by its members' results on a call and seed (members of one form are simulated once).
-fn refine(preset: &Preset, class: &[SplitRule], c: &Routed, spec: &InputSpec) -> Vec<Vec<SplitRule>> {
-    let mut by_form: BTreeMap<Option<(Layout, String)>, Vec<SplitRule>> = BTreeMap::new();
+/// Split `class` by its members' results on a call and seed (one form is simulated once on a call and seed).
+fn refine(memo: &mut Forms, preset: &Preset, class: &[SplitRule], c: &Routed, spec: &InputSpec) -> Vec<Vec<SplitRule>> {
+    let mut by_form: BTreeMap<Form, Vec<SplitRule>> = BTreeMap::new();
     for r in class {
-        by_form.entry(form(r, c)).or_default().push(*r);
+        by_form.entry(form(memo, r, c)).or_default().push(*r);
     }
     let mut by_bits: BTreeMap<Option<Vec<u32>>, Vec<SplitRule>> = BTreeMap::new();
     for (f, members) in by_form {
-        let bits = f.and_then(|_| simulate(preset, c, &members[0], spec));
+        let key = (f.clone(), (c.key.k, c.s, c.key.fast), spec.seed, spec.data.name());
+        let bits = match memo.results.get(&key) {
+            Some(b) => b.clone(),
+            None => {
+                let b = f.and_then(|_| simulate(preset, c, &members[0], spec));
+                memo.results.insert(key, b.clone());
+                b
+            }
+        };
         by_bits.entry(bits).or_default().extend(members);
     }
     by_bits.into_values().collect()
 }
+
+/// Routed calls tried on one open class, the most forms first, before it is given up on.
+const CALLS: usize = 2;
 
 /// The calls that tell the surviving rules of every customOption apart, at most `max_calls` of them: each a problem
 /// `table` routes to that customOption with S > 1 and operands on which the survivors' results differ (module
@@ -142,26 +213,28 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
         else {
             continue;
         };
+        let mut memo = Forms::default();
         let rules: Vec<SplitRule> = fit.rules.iter().filter_map(|n| SplitRule::parse(n)).collect();
-        let mut calls = routed(table, custom);
-        calls.sort_by_key(|c| (c.key.m * c.key.n.min(OUTPUTS), c.key.k));
+        let calls = routed(table, custom);
         let mut open = vec![hypotheses(report, &fit.gpu, &fit.label, &rules, &calls)];
         while out.len() < max_calls {
             let Some(pos) = open.iter().position(|c| c.len() > 1) else { break };
             let class = open.swap_remove(pos);
-            // The call splitting the class into the most forms, the smallest first among equals.
-            let forms = |c: &Routed| class.iter().map(|r| form(r, c)).collect::<BTreeSet<_>>().len();
-            let best = calls.iter().fold(None, |best: Option<(usize, &Routed)>, c| match (forms(c), best) {
-                (f, Some((b, _))) if f <= b => best,
-                (f, _) if f > 1 => Some((f, c)),
-                _ => best,
+            // The calls splitting the class into the most forms, the fewest outputs and shortest K first among equals.
+            let mut ranked: Vec<(usize, &Routed)> = calls
+                .iter()
+                .map(|c| (class.iter().map(|r| form(&mut memo, r, c)).collect::<BTreeSet<_>>().len(), c))
+                .filter(|(f, _)| *f > 1)
+                .collect();
+            ranked.sort_by_key(|(f, c)| (std::cmp::Reverse(*f), c.key.m * c.key.n.min(OUTPUTS), c.key.k));
+            let found = ranked.iter().take(CALLS).find_map(|(_, call)| {
+                (1..=SEEDS).map(spec).find_map(|sp| {
+                    let parts = refine(&mut memo, preset, &class, call, &sp);
+                    (parts.len() > 1).then_some((parts, sp, *call))
+                })
             });
-            let Some((_, call)) = best else {
-                continue; // equivalent on every routed call
-            };
-            let found =
-                (1..=SEEDS).map(spec).map(|sp| (refine(preset, &class, call, &sp), sp)).find(|(p, _)| p.len() > 1);
-            let Some((parts, sp)) = found else { continue };
+            // None: equivalent on every routed call, or no input found that separates them.
+            let Some((parts, sp, call)) = found else { continue };
             let names = |c: &[SplitRule]| c.iter().take(4).map(SplitRule::name).collect::<Vec<_>>().join(", ");
             out.push(Experiment {
                 problem: call.key,
@@ -181,7 +254,7 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
             let others: Vec<Vec<SplitRule>> = std::mem::take(&mut open);
             open = parts;
             for o in others {
-                open.extend(if o.len() > 1 { refine(preset, &o, call, &sp) } else { vec![o] });
+                open.extend(if o.len() > 1 { refine(&mut memo, preset, &o, call, &sp) } else { vec![o] });
             }
         }
     }

@@ -139,7 +139,7 @@ fn decide(key: GroupKey, members: &[&FitRow]) -> FitGroup {
         _ => (Vec::new(), 0),
     };
     let verdict = Verdict::of(survivors.len(), !mixture.is_empty());
-    let discriminating = members.iter().filter(|r| r.survivors.len() < r.tried).map(|r| r.id.clone()).collect();
+    let discriminating = members.iter().filter(|r| r.survivors.len() < r.replayed).map(|r| r.id.clone()).collect();
     // Survivors with the same layout and the same order expression at this S.
     let mut classes: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for name in &survivors {
@@ -201,6 +201,7 @@ mod tests {
             k: 1024,
             preset: mmaemu_model::Preset::ada(),
             tried: 32,
+            replayed: 32,
             survivors: survivors.iter().map(|s| s.to_string()).collect(),
         }
     }

@@ -4,13 +4,15 @@
 //! Every hardware row with S > 1 (ops `gemm`, `accumulator`, `scaled_mm`; the recorded scheme is ignored,
 //! and may be `unknown`) is replayed under every candidate rule of [`super::rules`] — tile width,
 //! ownership, slow restart period, combination order — and a rule *survives* a row when it reproduces
-//! every recorded bit. The accumulator of a candidate is its rule's plan (the model's [`Plan`]) replayed
+//! every recorded bit. The accumulator of a candidate is its rule's plan (the model's [`mmaemu_model::Plan`]) replayed
 //! (`replay.rs`): the chains of its chunks are [`mmaemu_model::Chain::run`] over the gathered codes of their k
 //! indices (non-finite codes replaced by 0x00, §3.5), a slow split adds its chain results serially from +0 in
 //! fp32, and the partials are combined in the rule's fp32 order; outputs whose row or column holds a non-finite code take the §3.7 value (taken from
 //! the model's unsplit accumulator, where exactly those outputs are non-finite); then the row's epilogue
 //! ([`Epilogue`]; for `scaled_mm` rows the call is rebuilt with [`CallParts`] to find its scales and out
-//! dtype). Chains over the same k indices are computed once per row whichever rules share them.
+//! dtype). Chains over the same k indices are computed once per row whichever rules share them. A group's rows are
+//! replayed one after another, the shortest K first, each only under the candidates the rows before it still accept
+//! (`narrow.rs`): what a row rules out is never replayed on the longer rows.
 //!
 //! Rows are grouped by (GPU, fast/slow, S, label), the label being the algorithm's customOption when the
 //! `algo` column records one (`customOption 1`), else the recorded scheme unless it is `unknown` (no
@@ -26,11 +28,12 @@
 mod decide;
 mod experiments;
 mod groups;
+mod narrow;
 mod render;
 mod replay;
 mod schemes;
 
-use super::rules::{layouts, order_expression, Layout, Order, Restart, SplitRule};
+use super::rules::{layouts, order_expression, order_expression_of, Layout, Order, Restart, SplitRule};
 pub use decide::{decisions, Decision, Parameter};
 pub use experiments::{equivalent_on, experiments};
 use groups::group;
@@ -39,11 +42,11 @@ use mmaemu_datasets::{DatasetError, Expectation, Op, OutSelect, Row, Truth};
 use mmaemu_harness::call::CallParts;
 use mmaemu_model::scaled_mm::{resolve_profile, Validation};
 use mmaemu_model::splitk::SplitRequest;
-use mmaemu_model::{accumulate, epilogue, Epilogue, Format, Operands, OutDtype, Plan, Preset, SplitK};
+use mmaemu_model::{accumulate, epilogue, Epilogue, Format, Operands, OutDtype, Preset, SplitK};
 use rayon::prelude::*;
 pub use render::{json, text};
 pub use replay::replay_plan;
-use replay::{ChainCache, Codes};
+use replay::Codes;
 pub use schemes::{schemes, SchemeFit};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -71,8 +74,10 @@ enum Want {
 struct Prepared {
     /// The operands, non-finite codes replaced by 0x00, and the outputs compared.
     codes: Codes,
-    /// The plan of every candidate layout for the row's K, S and accumulation.
-    plans: Vec<(Layout, Plan)>,
+    /// S.
+    s: usize,
+    /// Fast accumulation?
+    fast: bool,
     /// Per compared output: the non-finite accumulator that overrides every rule's (§3.7), if any.
     patch: Vec<Option<f32>>,
     finish: Finish,
@@ -101,12 +106,15 @@ pub struct FitRow {
     pub k: usize,
     /// The arithmetic its chains were replayed with (what [`experiments`] simulates the survivors with).
     pub preset: Preset,
-    /// How many candidate rules the row was replayed under ([`super::rules::candidates`] of its K, S and
-    /// accumulation).
+    /// How many candidate rules the row's K, S and accumulation have ([`super::rules::candidates`]).
     pub tried: usize,
-    /// The rules that reproduce every recorded bit of the row, by name, in candidate order, each in its canonical
-    /// form for the row's K and S ([`SplitRule::canonical`]): a rule not listed reproduces the row when its
-    /// canonical form is listed ([`FitRow::accepts`]).
+    /// How many of them the row was replayed under: those every row of its group replayed before it (the shorter K
+    /// first) still accepted (`narrow.rs`).
+    pub replayed: usize,
+    /// The rules that reproduce every recorded bit of the row among those it was replayed under, by name, in
+    /// candidate order, each in its canonical form for the row's K and S ([`SplitRule::canonical`]): a rule not
+    /// listed reproduces the row when its canonical form is listed ([`FitRow::accepts`]). A rule reproduces every
+    /// row of a group exactly when every row lists it; a group without a survivor lists each row's own survivors.
     pub survivors: Vec<String>,
 }
 
@@ -114,7 +122,7 @@ impl FitRow {
     /// Does `rule` reproduce the row: is its canonical form for the row's K, S and accumulation a survivor?
     pub fn accepts(&self, rule: &SplitRule) -> bool {
         let name = rule.canonical(self.k, self.s, self.fast).name();
-        self.survivors.iter().any(|s| *s == name)
+        self.survivors.contains(&name)
     }
 }
 
@@ -148,7 +156,7 @@ pub struct FitGroup {
     pub survivors: Vec<String>,
     /// unique / ambiguous / mixture / none.
     pub verdict: Verdict,
-    /// Rows rejecting at least one candidate.
+    /// Rows rejecting at least one candidate they were replayed under.
     pub discriminating: Vec<String>,
     /// Classes of survivors (two or more) that compute the same bits for every input at this S.
     pub identical: Vec<Vec<String>>,
@@ -169,9 +177,9 @@ pub struct FitReport {
     pub groups: Vec<FitGroup>,
     /// Rows with S > 1 that could not be fitted.
     pub skipped: Vec<SkippedRow>,
-    /// The most candidate rules a fast row was replayed under.
+    /// The most candidate rules a fast row has.
     pub fast_candidates: usize,
-    /// The most candidate rules a slow row was replayed under (the restarts a row can show grow with its K).
+    /// The most candidate rules a slow row has (the restarts a row can show grow with its K).
     pub slow_candidates: usize,
 }
 
@@ -306,12 +314,13 @@ fn prepare(row: &Row, s: usize) -> Result<Prepared, String> {
     } else {
         vec![None; pairs.len()]
     };
-    let plans = layouts(k, s, fast)
-        .into_iter()
-        .map(|l| replay::plan(&preset, l, k, s, fast).map(|p| (l, p)).map_err(|e| format!("a candidate's plan: {e}")))
-        .collect::<Result<_, String>>()?;
+    // The largest candidate plan of the row is refused here, not while replaying: every smaller one then plans.
+    let plan_bytes = |l: &Layout| SplitRule { layout: *l, order: Order::Serial }.plan_bytes(k, s, fast);
+    if let Some(largest) = layouts(k, s, fast).into_iter().max_by_key(|l| plan_bytes(l).unwrap_or(u64::MAX)) {
+        replay::plan(&preset, largest, k, s, fast).map_err(|e| format!("a candidate's plan: {e}"))?;
+    }
     let codes = Codes { preset, fa, fb, k, a: zeroed(&row.a, fa), b: zeroed(&row.b, fb), pairs };
-    Ok(Prepared { codes, plans, patch, finish, want, out })
+    Ok(Prepared { codes, s, fast, patch, finish, want, out })
 }
 
 /// The bits of output `o` when the partials `column` are combined in `order`.
@@ -356,34 +365,6 @@ fn first_output_agrees(p: &Prepared, first: &[f32], order: Order) -> bool {
     }
 }
 
-/// The survivors of rows sharing operands (`members`, prepared alike but for their epilogue and recording), each in
-/// candidate order. Every layout is first replayed on the first compared output alone, which rules out almost every
-/// wrong candidate at 1 / outputs of the cost; the layouts left are replayed on every output.
-fn shared_survivors(members: &[&Prepared]) -> Vec<Vec<SplitRule>> {
-    let p0 = members[0];
-    let mut one = ChainCache::with_pairs(&p0.codes, p0.codes.pairs[..1].to_vec());
-    let keep: Vec<usize> = (0..p0.plans.len())
-        .filter(|&li| {
-            let first: Vec<f32> = one.partials(&p0.plans[li].1).into_iter().map(|v| v[0]).collect();
-            members.iter().any(|m| Order::ALL.into_iter().any(|o| first_output_agrees(m, &first, o)))
-        })
-        .collect();
-    let mut cache = ChainCache::new(&p0.codes);
-    let mut out = vec![Vec::new(); members.len()];
-    for li in keep {
-        let (layout, plan) = &p0.plans[li];
-        let partials = cache.partials(plan);
-        for (m, surv) in members.iter().zip(out.iter_mut()) {
-            for order in Order::ALL {
-                if reproduces(m, &partials, order) {
-                    surv.push(SplitRule { layout: *layout, order });
-                }
-            }
-        }
-    }
-    out
-}
-
 /// Rows whose operands, formats, preset, compared outputs, S and accumulation agree have the same
 /// partials under every rule (they differ only in the epilogue): the key they are shared under.
 fn operand_key(p: &Codes, s: usize, fast: bool) -> Vec<u8> {
@@ -415,12 +396,12 @@ struct Meta {
 }
 
 impl Meta {
-    fn into_row(self, p: &Prepared, survivors: Vec<SplitRule>) -> FitRow {
+    fn into_row(self, p: &Prepared, found: narrow::Survivors) -> FitRow {
         let Meta { id, file, gpu, fast, s, label, recorded } = self;
-        let (k, tried) = (p.codes.k, p.plans.len() * Order::ALL.len());
-        let survivors = survivors.iter().map(SplitRule::name).collect();
+        let (k, tried) = (p.codes.k, layouts(p.codes.k, s, fast).len() * Order::ALL.len());
+        let survivors = found.rules.iter().map(SplitRule::name).collect();
         let preset = p.codes.preset.clone();
-        FitRow { id, file, gpu, fast, s, label, recorded, k, preset, tried, survivors }
+        FitRow { id, file, gpu, fast, s, label, recorded, k, preset, tried, replayed: found.replayed, survivors }
     }
 }
 
@@ -441,8 +422,8 @@ pub fn fit_row(row: &Row, file: &Path) -> Result<FitRow, SkippedRow> {
     let skip = |reason: String| SkippedRow { id: row.id.clone(), file: file.to_path_buf(), reason };
     let m = meta(row, file);
     let p = prepare(row, m.s).map_err(skip)?;
-    let survivors = shared_survivors(&[&p]).pop().unwrap_or_default();
-    Ok(m.into_row(&p, survivors))
+    let found = narrow::group_survivors(&[&p]).pop().unwrap_or(narrow::Survivors { rules: Vec::new(), replayed: 0 });
+    Ok(m.into_row(&p, found))
 }
 
 /// Fit the split rows of the given (file, rows) recordings: rows are prepared in parallel, rows sharing
@@ -470,24 +451,28 @@ pub fn fit(recordings: &[(PathBuf, Vec<Row>)]) -> FitReport {
             Err(s) => skipped.push(s),
         }
     }
-    let keys: Vec<Vec<u8>> = ready.par_iter().map(|(m, p)| operand_key(&p.codes, m.s, m.fast)).collect();
-    let mut shared: BTreeMap<&[u8], Vec<usize>> = BTreeMap::new();
-    for (i, k) in keys.iter().enumerate() {
-        shared.entry(k.as_slice()).or_default().push(i);
+    // Rows are replayed group by group, each group's rows one after another (`narrow.rs`), the groups in parallel.
+    let mut by_group: BTreeMap<GroupOrder, Vec<usize>> = BTreeMap::new();
+    for (i, (m, _)) in ready.iter().enumerate() {
+        by_group.entry((m.gpu.clone(), std::cmp::Reverse(m.fast), m.s, m.label.clone())).or_default().push(i);
     }
-    let shared: Vec<Vec<usize>> = shared.into_values().collect();
-    let results: Vec<Vec<(usize, Vec<SplitRule>)>> = shared
+    let members: Vec<Vec<usize>> = by_group.into_values().collect();
+    let results: Vec<Vec<(usize, narrow::Survivors)>> = members
         .par_iter()
         .map(|members| {
             let prepared: Vec<&Prepared> = members.iter().map(|&i| &ready[i].1).collect();
-            members.iter().copied().zip(shared_survivors(&prepared)).collect()
+            members.iter().copied().zip(narrow::group_survivors(&prepared)).collect()
         })
         .collect();
-    let mut surv: Vec<Vec<SplitRule>> = vec![Vec::new(); ready.len()];
+    let mut found: Vec<Option<narrow::Survivors>> = (0..ready.len()).map(|_| None).collect();
     for (i, s) in results.into_iter().flatten() {
-        surv[i] = s;
+        found[i] = Some(s);
     }
-    let rows: Vec<FitRow> = ready.into_iter().zip(surv).map(|((m, p), survivors)| m.into_row(&p, survivors)).collect();
+    let rows: Vec<FitRow> = ready
+        .into_iter()
+        .zip(found)
+        .map(|((m, p), f)| m.into_row(&p, f.unwrap_or(narrow::Survivors { rules: Vec::new(), replayed: 0 })))
+        .collect();
     let groups = group(&rows);
     let most = |fast: bool| rows.iter().filter(|r| r.fast == fast).map(|r| r.tried).max().unwrap_or(0);
     FitReport { fast_candidates: most(true), slow_candidates: most(false), rows, groups, skipped }
