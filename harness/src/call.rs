@@ -157,7 +157,7 @@ fn element_bytes(dtype: &Dtype, v: f64) -> Vec<u8> {
 fn bias_spec(dtype: &str, len: i64) -> Result<BiasSpec, String> {
     let dtype = Dtype::from_name(dtype);
     let numel = len.max(0) as usize;
-    limits::check_in_force("the bias", Some(numel as u64 * 4))?;
+    limits::check_in_force("the bias", Some((numel as u64).saturating_mul(4)))?;
     let value = |v: f64| -> f32 {
         let x = v as f32;
         match dtype {

@@ -330,9 +330,10 @@ mod tests {
         // K = 200, S = 2: 7 tiles of 32, 4 per split; each split one chain (padding included) when slow.
         let splits = never.plan_splits(200, 2, false);
         assert_eq!(splits.iter().map(|s| s.chunks.len()).collect::<Vec<_>>(), vec![1, 1]);
-        assert_eq!(splits[1].chunks[0].ranges, vec![128..160, 160..192, 192..200]); // one range per owned tile
-                                                                                    // A restart of 4 or more own tiles (128 or more elements) cuts nothing at this K and S; 64 elements are 2
-                                                                                    // tiles; fast accumulation drops the restart.
+        // One range per owned tile.
+        assert_eq!(splits[1].chunks[0].ranges, vec![128..160, 160..192, 192..200]);
+        // A restart of 4 or more own tiles (128 or more elements) cuts nothing at this K and S; 64 elements are 2
+        // tiles; fast accumulation drops the restart.
         let at = |n: &str| SplitRule::parse(n).unwrap().canonical(200, 2, false).name();
         assert_eq!(at("contiguous32/tree/restart4"), "contiguous32/tree/norestart");
         assert_eq!(at("contiguous32/tree/restart9"), "contiguous32/tree/norestart");

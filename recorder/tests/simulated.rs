@@ -41,11 +41,22 @@ fn simulate(sweep: &Sweep, text: &str, o: &SweepOptions, flaky: Option<u64>) -> 
 }
 
 fn assert_replays(path: &Path) {
+    assert_replays_but_unknown_splits(path, false);
+}
+
+/// Every row replays; with `unknown_splits`, a split row whose layout the spec recorded as unknown (the input of
+/// `fit splitk`) is skipped for that reason instead, and nothing else is.
+fn assert_replays_but_unknown_splits(path: &Path, unknown_splits: bool) {
     let report = replay_file(path, &|| {}).unwrap();
     assert!(report.rows > 0, "{}", path.display());
     assert!(report.failures.is_empty(), "{}: {:?}", path.display(), report.failures.first());
-    assert!(report.skips.is_empty(), "{}: {:?}", path.display(), report.skips.first());
-    assert_eq!(report.passed, report.rows);
+    let unexpected = report
+        .skips
+        .iter()
+        .filter(|s| !(unknown_splits && s.reason.contains("scheme 'unknown': no reduction rule is established")))
+        .collect::<Vec<_>>();
+    assert!(unexpected.is_empty(), "{}: {:?}", path.display(), unexpected.first());
+    assert_eq!(report.passed + report.skips.len(), report.rows);
 }
 
 fn spec_text(body: &str) -> (Sweep, String) {
@@ -85,7 +96,7 @@ fn every_example_spec_records_and_replays() {
         let r = simulate(&sweep, &text, &o, None).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
         assert!(r.rows > 0 || r.skipped == r.cases, "{}", spec.display());
         if r.rows > 0 {
-            assert_replays(&out);
+            assert_replays_but_unknown_splits(&out, sweep.spec.split_scheme == "unknown");
             let rec = read_recording(&out).unwrap();
             assert!(rec.rows.iter().all(|r| r.truth == Truth::Model));
             assert_eq!(rec.meta.platform.as_ref().unwrap()["simulated"], true);
