@@ -2,6 +2,7 @@
 //! files, what each decided and left undecided (as bring-up.json reports it), and the calls they design to tell their
 //! survivors apart. Everything else in bring-up sees only [`Fits`].
 
+use mmaemu_datasets::splitk_table::SplitKTable;
 use mmaemu_fit::{envelope, preset, splitk, Evidence, Experiment};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -39,9 +40,9 @@ pub fn fit(instruction: &[PathBuf], split: &[PathBuf], evidence: Evidence) -> Re
 }
 
 impl Fits {
-    /// Whether the preset fit kept exactly one survivor.
+    /// Whether the preset fit holds: survivors, and no parameter open.
     pub fn preset_unique(&self) -> bool {
-        self.preset.verdict == preset::Verdict::Unique
+        self.preset.holds()
     }
 
     /// The fitted preset as a document named `name` (docs/preset-format.md), if any survivor.
@@ -61,22 +62,27 @@ impl Fits {
         }
     }
 
-    /// The parameters no recorded row decides, with their candidate values and why.
-    pub fn preset_undecided(&self, name: &str) -> Vec<Value> {
-        let mut out: Vec<Value> = self
-            .preset
-            .undecided
+    /// What the fit left of each parameter: `decided` (one value), `harmless` (several, which provably give the same
+    /// bits on every GEMM the bundle computes, with why) or `open` (several, which some call would tell apart).
+    pub fn preset_decisions(&self) -> Vec<Value> {
+        self.preset
+            .params
             .iter()
-            .map(|(param, values)| {
-                json!({"parameter": param, "values": values,
-                       "why": "no recorded row tells these values apart; the bundle takes the first survivor"})
+            .map(|p| match &p.decision {
+                preset::Decision::Decided(v) => json!({"parameter": p.name, "status": "decided", "value": v}),
+                preset::Decision::Harmless { values, why } => {
+                    json!({"parameter": p.name, "status": "harmless", "values": values, "why": why})
+                }
+                preset::Decision::Open { values, why } => {
+                    json!({"parameter": p.name, "status": "open", "values": values, "why": why})
+                }
             })
-            .collect();
-        if self.preset.winner(name).is_some_and(|p| p.spec().slow_chunk.is_none()) {
-            out.push(json!({"parameter": "slow_chunk", "values": [],
-                            "why": "the preset fit does not decide the slow chunk: slow calls are not reproduced"}));
-        }
-        out
+            .collect()
+    }
+
+    /// The parameters no recorded row decides (harmless or open), with their candidate values and why.
+    pub fn preset_undecided(&self) -> Vec<Value> {
+        self.preset_decisions().into_iter().filter(|d| d["status"] != "decided").collect()
     }
 
     /// The preset fit's verdict and counts.
@@ -132,15 +138,42 @@ impl Fits {
     }
 }
 
-/// The calls the fits design to tell their survivors apart, at most `max_calls`. The preset fit's discriminator is a
-/// chain of explicit codes, which no torch call of the recorder's generator reproduces, and the split fit designs
-/// none yet: no experiment today.
-pub fn experiments(_fits: &Fits, _max_calls: usize) -> Vec<Experiment> {
-    Vec::new()
+/// Where a designed call comes from: the preset fit's calls must be recorded unsplit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Designer {
+    /// `mmaemu_fit::preset::experiments`: unsplit calls (S = 1).
+    Preset,
+    /// `mmaemu_fit::splitk::experiments`: calls the table routes to a split, at their workspace.
+    Split,
 }
 
-/// The envelope fit of the recorded table, as `mmaemu fit envelope --json` prints it.
-pub fn envelope(table: &Path) -> Result<Value, String> {
+impl Designer {
+    /// `preset` or `split`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Designer::Preset => "preset",
+            Designer::Split => "split",
+        }
+    }
+}
+
+/// The calls the fits design to tell their survivors apart, at most `max_calls`: the preset fit's first (the split
+/// fit replays its rows under the preset), then the split fit's over the recorded `table`.
+pub fn experiments(fits: &Fits, table: &SplitKTable, max_calls: usize) -> Vec<(Designer, Experiment)> {
+    let mut out: Vec<(Designer, Experiment)> =
+        preset::experiments(&fits.preset, max_calls).into_iter().map(|e| (Designer::Preset, e)).collect();
+    // The split fit's designs assume the preset its rows were replayed under: only once that preset holds.
+    if out.len() < max_calls && fits.preset.holds() {
+        let left = max_calls - out.len();
+        out.extend(splitk::experiments(&fits.splitk, table, left).into_iter().map(|e| (Designer::Split, e)));
+    }
+    out
+}
+
+/// The envelope fit of the recorded table, as `mmaemu fit envelope --json` prints it, with its document written to
+/// `out` as `mmaemu fit envelope --out` writes it (the `--envelope` of `platform build`).
+pub fn envelope(table: &Path, out: &Path) -> Result<Value, String> {
     let r = envelope::fit_path(table, &envelope::Options::default()).map_err(|e| e.to_string())?;
+    envelope::fitted(&r).write(out).map_err(|e| e.to_string())?;
     Ok(envelope::json(&r))
 }

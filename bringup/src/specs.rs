@@ -2,6 +2,7 @@
 //! the instruction sweeps (unsplit fast accumulators, unsplit slow calls whose K reveals the slow chunk), held-out
 //! calls, and the split sweeps, chosen from the recorded table's split keys, each customOption's own.
 
+use crate::fits::Designer;
 use mmaemu_datasets::splitk_table::SplitKTable;
 use std::collections::BTreeMap;
 
@@ -191,34 +192,63 @@ pub fn split(name: &str, table: &SplitKTable, size: Size) -> Vec<(String, String
     out
 }
 
-/// One designed call as a sweep spec of one case (its problem, workspace and data class; the seed is the
-/// experiment's, the stream the sweep's own).
-pub fn experiment(name: &str, index: usize, e: &mmaemu_fit::Experiment) -> Result<(String, String), String> {
+/// The workspace of a designed call: the split fit's own; for the preset fit's (which must run unsplit), the
+/// sweeps' where the recorded `table` answers S = 1 for the problem at it, else none (0 bytes: no split-K).
+fn experiment_workspace(designer: Designer, e: &mmaemu_fit::Experiment, table: &SplitKTable) -> u64 {
+    if designer == Designer::Split {
+        return e.workspace.unwrap_or(WORKSPACE);
+    }
+    let p = &e.problem;
+    let unsplit = table.rows.iter().any(|r| {
+        (r.m as usize, r.n as usize, r.k as usize) == (p.m, p.n, p.k)
+            && (r.fmt_a, r.fmt_b, r.out_dtype) == (p.fa.name(), p.fb.name(), p.out.name())
+            && r.fast_accum == p.fast
+            && r.workspace_bytes == WORKSPACE as i64
+            && r.decision.split_s <= 1
+    });
+    if unsplit {
+        WORKSPACE
+    } else {
+        0
+    }
+}
+
+/// One designed call as a sweep spec (its problem, workspace, unit scales and data class; the seed is the
+/// experiment's). A sweep's stream is its case's place among the spec's inputs, so the designed stream is reached by
+/// repeating the input class: stream n records n + 1 calls, the last one the designed call.
+pub fn experiment(
+    name: &str,
+    index: usize,
+    designer: Designer,
+    e: &mmaemu_fit::Experiment,
+    table: &SplitKTable,
+) -> Result<(String, String), String> {
     let p = &e.problem;
     let data = serde_json::to_value(&e.inputs.data).map_err(|e| e.to_string())?;
     let fields: Vec<String> = data
         .as_object()
         .map(|m| m.iter().map(|(k, v)| format!("{k} = {v}")).collect())
         .ok_or("the data class is not a table")?;
+    let stream = usize::try_from(e.inputs.stream).ok().filter(|&s| s < 8).ok_or("a designed stream above 7")?;
+    let inputs = format!("\n[[inputs]]\n{}\n", fields.join("\n")).repeat(stream + 1);
     let spec_name = format!("{name}-exp{index:03}");
     Ok((
         spec_name.clone(),
         format!(
             "kind = \"sweep\"\nname = \"{spec_name}\"\ndescription = \"bring-up experiment: {}\"\nseed = {}\n\
              op = \"scaled_mm\"\nprofile = \"{name}\"\nformats = [[\"{}\", \"{}\"]]\nout_dtypes = [\"{}\"]\n\
-             fast_accum = [{}]\nworkspace = [{}]\nsplit_scheme = \"unknown\"\n\n[[shapes]]\nmnk = [[{}, {}, {}]]\n\n\
-             [[inputs]]\n{}\n",
+             fast_accum = [{}]\nworkspace = [{}]\nscales = [[1.0, 1.0]]\nsplit_scheme = \"unknown\"\n\n\
+             [[shapes]]\nmnk = [[{}, {}, {}]]\n{inputs}",
             e.decides.replace('"', "'"),
             e.inputs.seed,
             p.fa.name(),
             p.fb.name(),
             p.out.name(),
             p.fast,
-            e.workspace.unwrap_or(WORKSPACE),
+            experiment_workspace(designer, e, table),
             p.m,
             p.n,
             p.k,
-            fields.join("\n")
         ),
     ))
 }
