@@ -28,15 +28,68 @@ pub struct CustomRule {
     pub verdict: &'static str,
 }
 
-/// Fits the preset on `instruction` (unsplit rows; the fit skips what it cannot use) and the split rules on `split`.
-pub fn fit(instruction: &[PathBuf], split: &[PathBuf], evidence: Evidence) -> Result<Fits, String> {
+/// Fits the preset on `instruction` (unsplit rows; the fit skips what it cannot use), then the split rules on
+/// `split` under the fitted preset: the rows were recorded under the bring-up's first profile, whose preset is a
+/// built-in one's arithmetic until the fit replaces it, so the split fit reads copies of them whose profile and preset
+/// are a bundle of the fitted preset ([`under_fitted`], in `work`). Without a fitted preset, no split fit.
+pub fn fit(instruction: &[PathBuf], split: &[PathBuf], evidence: Evidence, work: &Path) -> Result<Fits, String> {
     let preset = preset::fit_paths(instruction, evidence).map_err(|e| e.to_string())?;
-    // No split recording (the table splits nothing): nothing for the split fit, which is no error.
-    let splitk = match split {
-        [] => splitk::fit(&[]),
-        _ => splitk::fit_paths(split, evidence).map_err(|e| e.to_string())?,
+    // No split recording (the table splits nothing), or no preset to replay them under: nothing for the split fit.
+    let splitk = match (split, preset.winner("fitted")) {
+        ([], _) | (_, None) => splitk::fit(&[]),
+        (_, Some(p)) => {
+            let copies = under_fitted(&p, split, work)?;
+            splitk::fit_paths(&copies, evidence).map_err(|e| e.to_string())?
+        }
     };
     Ok(Fits { preset, splitk })
+}
+
+/// Copies of the `split` recordings under a bundle of the preset `p` (registered in the process's catalogue), in
+/// `work/fitted/<id>/`: each row's bits as recorded, its profile and preset the bundle's, named after the preset's
+/// arithmetic (one name, one arithmetic, as the catalogue requires).
+fn under_fitted(p: &mmaemu_model::Preset, split: &[PathBuf], work: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut spec = p.spec().clone();
+    spec.name = String::new();
+    let id = &mmaemu_datasets::digest::sha256_hex(format!("{spec:?}").as_bytes())[..12];
+    let name = format!("fitted-{id}");
+    spec.name = format!("{name}-mma");
+    let dir = work.join("fitted").join(id);
+    let bundle = dir.join(&name);
+    if !bundle.is_dir() {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let doc = dir.join("preset.toml");
+        let text = mmaemu_model::Preset::custom(spec).map_err(|e| e.to_string())?.to_document();
+        std::fs::write(&doc, text).map_err(|e| format!("{}: {e}", doc.display()))?;
+        let build = mmaemu_datasets::platform::BuildSpec {
+            name: name.clone(),
+            table: None,
+            preset: doc.display().to_string(),
+            rules: None,
+            envelope: None,
+            probe: Some(work.join("probe.json")),
+            profile: name.clone(),
+            caller: "torch._scaled_mm".into(),
+            workspace: crate::specs::WORKSPACE,
+            recordings: Vec::new(),
+        };
+        mmaemu_datasets::platform::build_platform(&build, &bundle).map_err(|e| e.to_string())?;
+    }
+    mmaemu_datasets::platform::register_platform(&bundle).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for f in split {
+        let copy = dir.join(f.file_name().ok_or_else(|| format!("{}: not a file", f.display()))?);
+        if !copy.is_file() {
+            let mut rec = mmaemu_datasets::read_recording(f).map_err(|e| e.to_string())?;
+            for row in &mut rec.rows {
+                row.profile = row.profile.as_ref().map(|_| name.clone());
+                row.preset = format!("{name}-mma");
+            }
+            mmaemu_datasets::write_recording(&copy, &rec).map_err(|e| e.to_string())?;
+        }
+        out.push(copy);
+    }
+    Ok(out)
 }
 
 impl Fits {
@@ -87,8 +140,12 @@ impl Fits {
 
     /// The preset fit's verdict and counts.
     pub fn preset_summary(&self) -> Value {
+        let mut why: std::collections::BTreeMap<&str, usize> = Default::default();
+        for s in &self.preset.skipped {
+            *why.entry(s.reason.as_str()).or_default() += 1;
+        }
         json!({"verdict": self.preset.verdict.name(), "rows": self.preset.rows.len(),
-               "skipped": self.preset.skipped.len(), "candidates": self.preset.candidates,
+               "skipped": self.preset.skipped.len(), "skipped_why": why, "candidates": self.preset.candidates,
                "survivors": self.preset.survivors.len(), "unexplained": self.preset.unexplained})
     }
 

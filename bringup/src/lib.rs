@@ -234,7 +234,7 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
     let (fitted, stop) = loop {
         st.begin(if round == 0 { "fit".to_string() } else { format!("refit {round}") }.as_str());
         let both: Vec<PathBuf> = inst.iter().chain(&split).cloned().collect();
-        let fitted = fits::fit(&both, &split, evidence).map_err(|e| data("fit", e))?;
+        let fitted = fits::fit(&both, &split, evidence, &work).map_err(|e| data("fit", e))?;
         st.end(0, format!("preset {}", fitted.preset.verdict.name()), false);
         if fitted.preset_unique() && fitted.splitk_decided() {
             break (fitted, "every fitted parameter has one survivor".to_string());

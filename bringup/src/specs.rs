@@ -77,12 +77,13 @@ const ALL_FORMATS: &str = r#"[["e4m3", "e4m3"], ["e4m3", "e5m2"], ["e5m2", "e4m3
 
 /// The instruction sweeps, (name, spec): unsplit fast accumulators (fp32 out, unit scales) for the instruction's
 /// arithmetic, and slow calls whose K runs past any slow chunk the fit can find (up to 1024) for the slow chunk.
+/// Every K is a multiple of 16: torch refuses other FP8 calls before cuBLASLt sees them.
 pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
     let (fast_mnk, slow_mnk): (Vec<[u64; 3]>, Vec<[u64; 3]>) = match size {
-        Size::Small => (vec![[16, 16, 64], [16, 16, 128], [16, 32, 512]], vec![[16, 16, 1000], [16, 16, 2500]]),
+        Size::Small => (vec![[16, 16, 64], [16, 16, 128], [16, 32, 512]], vec![[16, 16, 1040]]),
         Size::Full => (
             vec![[16, 16, 64], [16, 16, 128], [16, 32, 512], [32, 32, 96], [64, 64, 256]],
-            vec![[16, 16, 1000], [16, 16, 2500], [32, 16, 1500], [16, 32, 3000]],
+            vec![[16, 16, 1008], [16, 16, 2512], [32, 16, 1504], [16, 32, 3008]],
         ),
     };
     let fast = Sweep {
@@ -102,7 +103,7 @@ pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
         name: format!("{name}-slow"),
         description: "bring-up: slow accumulation past the slow chunk (fp32 out, unit scales)",
         seed: 8,
-        op: "scaled_mm",
+        op: "gemm",
         formats: r#"[["e4m3", "e4m3"]]"#,
         outs: r#"["float32"]"#,
         fast: "[false]",
@@ -118,7 +119,7 @@ pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
 pub fn heldout(name: &str, size: Size) -> (String, String) {
     let mnk = match size {
         Size::Small => vec![[5, 32, 96], [16, 48, 1200]],
-        Size::Full => vec![[5, 32, 96], [16, 48, 1200], [33, 64, 700], [64, 16, 2100]],
+        Size::Full => vec![[5, 32, 96], [16, 48, 1200], [33, 64, 704], [64, 16, 2112]],
     };
     let s = Sweep {
         name: format!("{name}-heldout"),
@@ -213,7 +214,7 @@ fn experiment_workspace(designer: Designer, e: &mmaemu_fit::Experiment, table: &
     }
 }
 
-/// One designed call as a sweep spec (its problem, workspace, unit scales and data class; the seed is the
+/// One designed call as a sweep spec (its op, workspace, unit scales and data class; the seed is the
 /// experiment's). A sweep's stream is its case's place among the spec's inputs, so the designed stream is reached by
 /// repeating the input class: stream n records n + 1 calls, the last one the designed call.
 pub fn experiment(
@@ -232,11 +233,16 @@ pub fn experiment(
     let stream = usize::try_from(e.inputs.stream).ok().filter(|&s| s < 8).ok_or("a designed stream above 7")?;
     let inputs = format!("\n[[inputs]]\n{}\n", fields.join("\n")).repeat(stream + 1);
     let spec_name = format!("{name}-exp{index:03}");
+    // The preset fit reads accumulator rows (op gemm, fp32 out, unit scales); the split fit reads torch's calls.
+    let op = match designer {
+        Designer::Preset => "gemm",
+        Designer::Split => "scaled_mm",
+    };
     Ok((
         spec_name.clone(),
         format!(
             "kind = \"sweep\"\nname = \"{spec_name}\"\ndescription = \"bring-up experiment: {}\"\nseed = {}\n\
-             op = \"scaled_mm\"\nprofile = \"{name}\"\nformats = [[\"{}\", \"{}\"]]\nout_dtypes = [\"{}\"]\n\
+             op = \"{op}\"\nprofile = \"{name}\"\nformats = [[\"{}\", \"{}\"]]\nout_dtypes = [\"{}\"]\n\
              fast_accum = [{}]\nworkspace = [{}]\nscales = [[1.0, 1.0]]\nsplit_scheme = \"unknown\"\n\n\
              [[shapes]]\nmnk = [[{}, {}, {}]]\n{inputs}",
             e.decides.replace('"', "'"),
