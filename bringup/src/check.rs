@@ -38,11 +38,21 @@ impl Check {
 /// Problems kept for the report.
 const PROBLEMS_KEPT: usize = 20;
 
-/// Builds the bundle `name` at `out` (replacing an earlier run's); `table` with the fitted `rules`, when the heuristic
-/// answered any key.
+/// The split-K side of a bundle: the recorded table, the fitted rules and the fitted envelope (if its fit succeeded).
+pub struct TableFiles<'a> {
+    /// The recorded table (its sidecar beside it).
+    pub table: &'a Path,
+    /// `mmaemu fit splitk --json` of the split rows.
+    pub rules: &'a Path,
+    /// `mmaemu fit envelope --out` of the table.
+    pub envelope: Option<&'a Path>,
+}
+
+/// Builds the bundle `name` at `out` (replacing an earlier run's); `table` with the fitted rules and envelope, when
+/// the heuristic answered any key.
 pub fn build(
     name: &str,
-    table: Option<(&Path, &Path)>,
+    table: Option<TableFiles<'_>>,
     preset: &Path,
     probe: &Path,
     recordings: &[PathBuf],
@@ -53,9 +63,10 @@ pub fn build(
     }
     let spec = BuildSpec {
         name: name.to_string(),
-        table: table.map(|(t, _)| t.to_path_buf()),
+        table: table.as_ref().map(|t| t.table.to_path_buf()),
         preset: preset.display().to_string(),
-        rules: table.map(|(_, r)| r.to_path_buf()),
+        rules: table.as_ref().map(|t| t.rules.to_path_buf()),
+        envelope: table.as_ref().and_then(|t| t.envelope.map(Path::to_path_buf)),
         probe: Some(probe.to_path_buf()),
         profile: name.to_string(),
         caller: "torch._scaled_mm".into(),

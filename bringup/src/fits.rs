@@ -2,6 +2,7 @@
 //! files, what each decided and left undecided (as bring-up.json reports it), and the calls they design to tell their
 //! survivors apart. Everything else in bring-up sees only [`Fits`].
 
+use mmaemu_datasets::splitk_table::SplitKTable;
 use mmaemu_fit::{envelope, preset, splitk, Evidence, Experiment};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -27,21 +28,74 @@ pub struct CustomRule {
     pub verdict: &'static str,
 }
 
-/// Fits the preset on `instruction` (unsplit rows; the fit skips what it cannot use) and the split rules on `split`.
-pub fn fit(instruction: &[PathBuf], split: &[PathBuf], evidence: Evidence) -> Result<Fits, String> {
+/// Fits the preset on `instruction` (unsplit rows; the fit skips what it cannot use), then the split rules on
+/// `split` under the fitted preset: the rows were recorded under the bring-up's first profile, whose preset is a
+/// built-in one's arithmetic until the fit replaces it, so the split fit reads copies of them whose profile and preset
+/// are a bundle of the fitted preset ([`under_fitted`], in `work`). Without a fitted preset, no split fit.
+pub fn fit(instruction: &[PathBuf], split: &[PathBuf], evidence: Evidence, work: &Path) -> Result<Fits, String> {
     let preset = preset::fit_paths(instruction, evidence).map_err(|e| e.to_string())?;
-    // No split recording (the table splits nothing): nothing for the split fit, which is no error.
-    let splitk = match split {
-        [] => splitk::fit(&[]),
-        _ => splitk::fit_paths(split, evidence).map_err(|e| e.to_string())?,
+    // No split recording (the table splits nothing), or no preset to replay them under: nothing for the split fit.
+    let splitk = match (split, preset.winner("fitted")) {
+        ([], _) | (_, None) => splitk::fit(&[]),
+        (_, Some(p)) => {
+            let copies = under_fitted(&p, split, work)?;
+            splitk::fit_paths(&copies, evidence).map_err(|e| e.to_string())?
+        }
     };
     Ok(Fits { preset, splitk })
 }
 
+/// Copies of the `split` recordings under a bundle of the preset `p` (registered in the process's catalogue), in
+/// `work/fitted/<id>/`: each row's bits as recorded, its profile and preset the bundle's, named after the preset's
+/// arithmetic (one name, one arithmetic, as the catalogue requires).
+fn under_fitted(p: &mmaemu_model::Preset, split: &[PathBuf], work: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut spec = p.spec().clone();
+    spec.name = String::new();
+    let id = &mmaemu_datasets::digest::sha256_hex(format!("{spec:?}").as_bytes())[..12];
+    let name = format!("fitted-{id}");
+    spec.name = format!("{name}-mma");
+    let dir = work.join("fitted").join(id);
+    let bundle = dir.join(&name);
+    if !bundle.is_dir() {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let doc = dir.join("preset.toml");
+        let text = mmaemu_model::Preset::custom(spec).map_err(|e| e.to_string())?.to_document();
+        std::fs::write(&doc, text).map_err(|e| format!("{}: {e}", doc.display()))?;
+        let build = mmaemu_datasets::platform::BuildSpec {
+            name: name.clone(),
+            table: None,
+            preset: doc.display().to_string(),
+            rules: None,
+            envelope: None,
+            probe: Some(work.join("probe.json")),
+            profile: name.clone(),
+            caller: "torch._scaled_mm".into(),
+            workspace: crate::specs::WORKSPACE,
+            recordings: Vec::new(),
+        };
+        mmaemu_datasets::platform::build_platform(&build, &bundle).map_err(|e| e.to_string())?;
+    }
+    mmaemu_datasets::platform::register_platform(&bundle).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for f in split {
+        let copy = dir.join(f.file_name().ok_or_else(|| format!("{}: not a file", f.display()))?);
+        if !copy.is_file() {
+            let mut rec = mmaemu_datasets::read_recording(f).map_err(|e| e.to_string())?;
+            for row in &mut rec.rows {
+                row.profile = row.profile.as_ref().map(|_| name.clone());
+                row.preset = format!("{name}-mma");
+            }
+            mmaemu_datasets::write_recording(&copy, &rec).map_err(|e| e.to_string())?;
+        }
+        out.push(copy);
+    }
+    Ok(out)
+}
+
 impl Fits {
-    /// Whether the preset fit kept exactly one survivor.
+    /// Whether the preset fit holds: survivors, and no parameter open.
     pub fn preset_unique(&self) -> bool {
-        self.preset.verdict == preset::Verdict::Unique
+        self.preset.holds()
     }
 
     /// The fitted preset as a document named `name` (docs/preset-format.md), if any survivor.
@@ -61,28 +115,37 @@ impl Fits {
         }
     }
 
-    /// The parameters no recorded row decides, with their candidate values and why.
-    pub fn preset_undecided(&self, name: &str) -> Vec<Value> {
-        let mut out: Vec<Value> = self
-            .preset
-            .undecided
+    /// What the fit left of each parameter: `decided` (one value), `harmless` (several, which provably give the same
+    /// bits on every GEMM the bundle computes, with why) or `open` (several, which some call would tell apart).
+    pub fn preset_decisions(&self) -> Vec<Value> {
+        self.preset
+            .params
             .iter()
-            .map(|(param, values)| {
-                json!({"parameter": param, "values": values,
-                       "why": "no recorded row tells these values apart; the bundle takes the first survivor"})
+            .map(|p| match &p.decision {
+                preset::Decision::Decided(v) => json!({"parameter": p.name, "status": "decided", "value": v}),
+                preset::Decision::Harmless { values, why } => {
+                    json!({"parameter": p.name, "status": "harmless", "values": values, "why": why})
+                }
+                preset::Decision::Open { values, why } => {
+                    json!({"parameter": p.name, "status": "open", "values": values, "why": why})
+                }
             })
-            .collect();
-        if self.preset.winner(name).is_some_and(|p| p.spec().slow_chunk.is_none()) {
-            out.push(json!({"parameter": "slow_chunk", "values": [],
-                            "why": "the preset fit does not decide the slow chunk: slow calls are not reproduced"}));
-        }
-        out
+            .collect()
+    }
+
+    /// The parameters no recorded row decides (harmless or open), with their candidate values and why.
+    pub fn preset_undecided(&self) -> Vec<Value> {
+        self.preset_decisions().into_iter().filter(|d| d["status"] != "decided").collect()
     }
 
     /// The preset fit's verdict and counts.
     pub fn preset_summary(&self) -> Value {
+        let mut why: std::collections::BTreeMap<&str, usize> = Default::default();
+        for s in &self.preset.skipped {
+            *why.entry(s.reason.as_str()).or_default() += 1;
+        }
         json!({"verdict": self.preset.verdict.name(), "rows": self.preset.rows.len(),
-               "skipped": self.preset.skipped.len(), "candidates": self.preset.candidates,
+               "skipped": self.preset.skipped.len(), "skipped_why": why, "candidates": self.preset.candidates,
                "survivors": self.preset.survivors.len(), "unexplained": self.preset.unexplained})
     }
 
@@ -132,15 +195,42 @@ impl Fits {
     }
 }
 
-/// The calls the fits design to tell their survivors apart, at most `max_calls`. The preset fit's discriminator is a
-/// chain of explicit codes, which no torch call of the recorder's generator reproduces, and the split fit designs
-/// none yet: no experiment today.
-pub fn experiments(_fits: &Fits, _max_calls: usize) -> Vec<Experiment> {
-    Vec::new()
+/// Where a designed call comes from: the preset fit's calls must be recorded unsplit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Designer {
+    /// `mmaemu_fit::preset::experiments`: unsplit calls (S = 1).
+    Preset,
+    /// `mmaemu_fit::splitk::experiments`: calls the table routes to a split, at their workspace.
+    Split,
 }
 
-/// The envelope fit of the recorded table, as `mmaemu fit envelope --json` prints it.
-pub fn envelope(table: &Path) -> Result<Value, String> {
+impl Designer {
+    /// `preset` or `split`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Designer::Preset => "preset",
+            Designer::Split => "split",
+        }
+    }
+}
+
+/// The calls the fits design to tell their survivors apart, at most `max_calls`: the preset fit's first (the split
+/// fit replays its rows under the preset), then the split fit's over the recorded `table`.
+pub fn experiments(fits: &Fits, table: &SplitKTable, max_calls: usize) -> Vec<(Designer, Experiment)> {
+    let mut out: Vec<(Designer, Experiment)> =
+        preset::experiments(&fits.preset, max_calls).into_iter().map(|e| (Designer::Preset, e)).collect();
+    // The split fit's designs assume the preset its rows were replayed under: only once that preset holds.
+    if out.len() < max_calls && fits.preset.holds() {
+        let left = max_calls - out.len();
+        out.extend(splitk::experiments(&fits.splitk, table, left).into_iter().map(|e| (Designer::Split, e)));
+    }
+    out
+}
+
+/// The envelope fit of the recorded table, as `mmaemu fit envelope --json` prints it, with its document written to
+/// `out` as `mmaemu fit envelope --out` writes it (the `--envelope` of `platform build`).
+pub fn envelope(table: &Path, out: &Path) -> Result<Value, String> {
     let r = envelope::fit_path(table, &envelope::Options::default()).map_err(|e| e.to_string())?;
+    envelope::fitted(&r).write(out).map_err(|e| e.to_string())?;
     Ok(envelope::json(&r))
 }

@@ -151,6 +151,7 @@ fn first_bundle(name: &str, work: &Path, probe: &Path, capability: (u32, u32)) -
             table: None,
             preset: preset.display().to_string(),
             rules: None,
+            envelope: None,
             probe: Some(probe.to_path_buf()),
             profile: name.to_string(),
             caller: "torch._scaled_mm".into(),
@@ -233,7 +234,7 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
     let (fitted, stop) = loop {
         st.begin(if round == 0 { "fit".to_string() } else { format!("refit {round}") }.as_str());
         let both: Vec<PathBuf> = inst.iter().chain(&split).cloned().collect();
-        let fitted = fits::fit(&both, &split, evidence).map_err(|e| data("fit", e))?;
+        let fitted = fits::fit(&both, &split, evidence, &work).map_err(|e| data("fit", e))?;
         st.end(0, format!("preset {}", fitted.preset.verdict.name()), false);
         if fitted.preset_unique() && fitted.splitk_decided() {
             break (fitted, "every fitted parameter has one survivor".to_string());
@@ -242,30 +243,33 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
             break (fitted, "the budget is spent".to_string());
         }
         let left = opts.max_experiment_calls.saturating_sub(experiment_calls);
-        let exps = fits::experiments(&fitted, left);
+        let exps = fits::experiments(&fitted, &recorded, left);
         if exps.is_empty() {
             break (fitted, "no experiment designed: the survivors stay".to_string());
         }
         round += 1;
         st.begin(&format!("experiments {round}"));
         let mut calls = 0;
-        for e in exps.iter().take(left) {
-            let (spec_name, text) = specs::experiment(name, designed.len(), e).map_err(|e| data("experiment", e))?;
+        for (designer, e) in exps.iter().take(left) {
+            let (spec_name, text) =
+                specs::experiment(name, designed.len(), *designer, e, &recorded).map_err(|e| data("experiment", e))?;
             let (f, n, _) = sweep(device, &work, &spec_name, &text, opts.quiet)?;
             inst.push(f.clone());
             split.push(f);
             calls += n;
             experiment_calls += 1;
-            designed.push(serde_json::json!({"round": round, "decides": e.decides, "spec": spec_name}));
+            designed.push(serde_json::json!({"round": round, "designer": designer.name(), "decides": e.decides,
+                                              "spec": spec_name, "calls": n}));
         }
         st.end(calls, format!("{} designed call(s)", exps.len().min(left)), false);
     };
 
     // 6. The envelope, the bundle, the check.
     st.begin("bundle");
+    let envelope_doc = work.join(format!("{name}-fitted-envelope.json"));
     let envelope = match recorded.rows.is_empty() {
         true => serde_json::json!({"error": "the heuristic answered no key: no table to fit"}),
-        false => fits::envelope(&table).unwrap_or_else(|e| serde_json::json!({"error": e})),
+        false => fits::envelope(&table, &envelope_doc).unwrap_or_else(|e| serde_json::json!({"error": e})),
     };
     std::fs::write(work.join(format!("{name}-envelope.json")), envelope.to_string()).map_err(|e| io(&work, e))?;
     let preset = work.join(format!("{name}-mma.toml"));
@@ -280,7 +284,11 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
     let built = match &doc {
         None => Err("the preset fit kept no survivor: no preset to build with".to_string()),
         Some(doc) => std::fs::write(&preset, doc).map_err(|e| e.to_string()).and_then(|_| {
-            let with = (!recorded.rows.is_empty()).then_some((table.as_path(), rules.as_path()));
+            let with = (!recorded.rows.is_empty()).then(|| check::TableFiles {
+                table: &table,
+                rules: &rules,
+                envelope: (envelope.get("error").is_none() && envelope_doc.is_file()).then_some(envelope_doc.as_path()),
+            });
             check::build(name, with, &preset, &probe, &recordings, &bundle)
         }),
     };

@@ -2,6 +2,7 @@
 //! the instruction sweeps (unsplit fast accumulators, unsplit slow calls whose K reveals the slow chunk), held-out
 //! calls, and the split sweeps, chosen from the recorded table's split keys, each customOption's own.
 
+use crate::fits::Designer;
 use mmaemu_datasets::splitk_table::SplitKTable;
 use std::collections::BTreeMap;
 
@@ -76,12 +77,13 @@ const ALL_FORMATS: &str = r#"[["e4m3", "e4m3"], ["e4m3", "e5m2"], ["e5m2", "e4m3
 
 /// The instruction sweeps, (name, spec): unsplit fast accumulators (fp32 out, unit scales) for the instruction's
 /// arithmetic, and slow calls whose K runs past any slow chunk the fit can find (up to 1024) for the slow chunk.
+/// Every K is a multiple of 16: torch refuses other FP8 calls before cuBLASLt sees them.
 pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
     let (fast_mnk, slow_mnk): (Vec<[u64; 3]>, Vec<[u64; 3]>) = match size {
-        Size::Small => (vec![[16, 16, 64], [16, 16, 128], [16, 32, 512]], vec![[16, 16, 1000], [16, 16, 2500]]),
+        Size::Small => (vec![[16, 16, 64], [16, 16, 128], [16, 32, 512]], vec![[16, 16, 1040]]),
         Size::Full => (
             vec![[16, 16, 64], [16, 16, 128], [16, 32, 512], [32, 32, 96], [64, 64, 256]],
-            vec![[16, 16, 1000], [16, 16, 2500], [32, 16, 1500], [16, 32, 3000]],
+            vec![[16, 16, 1008], [16, 16, 2512], [32, 16, 1504], [16, 32, 3008]],
         ),
     };
     let fast = Sweep {
@@ -101,7 +103,7 @@ pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
         name: format!("{name}-slow"),
         description: "bring-up: slow accumulation past the slow chunk (fp32 out, unit scales)",
         seed: 8,
-        op: "scaled_mm",
+        op: "gemm",
         formats: r#"[["e4m3", "e4m3"]]"#,
         outs: r#"["float32"]"#,
         fast: "[false]",
@@ -117,7 +119,7 @@ pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
 pub fn heldout(name: &str, size: Size) -> (String, String) {
     let mnk = match size {
         Size::Small => vec![[5, 32, 96], [16, 48, 1200]],
-        Size::Full => vec![[5, 32, 96], [16, 48, 1200], [33, 64, 700], [64, 16, 2100]],
+        Size::Full => vec![[5, 32, 96], [16, 48, 1200], [33, 64, 704], [64, 16, 2112]],
     };
     let s = Sweep {
         name: format!("{name}-heldout"),
@@ -191,34 +193,68 @@ pub fn split(name: &str, table: &SplitKTable, size: Size) -> Vec<(String, String
     out
 }
 
-/// One designed call as a sweep spec of one case (its problem, workspace and data class; the seed is the
-/// experiment's, the stream the sweep's own).
-pub fn experiment(name: &str, index: usize, e: &mmaemu_fit::Experiment) -> Result<(String, String), String> {
+/// The workspace of a designed call: the split fit's own; for the preset fit's (which must run unsplit), the
+/// sweeps' where the recorded `table` answers S = 1 for the problem at it, else none (0 bytes: no split-K).
+fn experiment_workspace(designer: Designer, e: &mmaemu_fit::Experiment, table: &SplitKTable) -> u64 {
+    if designer == Designer::Split {
+        return e.workspace.unwrap_or(WORKSPACE);
+    }
+    let p = &e.problem;
+    let unsplit = table.rows.iter().any(|r| {
+        (r.m as usize, r.n as usize, r.k as usize) == (p.m, p.n, p.k)
+            && (r.fmt_a, r.fmt_b, r.out_dtype) == (p.fa.name(), p.fb.name(), p.out.name())
+            && r.fast_accum == p.fast
+            && r.workspace_bytes == WORKSPACE as i64
+            && r.decision.split_s <= 1
+    });
+    if unsplit {
+        WORKSPACE
+    } else {
+        0
+    }
+}
+
+/// One designed call as a sweep spec (its op, workspace, unit scales and data class; the seed is the
+/// experiment's). A sweep's stream is its case's place among the spec's inputs, so the designed stream is reached by
+/// repeating the input class: stream n records n + 1 calls, the last one the designed call.
+pub fn experiment(
+    name: &str,
+    index: usize,
+    designer: Designer,
+    e: &mmaemu_fit::Experiment,
+    table: &SplitKTable,
+) -> Result<(String, String), String> {
     let p = &e.problem;
     let data = serde_json::to_value(&e.inputs.data).map_err(|e| e.to_string())?;
     let fields: Vec<String> = data
         .as_object()
         .map(|m| m.iter().map(|(k, v)| format!("{k} = {v}")).collect())
         .ok_or("the data class is not a table")?;
+    let stream = usize::try_from(e.inputs.stream).ok().filter(|&s| s < 8).ok_or("a designed stream above 7")?;
+    let inputs = format!("\n[[inputs]]\n{}\n", fields.join("\n")).repeat(stream + 1);
     let spec_name = format!("{name}-exp{index:03}");
+    // The preset fit reads accumulator rows (op gemm, fp32 out, unit scales); the split fit reads torch's calls.
+    let op = match designer {
+        Designer::Preset => "gemm",
+        Designer::Split => "scaled_mm",
+    };
     Ok((
         spec_name.clone(),
         format!(
             "kind = \"sweep\"\nname = \"{spec_name}\"\ndescription = \"bring-up experiment: {}\"\nseed = {}\n\
-             op = \"scaled_mm\"\nprofile = \"{name}\"\nformats = [[\"{}\", \"{}\"]]\nout_dtypes = [\"{}\"]\n\
-             fast_accum = [{}]\nworkspace = [{}]\nsplit_scheme = \"unknown\"\n\n[[shapes]]\nmnk = [[{}, {}, {}]]\n\n\
-             [[inputs]]\n{}\n",
+             op = \"{op}\"\nprofile = \"{name}\"\nformats = [[\"{}\", \"{}\"]]\nout_dtypes = [\"{}\"]\n\
+             fast_accum = [{}]\nworkspace = [{}]\nscales = [[1.0, 1.0]]\nsplit_scheme = \"unknown\"\n\n\
+             [[shapes]]\nmnk = [[{}, {}, {}]]\n{inputs}",
             e.decides.replace('"', "'"),
             e.inputs.seed,
             p.fa.name(),
             p.fb.name(),
             p.out.name(),
             p.fast,
-            e.workspace.unwrap_or(WORKSPACE),
+            experiment_workspace(designer, e, table),
             p.m,
             p.n,
             p.k,
-            fields.join("\n")
         ),
     ))
 }

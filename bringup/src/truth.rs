@@ -23,13 +23,14 @@ pub fn profile_name(seed: u64) -> String {
     format!("truth-{seed}")
 }
 
-/// Draws the truth of `seed` for the customOptions `customs` (the source table's): nfma 4..=128 (powers of two
-/// three times in four), frac 8..=40, truncation to frac_out 8..=23 or nearest even, early or late c, min_exp
+/// Draws the truth of `seed` for the customOptions `customs` (the source table's): nfma 4..=128 (a power of two, as
+/// every instruction the preset fit searches), frac 8..=40, truncation to frac_out 8..=23 or nearest even, early or late c, min_exp
 /// -140..=-126, a slow chunk 64..=1024 (a multiple of 16), and per customOption a rule: interleaved or contiguous
-/// tiles 16..=512 wide, serial, pairwise, reversed or tree order, no restart or a restart every 1..=8 tiles.
+/// tiles 16..=512 wide, serial, pairwise, reversed or tree order, no restart (`/norestart`: one chain per split) or
+/// a restart every 1..=8 tiles. Every rule names a restart, so the model runs the truth's slow split calls too.
 pub fn draw(seed: u64, customs: &[i64]) -> Truth {
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
-    let nfma = if rng.random_range(0..4) < 3 { 1u32 << rng.random_range(2..=7) } else { rng.random_range(4..=128) };
+    let nfma = 1u32 << rng.random_range(2..=7);
     let frac = rng.random_range(8..=40);
     let (frac_out, rounding) = if rng.random_bool(0.5) {
         (23, BlockRounding::NearestEven)
@@ -49,7 +50,7 @@ pub fn draw(seed: u64, customs: &[i64]) -> Truth {
             let width = 16usize << rng.random_range(0..=5);
             let order = ["serial", "pairwise", "reversed", "tree"][rng.random_range(0..4)];
             let restart = match rng.random_range(0..=8) {
-                0 => String::new(),
+                0 => "/norestart".to_string(),
                 n => format!("/restart{n}"),
             };
             (c, format!("{ownership}{width}/{order}{restart}"))

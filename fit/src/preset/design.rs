@@ -71,7 +71,8 @@ fn fast_candidates() -> Vec<(SplitKey, InputSpec)> {
     ];
     let mut out = Vec::new();
     for stream in 0..2u64 {
-        for k in [40usize, 136, 272, 520, 1040] {
+        // Multiples of 16 (torch refuses other K for FP8), each an odd number of 16-element halves of wider blocks.
+        for k in [48usize, 144, 272, 528, 1040] {
             for (fa, fb) in pairs {
                 for data in &classes {
                     let key = SplitKey { m: CALL_MN, n: CALL_MN, k, fa, fb, out: OutDtype::Float32, fast: true };
@@ -184,7 +185,8 @@ fn slow_call(s: &Survivor) -> Option<Experiment> {
         Some(f) => (2 * f.max(128)).min(space::SLOW_CHUNK_REACH),
         None => *s.slow.values.last()?,
     };
-    let k = (top + 40) as usize;
+    // A multiple of 16 (torch refuses other K for FP8) past the longest length.
+    let k = ((top + 40) as usize).next_multiple_of(16);
     let mut lengths: Vec<u32> = s.slow.values.iter().copied().filter(|&v| v <= top).collect();
     if let Some(f) = s.slow.from {
         lengths.extend(f..=top);
