@@ -163,8 +163,8 @@ fn panel<const HT: bool>(
             let (bv, be) = (&pv[o * W..(o + len) * W], &pe[o * W..(o + len) * W]);
             // The largest and smallest product exponent per output.
             let (mut hi, mut lo) = ([i32::MIN; W], [i32::MAX; W]);
-            for (q, re) in be.chunks_exact(W).enumerate() {
-                let ea = ae[o + q];
+            for (re, &ea) in be.chunks_exact(W).zip(&ae[o..o + len]) {
+                let re: &[i32; W] = re.try_into().unwrap_or(&[ZERO; W]);
                 for j in 0..W {
                     let e = ea + re[j];
                     hi[j] = hi[j].max(e);
@@ -196,8 +196,8 @@ fn panel<const HT: bool>(
             }
             // Aligned, truncated terms summed exactly (a bad lane computes zeros; its output is recomputed).
             let mut acc = [0.0f64; W];
-            for (q, row) in bv.chunks_exact(W).enumerate() {
-                let va = av[o + q];
+            for (row, &va) in bv.chunks_exact(W).zip(&av[o..o + len]) {
+                let row: &[f64; W] = row.try_into().unwrap_or(&[0.0; W]);
                 for j in 0..W {
                     acc[j] += Lane::trunc::<HT>(va * row[j] * f[j]);
                 }

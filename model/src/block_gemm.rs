@@ -228,9 +228,12 @@ pub fn blockwise_gemm_on(
         let block = Operands { a: &ga, b: &gb, k: cols.len(), ..ops };
         let partial =
             if finite { engine.chains(preset, &block) } else { each_output(&block, |ra, rb| chain.run(ra, rb, 0.0)) };
-        for (o, (acc, p)) in acc.iter_mut().zip(partial).enumerate() {
-            let (i, j) = (o / d.n, o % d.n);
-            *acc += p * (scale_a.0[scale_a.1.row_of(i) * kb + c] * scale_b.0[scale_b.1.row_of(j) * kb + c]);
+        let sb: Vec<f32> = (0..d.n).map(|j| scale_b.0[scale_b.1.row_of(j) * kb + c]).collect();
+        for (i, (acc, p)) in acc.chunks_exact_mut(d.n).zip(partial.chunks_exact(d.n)).enumerate() {
+            let sa = scale_a.0[scale_a.1.row_of(i) * kb + c];
+            for ((acc, &p), &sb) in acc.iter_mut().zip(p).zip(&sb) {
+                *acc += p * (sa * sb);
+            }
         }
     }
     crate::interrupt::Interrupt::current().check()?;
