@@ -8,6 +8,7 @@
 //! is run once to warm up and timed `reps` times, and the best time counts (both sides alike).
 
 use crate::native;
+use crate::scales::{ScaledCall, Scales};
 use mmaemu_api::env;
 use mmaemu_api::registry::registry;
 use mmaemu_kernels::tiling::Tiling;
@@ -15,7 +16,7 @@ use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::format::Class;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::scaled_mm::resolve_profile;
-use mmaemu_model::{execute, Catalogue, Format, Operands, Plan, Preset};
+use mmaemu_model::{Catalogue, Format, Operands, Plan, Preset};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use std::time::Instant;
@@ -54,6 +55,10 @@ pub struct GemmBench {
     /// Compare the result bit for bit with a second backend (the CPU backend; the model when the CPU
     /// backend itself is measured).
     pub verify: bool,
+    /// How the call scales its product (`--scales`).
+    pub scales: Scales,
+    /// Row-wise with a bf16 bias (`--bias`).
+    pub bias: bool,
 }
 
 /// Non-finite codes planted in both operands (`mmaemu bench gemm --nan F --inf F`): each a fraction of the codes,
@@ -88,6 +93,8 @@ pub struct GemmResult {
     pub preset: String,
     /// Fast accumulation?
     pub fast: bool,
+    /// The scaling mode (`tensorwise`, `rowwise`, `rowwise+bias`, `block128`, `mx`).
+    pub scales: String,
     /// The split (`1` or `S,scheme`).
     pub split: String,
     /// Formats `a x b`.
@@ -237,7 +244,9 @@ fn check_size(b: &GemmBench, max_bytes: u64) -> Result<(), String> {
     }
     let (m, n, k) = (b.m as u64, b.n as u64, b.k as u64);
     let (ak, bk, mn) = (product(&[m, k]), product(&[n, k]), product(&[m, n]));
-    let fp8 = sum(&[ak, bk, mn.and_then(|x| x.checked_mul(8))]);
+    // The accumulator and the result; with scales, a block's partials and the output next to them.
+    let per_output = if b.scales == Scales::TensorWise { 8 } else { 16 };
+    let fp8 = sum(&[ak, bk, mn.and_then(|x| x.checked_mul(per_output))]);
     let native = if b.no_native { Some(0) } else { sum(&[ak, bk, mn]).and_then(|x| x.checked_mul(4)) };
     check(&format!("the {}x{}x{} benchmark", b.m, b.n, b.k), sum(&[fp8, native]), max_bytes)
 }
@@ -307,8 +316,10 @@ pub fn gemm_planted(
         }
         None => "none".to_string(),
     };
+    let dims = mmaemu_model::block_gemm::Dims { m, n, k };
+    let call = ScaledCall::new(&preset, &plan, dims, b.scales, b.bias, &mut rng)?;
     let mut result = Err(String::from("not run"));
-    let mut run = |o: &Operands<'_>| result = execute(&preset, &plan, o, engine).map_err(|e| e.to_string());
+    let mut run = |o: &Operands<'_>| result = call.run(o, engine);
     let (emulated_s, finite_s) = pool.install(|| {
         if is_planted {
             // The finite and the planted operands in turn, so that both see the same load.
@@ -338,16 +349,16 @@ pub fn gemm_planted(
         } else {
             registry().resolve("cpu").map_err(|e| e.to_string())?.engine
         };
-        let want = pool.install(|| execute(&preset, &plan, &ops, other)).map_err(|e| e.to_string())?;
-        if let Some(i) = (0..want.len()).find(|&i| want[i].to_bits() != result[i].to_bits()) {
+        let want = pool.install(|| call.run(&ops, other))?;
+        if let Some(i) = (0..want.len()).find(|&i| want[i] != result[i]) {
             return Err(format!(
                 "{} differs from {} at output ({}, {}): {:#010x}, expected {:#010x}",
                 selected.name,
                 other.name(),
                 i / n,
                 i % n,
-                result[i].to_bits(),
-                want[i].to_bits()
+                result[i],
+                want[i]
             ));
         }
         Some(other.name())
@@ -379,6 +390,7 @@ pub fn gemm_planted(
         shape: format!("{m}x{n}x{k}"),
         preset: preset.name().to_string(),
         fast: b.fast,
+        scales: format!("{}{}", b.scales.name(), if b.bias { "+bias" } else { "" }),
         split: split.to_string(),
         formats: format!("{} x {}", b.fmt_a, b.fmt_b),
         backend: selected.name.clone(),
@@ -423,6 +435,8 @@ mod tests {
             reps: 1,
             no_native,
             verify: true,
+            scales: Scales::TensorWise,
+            bias: false,
         }
     }
 

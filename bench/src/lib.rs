@@ -4,4 +4,5 @@
 
 pub mod gemm;
 pub mod native;
+pub mod scales;
 pub mod suite;

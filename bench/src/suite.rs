@@ -104,6 +104,8 @@ pub fn run(s: &Suite, mut row: impl FnMut(&SuiteRow)) -> Result<Vec<SuiteRow>, S
                     reps,
                     no_native,
                     verify: false,
+                    scales: Default::default(),
+                    bias: false,
                 };
                 let gemm = |b: GemmBench| {
                     gemm_planted(&b, &Planted::default(), s.max_bytes, mmaemu_model::Catalogue::builtin())

@@ -12,6 +12,7 @@ pub mod cuda;
 pub mod driver;
 pub mod fpstate;
 pub mod kernel;
+pub mod scaled;
 pub mod selfcheck;
 pub mod tables;
 pub mod tiling;
@@ -365,6 +366,11 @@ impl ChainEngine for CpuEngine {
             return CpuEngine::scalar_chains(preset, ops);
         }
         self.compute(job, ops, |ops| Job::chains(preset, ops))
+    }
+
+    /// The kernels of [`scaled`], rows of B in parallel; the model's chain where they do not serve.
+    fn scaled_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+        scaled::scaled_chains(preset, ops, scale_a, scale_b, self.level.name() != "portable")
     }
 
     /// Pieces of `NONFINITE_SCAN` (2^19) codes in parallel, on the pool the call runs in, each scanned with the

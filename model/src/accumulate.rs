@@ -78,6 +78,15 @@ pub trait ChainEngine: Sync {
         true
     }
 
+    /// The block-scaled chains of a preset that takes e8m0 block scales (docs/reference.md §2.8), from +0:
+    /// `out[i * n + j]` = [`Chain::run_scaled`] over `a[i, ..]` and `b[j, ..]` with the scales `scale_a[i, ..]` and
+    /// `scale_b[j, ..]` (row-major [m, ceil(k / block)] and [n, ceil(k / block)] e8m0 codes, block = the preset's
+    /// scale block). Any codes, non-finite ones and the NaN scale included. The default runs the model's chain for
+    /// every output; an engine may compute them faster and must return the same bits.
+    fn scaled_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+        scaled_chains_by_model(preset, ops, scale_a, scale_b)
+    }
+
     /// Whether any of `codes` is non-finite in format `f`, as [`Format::any_nonfinite`] answers: the executor
     /// asks it of both operands of every call, before the plan runs. An engine may scan in parallel (at one
     /// row of A the scan of B is a large part of a call); it must give the same answer.
@@ -119,6 +128,9 @@ impl<E: ChainEngine + ?Sized> ChainEngine for &E {
     fn run_plan_checked(&self, preset: &Preset, plan: &Plan, ops: &Operands<'_>) -> Option<Vec<f32>> {
         (**self).run_plan_checked(preset, plan, ops)
     }
+    fn scaled_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+        (**self).scaled_chains(preset, ops, scale_a, scale_b)
+    }
 }
 
 /// The model itself as an engine: one [`Chain::run`] per output.
@@ -149,6 +161,27 @@ pub fn each_output(ops: &Operands<'_>, f: impl Fn(&[u8], &[u8]) -> f32) -> Vec<f
         }
         let ra = &a[i * l..(i + 1) * l];
         out.extend((0..n).map(|j| f(ra, &b[j * l..(j + 1) * l])));
+    }
+    out
+}
+
+/// [`ChainEngine::scaled_chains`] by the model: [`Chain::run_scaled`] for every output (a preset without block
+/// scales has one scale block per instruction).
+pub fn scaled_chains_by_model(preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+    let chain = Chain::new(preset, ops.fa, ops.fb);
+    let nb = ops.k.div_ceil(preset.scale_block().unwrap_or(preset.nfma()));
+    let (a, b, l) = (ops.a, ops.b, ops.k);
+    let interrupt = Interrupt::current();
+    let mut out = Vec::with_capacity(ops.m * ops.n);
+    for i in 0..ops.m {
+        if interrupt.requested() {
+            out.resize(ops.m * ops.n, 0.0);
+            break;
+        }
+        let (ra, sa) = (&a[i * l..(i + 1) * l], &scale_a[i * nb..(i + 1) * nb]);
+        out.extend(
+            (0..ops.n).map(|j| chain.run_scaled(ra, &b[j * l..(j + 1) * l], sa, &scale_b[j * nb..(j + 1) * nb], 0.0)),
+        );
     }
     out
 }

@@ -12,6 +12,7 @@
 // round-to-nearest-even. The order of those three operations is not documented; it is this library's assumption
 // until recordings decide it.
 
+use crate::accumulate::{each_output, ChainEngine, Operands, ReferenceEngine};
 use crate::blocked_layout::{blocked_len, from_blocked};
 use crate::chain::Chain;
 use crate::epilogue::{Epilogue, OutDtype};
@@ -123,6 +124,23 @@ pub fn mx_gemm(
     scale_a: &[u8],
     scale_b: &[u8],
 ) -> Result<Vec<f32>> {
+    mx_gemm_on(&ReferenceEngine, preset, fa, fb, a, b, d, scale_a, scale_b)
+}
+
+/// [`mx_gemm`] with the chains computed by `engine` ([`ChainEngine::scaled_chains`]): the same bits, at the
+/// engine's speed.
+#[allow(clippy::too_many_arguments)]
+pub fn mx_gemm_on(
+    engine: &dyn ChainEngine,
+    preset: &Preset,
+    fa: Format,
+    fb: Format,
+    a: &[u8],
+    b: &[u8],
+    d: Dims,
+    scale_a: &[u8],
+    scale_b: &[u8],
+) -> Result<Vec<f32>> {
     let Some(block) = preset.scale_block().filter(|_| preset.group().is_none()) else {
         return Err(Error::invalid_value(format!(
             "preset '{}' takes no e8m0 block scales on FP8 operands (the MXFP8 preset: 'b200_tcgen05')",
@@ -132,9 +150,13 @@ pub fn mx_gemm(
     d.check(a.len(), b.len())?;
     let (sa, sb) = unblock(scale_a, scale_b, d, block)?;
     crate::fpenv::check()?;
-    let chain = Chain::new(preset, fa, fb);
-    let nb = d.k.div_ceil(block);
-    Ok(d.map(a, b, |i, j, ra, rb| chain.run_scaled(ra, rb, &sa[i * nb..(i + 1) * nb], &sb[j * nb..(j + 1) * nb], 0.0)))
+    let ops = Operands { fa, fb, a, b, m: d.m, n: d.n, k: d.k };
+    if d.m == 0 || d.n == 0 {
+        return Ok(Vec::new());
+    }
+    let out = engine.scaled_chains(preset, &ops, &sa, &sb);
+    crate::interrupt::Interrupt::current().check()?;
+    Ok(out)
 }
 
 /// The fp32 accumulators of an NVFP4 GEMM (docs/reference.md §12.4): output (i, j) = the group-scaled chain
@@ -165,6 +187,25 @@ pub fn blockwise_gemm(
     scale_a: (&[f32], BlockShape),
     scale_b: (&[f32], BlockShape),
 ) -> Result<Vec<f32>> {
+    blockwise_gemm_on(&ReferenceEngine, preset, fa, fb, a, b, d, scale_a, scale_b)
+}
+
+/// [`blockwise_gemm`] with the chains of each 128-element K block computed by `engine` ([`ChainEngine::chains`],
+/// every output's chain of that block from +0 at once) where the operands are finite, by the model's chain
+/// otherwise; then per output acc = acc + partial · (sa · sb), block after block. The same bits at the engine's
+/// speed.
+#[allow(clippy::too_many_arguments)]
+pub fn blockwise_gemm_on(
+    engine: &dyn ChainEngine,
+    preset: &Preset,
+    fa: Format,
+    fb: Format,
+    a: &[u8],
+    b: &[u8],
+    d: Dims,
+    scale_a: (&[f32], BlockShape),
+    scale_b: (&[f32], BlockShape),
+) -> Result<Vec<f32>> {
     d.check(a.len(), b.len())?;
     let kb = d.k.div_ceil(BLOCKWISE_K);
     for (name, (s, shape), outer) in [("scale_a", scale_a, d.m), ("scale_b", scale_b, d.n)] {
@@ -177,16 +218,31 @@ pub fn blockwise_gemm(
         }
     }
     crate::fpenv::check()?;
+    let ops = Operands { fa, fb, a, b, m: d.m, n: d.n, k: d.k };
+    let finite = !engine.any_nonfinite(fa, a) && !engine.any_nonfinite(fb, b);
     let chain = Chain::new(preset, fa, fb);
-    Ok(d.map(a, b, |i, j, ra, rb| {
-        let (ia, jb) = (scale_a.1.row_of(i) * kb, scale_b.1.row_of(j) * kb);
-        let mut acc = 0.0f32;
-        for (c, (ca, cb)) in ra.chunks(BLOCKWISE_K).zip(rb.chunks(BLOCKWISE_K)).enumerate() {
-            let partial = chain.run(ca, cb, 0.0);
-            acc += partial * (scale_a.0[ia + c] * scale_b.0[jb + c]);
+    let mut acc = vec![0.0f32; d.m * d.n];
+    for c in 0..kb {
+        let cols = c * BLOCKWISE_K..((c + 1) * BLOCKWISE_K).min(d.k);
+        let (ga, gb) = (columns(a, d.m, d.k, &cols), columns(b, d.n, d.k, &cols));
+        let block = Operands { a: &ga, b: &gb, k: cols.len(), ..ops };
+        let partial =
+            if finite { engine.chains(preset, &block) } else { each_output(&block, |ra, rb| chain.run(ra, rb, 0.0)) };
+        let sb: Vec<f32> = (0..d.n).map(|j| scale_b.0[scale_b.1.row_of(j) * kb + c]).collect();
+        for (i, (acc, p)) in acc.chunks_exact_mut(d.n).zip(partial.chunks_exact(d.n)).enumerate() {
+            let sa = scale_a.0[scale_a.1.row_of(i) * kb + c];
+            for ((acc, &p), &sb) in acc.iter_mut().zip(p).zip(&sb) {
+                *acc += p * (sa * sb);
+            }
         }
-        crate::round::canonical_f32(acc)
-    }))
+    }
+    crate::interrupt::Interrupt::current().check()?;
+    Ok(acc.into_iter().map(crate::round::canonical_f32).collect())
+}
+
+/// The columns `cols` of a row-major [rows, k] matrix, as a row-major [rows, cols.len()] one.
+fn columns(x: &[u8], rows: usize, k: usize, cols: &std::ops::Range<usize>) -> Vec<u8> {
+    (0..rows).flat_map(|r| &x[r * k + cols.start..r * k + cols.end]).copied().collect()
 }
 
 /// The output of block-scaled accumulators: y = RN32(acc · alpha) then the out dtype, as the tensor-wise epilogue

@@ -5,6 +5,7 @@ use super::{CommandError, CommandResult, Exit};
 use mmaemu_api::kernels::tiling::Tiling;
 use mmaemu_api::model::Format;
 use mmaemu_bench::gemm::{gemm_planted, GemmBench, GemmResult, Planted};
+use mmaemu_bench::scales::Scales;
 use mmaemu_bench::suite::{self, Suite, SuiteRow};
 use serde_json::{json, Value};
 
@@ -100,6 +101,13 @@ pub struct GemmArgs {
     /// Plant Inf codes of either sign in this fraction of the codes of the e5m2 operands (seeded).
     #[arg(long, default_value_t = 0.0)]
     pub inf: f64,
+    /// Scaling of the call: tensorwise (the accumulator), rowwise (torch 2.7.1's CUTLASS row-wise epilogue),
+    /// block128 (1x128 block-wise scales) or mx (MXFP8 e8m0 scales; a block-scaled preset: b200_tcgen05).
+    #[arg(long, default_value = "tensorwise")]
+    pub scales: String,
+    /// With --scales rowwise: add a bf16 bias.
+    #[arg(long)]
+    pub bias: bool,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -118,6 +126,10 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
         "products" => Some(Tiling::Products),
         t => return Err(CommandError::bad_input(format!("unknown --tiling '{t}' (auto, panels or products)"))),
     };
+    let Some(scales) = Scales::from_name(&a.scales) else {
+        let names = Scales::NAMES.join(", ");
+        return Err(CommandError::bad_input(format!("unknown --scales '{}' ({names})", a.scales)));
+    };
     let bench = match (format(&a.fmt_a), format(&a.fmt_b)) {
         (Ok(fmt_a), Ok(fmt_b)) => GemmBench {
             tiling,
@@ -135,6 +147,8 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
             reps: a.reps,
             no_native: a.no_native,
             verify: a.verify,
+            scales,
+            bias: a.bias,
         },
         (Err(e), _) | (_, Err(e)) => return Err(CommandError::bad_input(e)),
     };
@@ -214,6 +228,7 @@ pub fn json(r: &GemmResult) -> Value {
         "shape": r.shape,
         "preset": r.preset,
         "fast": r.fast,
+        "scales": r.scales,
         "split": r.split,
         "formats": r.formats,
         "backend": r.backend,
@@ -240,11 +255,12 @@ pub fn json(r: &GemmResult) -> Value {
 /// The text report.
 pub fn text(r: &GemmResult) -> String {
     let mut s = format!(
-        "gemm {} ({}), preset {}, {}, split {}, backend {} (simd {}, tiling {}), {} threads\n",
+        "gemm {} ({}), preset {}, {}, scales {}, split {}, backend {} (simd {}, tiling {}), {} threads\n",
         r.shape,
         r.formats,
         r.preset,
         if r.fast { "fast" } else { "slow" },
+        r.scales,
         r.split,
         r.backend,
         r.simd,

@@ -99,6 +99,8 @@ pub fn run(backends: &[Box<dyn Backend>], reps: usize) -> Vec<Measurement> {
                 reps: reps.max(1),
                 no_native: true,
                 verify: false,
+                scales: Default::default(),
+                bias: false,
             };
             if let Ok(r) = gemm(&bench) {
                 let macs = (sh.m * sh.n * sh.k) as u64;

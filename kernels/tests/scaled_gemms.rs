@@ -1,0 +1,130 @@
+//! The block-scaled GEMMs on the CPU backend are the model's, bit for bit, on seeded random shapes, codes and scales:
+//! MXFP8 (`mx_gemm_on`: the e8m0 block-scaled chains, b200_tcgen05 and drawn presets with block scales, scales from
+//! near 1 to the extremes and the NaN scale, now and then a non-finite code) and block-wise 1x128 / 128x128
+//! (`blockwise_gemm_on`: the preset's chain per 128 of K, scaled and added in fp32), at every SIMD level.
+
+// `MMAEMU_KERNEL_SEED` sets the seed, which every failure prints with its case so that it reruns alone.
+
+use mmaemu_kernels::{CpuEngine, SimdLevel};
+use mmaemu_model::block_gemm::{blockwise_gemm, blockwise_gemm_on, mx_gemm, mx_gemm_on, BlockShape, Dims};
+use mmaemu_model::blocked_layout::to_blocked;
+use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec};
+use mmaemu_model::{Format, Preset};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
+fn seed() -> u64 {
+    std::env::var("MMAEMU_KERNEL_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5CA1_ED00)
+}
+
+fn engines() -> Vec<CpuEngine> {
+    SimdLevel::available(None).into_iter().map(CpuEngine::with_level).collect()
+}
+
+/// Codes of a format, finite, or with a non-finite code now and then when `nonfinite`.
+fn codes(rng: &mut ChaCha8Rng, n: usize, f: Format, nonfinite: bool) -> Vec<u8> {
+    (0..n)
+        .map(|_| loop {
+            let c: u8 = rng.random();
+            if nonfinite && rng.random_ratio(1, 500) || !f.is_nonfinite(c) {
+                return c;
+            }
+        })
+        .collect()
+}
+
+/// A preset with e8m0 block scales: b200_tcgen05, or one drawn (any block, frac, frac_out, min_exp, rounding,
+/// early or late c).
+fn mx_preset(rng: &mut ChaCha8Rng) -> Preset {
+    if rng.random_ratio(1, 2) {
+        return Preset::b200_tcgen05();
+    }
+    let nfma = [8, 16, 32, 64][rng.random_range(0..4)];
+    let frac = rng.random_range(5..=30);
+    let nearest = rng.random_ratio(1, 3);
+    let frac_out = if nearest { 23 } else { rng.random_range(1..=23) };
+    let min_exp = [-1000, -200, -133, -60, 0][rng.random_range(0..5)];
+    let c = if rng.random_ratio(1, 4) { CEntry::Late } else { CEntry::Early };
+    let rounding = if nearest { BlockRounding::NearestEven } else { BlockRounding::Truncate };
+    let spec = PresetSpec::custom("drawn-mx", nfma, frac, frac_out, min_exp, c, None)
+        .with_rounding(rounding)
+        .with_scale_block(Some(nfma as u32));
+    Preset::custom(spec).expect("a valid preset")
+}
+
+/// e8m0 scale codes: near 1, anywhere, or at the ends (with the NaN code now and then).
+fn e8m0(rng: &mut ChaCha8Rng, n: usize, spread: u32) -> Vec<u8> {
+    (0..n)
+        .map(|_| match spread {
+            0 => rng.random_range(118..=136),
+            1 => rng.random_range(0..=254),
+            _ => [0, 1, 2, 60, 127, 190, 253, 254, 255][rng.random_range(0..9)],
+        })
+        .collect()
+}
+
+#[test]
+fn mx_gemm_on_the_cpu_backend_is_the_model() {
+    let seed = seed();
+    let engines = engines();
+    for case in 0..60u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ case);
+        let preset = mx_preset(rng);
+        let block = preset.scale_block().unwrap_or(32);
+        let d = Dims { m: rng.random_range(1..=20), n: rng.random_range(1..=30), k: rng.random_range(1..=300) };
+        let formats = [Format::E4m3, Format::E5m2];
+        let (fa, fb) = (formats[rng.random_range(0..2)], formats[rng.random_range(0..2)]);
+        let nonfinite = rng.random_ratio(1, 6);
+        let (a, b) = (codes(rng, d.m * d.k, fa, nonfinite), codes(rng, d.n * d.k, fb, nonfinite));
+        let (spread, nb) = (rng.random_range(0..=2), d.k.div_ceil(block));
+        let sa = to_blocked(&e8m0(rng, d.m * nb, spread), d.m, nb, 127).unwrap();
+        let sb = to_blocked(&e8m0(rng, d.n * nb, spread), d.n, nb, 127).unwrap();
+        let want = mx_gemm(&preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+        for e in &engines {
+            let got = mx_gemm_on(e, &preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+            for (o, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    g.to_bits(),
+                    w.to_bits(),
+                    "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?} spread {spread}, output ({}, {})",
+                    mmaemu_model::ChainEngine::name(e),
+                    o / d.n,
+                    o % d.n
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn blockwise_gemm_on_the_cpu_backend_is_the_model() {
+    let seed = seed();
+    let engines = engines();
+    let shapes = [BlockShape::Vec1x128, BlockShape::Blk128x128];
+    for case in 0..30u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 8));
+        let preset = [Preset::hopper(), Preset::ada(), Preset::b200_mma_sync()][rng.random_range(0..3)].clone();
+        let d = Dims { m: rng.random_range(1..=140), n: rng.random_range(1..=40), k: rng.random_range(1..=600) };
+        let (sha, shb) = (shapes[rng.random_range(0..2)], shapes[rng.random_range(0..2)]);
+        let nonfinite = rng.random_ratio(1, 5);
+        let (a, b) = (codes(rng, d.m * d.k, Format::E4m3, nonfinite), codes(rng, d.n * d.k, Format::E4m3, nonfinite));
+        let kb = d.k.div_ceil(128);
+        let mut scale = |n: usize| -> Vec<f32> {
+            (0..n).map(|_| f32::from_bits(rng.random_range(0x3000_0000..0x4C00_0000u32))).collect()
+        };
+        let (sa, sb) = (scale(sha.scale_rows(d.m) * kb), scale(shb.scale_rows(d.n) * kb));
+        let want = blockwise_gemm(&preset, Format::E4m3, Format::E4m3, &a, &b, d, (&sa, sha), (&sb, shb)).unwrap();
+        for e in &engines {
+            let got =
+                blockwise_gemm_on(e, &preset, Format::E4m3, Format::E4m3, &a, &b, d, (&sa, sha), (&sb, shb)).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff,
+                None,
+                "seed {seed} case {case}: {} on {} {d:?}",
+                mmaemu_model::ChainEngine::name(e),
+                preset.name()
+            );
+        }
+    }
+}
