@@ -48,7 +48,7 @@ fn mx_preset(rng: &mut ChaCha8Rng) -> Preset {
     let rounding = if nearest { BlockRounding::NearestEven } else { BlockRounding::Truncate };
     let spec = PresetSpec::custom("drawn-mx", nfma, frac, frac_out, min_exp, c, None)
         .with_rounding(rounding)
-        .with_scale_block(Some(nfma as u32));
+        .with_scale_block(Some(nfma));
     Preset::custom(spec).expect("a valid preset")
 }
 
