@@ -70,6 +70,7 @@ const INSTRUCTIONS: &str = r#"kind = "sweep"
 name = "fx1-inst"
 description = "fx1 accumulators: fp32 out, unit scales, fast and slow, unsplit"
 seed = 7
+workspace = [0]
 op = "gemm"
 profile = "fx1"
 formats = [["e4m3", "e4m3"], ["e4m3", "e5m2"], ["e5m2", "e4m3"]]
@@ -191,7 +192,7 @@ fn a_fictional_gpu_is_fitted_back_from_its_simulated_recordings() {
     // 4. Without the truth: the bundle alone gives every recorded bit, and its status is computed.
     let recs = [dir.join("inst.parquet"), dir.join("split.parquet")];
     let replay = run(mmaemu(None).arg("replay").args(&recs).arg("--profile").arg(&bundle));
-    assert!(replay.contains("\n42 passed, 0 failed"), "{replay}");
+    assert!(replay.contains("\n78 passed, 0 failed"), "{replay}");
     let explain = run(mmaemu(None).args(["explain", "1", "16", "8192", "--out", "float32", "--profile"]).arg(&bundle));
     assert!(explain.contains(&format!("scheme={RULE} source=table")), "{explain}");
     let check = run(mmaemu(None).args(["platform", "check"]).arg(&bundle));

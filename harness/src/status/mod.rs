@@ -466,8 +466,17 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
         if let Some(p) = &r.profile {
             keys.push((ScopeKind::Profile, p.clone()));
         }
+        // A row-wise call runs another kernel (CUTLASS, docs/reference.md §4.2): its row is evidence of the row-wise
+        // features alone, never of the scope's cuBLASLt pipeline or of its other features.
+        let rowwise = r.features.iter().any(|f| f.name == ROWWISE);
         for key in keys {
             let (total, per, instruction, gemm) = scopes.entry(key).or_default();
+            if rowwise {
+                for f in r.features.iter().filter(|f| f.name == ROWWISE || f.name == ROWWISE_BIAS) {
+                    per.entry(f.clone()).or_default().add(r);
+                }
+                continue;
+            }
             total.add(r);
             if r.features.iter().any(|f| f.group == Group::Op && f.name == "mma") {
                 instruction.add(r);

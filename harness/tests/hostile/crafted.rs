@@ -327,7 +327,9 @@ pub(crate) fn small_shipped_recordings_pass() -> Result<(), String> {
     for name in SEEDS.iter().map(|s| s.file) {
         let path = shipped(name);
         let got = within(name, Duration::from_secs(120), false, move || verdicts(&path))??;
-        let bad: Vec<_> = got.iter().filter(|(_, v)| *v != Verdict::Pass).take(3).collect();
+        // Rows recorded when mmaemu refused row-wise scales hold no result bits: they are skipped, never failed.
+        let out_of_scope = |v: &Verdict| matches!(v, Verdict::Skip(why) if why.contains("outside mmaemu's scope"));
+        let bad: Vec<_> = got.iter().filter(|(_, v)| *v != Verdict::Pass && !out_of_scope(v)).take(3).collect();
         ensure!(!got.is_empty() && bad.is_empty(), "{name}: {} rows, not passing: {bad:?}", got.len());
     }
     Ok(())
