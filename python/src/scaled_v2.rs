@@ -43,6 +43,9 @@ fn f32s(bytes: &[u8]) -> Vec<f32> {
 /// One block-scaled GEMM: `mode` is `mxfp8`, `nvfp4` or `blockwise`; returns the output's bits (u32 per element,
 /// little-endian, in the low bits for narrower dtypes) and the warnings. `shapes` names the block-wise shapes of A
 /// and B; `globals` are NVFP4's tensor scales (1, 1 otherwise).
+/// The result bits and the warnings (category, message) of a block-scaled call.
+type Scaled<'py> = (Bound<'py, PyBytes>, Vec<(String, String)>);
+
 #[pyfunction]
 #[pyo3(signature = (mode, preset, fa, fb, a, b, m, n, k, scale_a, scale_b, shapes, globals, out))]
 #[allow(clippy::too_many_arguments)]
@@ -62,7 +65,7 @@ pub fn block_scaled_mm<'py>(
     shapes: (String, String),
     globals: (f32, f32),
     out: &str,
-) -> PyResult<(Bound<'py, PyBytes>, Vec<(String, String)>)> {
+) -> PyResult<Scaled<'py>> {
     no_panic(|| {
         let (a, b, sa, sb) = (a.as_bytes(), b.as_bytes(), scale_a.as_bytes(), scale_b.as_bytes());
         let d = Dims { m, n, k };
