@@ -184,7 +184,10 @@ pub fn features(row: &Row) -> Vec<Feature> {
         let scale_result = row.scale_result.is_some() || row.call.as_ref().is_some_and(|c| c.scale_result.is_some());
         if let Some(call) = &row.call {
             // Row-wise scales (and their bias) run CUTLASS f8f8bf16_rowwise (docs/reference.md §4.2).
-            if call.scale_a.as_ref().is_some_and(|s| s.shape.len() == 2 && s.shape != [1, 1]) {
+            // Row-wise as torch reads it: both scales 2-D, not both of one element.
+            let two_d = |s: &Option<mmaemu_datasets::ScaleSpec>| s.as_ref().is_some_and(|s| s.shape.len() == 2);
+            let single = |s: &Option<mmaemu_datasets::ScaleSpec>| s.as_ref().is_some_and(|s| s.shape == [1, 1]);
+            if two_d(&call.scale_a) && two_d(&call.scale_b) && !(single(&call.scale_a) && single(&call.scale_b)) {
                 f.push(Feature::new(Group::Epilogue, ROWWISE));
                 if call.bias.is_some() {
                     f.push(Feature::new(Group::Epilogue, ROWWISE_BIAS));
@@ -467,12 +470,15 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
             keys.push((ScopeKind::Profile, p.clone()));
         }
         // A row-wise call runs another kernel (CUTLASS, docs/reference.md §4.2): its row is evidence of the row-wise
-        // features alone, never of the scope's cuBLASLt pipeline or of its other features.
-        let rowwise = r.features.iter().any(|f| f.name == ROWWISE);
+        // features alone, never of the scope's cuBLASLt pipeline or of its other features; so is a row recorded as
+        // out of scope that can no longer be replayed (it holds no result bits), which counts for its scope alone.
+        let out_of_scope = matches!(r.verdict, Verdict::Skip(_)) && r.features.iter().any(|f| f.group == Group::Scope);
+        let apart = out_of_scope || r.features.iter().any(|f| f.name == ROWWISE);
         for key in keys {
             let (total, per, instruction, gemm) = scopes.entry(key).or_default();
-            if rowwise {
-                for f in r.features.iter().filter(|f| f.name == ROWWISE || f.name == ROWWISE_BIAS) {
+            if apart {
+                let own = |f: &&Feature| f.name == ROWWISE || f.name == ROWWISE_BIAS || f.group == Group::Scope;
+                for f in r.features.iter().filter(own) {
                     per.entry(f.clone()).or_default().add(r);
                 }
                 continue;
