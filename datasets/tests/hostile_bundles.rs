@@ -128,3 +128,29 @@ fn names_are_plain_ascii() {
         assert!(e.contains("is not plain"), "{name:?}: {e}");
     }
 }
+
+/// The fitted envelope (`platform build --envelope FILE`) and the fitted rules (`--rules FILE`) are read as bounded
+/// regular files: a FIFO or a link to /dev/zero is a typed error within seconds, nothing read.
+#[cfg(unix)]
+#[test]
+fn fitted_documents_that_are_not_regular_files_are_refused_at_once() {
+    use mmaemu_datasets::platform::{FittedEnvelope, FittedSchemes};
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("fifo.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let zero = tmp.path().join("zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for p in [fifo, zero] {
+        let t = Instant::now();
+        let (q, r) = (p.clone(), p.clone());
+        let envelope = within(Duration::from_secs(10), move || {
+            matches!(FittedEnvelope::read(&q), Err(DatasetError::NotRegular { .. }))
+        });
+        let rules = within(Duration::from_secs(10), move || {
+            matches!(FittedSchemes::read(&r), Err(DatasetError::NotRegular { .. }))
+        });
+        assert!(envelope && rules && t.elapsed() < Duration::from_secs(4), "{}", p.display());
+    }
+}
