@@ -113,6 +113,30 @@ fn explain_exit_codes_and_fields() {
     assert_eq!((col["split"]["s"].as_u64(), col["split"]["scheme"].as_str()), (Some(12), Some("pairwise")));
 }
 
+/// Row-wise scales are opt-in (§5.2 step 7): without `--experimental` or MMAEMU_EXPERIMENTAL=1, explain and trace
+/// say UnsupportedFeatureError; with either, explain names the CUTLASS kernel and trace computes the element.
+#[test]
+fn rowwise_needs_the_experimental_opt_in() {
+    let call = ["16", "32", "128", "--out", "bfloat16", "--scales", "rowwise", "--bias", "bf16"];
+    let (code, v) = explain_json(&call);
+    assert_eq!((code, v["validation"]["error"].as_str()), (1, Some("UnsupportedFeatureError")), "{v}");
+    assert!(v["validation"]["message"].as_str().unwrap().contains("--experimental"), "{v}");
+    let (code, v) = explain_json(&[&call[..], &["--experimental"]].concat());
+    assert_eq!((code, v["validation"].as_str()), (0, Some("ok")), "{v}");
+    assert!(v["kernel"].as_str().unwrap().contains("f8f8bf16_rowwise"), "{v}");
+    let out = mmaemu().arg("explain").args(call).arg("--json").env("MMAEMU_EXPERIMENTAL", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = mmaemu().arg("explain").args(call).env("MMAEMU_EXPERIMENTAL", "yes").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "a bad MMAEMU_EXPERIMENTAL is a usage error");
+    let trace = ["trace", "--m", "16", "--n", "32", "--k", "128", "--out", "bfloat16", "--scales", "rowwise"];
+    let out = mmaemu().args(trace).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("UnsupportedFeatureError") || text.contains("not supported"), "{text}");
+    let out = mmaemu().args(trace).arg("--experimental").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn explain_cases_one_line_each() {
     let dir = scratch("cases");

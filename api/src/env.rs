@@ -8,9 +8,10 @@ use mmaemu_model::scaled_mm::ProfileArg;
 use mmaemu_model::{Catalogue, Error};
 
 /// The variables `mmaemu info` reports, in its order.
-pub const VARIABLES: [&str; 9] = [
+pub const VARIABLES: [&str; 10] = [
     "MMAEMU_PROFILE",
     "MMAEMU_SPLITK_STRICT",
+    "MMAEMU_EXPERIMENTAL",
     "MMAEMU_BACKEND",
     "MMAEMU_SIMD",
     "MMAEMU_DISABLE_CUDA",
@@ -79,6 +80,16 @@ pub fn strict() -> Result<bool, Error> {
     })
 }
 
+/// MMAEMU_EXPERIMENTAL: `1` opts every call in to the experimental scaling modes (row-wise scales, with or without
+/// a bias), `0` (or unset, empty) leaves them refused as the 0.1 contract refuses them; read on every call.
+pub fn experimental() -> Result<bool, Error> {
+    parsed("MMAEMU_EXPERIMENTAL", false, "1 (experimental modes) or 0", |v| match v {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    })
+}
+
 /// MMAEMU_BACKEND: the backend `auto` stands for (None: unset or empty). The raw value; the name is checked
 /// where it is resolved (`registry::Registry::resolve_for`), whose errors name the variable.
 pub fn backend() -> Result<Option<String>, Error> {
@@ -133,6 +144,7 @@ pub fn max_bytes() -> Result<u64, Error> {
 pub fn check() -> Result<(), Error> {
     profile()?;
     strict()?;
+    experimental()?;
     backend()?;
     simd_limit()?;
     cuda_disabled()?;

@@ -192,6 +192,9 @@ pub struct CallParts {
     out_dtype: Option<Dtype>,
     fast: bool,
     profile: ProfileArg,
+    /// The row is evidence of its call (scope null or `in`), so an experimental mode is opted in to; a row
+    /// recorded as out of scope (`out:row-wise`) replays without the opt-in and expects UnsupportedFeatureError.
+    experimental: bool,
     /// The catalogue the row's profile name is looked up in (the process's: built-ins and loaded bundles).
     catalogue: std::sync::Arc<mmaemu_model::Catalogue>,
 }
@@ -256,6 +259,7 @@ impl CallParts {
             out,
             out_dtype: row.out_dtype.as_deref().map(Dtype::from_name),
             fast: row.fast_accum.unwrap_or(false),
+            experimental: row.scope.as_deref().is_none_or(|s| s == "in"),
             catalogue: mmaemu_api::catalogue(),
             profile: match (resolved.profile.clone()?, &row.profile) {
                 (Some(p), _) => ProfileArg::Value(Box::new(p)),
@@ -282,6 +286,7 @@ impl CallParts {
             splitk,
             backend: "reference".into(),
             strict: false,
+            experimental: self.experimental,
         }
     }
 }
@@ -313,18 +318,6 @@ pub fn compute_scaled_mm_resolved(
 ) -> Result<Computed, String> {
     let parts = CallParts::of_row_resolved(row, resolved)?;
     let result = parts.call(split_request(row, resolved)?).run_with(engine);
-    // A row recorded when mmaemu refused the call (scope `out:row-wise`) holds no result bits: now that the call is
-    // modelled (experimentally), it has nothing to compare and can neither pass nor fail.
-    let unsupported = Category::UnsupportedFeature.name();
-    if matches!(&row.expected, Expectation::Error(e) if e == unsupported)
-        && !matches!(&result, Err(e) if e.category().name() == unsupported)
-    {
-        return Err(format!(
-            "recorded as outside mmaemu's scope ({}): the row holds no result bits for the call mmaemu now models; \
-             record it again",
-            row.scope.as_deref().unwrap_or("no scope")
-        ));
-    }
     Ok(match result {
         Err(e) => Err(e),
         Ok(res) => {
@@ -356,7 +349,7 @@ pub fn auto_split(row: &Row) -> AutoSplit {
 
 /// [`auto_split`] with the call under `under`'s profile for the row.
 pub fn auto_split_under(row: &Row, under: &Under) -> AutoSplit {
-    // A row that expects an error records no split (a row recorded as out of scope may now compute).
+    // A row that expects an error records no split.
     if row.op != mmaemu_datasets::Op::ScaledMm || matches!(row.expected, Expectation::Error(_)) {
         return AutoSplit::NotApplicable;
     }

@@ -137,6 +137,7 @@ fn rowwise_trace_ends_in_the_call_bits() {
         c.use_fast_accum = fast;
         c.profile = ProfileArg::Name(profile.into());
         c.splitk = SplitRequest::Count(1);
+        c.experimental = true;
         let out = c.clone().run().unwrap().out.logical_bytes();
         for i in 0..m {
             for j in 0..n {

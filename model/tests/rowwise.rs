@@ -152,6 +152,7 @@ impl Case {
         c.use_fast_accum = self.fast;
         c.profile = ProfileArg::Name(profile.into());
         c.splitk = splitk;
+        c.experimental = true;
         c
     }
 
@@ -288,11 +289,15 @@ fn torch_2_7_1_rejections() {
     let mut r = rng(3);
     let mut case = Case::random(&mut r);
     case.fa = Dtype::Float8E4m3fn;
+    // torch's rejections come first (§5.2 steps 2-5), with or without the experimental opt-in.
     let reject = |c: ScaledMm<'_>, needle: &str| {
-        let e = c.clone().run().unwrap_err();
-        assert_eq!(e.category(), Category::ReferenceRejects, "{e}");
-        assert!(e.message().contains(needle), "{e}");
-        assert!(matches!(c.explain().validation, Validation::Error { .. }));
+        for experimental in [true, false] {
+            let c = ScaledMm { experimental, ..c.clone() };
+            let e = c.clone().run().unwrap_err();
+            assert_eq!(e.category(), Category::ReferenceRejects, "{e}");
+            assert!(e.message().contains(needle), "{e}");
+            assert!(matches!(c.explain().validation, Validation::Error { .. }));
+        }
     };
     let mut c = case.rowwise("hopper", SplitRequest::Auto);
     c.out_dtype = Some(Dtype::Float32);
@@ -312,4 +317,27 @@ fn torch_2_7_1_rejections() {
     assert_eq!(p.validation, Validation::Ok);
     let k = p.kernel.expect("a kernel");
     assert!(k.contains("f8f8bf16_rowwise") && k.contains("RowwiseScaledMM.cu"), "{k}");
+}
+
+/// Without the opt-in a row-wise call, with or without a bias, on either profile, is outside the 0.1 scope:
+/// UnsupportedFeatureError naming the ways to opt in (the recordings' `out:row-wise` rows), from run and explain.
+#[test]
+fn rowwise_without_the_opt_in_is_out_of_scope() {
+    let mut r = rng(29);
+    for _ in 0..8 {
+        let mut case = Case::random(&mut r);
+        case.fa = Dtype::Float8E4m3fn;
+        for profile in ["hopper", "ada", "hopper-experimental"] {
+            let mut c = case.rowwise(profile, SplitRequest::Auto);
+            c.experimental = false;
+            let e = c.clone().run().unwrap_err();
+            assert_eq!(e.category(), Category::UnsupportedFeature, "{profile}: {e}");
+            assert!(e.message().starts_with("row-wise scales are not supported in mmaemu 0.1"), "{e}");
+            assert!(e.message().contains("MMAEMU_EXPERIMENTAL=1"), "{e}");
+            match c.explain().validation {
+                Validation::Error { name, .. } => assert_eq!(name, "UnsupportedFeatureError"),
+                v => panic!("{profile}: explain says {v:?}"),
+            }
+        }
+    }
 }

@@ -378,6 +378,7 @@ fn run_case(case: &Case) {
         splitk,
         backend: if case.seed.is_multiple_of(7) { "cuda".into() } else { "reference".into() },
         strict: case.seed.is_multiple_of(3),
+        experimental: case.seed.is_multiple_of(2),
     };
     let plan = c.explain();
     match c.run() {

@@ -5,13 +5,15 @@ descriptions, the result allocation and the warnings; the contract's checks and 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
 import os
 import sys
 import warnings
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _arrays as arr
 from . import _core
@@ -27,6 +29,7 @@ _R = TypeVar("_R")
 
 __all__ = [
     "scaled_mm",
+    "experimental",
     "explain",
     "accumulate",
     "get_profile",
@@ -66,6 +69,34 @@ def _tensor(fn: str, kind: str, name: str, pos: Optional[int], x: Any, optional:
     if k == kind and (codes or not isinstance(x, arr.Codes)):
         return
     raise _type_error(fn, name, pos, "Tensor" if kind == "torch" else "numpy.ndarray", x)
+
+
+# The opt-in to the experimental modes of this thread or asyncio task (None: MMAEMU_EXPERIMENTAL's, read by the core).
+_EXPERIMENTAL: "contextvars.ContextVar[Optional[bool]]" = contextvars.ContextVar("mmaemu_experimental", default=None)
+
+
+@contextlib.contextmanager
+def experimental(enabled: bool = True) -> Iterator[None]:
+    """A context in which calls of this thread or asyncio task opt in to (or, with ``enabled=False``, out of) the
+    experimental modes: row-wise scales with or without a bias, and ``scaled_mm_v2``'s block-scaled calls. Without
+    an opt-in (this, a call's ``experimental=True``, ``patch(experimental=True)`` or ``MMAEMU_EXPERIMENTAL=1``) they
+    raise :class:`UnsupportedFeatureError`, as the 0.1 contract says (docs/reference.md §5.2 step 7)."""
+    if type(enabled) is not bool:
+        raise _type_error("experimental", "enabled", 1, "bool", enabled)
+    token = _EXPERIMENTAL.set(enabled)
+    try:
+        yield
+    finally:
+        _EXPERIMENTAL.reset(token)
+
+
+def _experimental(fn: str, value: Any) -> Optional[bool]:
+    """A call's opt-in: its own bool, else the context's, else None (MMAEMU_EXPERIMENTAL decides in the core)."""
+    if value is None:
+        return _EXPERIMENTAL.get()
+    if type(value) is not bool:
+        raise _type_error(fn, "experimental", None, "bool or None", value)
+    return value
 
 
 _SPLIT_LIMIT = 1 << 62
@@ -224,8 +255,10 @@ def _call_args(
     profile: Any,
     splitk: Any,
     backend: Any,
+    experimental: Any = None,
 ) -> Tuple[str, Any, str]:
     """(kind, the arguments for the extension, the tensors' device) after the checks of R.6."""
+    opt_in = _experimental(fn, experimental)
     torch = arr.torch_module()
     if torch is not None and isinstance(input, torch.Tensor):
         # The common case, kept short: every argument a CPU torch tensor.
@@ -247,7 +280,7 @@ def _call_args(
                      None if scale_result is None else d(scale_result))
             od = None if out_dtype is None else arr.torch_dtype_info(out_dtype)[0]
             split = ("auto", 0, "") if splitk == "auto" else _splitk(fn, splitk)
-            options = (od, use_fast_accum, None if out is None else d(out), profile, split, backend, grad)
+            options = (od, use_fast_accum, None if out is None else d(out), profile, split, backend, grad, opt_in)
             return "torch", (descs, options), "cpu"
     # Anything else: every argument checked as torch's argument parser checks it.
     kind = arr.kind_of(input)
@@ -280,6 +313,7 @@ def _call_args(
         _splitk(fn, splitk),
         _backend(fn, backend),
         _grad(kind, tensors[:6]),
+        opt_in,
     )
     return kind, (descs, options), device
 
@@ -302,6 +336,7 @@ def scaled_mm(
     profile: Optional[Union[str, Profile]] = None,
     splitk: SplitArg = "auto",
     backend: str = "auto",
+    experimental: Optional[bool] = None,
 ) -> Any:
     """``torch._scaled_mm`` of torch 2.7.1 as the profile's GPU computes it, bit for bit (§5).
 
@@ -309,11 +344,13 @@ def scaled_mm(
     or :func:`mmaemu.codes`); the scales are one-element float32 tensors. The result is a new [M, N]
     tensor of ``out_dtype`` (default: the input's dtype), or ``out`` itself. ``profile`` defaults to
     ``MMAEMU_PROFILE``, else ``"hopper"``; ``splitk`` is ``"auto"``, ``1`` or ``(S, scheme)``;
-    ``backend`` is ``"auto"``, ``"reference"``, ``"cpu"`` or ``"cpu:<simd>"``.
+    ``backend`` is ``"auto"``, ``"reference"``, ``"cpu"`` or ``"cpu:<simd>"``; ``experimental=True`` opts in to
+    the experimental row-wise scales (and their bias; None: :func:`experimental`'s context, else
+    ``MMAEMU_EXPERIMENTAL``), which otherwise raise UnsupportedFeatureError.
     """
     kind, args, device = _call_args(
         _FN, input, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out, profile, splitk,
-        backend,
+        backend, experimental,
     )
     _host_only(device)
     dst = None

@@ -65,4 +65,5 @@ def block_scaled_mm(
     shapes: Tuple[str, str],
     globals: Tuple[float, float],
     out: str,
+    experimental: Optional[bool],
 ) -> Tuple[bytes, Warnings]: ...

@@ -30,6 +30,7 @@ class _Config:
     profile: Optional[str]
     splitk: _api.SplitArg
     backend: str
+    experimental: Optional[bool] = None
 
 
 _lock = threading.Lock()
@@ -62,7 +63,8 @@ _SPLITK_ADVICE = re.compile(r"pass splitk=(.+?) if ")
 
 def _emulate(by: str, cfg: _Config, *args: Any, **kwargs: Any) -> Any:
     try:
-        return _api.scaled_mm(*args, **kwargs, profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend)
+        return _api.scaled_mm(*args, **kwargs, profile=cfg.profile, splitk=cfg.splitk, backend=cfg.backend,
+                              experimental=cfg.experimental)
     except SplitKUnknownError as e:
         if e.args and isinstance(e.args[0], str):
             e.args = (_SPLITK_ADVICE.sub(
@@ -83,7 +85,7 @@ def _impl_out(self: Any, mat2: Any, scale_a: Any, scale_b: Any, bias: Any = None
     return _emulate(by, cfg, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum, out=out)
 
 
-def _checked(fn: str, profile: Any, splitk: Any, backend: Any) -> _Config:
+def _checked(fn: str, profile: Any, splitk: Any, backend: Any, experimental: Any = None) -> _Config:
     """The options, checked on entry as a call would check them: an unknown profile (KeyError), a bad
     split or an unknown backend (TypeError, ValueError, KeyError) raise here, not at the first call."""
     name = _api._profile(fn, profile)
@@ -97,7 +99,9 @@ def _checked(fn: str, profile: Any, splitk: Any, backend: Any) -> _Config:
     st = _api.backends_status()
     if backend != "auto" and backend not in st:
         raise ValueError(f"{fn}(): unknown backend {backend!r}; expected 'auto' or one of {', '.join(st)}")
-    return _Config(name, splitk, backend)
+    if experimental is not None and type(experimental) is not bool:
+        raise _api._type_error(fn, "experimental", None, "bool or None", experimental)
+    return _Config(name, splitk, backend, experimental)
 
 
 def _register() -> None:
@@ -121,12 +125,12 @@ def _release() -> None:
 
 
 def install(profile: Optional[Union[str, _api.Profile]] = "hopper", *, splitk: _api.SplitArg = "auto",
-            backend: str = "auto") -> None:
+            backend: str = "auto", experimental: Optional[bool] = None) -> None:
     """Register the emulator as the CPU kernel of ``aten::_scaled_mm`` (and ``_scaled_mm.out``) with these
     options (checked here); a second call changes the options. Every ``torch._scaled_mm`` on CPU tensors
     then runs :func:`mmaemu.scaled_mm`, warnings and errors included."""
     global _installed
-    cfg = _checked("install", profile, splitk, backend)
+    cfg = _checked("install", profile, splitk, backend, experimental)
     with _lock:
         _register()
         _installed = cfg
@@ -148,12 +152,13 @@ def installed() -> bool:
 
 @contextlib.contextmanager
 def patch(profile: Optional[Union[str, _api.Profile]] = "hopper", *, splitk: _api.SplitArg = "auto",
-          backend: str = "auto") -> Iterator[None]:
+          backend: str = "auto", experimental: Optional[bool] = None) -> Iterator[None]:
     """A context in which ``torch._scaled_mm`` on CPU tensors is the emulator with these options (checked
     on entry) for this thread or asyncio task; contexts nest and overlap across threads and tasks (see the
-    module's thread model). Leaving it (in any order) removes exactly this context: this thread's or task's
+    module's thread model); ``experimental`` opts its calls in to (or out of) the experimental modes (None: the
+    caller's :func:`mmaemu.experimental` context, else MMAEMU_EXPERIMENTAL). Leaving it (in any order) removes exactly this context: this thread's or task's
     other contexts decide again, and torch's own behaviour returns when nothing else keeps the registration."""
-    cfg = _checked("patch", profile, splitk, backend)
+    cfg = _checked("patch", profile, splitk, backend, experimental)
     token = object()
     with _lock:
         _register()

@@ -10,6 +10,7 @@ import warnings
 from typing import Any, Optional, Sequence
 
 from . import _core, errors
+from ._api import _experimental
 
 __all__ = ["ScalingType", "SwizzleType", "scaled_mm_v2", "functional_scaled_mm"]
 
@@ -168,12 +169,14 @@ def scaled_mm_v2(
     out_dtype: Any = None,
     contraction_dim: Sequence[int] = (),
     use_fast_accum: bool = False,
+    experimental: Optional[bool] = None,
     **tensorwise: Any,
 ) -> Any:
     """``torch._scaled_mm_v2`` of torch 2.10 on the model (docs/reference.md §12.6): lists of scales, recipes
     (``ScalingType`` values) and swizzles per operand. Tensor-wise calls are :func:`mmaemu.scaled_mm` (its keyword
-    arguments ``profile``, ``splitk``, ``backend`` pass through); MXFP8, NVFP4 and block-wise calls are experimental
-    and warn. ``mat_b`` is [K, N] (for NVFP4 the packed [K / 2, N], float4_e2m1fn_x2 or uint8 where torch lacks it).
+    arguments ``profile``, ``splitk``, ``backend`` pass through); MXFP8, NVFP4 and block-wise calls are experimental:
+    they need the opt-in (``experimental=True``, :func:`mmaemu.experimental` or ``MMAEMU_EXPERIMENTAL=1``; else
+    UnsupportedFeatureError) and warn. ``mat_b`` is [K, N] (for NVFP4 the packed [K / 2, N], float4_e2m1fn_x2 or uint8 where torch lacks it).
     The output dtype defaults to bfloat16."""
     torch = _torch()
     sa, sb = _as_list(scale_a), _as_list(scale_b)
@@ -193,7 +196,8 @@ def scaled_mm_v2(
         from ._api import scaled_mm
 
         return scaled_mm(
-            mat_a, mat_b, sa[0], sb[0], out_dtype=out_dtype, use_fast_accum=use_fast_accum, **tensorwise
+            mat_a, mat_b, sa[0], sb[0], out_dtype=out_dtype, use_fast_accum=use_fast_accum,
+            experimental=experimental, **tensorwise
         )
     if tensorwise:
         raise TypeError(f"unexpected keyword arguments for a block-scaled call: {sorted(tensorwise)}")
@@ -248,8 +252,9 @@ def scaled_mm_v2(
                 missing = "global_scale_b" if len(sa) > 1 else "global_scale_a"
                 raise ValueError(f"For two-level-scaled NVFP4, {missing} must have a value")
             globals_ = (_global(sa, "scale_a"), _global(sb, "scale_b"))
+    opt_in = _experimental("scaled_mm_v2", experimental)
     bits, warned = _core.block_scaled_mm(
-        mode, _PRESET[mode], fa, fb, a, b, m, n, k, xa, xb, shapes, globals_, out_names[out_dtype]
+        mode, _PRESET[mode], fa, fb, a, b, m, n, k, xa, xb, shapes, globals_, out_names[out_dtype], opt_in
     )
     for kind, message in warned:
         warnings.warn(message, getattr(errors, kind), stacklevel=2)

@@ -39,14 +39,15 @@ fn warnings_py(ws: &[Warning]) -> Vec<(String, String)> {
 }
 
 /// The arguments of one call as the Python layer passes them: `((input, mat2, scale_a, scale_b, bias,
-/// scale_result), (out_dtype, use_fast_accum, out, profile, splitk, backend, grad))`.
+/// scale_result), (out_dtype, use_fast_accum, out, profile, splitk, backend, grad, experimental))`; experimental None
+/// is MMAEMU_EXPERIMENTAL's.
 impl<'a, 'py> FromPyObject<'a, 'py> for CallArgs {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<CallArgs> {
         let (
             (input, mat2, scale_a, scale_b, bias, scale_result),
-            (out_dtype, use_fast_accum, out, profile, splitk, backend, grad),
+            (out_dtype, use_fast_accum, out, profile, splitk, backend, grad, experimental),
         ) = obj.extract()?;
         Ok(CallArgs {
             input,
@@ -62,6 +63,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for CallArgs {
             splitk,
             backend,
             grad,
+            experimental,
             catalogue: mmaemu_api::catalogue(),
         })
     }
@@ -83,6 +85,8 @@ pub struct CallArgs {
     backend: String,
     /// A tensor argument requires grad under grad mode (docs/reference.md §5.2 step 7.3).
     grad: bool,
+    /// The opt-in to the experimental modes (None: MMAEMU_EXPERIMENTAL's).
+    experimental: Option<bool>,
     /// The process's catalogue when the call was made: the built-ins and the bundles loaded so far.
     catalogue: std::sync::Arc<mmaemu_api::model::Catalogue>,
 }
@@ -132,6 +136,10 @@ impl CallArgs {
     pub(crate) unsafe fn call(&self, dry: bool) -> Result<ScaledMm<'_>, Error> {
         self.budget(dry)?;
         let strict = env::strict()?;
+        let experimental = match self.experimental {
+            Some(on) => on,
+            None => env::experimental()?,
+        };
         let out = match &self.out {
             None => None,
             Some(o) => Some(o.shadow(dry)?),
@@ -158,6 +166,7 @@ impl CallArgs {
                 splitk: self.splitk.request(),
                 backend: self.backend.clone(),
                 strict,
+                experimental,
             }
         })
     }

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 /// The experimental warning every block-scaled call carries (no recording validates these modes yet).
-fn experimental(mode: &str, preset: &Preset) -> Warning {
+fn experimental_warning(mode: &str, preset: &Preset) -> Warning {
     Warning::new(
         WarningKind::ExperimentalPreset,
         format!(
@@ -21,6 +21,15 @@ fn experimental(mode: &str, preset: &Preset) -> Warning {
              not validated by recordings of a GPU",
             preset.name()
         ),
+    )
+}
+
+/// Without the opt-in, a block-scaled call is outside the validated scope.
+fn opt_in_message(mode: &str) -> String {
+    format!(
+        "{mode} scaling is not supported in mmaemu 0.1 without opting in to experimental modes: it is modelled from \
+         published sources and not yet validated by a recording; opt in with experimental=True or \
+         mmaemu.experimental() in Python, or MMAEMU_EXPERIMENTAL=1"
     )
 }
 
@@ -47,7 +56,7 @@ fn f32s(bytes: &[u8]) -> Vec<f32> {
 type Scaled<'py> = (Bound<'py, PyBytes>, Vec<(String, String)>);
 
 #[pyfunction]
-#[pyo3(signature = (mode, preset, fa, fb, a, b, m, n, k, scale_a, scale_b, shapes, globals, out))]
+#[pyo3(signature = (mode, preset, fa, fb, a, b, m, n, k, scale_a, scale_b, shapes, globals, out, experimental))]
 #[allow(clippy::too_many_arguments)]
 pub fn block_scaled_mm<'py>(
     py: Python<'py>,
@@ -65,8 +74,19 @@ pub fn block_scaled_mm<'py>(
     shapes: (String, String),
     globals: (f32, f32),
     out: &str,
+    experimental: Option<bool>,
 ) -> PyResult<Scaled<'py>> {
     no_panic(|| {
+        // The scope step after torch's checks (docs/reference.md §5.2 step 7): experimental modes are opt-in.
+        let opted_in = match experimental {
+            Some(on) => Ok(on),
+            None => mmaemu_api::env::experimental(),
+        };
+        match opted_in {
+            Ok(true) => {}
+            Ok(false) => return Err(raise(py, &Error::unsupported(opt_in_message(mode)), &[])),
+            Err(e) => return Err(raise(py, &e, &[])),
+        }
         let (a, b, sa, sb) = (a.as_bytes(), b.as_bytes(), scale_a.as_bytes(), scale_b.as_bytes());
         let d = Dims { m, n, k };
         let done = py.detach(|| {
@@ -77,18 +97,21 @@ pub fn block_scaled_mm<'py>(
                     "mxfp8" => {
                         let p = mmaemu_api::catalogue().preset(preset)?;
                         let acc = mx_gemm(&p, format_arg(fa)?, format_arg(fb)?, a, b, d, sa, sb)?;
-                        (acc, experimental("MXFP8 (BlockWise1x32, VEC32_UE8M0)", &p))
+                        (acc, experimental_warning("MXFP8 (BlockWise1x32, VEC32_UE8M0)", &p))
                     }
                     "nvfp4" => {
                         let p = b200_tcgen05_mxf4nvf4();
-                        (nvfp4_gemm(&p, a, b, d, sa, sb)?, experimental("NVFP4 (BlockWise1x16, VEC16_UE4M3)", &p))
+                        (
+                            nvfp4_gemm(&p, a, b, d, sa, sb)?,
+                            experimental_warning("NVFP4 (BlockWise1x16, VEC16_UE4M3)", &p),
+                        )
                     }
                     "blockwise" => {
                         let p = mmaemu_api::catalogue().preset(preset)?;
                         let (xa, xb) = (f32s(sa), f32s(sb));
                         let (ha, hb) = (shape_arg(&shapes.0)?, shape_arg(&shapes.1)?);
                         let acc = blockwise_gemm(&p, format_arg(fa)?, format_arg(fb)?, a, b, d, (&xa, ha), (&xb, hb))?;
-                        (acc, experimental("block-wise 1x128/128x128 scaling (VEC128_32F, BLK128x128_32F)", &p))
+                        (acc, experimental_warning("block-wise 1x128/128x128 scaling (VEC128_32F, BLK128x128_32F)", &p))
                     }
                     _ => return Err(Error::invalid_value(format!("unknown block-scaled mode '{mode}'"))),
                 };

@@ -59,7 +59,7 @@ def test_unsupported_feature() -> None:
     rowwise_a, rowwise_b = torch.ones(16, 1), torch.ones(1, 16)
     with pytest.raises(mmaemu.UnsupportedFeatureError, match="row-wise scales are modelled on sm_90 and sm_89"):
         mmaemu.scaled_mm(fp8(16, 32), fp8(16, 32).t(), rowwise_a, rowwise_b, out_dtype=torch.bfloat16,
-                         profile="b200-tcgen05-experimental", splitk=1)
+                         profile="b200-tcgen05-experimental", splitk=1, experimental=True)
     # slow accumulation on b200_mma_sync (§3.4 step 2).
     with pytest.warns(mmaemu.ExperimentalPresetWarning):  # step 8 warns before step 13 raises
         with pytest.raises(mmaemu.UnsupportedFeatureError, match="slow accumulation"):

@@ -30,7 +30,8 @@ def replay(row):
     """The row's call through mmaemu: its bits, or the name of the error it raised."""
     args, kwargs = tensors.scaled_mm_args(row)
     try:
-        out = mmaemu.scaled_mm(*args, **kwargs, profile=row["profile"], splitk=row["split_s"])
+        out = mmaemu.scaled_mm(*args, **kwargs, profile=row["profile"], splitk=row["split_s"],
+                               experimental=row["scope"] in (None, "in"))
     except (mmaemu.UnsupportedFeatureError, mmaemu.ReferenceRejectsError) as e:
         return ("error", type(e).__name__)
     return ("bits", out.contiguous().view(WIDTH_INT[out.element_size()]).numpy().tobytes())

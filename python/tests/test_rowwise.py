@@ -1,7 +1,8 @@
 """Row-wise scales and bias (docs/reference.md §4.2): ``mmaemu.scaled_mm`` and ``torch._scaled_mm`` under ``patch``
 return, for every output, the validated accumulator (the tensor-wise call with unit scales and float32 out) scaled
 as CUTLASS f8f8bf16_rowwise's epilogue does, within PyTorch's own row-wise tolerance of an exact emulation, with an
-experimental warning; torch 2.7.1's rejections (float32 out, e5m2 mat2, bias dtype) match."""
+experimental warning, once opted in; torch 2.7.1's rejections (float32 out, e5m2 mat2, bias dtype) match; without the
+opt-in the call raises UnsupportedFeatureError, as the 0.1 contract says."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ import torch
 import mmaemu
 
 ONE = torch.tensor(1.0)
+
+
+@pytest.fixture(autouse=True)
+def opted_in(monkeypatch):
+    """The tests of the model opt in through MMAEMU_EXPERIMENTAL; the opt-in itself is tested below without it."""
+    monkeypatch.setenv("MMAEMU_EXPERIMENTAL", "1")
 
 
 def operands(m: int, n: int, k: int, seed: int):
@@ -100,3 +107,52 @@ def test_ada_needs_an_explicit_split() -> None:
         mmaemu.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16, profile="ada")
     with pytest.warns(mmaemu.ExperimentalPresetWarning):
         mmaemu.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16, profile="ada", splitk=1)
+
+
+def test_without_the_opt_in_rowwise_is_out_of_scope(monkeypatch) -> None:
+    """No opt-in: UnsupportedFeatureError from scaled_mm, torch._scaled_mm under patch and explain, with or without a
+    bias, on either profile; torch's rejections still come first."""
+    monkeypatch.delenv("MMAEMU_EXPERIMENTAL")
+    a, w, sa, sb, bias = operands(16, 32, 128, 4)
+    for profile in ["hopper", "ada"]:
+        for b in [None, bias]:
+            with pytest.raises(mmaemu.UnsupportedFeatureError, match="row-wise scales are not supported in mmaemu 0.1"):
+                mmaemu.scaled_mm(a, w.t(), sa, sb, bias=b, out_dtype=torch.bfloat16, profile=profile)
+            with mmaemu.patch(profile=profile):
+                with pytest.raises(mmaemu.UnsupportedFeatureError, match="MMAEMU_EXPERIMENTAL=1"):
+                    torch._scaled_mm(a, w.t(), sa, sb, bias=b, out_dtype=torch.bfloat16)
+            plan = mmaemu.explain(a, w.t(), sa, sb, bias=b, out_dtype=torch.bfloat16, profile=profile)
+            assert plan.validation.name == "UnsupportedFeatureError", plan.validation
+    with pytest.raises(mmaemu.ReferenceRejectsError, match="Only bf16 high precision output types"):
+        mmaemu.scaled_mm(a, w.t(), sa, sb, out_dtype=torch.float32, profile="hopper")
+
+
+def test_the_four_ways_in(monkeypatch) -> None:
+    """experimental=True, mmaemu.experimental(), patch(experimental=True) and MMAEMU_EXPERIMENTAL=1 each give the
+    same bits; a call's experimental=False and mmaemu.experimental(False) opt out under the variable."""
+    monkeypatch.delenv("MMAEMU_EXPERIMENTAL")
+    a, w, sa, sb, bias = operands(16, 32, 128, 6)
+    kw = dict(bias=bias, out_dtype=torch.bfloat16, profile="hopper")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = mmaemu.scaled_mm(a, w.t(), sa, sb, **kw, experimental=True)
+        with mmaemu.experimental():
+            mmaemu.testing.assert_bitwise_equal(mmaemu.scaled_mm(a, w.t(), sa, sb, **kw), want)
+            with pytest.raises(mmaemu.UnsupportedFeatureError):
+                mmaemu.scaled_mm(a, w.t(), sa, sb, **kw, experimental=False)
+        with mmaemu.patch(profile="hopper", experimental=True):
+            got = torch._scaled_mm(a, w.t(), sa, sb, bias=bias, out_dtype=torch.bfloat16)
+            mmaemu.testing.assert_bitwise_equal(got, want)
+        monkeypatch.setenv("MMAEMU_EXPERIMENTAL", "1")
+        mmaemu.testing.assert_bitwise_equal(mmaemu.scaled_mm(a, w.t(), sa, sb, **kw), want)
+        with mmaemu.experimental(False):
+            with pytest.raises(mmaemu.UnsupportedFeatureError):
+                mmaemu.scaled_mm(a, w.t(), sa, sb, **kw)
+    monkeypatch.setenv("MMAEMU_EXPERIMENTAL", "yes")
+    with pytest.raises(ValueError, match="MMAEMU_EXPERIMENTAL"):
+        mmaemu.scaled_mm(a, w.t(), sa, sb, **kw)
+    with pytest.raises(TypeError, match="experimental"):
+        mmaemu.scaled_mm(a, w.t(), sa, sb, **kw, experimental=1)
+    with pytest.raises(TypeError, match="experimental"):
+        with mmaemu.patch(profile="hopper", experimental="yes"):
+            pass

@@ -46,6 +46,7 @@ def test_signature_equals_the_live_schema(fn) -> None:
         ("profile", P.KEYWORD_ONLY, None),
         ("splitk", P.KEYWORD_ONLY, "auto"),
         ("backend", P.KEYWORD_ONLY, "auto"),
+        ("experimental", P.KEYWORD_ONLY, None),
     ]
 
 

@@ -32,6 +32,12 @@ def fp8(g, shape, lo=-2.0, hi=2.0):
     return (torch.rand(shape, generator=g) * (hi - lo) + lo).to(torch.float8_e4m3fn)
 
 
+@pytest.fixture(autouse=True)
+def opted_in(monkeypatch):
+    """The block-scaled modes are experimental: these tests opt in (the opt-in itself is tested below)."""
+    monkeypatch.setenv("MMAEMU_EXPERIMENTAL", "1")
+
+
 def call(*args, **kw):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -150,3 +156,23 @@ def test_tensorwise_goes_to_scaled_mm():
     got = mmaemu.functional.scaled_mm(a, bt.t(), one, ScalingType.TensorWise, one, ScalingType.TensorWise)
     want = mmaemu.scaled_mm(a, bt.t(), one, one, out_dtype=torch.bfloat16)
     assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+
+
+def test_block_scaled_calls_need_the_opt_in(monkeypatch):
+    """Without the opt-in every block-scaled mode raises UnsupportedFeatureError after torch's checks; with
+    experimental=True or mmaemu.experimental() it computes the same bits as under MMAEMU_EXPERIMENTAL=1."""
+    g = torch.Generator().manual_seed(11)
+    a, bt = fp8(g, (32, 64)), fp8(g, (32, 64))
+    s = to_blocked(torch.full((32, 2), 127, dtype=torch.uint8)).view(torch.float8_e8m0fnu)
+    mx = dict(swizzle_a=SwizzleType.SWIZZLE_32_4_4, swizzle_b=SwizzleType.SWIZZLE_32_4_4)
+    args = (a, bt.t(), s, ScalingType.BlockWise1x32, s, ScalingType.BlockWise1x32)
+    want = call(*args, **mx)
+    monkeypatch.delenv("MMAEMU_EXPERIMENTAL")
+    with pytest.raises(UnsupportedFeatureError, match="not supported in mmaemu 0.1 without opting in"):
+        mmaemu.functional.scaled_mm(*args, **mx)
+    mmaemu.testing.assert_bitwise_equal(call(*args, **mx, experimental=True), want)
+    with mmaemu.experimental():
+        mmaemu.testing.assert_bitwise_equal(call(*args, **mx), want)
+    # torch's own checks come first.
+    with pytest.raises(ValueError):
+        mmaemu.functional.scaled_mm(a, bt.t(), s[:5], ScalingType.BlockWise1x32, s, ScalingType.BlockWise1x32, **mx)

@@ -55,6 +55,9 @@ pub struct CallArgs {
     /// Split-K: auto, an integer S, or S,scheme.
     #[arg(long, default_value = "auto")]
     pub splitk: String,
+    /// Opt in to the experimental modes (row-wise scales, with or without --bias); also MMAEMU_EXPERIMENTAL=1.
+    #[arg(long)]
+    pub experimental: bool,
 }
 
 impl CallArgs {

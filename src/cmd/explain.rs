@@ -40,6 +40,8 @@ pub struct Case {
     pub rowwise: bool,
     /// The bias dtype (`--bias`), if any.
     pub bias: Option<String>,
+    /// The opt-in to the experimental modes (`--experimental`; MMAEMU_EXPERIMENTAL=1 also opts in).
+    pub experimental: bool,
     /// Profile name (None: MMAEMU_PROFILE or the default).
     pub profile: Option<String>,
     /// The split request.
@@ -67,6 +69,7 @@ impl Default for Case {
             scale_result: None,
             rowwise: false,
             bias: None,
+            experimental: false,
             profile: None,
             splitk: SplitRequest::Auto,
             layout: "std".into(),
@@ -134,6 +137,7 @@ pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
         splitk: c.splitk.clone(),
         backend: c.backend.clone(),
         strict: env::strict().map_err(bad)?,
+        experimental: c.experimental || env::experimental().map_err(bad)?,
     };
     Ok(call.explain_on(&OnPlacement(c.device.unwrap_or_else(Placement::auto))))
 }
@@ -358,6 +362,7 @@ pub fn run(args: ExplainArgs) -> CommandResult {
         scale_result: call.scale_result,
         rowwise: call.scales == "rowwise",
         bias: call.bias,
+        experimental: call.experimental,
         profile: call.profile,
         splitk,
         layout: args.layout,

@@ -25,6 +25,12 @@ use crate::splitk::{resolve_splitk, SplitDecision, SplitKey, SplitRequest};
 use crate::tensor::{is_col_major, is_contiguous, is_row_major, Tensor, View};
 use crate::warning::{Warning, WarningKind};
 
+/// Step 7.2 without the opt-in: row-wise scales (and a bias with them) stay outside the validated scope.
+pub const ROWWISE_OPT_IN: &str = "row-wise scales are not supported in mmaemu 0.1 without opting in to experimental \
+     modes: the row-wise kernel (CUTLASS f8f8bf16_rowwise, with its bias) is modelled from its source and not yet \
+     validated by a recording; opt in with experimental=True or mmaemu.experimental() in Python, --experimental on the \
+     command line, or MMAEMU_EXPERIMENTAL=1";
+
 /// A scale tensor (`scale_a`, `scale_b`, `scale_result`): dtype, shape and element values (as f64; a
 /// float32 scale's value is `value as f32`, i.e. the f64 value rounded to nearest even).
 #[derive(Clone, Debug, PartialEq)]
@@ -112,6 +118,9 @@ pub struct ScaledMm<'a> {
     pub backend: String,
     /// Strict split-K mode (no envelope inference).
     pub strict: bool,
+    /// Opt-in to the experimental scaling modes (row-wise scales, with or without a bias): without it they raise
+    /// UnsupportedFeatureError, as the 0.1 contract and the recordings' `out:row-wise` rows say (§5.2 step 7).
+    pub experimental: bool,
 }
 
 /// The outcome of `explain`'s validation.
@@ -306,6 +315,7 @@ impl<'a> ScaledMm<'a> {
             splitk: SplitRequest::Auto,
             backend: "auto".into(),
             strict: false,
+            experimental: false,
         }
     }
 
@@ -338,11 +348,14 @@ impl<'a> ScaledMm<'a> {
                 Error::unsupported(
                     "bias is not supported with tensor-wise scales: torch 2.7.1 adds it in cuBLASLt's EPILOGUE_BIAS, \
                      whose add precision and fusion cuBLAS does not document (pass bias=None and add it yourself; \
-                     with row-wise scales the bias is modelled, experimentally)",
+                     with row-wise scales and experimental modes on, the bias is modelled)",
                 ),
             ));
         }
         if scaling == Scaling::RowWise {
+            if !self.experimental {
+                return Err(fail(p, Error::unsupported(ROWWISE_OPT_IN)));
+            }
             return self.prepare_rowwise(dry, profile, fa, fb, od, backends);
         }
         // Step 8: maturity warning.

@@ -66,7 +66,8 @@ def simulate(row: Dict[str, Any], case: Case) -> Tuple[Optional[Dict[str, Any]],
     except (TypeError, RuntimeError, ValueError) as e:
         return None, f"torch {torch.__version__} cannot build the call: {e}"
     try:
-        out = mmaemu.scaled_mm(*args, **kwargs, profile=row["profile"], splitk=1)
+        # A GPU computes what torch accepts: the simulated device opts in to the experimental modes.
+        out = mmaemu.scaled_mm(*args, **kwargs, profile=row["profile"], splitk=1, experimental=True)
     except UnsupportedFeatureError as e:
         row.update(expected=("error", "UnsupportedFeatureError"), scope=f"out:{case.scaling}",
                    note=f"simulated: mmaemu {mmaemu.__version__} refuses the call: {e}")
