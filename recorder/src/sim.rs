@@ -216,6 +216,8 @@ impl SimDevice {
         call.profile = ProfileArg::Value(Box::new(self.profile.clone()));
         call.splitk = splitk;
         call.backend = "reference".into();
+        // The device computes whatever it accepts: the simulated one opts in to the experimental modes.
+        call.experimental = true;
         let out = match call.run_with(&self.engine) {
             Ok(o) => o,
             // A recipe the model does not compute (or whose torch 2.7.1 checks refuse what cuBLASLt would

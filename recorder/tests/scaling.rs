@@ -81,6 +81,12 @@ fn simulated_recipes_are_rows_that_replay_or_skips_that_say_why() {
     // Every tensor-wise case is a row: 3 shapes x 2 accumulations x 2 scale pairs.
     let tensorwise = rec.rows.iter().filter(|r| r.call.as_ref().and_then(|c| c.scale_a.as_ref()).is_none()).count();
     assert_eq!(tensorwise, 12);
+    // The simulated device computes the row-wise recipe as a GPU would (opted in to the experimental modes): a row
+    // for each of 3 shapes x 2 accumulations.
+    let rowwise = rec.rows.iter().filter(|r| {
+        r.call.as_ref().and_then(|c| c.scale_a.as_ref()).is_some_and(|a| a.scaling == Some(Scaling::RowWise))
+    });
+    assert_eq!(rowwise.count(), 6);
     for row in rec.rows.iter().filter(|r| r.call.is_some()) {
         // A recipe row names its scale tensors in the call object; the scalar columns are null.
         let call = row.call.as_ref().unwrap();
