@@ -157,3 +157,74 @@ fn explain_cases_one_line_each() {
     assert_eq!(lines[1]["validation"]["error"], "ReferenceRejectsError");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The block-scaled modes (docs/reference.md §12.7): explain names each mode's cuBLASLt scale modes, preset, plan and
+/// sources with the opt-in, says UnsupportedFeatureError without it, and applies torch's checks first, in the
+/// Python layer's order (bias, out dtype, K multiple of 16, use_fast_accum, the profile's GPU). The plan's counts
+/// are checked on seeded shapes against the contract's arithmetic: M·N chains, ceil(K / block) scale blocks.
+#[test]
+fn block_scaled_modes_explained() {
+    // (word, the profile that runs it, another that cannot, cuBLASLt scale mode, preset, block)
+    let b200 = "b200-tcgen05-experimental";
+    let modes = [
+        ("block128", "hopper", b200, "VEC128_32F x VEC128_32F", "hopper", 128),
+        ("block128x128", "hopper", b200, "VEC128_32F x BLK128x128_32F", "hopper", 128),
+        ("mx", b200, "hopper", "VEC32_UE8M0", "b200_tcgen05", 32),
+        ("nvfp4", b200, "hopper", "VEC16_UE4M3", "b200_tcgen05_mxf4nvf4", 16),
+    ];
+    let seed: u64 = 0x45_2026_1206;
+    let mut state = seed;
+    let mut draw = |lo: u64, hi: u64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        lo + (state >> 33) % (hi - lo + 1)
+    };
+    for (word, good, bad, scale_mode, preset, block) in modes {
+        let (m, n, k) = (draw(1, 300), 16 * draw(1, 20), 16 * draw(1, 40));
+        let shape = [m.to_string(), n.to_string(), k.to_string()];
+        let args = |extra: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = shape.to_vec();
+            v.extend(["--scales", word, "--profile", good].iter().map(|s| s.to_string()));
+            v.extend(extra.iter().map(|s| s.to_string()));
+            v
+        };
+        let ctx = format!("seed {seed:#x}: {word} M={m} N={n} K={k}");
+        let refs = |v: &[String]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (code, v) = explain_json(&refs(&args(&[])).iter().map(|s| s.as_str()).collect::<Vec<_>>());
+        assert_eq!((code, v["validation"]["error"].as_str()), (1, Some("UnsupportedFeatureError")), "{ctx}: {v}");
+        let on = args(&["--experimental"]);
+        let (code, v) = explain_json(&on.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+        assert_eq!((code, v["validation"].as_str()), (0, Some("ok")), "{ctx}: {v}");
+        assert_eq!((v["profile"].as_str(), v["preset"].as_str()), (Some(good), Some(preset)), "{ctx}: {v}");
+        let kernel = v["kernel"].as_str().unwrap_or_default();
+        let chains = format!("{} outputs, one chain each over K = {k}", m * n);
+        let blocks = format!("{} ", k.div_ceil(block));
+        for want in [scale_mode, preset, &chains, &blocks, "modelled from", "epilogue bfloat16"] {
+            assert!(kernel.contains(want), "{ctx}: kernel lacks '{want}': {kernel}");
+        }
+        assert!(v["warnings"][0].as_str().unwrap().starts_with("ExperimentalPresetWarning"), "{ctx}: {v}");
+        // torch's checks come first, in order; each the first error of a call with the later faults too.
+        let fails = [
+            (vec!["--bias", "bf16", "--out", "e4m3", "--fast"], "UnsupportedFeatureError", "bias"),
+            (vec!["--out", "e4m3", "--fast"], "ValueError", "out_dtype"),
+            (vec!["--fast"], "ValueError", "use_fast_accum"),
+        ];
+        for (extra, error, text) in fails {
+            let (code, v) = explain_json(&args(&extra).iter().map(|s| s.as_str()).collect::<Vec<_>>());
+            assert_eq!((code, v["validation"]["error"].as_str()), (1, Some(error)), "{ctx} {extra:?}: {v}");
+            assert!(v["validation"]["message"].as_str().unwrap().contains(text), "{ctx} {extra:?}: {v}");
+        }
+        let ragged = [m.to_string(), n.to_string(), (k + 8).to_string(), "--scales".into(), word.into()];
+        let (_, v) = explain_json(&[&ragged.iter().map(|s| s.as_str()).collect::<Vec<_>>()[..], &["--fast"]].concat());
+        assert!(v["validation"]["message"].as_str().unwrap().contains("divisible by 16"), "{ctx}: {v}");
+        let wrong =
+            [&shape.iter().map(|s| s.as_str()).collect::<Vec<_>>()[..], &["--scales", word, "--profile", bad]].concat();
+        let (code, v) = explain_json(&[&wrong[..], &["--experimental"]].concat());
+        assert_eq!((code, v["validation"]["error"].as_str()), (1, Some("ReferenceRejectsError")), "{ctx}: {v}");
+        // trace and attribute do not take block-scaled calls: a usage error.
+        let out = mmaemu()
+            .args(["trace", "--m", "16", "--n", "16", "--k", "32", "--scales", word, "--experimental"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{ctx}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

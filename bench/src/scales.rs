@@ -2,6 +2,7 @@
 //! (the plan's accumulator), row-wise with or without a bias (the accumulator through the CUTLASS row-wise
 //! epilogue), block-wise 1x128 and MXFP8 — over seeded scales, on an engine or on the model.
 
+use mmaemu_model::block_call::SCALING_NAMES;
 use mmaemu_model::block_gemm::{blockwise_gemm_on, mx_gemm_on, BlockShape, Dims, BLOCKWISE_K};
 use mmaemu_model::blocked_layout::to_blocked;
 use mmaemu_model::cutlass_rowwise::{RowwiseEpilogue, RowwiseKernel};
@@ -26,8 +27,8 @@ pub enum Scales {
 }
 
 impl Scales {
-    /// Every mode's name, as `--scales` takes it.
-    pub const NAMES: [&'static str; 4] = ["tensorwise", "rowwise", "block128", "mx"];
+    /// Every mode's name, as `--scales` takes it: the words of the model's one list.
+    pub const NAMES: [&'static str; 4] = [SCALING_NAMES[0], SCALING_NAMES[1], SCALING_NAMES[2], SCALING_NAMES[4]];
 
     /// The mode of a name.
     pub fn from_name(name: &str) -> Option<Scales> {

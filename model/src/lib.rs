@@ -5,6 +5,7 @@
 // The model is written to be obviously right; the fast kernels live in `mmaemu-kernels` and must equal it bit for bit.
 
 pub mod accumulate;
+pub mod block_call;
 pub mod block_gemm;
 pub mod block_scale;
 pub mod blocked_layout;

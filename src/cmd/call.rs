@@ -4,6 +4,7 @@
 
 use super::CommandError;
 use clap::Args;
+use mmaemu_api::model::block_call::{BlockMode, SCALING_NAMES};
 use mmaemu_api::model::dtype::Dtype;
 use mmaemu_api::model::epilogue::{f32_to_bf16, f32_to_f16};
 use mmaemu_api::model::scaled_mm::{BiasSpec, ScaleTensor};
@@ -43,8 +44,9 @@ pub struct CallArgs {
     #[arg(long)]
     pub scale_result: Option<f32>,
     /// Scaling: tensorwise (one scale each), or rowwise: scale_a (M, 1) holds scale_a · r(i) and scale_b (1, N)
-    /// scale_b · r(j), with r(i) = 0.25 + 0.0625 · ((7 i) mod 16) (the recording format's `rowwise` scale).
-    #[arg(long, default_value = "tensorwise", value_parser = ["tensorwise", "rowwise"])]
+    /// scale_b · r(j), with r(i) = 0.25 + 0.0625 · ((7 i) mod 16) (the recording format's `rowwise` scale); explain
+    /// also takes the block-scaled modes block128 (1x128 x 1x128), block128x128 (1x128 x 128x128), mx and nvfp4.
+    #[arg(long, default_value = "tensorwise", value_parser = SCALING_NAMES)]
     pub scales: String,
     /// A bias of N elements of this dtype (bf16, fp16, fp32), element j = 0.125 j - 1 (the recording format's).
     #[arg(long)]
@@ -55,7 +57,8 @@ pub struct CallArgs {
     /// Split-K: auto, an integer S, or S,scheme.
     #[arg(long, default_value = "auto")]
     pub splitk: String,
-    /// Opt in to the experimental modes (row-wise scales, with or without --bias); also MMAEMU_EXPERIMENTAL=1.
+    /// Opt in to the experimental modes (row-wise scales, with or without --bias, and the block-scaled modes); also
+    /// MMAEMU_EXPERIMENTAL=1.
     #[arg(long)]
     pub experimental: bool,
 }
@@ -78,11 +81,25 @@ fn rowwise_pattern(i: usize) -> f64 {
     0.25 + 0.0625 * ((7 * i as u64) % 16) as f64
 }
 
-/// The scale tensors of a call: tensor-wise scalars, or row-wise (M, 1) and (1, N) vectors of the pattern times
-/// the given scales (each product rounded once to fp32).
-pub fn call_scales(rowwise: bool, scale_a: f32, scale_b: f32, m: usize, n: usize) -> (ScaleTensor, ScaleTensor) {
-    if !rowwise {
-        return (ScaleTensor::scalar(scale_a), ScaleTensor::scalar(scale_b));
+/// The scale tensors of a call (`scales` a word of `--scales`): tensor-wise scalars, or row-wise (M, 1) and (1, N)
+/// vectors of the pattern times the given scales (each product rounded once to fp32). A block-scaled mode is a usage
+/// error here: only `explain` describes those calls.
+pub fn call_scales(
+    scales: &str,
+    scale_a: f32,
+    scale_b: f32,
+    m: usize,
+    n: usize,
+) -> Result<(ScaleTensor, ScaleTensor), CommandError> {
+    if let Some(mode) = BlockMode::from_name(scales) {
+        return Err(CommandError::bad_input(format!(
+            "--scales {}: {} calls are described by `mmaemu explain`; trace and attribute take tensorwise or rowwise",
+            mode.name(),
+            mode.label()
+        )));
+    }
+    if scales != "rowwise" {
+        return Ok((ScaleTensor::scalar(scale_a), ScaleTensor::scalar(scale_b)));
     }
     let vector = |s: f32, len: usize, shape: Vec<usize>| ScaleTensor {
         dtype: Dtype::Float32,
@@ -90,7 +107,7 @@ pub fn call_scales(rowwise: bool, scale_a: f32, scale_b: f32, m: usize, n: usize
         values: (0..len).map(|i| (s as f64 * rowwise_pattern(i)) as f32 as f64).collect(),
         contiguous: true,
     };
-    (vector(scale_a, m, vec![m, 1]), vector(scale_b, n, vec![1, n]))
+    Ok((vector(scale_a, m, vec![m, 1]), vector(scale_b, n, vec![1, n])))
 }
 
 /// The bias of a call (`--bias DTYPE`): N elements, element j = 0.125 j - 1 in the dtype, held as its exact value.

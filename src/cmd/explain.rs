@@ -4,10 +4,13 @@
 use super::call::CallArgs;
 use super::{CommandError, CommandResult, Exit};
 use mmaemu_api::env;
+use mmaemu_api::model::block_call::{BlockMode, BlockScaledCall};
+use mmaemu_api::model::block_gemm::Dims;
 use mmaemu_api::model::dtype::Dtype;
-use mmaemu_api::model::scaled_mm::{CallPlan, ScaleTensor, ScaledMm, Validation};
+use mmaemu_api::model::scaled_mm::{resolve_profile, CallPlan, ScaleTensor, ScaledMm, Validation};
 use mmaemu_api::model::splitk::{SplitDecision, SplitRequest};
 use mmaemu_api::model::tensor::{Tensor, View};
+use mmaemu_api::model::Catalogue;
 use mmaemu_api::registry::{OnPlacement, Placement};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -36,8 +39,8 @@ pub struct Case {
     pub scale_b: f32,
     /// scale_result: the output scale, if given.
     pub scale_result: Option<f32>,
-    /// Row-wise scales (`--scales rowwise`).
-    pub rowwise: bool,
+    /// The scaling mode (`--scales`: a word of `SCALING_NAMES`).
+    pub scales: String,
     /// The bias dtype (`--bias`), if any.
     pub bias: Option<String>,
     /// The opt-in to the experimental modes (`--experimental`; MMAEMU_EXPERIMENTAL=1 also opts in).
@@ -67,7 +70,7 @@ impl Default for Case {
             scale_a: 1.0,
             scale_b: 1.0,
             scale_result: None,
-            rowwise: false,
+            scales: "tensorwise".into(),
             bias: None,
             experimental: false,
             profile: None,
@@ -121,7 +124,10 @@ pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
         storage: vec![],
     });
     let catalogue = mmaemu_api::catalogue();
-    let (scale_a, scale_b) = super::call::call_scales(c.rowwise, c.scale_a, c.scale_b, c.m, c.n);
+    if let Some(mode) = BlockMode::from_name(&c.scales) {
+        return explain_block(c, mode, &catalogue);
+    }
+    let (scale_a, scale_b) = super::call::call_scales(&c.scales, c.scale_a, c.scale_b, c.m, c.n)?;
     let call = ScaledMm {
         input,
         mat2,
@@ -140,6 +146,31 @@ pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
         experimental: c.experimental || env::experimental().map_err(bad)?,
     };
     Ok(call.explain_on(&OnPlacement(c.device.unwrap_or_else(Placement::auto))))
+}
+
+/// Explain a block-scaled call (docs/reference.md §12.7): the model's checks and description of it, on the profile
+/// of `--profile`, MMAEMU_PROFILE or hopper. `--splitk` and `--layout` do not apply (usage error).
+fn explain_block(c: &Case, mode: BlockMode, catalogue: &Catalogue) -> Result<CallPlan, CommandError> {
+    let bad = |e: mmaemu_api::model::Error| CommandError::bad_input(e.message());
+    if c.splitk != SplitRequest::Auto || c.layout != "std" {
+        return Err(CommandError::bad_input(format!(
+            "--splitk and --layout do not apply to --scales {}: a block-scaled call runs one chain per output into \
+             a new tensor",
+            mode.name()
+        )));
+    }
+    let fp8 = (mode != BlockMode::Nvfp4).then(|| (dtype_arg(&c.a), dtype_arg(&c.b)));
+    let call = BlockScaledCall {
+        mode,
+        dims: Dims { m: c.m, n: c.n, k: c.k },
+        dtypes: fp8,
+        out: c.out.as_deref().map_or(Dtype::BFloat16, dtype_arg),
+        fast: c.fast,
+        bias: c.bias.is_some(),
+        experimental: c.experimental || env::experimental().map_err(bad)?,
+    };
+    let profile = env::profile_arg(c.profile.as_deref()).map_err(bad)?;
+    Ok(call.explain(resolve_profile(&profile, catalogue)))
 }
 
 /// A split decision as JSON.
@@ -170,7 +201,7 @@ pub fn plan_json(p: &CallPlan) -> Value {
         "fallbacks": p.fallbacks,
         "warnings": p.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
     });
-    // Only a call that runs a modelled kernel (row-wise scales) names it.
+    // Only a call that runs a modelled kernel (row-wise and block-scaled calls) names it.
     if let (Some(kernel), Some(o)) = (&p.kernel, v.as_object_mut()) {
         o.insert("kernel".into(), json!(kernel));
     }
@@ -186,7 +217,11 @@ pub fn plan_text(c: &Case, p: &CallPlan) -> String {
         c.k,
         c.a,
         c.b,
-        c.out.as_deref().unwrap_or("default (input dtype)"),
+        c.out.as_deref().unwrap_or(if BlockMode::from_name(&c.scales).is_some() {
+            "default (bfloat16)"
+        } else {
+            "default (input dtype)"
+        }),
         c.fast,
         c.device.unwrap_or_else(Placement::auto).name()
     );
@@ -360,7 +395,7 @@ pub fn run(args: ExplainArgs) -> CommandResult {
         scale_a: call.scale_a,
         scale_b: call.scale_b,
         scale_result: call.scale_result,
-        rowwise: call.scales == "rowwise",
+        scales: call.scales,
         bias: call.bias,
         experimental: call.experimental,
         profile: call.profile,

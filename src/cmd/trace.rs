@@ -166,7 +166,7 @@ pub fn with_call<R>(
     let a = make(Operand::A, da.name(), m, element.map(|e| e.0)).map_err(bad)?;
     let b = make(Operand::B, db.name(), n, element.map(|e| e.1)).map_err(bad)?;
     let catalogue = mmaemu_api::catalogue();
-    let (scale_a, scale_b) = super::call::call_scales(f.scales == "rowwise", f.scale_a, f.scale_b, m, n);
+    let (scale_a, scale_b) = super::call::call_scales(&f.scales, f.scale_a, f.scale_b, m, n)?;
     let call = ScaledMm {
         input: View { dtype: da, shape: vec![m, k], strides: vec![k, 1], offset: 0, storage: &a },
         mat2: View { dtype: db, shape: vec![k, n], strides: vec![1, k], offset: 0, storage: &b },
