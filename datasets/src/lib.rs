@@ -17,6 +17,7 @@ mod merge;
 pub mod platform;
 mod read;
 mod row;
+mod scale_tensor;
 mod schema;
 pub mod select;
 pub mod shard;

@@ -121,16 +121,7 @@ fn mat2(row: &Row, spec: &MatSpec, n: usize, k: usize) -> Result<Operand, String
 }
 
 fn scale_tensor(spec: &ScaleSpec) -> Result<ScaleTensor, String> {
-    let shape: Vec<usize> = spec.shape.iter().map(|&x| usize_of(x, "scale shape")).collect::<Result<_, _>>()?;
-    let count = limits::product(&shape.iter().map(|&x| x as u64).collect::<Vec<_>>());
-    limits::check_in_force("a scale tensor", count.and_then(|c| c.checked_mul(8)))?;
-    let n = count.unwrap_or(0) as usize;
-    Ok(ScaleTensor {
-        dtype: Dtype::from_name(&spec.dtype),
-        values: (0..n).map(|i| spec.value.element(i)).collect(),
-        shape,
-        contiguous: true,
-    })
+    spec.model_tensor()
 }
 
 fn scale_from_bits(bits: Option<u32>, what: &str) -> Result<ScaleTensor, String> {
@@ -316,6 +307,9 @@ pub fn compute_scaled_mm_resolved(
     engine: &dyn mmaemu_model::ChainEngine,
     resolved: &Resolved,
 ) -> Result<Computed, String> {
+    if let Some(block) = crate::block_call::mode_of(row) {
+        return crate::block_call::compute(row, block, engine, resolved);
+    }
     let parts = CallParts::of_row_resolved(row, resolved)?;
     let result = parts.call(split_request(row, resolved)?).run_with(engine);
     Ok(match result {

@@ -2,6 +2,7 @@
 //! compared bit for bit through any chain engine. The command line, the trials, the report and the Python tests all
 //! call it.
 
+pub mod block_call;
 pub mod call;
 pub mod engines;
 pub mod files;

@@ -276,49 +276,14 @@ fn parse_version(v: &str) -> Option<(u32, u32)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
-/// The logical values of a scale tensor, row-major over its shape (element i of the value's pattern).
-pub fn logical_values(s: &ScaleSpec) -> Vec<f64> {
-    let count: i64 = s.shape.iter().product();
-    (0..count.max(0) as usize).map(|i| s.value.element(i)).collect()
+/// The logical values of a scale tensor, row-major over its shape (the datasets crate's one builder).
+pub fn logical_values(s: &ScaleSpec) -> Result<Vec<f64>, String> {
+    s.logical_values()
 }
 
-/// One scale element's bytes in the tensor's dtype: fp32 little-endian, or the e8m0 / e4m3 code of a
-/// power of two (the only values the recipes' `pow2` pattern holds); anything else is an error.
-fn encode(dtype: &str, x: f64) -> Result<Vec<u8>, String> {
-    let pow2 = || (x > 0.0 && x.log2().fract() == 0.0).then(|| x.log2() as i32);
-    match dtype {
-        "float32" => Ok((x as f32).to_le_bytes().to_vec()),
-        // e8m0: the biased exponent (bias 127).
-        "float8_e8m0fnu" => match pow2() {
-            Some(e) if (-127..=127).contains(&e) => Ok(vec![(e + 127) as u8]),
-            _ => Err(format!("{x} is not a power of two e8m0 holds")),
-        },
-        // e4m3fn: a normal power of two is the biased exponent (bias 7) in bits 6..3, mantissa 0.
-        "float8_e4m3fn" => match pow2() {
-            Some(e) if (-6..=8).contains(&e) => Ok(vec![((e + 7) as u8) << 3]),
-            _ => Err(format!("{x} is not a normal power of two of e4m3")),
-        },
-        other => Err(format!("scale dtype {other} is not float32, float8_e8m0fnu or float8_e4m3fn")),
-    }
-}
-
-/// The bytes of a scale tensor as its scale pointer sees them: the logical values in the tensor's layout
-/// (row-major, column-major, or cuBLAS's blocked layout with zero padding).
+/// The bytes of a scale tensor as its scale pointer sees them (the datasets crate's one builder).
 pub fn storage_bytes(s: &ScaleSpec) -> Result<Vec<u8>, String> {
-    let width = mmaemu_datasets::dtype_width(&s.dtype).ok_or_else(|| format!("unknown scale dtype {}", s.dtype))?;
-    let elements = s.storage_elements().ok_or_else(|| format!("scale shape {:?} overflows", s.shape))?;
-    let values = logical_values(s);
-    let (rows, cols) = match s.shape.as_slice() {
-        [r, c] => (*r as u64, *c as u64),
-        _ => (1, values.len() as u64),
-    };
-    let mut out = vec![0u8; elements as usize * width];
-    for (i, &x) in values.iter().enumerate() {
-        let (r, c) = (i as u64 / cols.max(1), i as u64 % cols.max(1));
-        let at = ScaleSpec::position(s.layout, rows, cols, r, c) as usize * width;
-        out[at..at + width].copy_from_slice(&encode(&s.dtype, x)?);
-    }
-    Ok(out)
+    s.storage_bytes()
 }
 
 #[cfg(test)]
@@ -352,34 +317,22 @@ mod tests {
     }
 
     #[test]
-    fn encodings_of_powers_of_two() {
-        // e8m0 1.0 = 127, 2^-3 = 124; e4m3 1.0 = 0x38, 8.0 = 0x50, 0.125 = 0x20 (OCP FP8 tables).
-        assert_eq!(encode("float8_e8m0fnu", 1.0).unwrap(), [127]);
-        assert_eq!(encode("float8_e8m0fnu", 0.125).unwrap(), [124]);
-        assert_eq!(encode("float8_e4m3fn", 1.0).unwrap(), [0x38]);
-        assert_eq!(encode("float8_e4m3fn", 8.0).unwrap(), [0x50]);
-        assert_eq!(encode("float8_e4m3fn", 0.125).unwrap(), [0x20]);
-        assert!(encode("float8_e4m3fn", 0.75).is_err());
-        assert!(encode("float8_e8m0fnu", -1.0).is_err());
-        assert_eq!(encode("float32", 0.3125).unwrap(), 0.3125f32.to_le_bytes());
-    }
-
-    #[test]
     fn storage_follows_the_layout() {
         let (a, b) = ScaleRecipe::Blockwise1x128.call_scales(3, 16, 256).unwrap();
         assert_eq!((a.shape.clone(), b.shape.clone()), (vec![3, 2], vec![16, 2]));
         // Column-major: logical (r, c) at c * rows + r.
         let bytes = storage_bytes(&a).unwrap();
         let at = |i: usize| f32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap()) as f64;
-        let v = logical_values(&a);
+        let v = logical_values(&a).unwrap();
         assert_eq!((at(0), at(1), at(3)), (v[0], v[2], v[1]));
         // Blocked: [130, 2] pads to [256, 4]; padding is zero.
         let (ma, _) = ScaleRecipe::Mxfp8.call_scales(130, 16, 64).unwrap();
         let bytes = storage_bytes(&ma).unwrap();
         assert_eq!(bytes.len(), 256 * 4);
-        let v = logical_values(&ma);
+        let v = logical_values(&ma).unwrap();
         let p = ScaleSpec::position(ScaleLayout::Blocked, 130, 2, 129, 1) as usize;
-        assert_eq!(bytes[p], encode("float8_e8m0fnu", v[129 * 2 + 1]).unwrap()[0]);
+        // e8m0 of a power of two 2^e is the biased exponent e + 127.
+        assert_eq!(bytes[p], (v[129 * 2 + 1].log2() as i32 + 127) as u8);
         assert_eq!(bytes.iter().filter(|&&x| x != 0).count(), 260);
         // Row-wise: [m, 1] and [1, n], plain.
         let (ra, rb) = ScaleRecipe::Rowwise.call_scales(5, 32, 64).unwrap();

@@ -208,7 +208,8 @@ impl SimDevice {
         let b = operand_view(fb, [k, n], g.mat2_strides(n, k), g.mat2.offset, &sb);
         let mut call = ScaledMm::new(a, b, inputs.scale_a, inputs.scale_b);
         if let Some(x) = inputs.scales {
-            (call.scale_a, call.scale_b) = (scale_tensor(&x.a), scale_tensor(&x.b));
+            let tensor = |s: &mmaemu_datasets::ScaleSpec| s.model_tensor().map_err(RecordError::Model);
+            (call.scale_a, call.scale_b) = (tensor(&x.a)?, tensor(&x.b)?);
         }
         call.scale_result = inputs.scale_result.map(ScaleTensor::scalar);
         call.out_dtype = Some(Dtype::of_out(out));
@@ -254,16 +255,6 @@ impl SimDevice {
             }
         }
         outcome
-    }
-}
-
-/// The model's scale tensor of a call object's scale: the logical values, row-major (as replay builds it).
-fn scale_tensor(s: &mmaemu_datasets::ScaleSpec) -> ScaleTensor {
-    ScaleTensor {
-        dtype: Dtype::from_name(&s.dtype),
-        shape: s.shape.iter().map(|&d| d.max(0) as usize).collect(),
-        values: crate::scaling::logical_values(s),
-        contiguous: true,
     }
 }
 

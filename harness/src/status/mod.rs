@@ -15,14 +15,17 @@
 // experimental with zero counts (e.g. hopper split-K, b200_mma_sync slow accumulation). The text table prints those as
 // one line per scope; the JSON lists them with the others (`render`).
 
+mod features;
 mod render;
 
+pub use features::features;
 pub use render::{json, text};
 
 use crate::files::FileReport;
 use crate::replay::Verdict;
-use mmaemu_datasets::{DatasetError, Expectation, Op, Row, Truth};
-use mmaemu_model::{Format, OutDtype, Preset};
+use mmaemu_datasets::{DatasetError, Row, Truth};
+use mmaemu_model::block_call::BlockMode;
+use mmaemu_model::{Format, OutDtype, Preset, Profile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -123,99 +126,6 @@ pub struct RowFacts {
     pub verdict: Verdict,
     /// The features the row exercises.
     pub features: Vec<Feature>,
-}
-
-/// The largest finite magnitude code of an FP8 out dtype (its saturation value).
-fn max_code(od: OutDtype) -> Option<u8> {
-    match od {
-        OutDtype::E4m3 => Some(0x7E),
-        OutDtype::E5m2 => Some(0x7B),
-        _ => None,
-    }
-}
-
-/// The features a row exercises (see the comment at the top of this file). Accumulation, split, out dtype, formats
-/// and epilogue paths count only for rows that expect a result; a row that expects an error exercises its
-/// rejection rule.
-pub fn features(row: &Row) -> Vec<Feature> {
-    let mut f = vec![Feature::new(Group::Op, row.op.as_str())];
-    let zero = row.m == 0 || row.n == 0 || row.k == 0;
-    if zero {
-        f.push(Feature::new(Group::Shape, "zero-size"));
-    }
-    if let Some(call) = &row.call {
-        if let Some(out) = &call.out {
-            f.push(Feature::new(Group::OutArg, if out.contiguous { "row-major" } else { "column-major" }));
-            if out.shape != [row.m, row.n] {
-                f.push(Feature::new(Group::OutArg, "resized"));
-            }
-        }
-        let odd = |m: &mmaemu_datasets::MatSpec| m.layout != "std" || m.ld_pad != 0 || m.offset != 0;
-        if odd(&call.mat1) || odd(&call.mat2) {
-            f.push(Feature::new(Group::Layout, "transposed, padded or offset operands"));
-        }
-    }
-    if let Some(scope) = row.scope.as_deref().and_then(|s| s.strip_prefix("out:")) {
-        f.push(Feature::new(Group::Scope, format!("out:{scope}")));
-    }
-    if let Expectation::Error(e) = &row.expected {
-        f.push(Feature::new(Group::Rejection, e.clone()));
-        return f;
-    }
-    if row.op != Op::Mma {
-        if let Some(fast) = row.fast_accum {
-            f.push(Feature::new(Group::Accumulation, if fast { "fast" } else { "slow" }));
-        }
-        let scheme = row.split_scheme.as_deref().unwrap_or("none");
-        let s = row.split_s.unwrap_or(1);
-        f.push(Feature::new(Group::Split, scheme));
-        if s > 1 || scheme != "none" {
-            f.push(Feature::new(Group::SplitS, format!("{scheme} S={s}")));
-        }
-        if row.k % 16 != 0 {
-            f.push(Feature::new(Group::Shape, "ragged K (K % 16 != 0)"));
-        }
-    }
-    f.push(Feature::new(Group::Formats, format!("{} x {}", row.fmt_a, row.fmt_b)));
-    if matches!(row.op, Op::Gemm | Op::ScaledMm) {
-        let out = row.effective_out_dtype();
-        f.push(Feature::new(Group::Out, mmaemu_datasets::torch_dtype_name(out)));
-        let od = OutDtype::from_name(out);
-        let scale_result = row.scale_result.is_some() || row.call.as_ref().is_some_and(|c| c.scale_result.is_some());
-        if let Some(call) = &row.call {
-            // Row-wise scales (and their bias) run CUTLASS f8f8bf16_rowwise (docs/reference.md §4.2).
-            // Row-wise as torch reads it: both scales 2-D, not both of one element.
-            let two_d = |s: &Option<mmaemu_datasets::ScaleSpec>| s.as_ref().is_some_and(|s| s.shape.len() == 2);
-            let single = |s: &Option<mmaemu_datasets::ScaleSpec>| s.as_ref().is_some_and(|s| s.shape == [1, 1]);
-            if two_d(&call.scale_a) && two_d(&call.scale_b) && !(single(&call.scale_a) && single(&call.scale_b)) {
-                f.push(Feature::new(Group::Epilogue, ROWWISE));
-                if call.bias.is_some() {
-                    f.push(Feature::new(Group::Epilogue, ROWWISE_BIAS));
-                }
-            }
-        }
-        match od {
-            Some(OutDtype::BFloat16) => f.push(Feature::new(Group::Epilogue, "double rounding to bfloat16")),
-            Some(OutDtype::Float16) => f.push(Feature::new(Group::Epilogue, "double rounding to float16")),
-            _ => {}
-        }
-        if let Some(max) = od.and_then(max_code) {
-            if scale_result {
-                f.push(Feature::new(Group::Epilogue, "scale_result"));
-            }
-            if let Expectation::Bits(bits) = &row.expected {
-                if bits.iter().any(|&b| b & 0x7F == max) {
-                    f.push(Feature::new(Group::Epilogue, "FP8 saturation (an output at +-max)"));
-                }
-            }
-        } else if scale_result {
-            f.push(Feature::new(Group::Epilogue, "scale_result with a non-FP8 out (unused)"));
-        }
-    }
-    if row.op == Op::Mma && row.k % 16 != 0 {
-        f.push(Feature::new(Group::Shape, "ragged K (K % 16 != 0)"));
-    }
-    f
 }
 
 /// A row's facts.
@@ -416,9 +326,25 @@ pub const ROWWISE: &str = "row-wise scales (CUTLASS f8f8bf16_rowwise)";
 /// The feature of a bias with row-wise scales.
 pub const ROWWISE_BIAS: &str = "bias with row-wise scales";
 
-/// The features a built-in preset or profile is expected to be validated on.
-fn universe(preset: &Preset, profile: bool) -> Vec<Feature> {
+/// The feature of a block-scaled mode (experimental until rows of a GPU validate it), e.g. "MXFP8 scales (cuBLASLt
+/// VEC32_UE8M0)".
+pub fn block_feature(mode: BlockMode) -> String {
+    let (a, b) = mode.scale_modes();
+    let modes = if a == b { a.to_string() } else { format!("{a} x {b}") };
+    format!("{} (cuBLASLt {modes})", mode.label())
+}
+
+/// Does a feature belong to a kernel of its own (row-wise, block-scaled), whose rows are evidence of it alone?
+fn own_kernel(f: &Feature) -> bool {
+    f.group == Group::Epilogue
+        && (f.name == ROWWISE || f.name == ROWWISE_BIAS || BlockMode::ALL.iter().any(|&m| f.name == block_feature(m)))
+}
+
+/// The features a built-in preset (`profile` None) or profile is expected to be validated on: a profile's include
+/// the row-wise kernel and every block-scaled mode its GPU runs ([`BlockMode::runs_on`]).
+fn universe(preset: &Preset, profile: Option<&Profile>) -> Vec<Feature> {
     let mut u = Vec::new();
+    let (on, profile) = (profile, profile.is_some());
     let ops: &[&str] = if profile { &["scaled_mm"] } else { &["mma", "accumulator", "gemm", "scaled_mm"] };
     u.extend(ops.iter().map(|o| Feature::new(Group::Op, *o)));
     u.push(Feature::new(Group::Accumulation, "fast"));
@@ -452,9 +378,12 @@ fn universe(preset: &Preset, profile: bool) -> Vec<Feature> {
     u.push(Feature::new(Group::Shape, "zero-size"));
     u.push(Feature::new(Group::Shape, "ragged K (K % 16 != 0)"));
     u.push(Feature::new(Group::OutArg, "row-major"));
-    if profile {
+    if let Some(p) = on {
         u.push(Feature::new(Group::Epilogue, ROWWISE));
         u.push(Feature::new(Group::Epilogue, ROWWISE_BIAS));
+        for mode in BlockMode::ALL.into_iter().filter(|m| m.runs_on(p)) {
+            u.push(Feature::new(Group::Epilogue, block_feature(mode)));
+        }
     }
     u
 }
@@ -469,15 +398,16 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
         if let Some(p) = &r.profile {
             keys.push((ScopeKind::Profile, p.clone()));
         }
-        // A row-wise call runs another kernel (CUTLASS, docs/reference.md §4.2): its row is evidence of the row-wise
-        // features alone, never of the scope's cuBLASLt pipeline or of its other features; so is a row recorded as
-        // out of scope that can no longer be replayed (it holds no result bits), which counts for its scope alone.
+        // A row-wise call runs another kernel (CUTLASS, docs/reference.md §4.2), a block-scaled call cuBLASLt's
+        // block-scaled kernels (§12): its row is evidence of that kernel's features alone, never of the scope's
+        // tensor-wise pipeline or of its other features; so is a row recorded as out of scope that can no longer be
+        // replayed (it holds no result bits), which counts for its scope alone.
         let out_of_scope = matches!(r.verdict, Verdict::Skip(_)) && r.features.iter().any(|f| f.group == Group::Scope);
-        let apart = out_of_scope || r.features.iter().any(|f| f.name == ROWWISE);
+        let apart = out_of_scope || r.features.iter().any(|f| own_kernel(f) && f.name != ROWWISE_BIAS);
         for key in keys {
             let (total, per, instruction, gemm) = scopes.entry(key).or_default();
             if apart {
-                let own = |f: &&Feature| f.name == ROWWISE || f.name == ROWWISE_BIAS || f.group == Group::Scope;
+                let own = |f: &&Feature| own_kernel(f) || f.group == Group::Scope;
                 for f in r.features.iter().filter(own) {
                     per.entry(f.clone()).or_default().add(r);
                 }
@@ -533,11 +463,13 @@ pub fn compute(facts: &[RowFacts]) -> StatusReport {
                 per.into_iter().map(|(feature, c)| FeatureStatus { feature, counts: c, status: c.status() }).collect();
             let expected = match kind {
                 ScopeKind::Preset => {
-                    mmaemu_api::catalogue().preset(&name).ok().filter(|_| builtin).map(|p| universe(&p, false))
+                    mmaemu_api::catalogue().preset(&name).ok().filter(|_| builtin).map(|p| universe(&p, None))
                 }
-                ScopeKind::Profile => {
-                    mmaemu_api::catalogue().profile(&name).ok().filter(|_| builtin).map(|p| universe(&p.preset, true))
-                }
+                ScopeKind::Profile => mmaemu_api::catalogue()
+                    .profile(&name)
+                    .ok()
+                    .filter(|_| builtin)
+                    .map(|p| universe(&p.preset, Some(&p))),
             };
             for f in expected.unwrap_or_default() {
                 if !features.iter().any(|x| x.feature == f) {
