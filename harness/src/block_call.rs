@@ -45,6 +45,10 @@ pub fn compute(
             mode.label()
         ));
     }
+    if call.bias.is_some() && !matches!(row.expected, mmaemu_datasets::Expectation::Error(_)) {
+        // A GPU's result of a call mmaemu does not model is no evidence either way.
+        return Err(format!("a bias with {} is not modelled: the row is not replayed", mode.label()));
+    }
     let d = Dims { m: usize_of(row.m, "m")?, n: usize_of(row.n, "n")?, k: usize_of(row.k, "k")? };
     limits::check_in_force("the result", limits::product(&[d.m as u64, d.n as u64, 4]))?;
     let profile = match resolved.profile.clone()? {

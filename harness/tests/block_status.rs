@@ -58,7 +58,7 @@ fn row(mode: BlockMode, id: usize, rng: &mut ChaCha8Rng, template: &Row) -> Row 
             let preset: Preset = catalogue.profile(HOPPER).unwrap().preset;
             let kb = k.div_ceil(128);
             let f32s = ScaleValue::Rowwise;
-            let sa = scale("float32", m, kb, f32s.clone(), Scaling::BlockWise1x128, ScaleLayout::Col);
+            let sa = scale("float32", m, kb, f32s, Scaling::BlockWise1x128, ScaleLayout::Col);
             let sb = scale("float32", n, kb, f32s, Scaling::BlockWise1x128, ScaleLayout::Col);
             let mut acc = Vec::new();
             for i in 0..m {
