@@ -367,3 +367,21 @@ impl BlockScaledCall {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_scaling_pairs() {
+        for mode in BlockMode::ALL {
+            assert_eq!(BlockMode::from_name(mode.name()), Some(mode));
+        }
+        assert_eq!(BlockMode::from_name("rowwise"), None);
+        // torch takes 1x128 x 128x128 and 128x128 x 1x128, not 128x128 x 128x128 (§12.5).
+        assert_eq!(BlockMode::of_scalings("BlockWise128x128", "BlockWise1x128"), Some(BlockMode::Block128x128));
+        assert_eq!(BlockMode::of_scalings("BlockWise128x128", "BlockWise128x128"), None);
+        assert_eq!(BlockMode::of_scalings("BlockWise1x32", "BlockWise1x16"), None);
+        assert_eq!(BlockMode::of_scalings("RowWise", "RowWise"), None);
+    }
+}

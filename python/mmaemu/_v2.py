@@ -44,7 +44,6 @@ def _torch_enum(name: str, mirror: Any) -> Any:
 ScalingType = _torch_enum("ScalingType", _ScalingType)
 SwizzleType = _torch_enum("SwizzleType", _SwizzleType)
 
-_PRESET = {"mxfp8": "b200_tcgen05", "nvfp4": "b200_tcgen05_mxf4nvf4", "blockwise": "hopper"}
 
 
 def _value(x: Any) -> int:
@@ -64,6 +63,11 @@ def _torch():
     except ImportError as e:  # pragma: no cover - the package's tests run with torch
         raise ImportError("mmaemu.scaled_mm_v2 takes torch tensors: install torch") from e
     return torch
+
+
+def _dtype_name(dtype: Any) -> str:
+    """A torch dtype's name without the ``torch.`` prefix (the model's dtype names)."""
+    return str(dtype).removeprefix("torch.")
 
 
 def _codes(t: Any) -> bytes:
@@ -188,11 +192,11 @@ def scaled_mm_v2(
         raise ValueError("mat_a must be a matrix" if mat_a.dim() != 2 else "mat_b must be a matrix")
     if list(contraction_dim) not in ([], [1, 0]):
         raise errors.UnsupportedFeatureError("contraction_dim other than (1, 0) is not modelled")
-    if bias is not None:
-        raise errors.UnsupportedFeatureError("bias with block-scaled scaled_mm_v2 is not modelled")
     mode = _mode((ra[0], rb[0]), mat_a)
     out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
     if mode == "tensorwise":
+        if bias is not None:
+            raise errors.UnsupportedFeatureError("bias with tensor-wise scaled_mm_v2 is not modelled")
         from ._api import scaled_mm
 
         return scaled_mm(
@@ -201,9 +205,6 @@ def scaled_mm_v2(
         )
     if tensorwise:
         raise TypeError(f"unexpected keyword arguments for a block-scaled call: {sorted(tensorwise)}")
-    out_names = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
-    if out_dtype not in out_names:
-        raise ValueError(f"out_dtype must be float32, bfloat16 or float16 for block-scaled calls, got {out_dtype}")
     mult = 2 if mode == "nvfp4" else 1
     m, k, n = mat_a.shape[0], mat_a.shape[1] * mult, mat_b.shape[1]
     if mat_a.shape[1] != mat_b.shape[0]:
@@ -211,18 +212,14 @@ def scaled_mm_v2(
             f"mat_a and mat_b shapes cannot be multiplied ({mat_a.shape[0]}x{mat_a.shape[1]} and "
             f"{mat_b.shape[0]}x{mat_b.shape[1]})"
         )
-    if k % 16 != 0:
-        raise ValueError(f"Expected trailing dimension of mat1 to be divisible by 16 but got mat1 shape: ({m}x{k}).")
-    if mat_b.shape[0] * mult % 16 != 0 or n % 16 != 0:
-        raise ValueError(f"mat2 shape ({mat_b.shape[0]}x{n}) must be divisible by 16")
-    if use_fast_accum and mode != "blockwise":
-        raise ValueError(
-            "`use_fast_accum` is not supported when `mat_a` or `mat_b` tensors have the `Float4_e2m1fn_x2` dtype."
-            if mode == "nvfp4"
-            else "`use_fast_accum` is not supported with block-scaled (MX) scaling"
-        )
-    if use_fast_accum:
-        raise ValueError("use_fast_accum is not supported with block-wise 1x128 / 128x128 scaling (cuBLASLt 12.9)")
+    one_by_128 = ScalingType_values["BlockWise1x128"]
+    word = {"mxfp8": "mx", "nvfp4": "nvfp4"}.get(mode) or (
+        "block128" if (ra[0], rb[0]) == (one_by_128, one_by_128) else "block128x128"
+    )
+    # torch's checks before the scales (bias, out dtype, K and N multiples of 16, use_fast_accum, the operands'
+    # dtypes): the model's, shared with `mmaemu explain --scales` (docs/reference.md §12.7).
+    fp8 = None if mode == "nvfp4" else (_dtype_name(mat_a.dtype), _dtype_name(mat_b.dtype))
+    _core.block_scaled_check(word, m, n, k, fp8, _dtype_name(out_dtype), bool(use_fast_accum), bias is not None)
     shapes, globals_ = ("1x128", "1x128"), (1.0, 1.0)
     if mode == "blockwise":
         fa, fb = _fp8_name(mat_a, "mat_a"), _fp8_name(mat_b, "mat_b")
@@ -254,7 +251,7 @@ def scaled_mm_v2(
             globals_ = (_global(sa, "scale_a"), _global(sb, "scale_b"))
     opt_in = _experimental("scaled_mm_v2", experimental)
     bits, warned = _core.block_scaled_mm(
-        mode, _PRESET[mode], fa, fb, a, b, m, n, k, xa, xb, shapes, globals_, out_names[out_dtype], opt_in
+        word, fa, fb, a, b, m, n, k, xa, xb, shapes, globals_, _dtype_name(out_dtype), opt_in
     )
     for kind, message in warned:
         warnings.warn(message, getattr(errors, kind), stacklevel=2)

@@ -6,32 +6,12 @@
 // so this file only checks sizes, runs the model with the GIL released, and returns the output's bits.
 
 use crate::errors::{catch, internal, no_panic, raise};
+use mmaemu_api::model::block_call::{BlockMode, BlockScaledCall};
 use mmaemu_api::model::block_gemm::{block_epilogue, blockwise_gemm, mx_gemm, nvfp4_gemm, BlockShape, Dims};
-use mmaemu_api::model::warning::{Warning, WarningKind};
-use mmaemu_api::model::{b200_tcgen05_mxf4nvf4, Error, Format, OutDtype, Preset};
+use mmaemu_api::model::dtype::Dtype;
+use mmaemu_api::model::{Error, Format, Preset};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-
-/// The experimental warning every block-scaled call carries (no recording validates these modes yet).
-fn experimental_warning(mode: &str, preset: &Preset) -> Warning {
-    Warning::new(
-        WarningKind::ExperimentalPreset,
-        format!(
-            "{mode} is experimental: modelled on preset '{}' from its published sources (docs/reference.md §12), \
-             not validated by recordings of a GPU",
-            preset.name()
-        ),
-    )
-}
-
-/// Without the opt-in, a block-scaled call is outside the validated scope.
-fn opt_in_message(mode: &str) -> String {
-    format!(
-        "{mode} scaling is not supported in mmaemu 0.1 without opting in to experimental modes: it is modelled from \
-         published sources and not yet validated by a recording; opt in with experimental=True or \
-         mmaemu.experimental() in Python, or MMAEMU_EXPERIMENTAL=1"
-    )
-}
 
 fn format_arg(f: &str) -> Result<Format, Error> {
     Format::from_name(f).ok_or_else(|| Error::wrong_type(format!("expected a float8 operand, got '{f}'")))
@@ -49,19 +29,65 @@ fn f32s(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-/// One block-scaled GEMM: `mode` is `mxfp8`, `nvfp4` or `blockwise`; returns the output's bits (u32 per element,
+/// The model's description of a call (`mode` a block-scaled word of `SCALING_NAMES`; `dtypes` those of the FP8
+/// operands, None for NVFP4) and the profile it runs on (the mode's default profile).
+#[allow(clippy::too_many_arguments)]
+fn described(
+    mode: &str,
+    d: Dims,
+    dtypes: Option<(Dtype, Dtype)>,
+    out: &str,
+    fast: bool,
+    bias: bool,
+    experimental: bool,
+) -> Result<(BlockScaledCall, mmaemu_api::model::Profile), Error> {
+    let mode = BlockMode::from_name(mode)
+        .ok_or_else(|| Error::invalid_value(format!("unknown block-scaled mode '{mode}'")))?;
+    let call = BlockScaledCall { mode, dims: d, dtypes, out: Dtype::from_name(out), fast, bias, experimental };
+    Ok((call, mmaemu_api::catalogue().profile(mode.default_profile())?))
+}
+
+/// torch's checks of a block-scaled call before its scales (the model's `BlockScaledCall::check`, shared with
+/// `explain`): bias, out dtype, K and N multiples of 16, use_fast_accum, the operands' dtypes.
+#[pyfunction]
+#[pyo3(signature = (mode, m, n, k, dtypes, out, fast, bias))]
+#[allow(clippy::too_many_arguments)]
+pub fn block_scaled_check(
+    py: Python<'_>,
+    mode: &str,
+    m: usize,
+    n: usize,
+    k: usize,
+    dtypes: Option<(String, String)>,
+    out: &str,
+    fast: bool,
+    bias: bool,
+) -> PyResult<()> {
+    no_panic(|| {
+        let dtypes = dtypes.map(|(a, b)| (Dtype::from_name(&a), Dtype::from_name(&b)));
+        let checked = described(mode, Dims { m, n, k }, dtypes, out, fast, bias, true)
+            .and_then(|(call, profile)| call.check(&profile).map(|_| ()));
+        checked.map_err(|e| raise(py, &e, &[]))
+    })
+}
+
+/// The out dtype of a checked call.
+fn block_out(call: &BlockScaledCall) -> Result<mmaemu_api::model::OutDtype, Error> {
+    call.out.out_dtype().ok_or_else(|| Error::invalid_value(format!("unknown output dtype '{}'", call.out.name())))
+}
+
+/// One block-scaled GEMM: `mode` is `mx`, `nvfp4`, `block128` or `block128x128` (`SCALING_NAMES`); returns the output's bits (u32 per element,
 /// little-endian, in the low bits for narrower dtypes) and the warnings. `shapes` names the block-wise shapes of A
 /// and B; `globals` are NVFP4's tensor scales (1, 1 otherwise).
 /// The result bits and the warnings (category, message) of a block-scaled call.
 type Scaled<'py> = (Bound<'py, PyBytes>, Vec<(String, String)>);
 
 #[pyfunction]
-#[pyo3(signature = (mode, preset, fa, fb, a, b, m, n, k, scale_a, scale_b, shapes, globals, out, experimental))]
+#[pyo3(signature = (mode, fa, fb, a, b, m, n, k, scale_a, scale_b, shapes, globals, out, experimental))]
 #[allow(clippy::too_many_arguments)]
 pub fn block_scaled_mm<'py>(
     py: Python<'py>,
     mode: &str,
-    preset: &str,
     fa: &str,
     fb: &str,
     a: &Bound<'py, PyBytes>,
@@ -82,45 +108,42 @@ pub fn block_scaled_mm<'py>(
             Some(on) => Ok(on),
             None => mmaemu_api::env::experimental(),
         };
-        match opted_in {
-            Ok(true) => {}
-            Ok(false) => return Err(raise(py, &Error::unsupported(opt_in_message(mode)), &[])),
-            Err(e) => return Err(raise(py, &e, &[])),
-        }
-        let (a, b, sa, sb) = (a.as_bytes(), b.as_bytes(), scale_a.as_bytes(), scale_b.as_bytes());
         let d = Dims { m, n, k };
+        let checked = |on: bool| {
+            let fp8 = match mode {
+                "nvfp4" => None,
+                _ => Some((Dtype::of_format(format_arg(fa)?), Dtype::of_format(format_arg(fb)?))),
+            };
+            let (call, profile) = described(mode, d, fp8, out, false, false, on)?;
+            let (_, preset) = call.check(&profile)?;
+            call.check_opt_in()?;
+            Ok((call, preset))
+        };
+        let (call, preset) = match opted_in.and_then(checked) {
+            Ok(x) => x,
+            Err(e) => return Err(raise(py, &e, &[])),
+        };
+        let (a, b, sa, sb) = (a.as_bytes(), b.as_bytes(), scale_a.as_bytes(), scale_b.as_bytes());
         let done = py.detach(|| {
-            catch(|| -> Result<(Vec<u8>, Warning), Error> {
-                let out = OutDtype::from_name(out)
-                    .ok_or_else(|| Error::invalid_value(format!("unknown output dtype '{out}'")))?;
-                let (acc, warning) = match mode {
-                    "mxfp8" => {
-                        let p = mmaemu_api::catalogue().preset(preset)?;
-                        let acc = mx_gemm(&p, format_arg(fa)?, format_arg(fb)?, a, b, d, sa, sb)?;
-                        (acc, experimental_warning("MXFP8 (BlockWise1x32, VEC32_UE8M0)", &p))
-                    }
-                    "nvfp4" => {
-                        let p = b200_tcgen05_mxf4nvf4();
-                        (
-                            nvfp4_gemm(&p, a, b, d, sa, sb)?,
-                            experimental_warning("NVFP4 (BlockWise1x16, VEC16_UE4M3)", &p),
-                        )
-                    }
-                    "blockwise" => {
-                        let p = mmaemu_api::catalogue().preset(preset)?;
+            catch(|| -> Result<Vec<u8>, Error> {
+                let out = block_out(&call)?;
+                let p: &Preset = &preset;
+                let acc = match call.mode {
+                    BlockMode::Mx => mx_gemm(p, format_arg(fa)?, format_arg(fb)?, a, b, d, sa, sb)?,
+                    BlockMode::Nvfp4 => nvfp4_gemm(p, a, b, d, sa, sb)?,
+                    BlockMode::Block128 | BlockMode::Block128x128 => {
                         let (xa, xb) = (f32s(sa), f32s(sb));
                         let (ha, hb) = (shape_arg(&shapes.0)?, shape_arg(&shapes.1)?);
-                        let acc = blockwise_gemm(&p, format_arg(fa)?, format_arg(fb)?, a, b, d, (&xa, ha), (&xb, hb))?;
-                        (acc, experimental_warning("block-wise 1x128/128x128 scaling (VEC128_32F, BLK128x128_32F)", &p))
+                        blockwise_gemm(p, format_arg(fa)?, format_arg(fb)?, a, b, d, (&xa, ha), (&xb, hb))?
                     }
-                    _ => return Err(Error::invalid_value(format!("unknown block-scaled mode '{mode}'"))),
                 };
                 let bits = block_epilogue(&acc, globals.0, globals.1, out);
-                Ok((bits.iter().flat_map(|x| x.to_le_bytes()).collect(), warning))
+                Ok(bits.iter().flat_map(|x| x.to_le_bytes()).collect())
             })
         });
+        let w = call.warning(&preset);
         match done {
-            Ok(Ok((bytes, w))) => Ok((PyBytes::new(py, &bytes), vec![(w.kind.name().to_string(), w.message)])),
+            Ok(Ok(bytes)) => Ok((PyBytes::new(py, &bytes), vec![(w.kind.name().to_string(), w.message)])),
             Ok(Err(e)) => Err(raise(py, &e, &[])),
             Err(p) => Err(internal(p)),
         }

@@ -176,3 +176,26 @@ def test_block_scaled_calls_need_the_opt_in(monkeypatch):
     # torch's own checks come first.
     with pytest.raises(ValueError):
         mmaemu.functional.scaled_mm(a, bt.t(), s[:5], ScalingType.BlockWise1x32, s, ScalingType.BlockWise1x32, **mx)
+
+
+def test_checks_before_the_scales_are_the_models_in_order():
+    """torch's checks before the scales are the model's one implementation (the one `mmaemu explain --scales` runs,
+    docs/reference.md §12.7), in order: bias, out dtype, K and N multiples of 16, use_fast_accum, FP8 operands; each
+    call below has every later fault too, so only the order names the error."""
+    a, bt = torch.zeros((16, 64), dtype=torch.float8_e4m3fn), torch.zeros((16, 64), dtype=torch.float8_e4m3fn)
+    s = torch.ones(16, 1)
+    blk = (ScalingType.BlockWise1x128, ScalingType.BlockWise1x128)
+    ragged = (a[:, :40].half(), bt[:, :40].t())
+    cases = [
+        (dict(bias=torch.zeros(16, dtype=torch.bfloat16), output_dtype=torch.float8_e4m3fn), UnsupportedFeatureError,
+         "bias with block-scaled"),
+        (dict(output_dtype=torch.float8_e4m3fn), ValueError, "out_dtype must be float32, bfloat16 or float16"),
+        (dict(), ValueError, "divisible by 16"),
+    ]
+    for kwargs, error, text in cases:
+        with pytest.raises(error, match=text):
+            mmaemu.functional.scaled_mm(*ragged, s, blk[0], s, blk[1], use_fast_accum=True, **kwargs)
+    with pytest.raises(ValueError, match="use_fast_accum"):
+        mmaemu.functional.scaled_mm(a.half(), bt.t(), s, blk[0], s, blk[1], use_fast_accum=True)
+    with pytest.raises(TypeError, match="Expected mat_a to be Float8 or Float4_x2 matrix got torch.float16"):
+        mmaemu.functional.scaled_mm(a.half(), bt.t(), s, blk[0], s, blk[1])
