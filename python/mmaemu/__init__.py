@@ -13,7 +13,7 @@ from ._arrays import Codes, codes
 from ._core import __version__
 from ._patch import install, installed, patch, uninstall
 from ._trace import Attribution, attribute, trace
-from ._v2 import ScalingType, SwizzleType, scaled_mm_v2
+from ._v2 import ScalingType, SwizzleType, explain_v2, scaled_mm_v2
 from .errors import *  # noqa: F401,F403  (the error and warning classes of errors.__all__)
 from . import model, testing, datasets, functional  # noqa: E402  (after the API they build on)
 
@@ -46,6 +46,7 @@ __all__ = [
     "datasets",
     "functional",
     "scaled_mm_v2",
+    "explain_v2",
     "ScalingType",
     "SwizzleType",
     "errors",

@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 from . import _core, errors
 from ._api import _experimental
 
-__all__ = ["ScalingType", "SwizzleType", "scaled_mm_v2", "functional_scaled_mm"]
+__all__ = ["ScalingType", "SwizzleType", "scaled_mm_v2", "functional_scaled_mm", "explain_v2"]
 
 
 class _ScalingType(enum.IntEnum):
@@ -261,6 +261,38 @@ def scaled_mm_v2(
     if out_dtype == torch.float32:
         return torch.from_numpy(words.copy()).view(torch.float32)
     return torch.from_numpy(words.astype(np.uint16).view(np.int16)).view(out_dtype)
+
+
+def explain_v2(
+    mode: str,
+    m: int,
+    n: int,
+    k: int,
+    *,
+    mat_a_dtype: Any = None,
+    mat_b_dtype: Any = None,
+    out_dtype: Any = None,
+    use_fast_accum: bool = False,
+    bias: bool = False,
+    experimental: Optional[bool] = None,
+    profile: Optional[str] = None,
+) -> Any:
+    """What a block-scaled ``scaled_mm_v2`` call would do (docs/reference.md §12.7), without data: the model's checks
+    (the same ones the call runs) and, when it would run, the kernel, plan and sources in ``kernel``, as ``mmaemu
+    explain M N K --scales MODE`` prints them. ``mode`` is ``block128``, ``block128x128``, ``mx`` or ``nvfp4``; K counts
+    elements (NVFP4's packed operands hold K / 2 bytes per row); the operand dtypes (torch dtypes or names, default
+    float8_e4m3fn) are ignored for NVFP4; ``profile`` defaults to the mode's (hopper, b200-tcgen05-experimental).
+    Never raises for the call: its first error is ``validation``."""
+    from ._api import _plan
+
+    def name(d: Any, default: str) -> str:
+        return default if d is None else str(d).removeprefix("torch.")
+
+    fp8 = None if mode == "nvfp4" else (name(mat_a_dtype, "float8_e4m3fn"), name(mat_b_dtype, "float8_e4m3fn"))
+    opt_in = _experimental("explain_v2", experimental)
+    return _plan(_core.block_scaled_explain(
+        mode, m, n, k, fp8, name(out_dtype, "bfloat16"), bool(use_fast_accum), bool(bias), opt_in, profile
+    ))
 
 
 def functional_scaled_mm(

@@ -38,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info::read_recording_rows, m)?)?;
     m.add_function(wrap_pyfunction!(scaled_v2::block_scaled_mm, m)?)?;
     m.add_function(wrap_pyfunction!(scaled_v2::block_scaled_check, m)?)?;
+    m.add_function(wrap_pyfunction!(scaled_v2::block_scaled_explain, m)?)?;
     m.add_function(wrap_pyfunction!(record_fns::write_recording_rows, m)?)?;
     Ok(())
 }

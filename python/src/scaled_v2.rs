@@ -71,6 +71,38 @@ pub fn block_scaled_check(
     })
 }
 
+/// `explain` of a block-scaled call (docs/reference.md §12.7): the model's plan as a dict, on `profile` (None: the
+/// mode's default profile), as `mmaemu explain --scales MODE` prints it.
+#[pyfunction]
+#[pyo3(signature = (mode, m, n, k, dtypes, out, fast, bias, experimental, profile))]
+#[allow(clippy::too_many_arguments)]
+pub fn block_scaled_explain<'py>(
+    py: Python<'py>,
+    mode: &str,
+    m: usize,
+    n: usize,
+    k: usize,
+    dtypes: Option<(String, String)>,
+    out: &str,
+    fast: bool,
+    bias: bool,
+    experimental: Option<bool>,
+    profile: Option<&str>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    no_panic(|| {
+        let dtypes = dtypes.map(|(a, b)| (Dtype::from_name(&a), Dtype::from_name(&b)));
+        let call = experimental
+            .map_or_else(mmaemu_api::env::experimental, Ok)
+            .and_then(|on| described(mode, Dims { m, n, k }, dtypes, out, fast, bias, on));
+        let (call, default) = call.map_err(|e| raise(py, &e, &[]))?;
+        let profile = match profile {
+            None => Ok(default),
+            Some(name) => mmaemu_api::catalogue().profile(name),
+        };
+        crate::calls::plan_dict(py, &call.explain(profile))
+    })
+}
+
 /// The out dtype of a checked call.
 fn block_out(call: &BlockScaledCall) -> Result<mmaemu_api::model::OutDtype, Error> {
     call.out.out_dtype().ok_or_else(|| Error::invalid_value(format!("unknown output dtype '{}'", call.out.name())))

@@ -199,3 +199,30 @@ def test_checks_before_the_scales_are_the_models_in_order():
         mmaemu.functional.scaled_mm(a.half(), bt.t(), s, blk[0], s, blk[1], use_fast_accum=True)
     with pytest.raises(TypeError, match="Expected mat_a to be Float8 or Float4_x2 matrix got torch.float16"):
         mmaemu.functional.scaled_mm(a.half(), bt.t(), s, blk[0], s, blk[1])
+
+
+def test_explain_v2_names_each_mode_and_shares_the_calls_checks():
+    """explain_v2 describes each block-scaled mode with the model's checks (the ones scaled_mm_v2 runs): the kernel,
+    plan and sources with the opt-in, UnsupportedFeatureError without it, ReferenceRejectsError on a profile whose GPU
+    cannot run the mode, and the call's own first error for a bad call."""
+    b200 = "b200-tcgen05-experimental"
+    for mode, profile, other, scale_mode in [("block128", "hopper", b200, "VEC128_32F"),
+                                             ("block128x128", "hopper", b200, "BLK128x128_32F"),
+                                             ("mx", b200, "hopper", "VEC32_UE8M0"),
+                                             ("nvfp4", b200, "hopper", "VEC16_UE4M3")]:
+        plan = mmaemu.explain_v2(mode, 128, 256, 512, profile=profile, experimental=True)
+        assert plan.validation == "ok", (mode, plan)
+        assert scale_mode in plan.kernel and "modelled from" in plan.kernel and "32768 outputs" in plan.kernel, plan
+        assert mmaemu.explain_v2(mode, 128, 256, 512, experimental=True).profile == profile
+        assert mmaemu.explain_v2(mode, 128, 256, 512, profile=profile, experimental=False).validation.name == \
+            "UnsupportedFeatureError"
+        assert mmaemu.explain_v2(mode, 128, 256, 512, profile=other, experimental=True).validation.name == \
+            "ReferenceRejectsError"
+    # The call and its explanation fail alike.
+    a, bt = torch.zeros((16, 64), dtype=torch.float8_e4m3fn), torch.zeros((16, 64), dtype=torch.float8_e4m3fn)
+    s = torch.ones(16, 1)
+    plan = mmaemu.explain_v2("block128", 16, 16, 64, use_fast_accum=True, experimental=True)
+    with pytest.raises(ValueError) as raised:
+        mmaemu.functional.scaled_mm(a, bt.t(), s, ScalingType.BlockWise1x128, s, ScalingType.BlockWise1x128,
+                                    use_fast_accum=True, experimental=True)
+    assert (plan.validation.name, plan.validation.message) == ("ValueError", str(raised.value))
