@@ -220,6 +220,12 @@ fn block_scaled_modes_explained() {
             [&shape.iter().map(|s| s.as_str()).collect::<Vec<_>>()[..], &["--scales", word, "--profile", bad]].concat();
         let (code, v) = explain_json(&[&wrong[..], &["--experimental"]].concat());
         assert_eq!((code, v["validation"]["error"].as_str()), (1, Some("ReferenceRejectsError")), "{ctx}: {v}");
+        // A split, an out= layout or a scale_result does not apply: a usage error.
+        for extra in [&["--splitk", "2"][..], &["--layout", "out-col"], &["--scale-result", "2"]] {
+            let (code, _) =
+                explain_json(&on.iter().map(|s| s.as_str()).chain(extra.iter().copied()).collect::<Vec<_>>());
+            assert_eq!(code, 2, "{ctx} {extra:?}");
+        }
         // trace and attribute do not take block-scaled calls: a usage error.
         let out = mmaemu()
             .args(["trace", "--m", "16", "--n", "16", "--k", "32", "--scales", word, "--experimental"])

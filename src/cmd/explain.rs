@@ -149,13 +149,13 @@ pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
 }
 
 /// Explain a block-scaled call (docs/reference.md §12.7): the model's checks and description of it, on the profile
-/// of `--profile`, MMAEMU_PROFILE or hopper. `--splitk` and `--layout` do not apply (usage error).
+/// of `--profile`, MMAEMU_PROFILE or hopper. `--splitk`, `--layout` and `--scale-result` do not apply (usage error).
 fn explain_block(c: &Case, mode: BlockMode, catalogue: &Catalogue) -> Result<CallPlan, CommandError> {
     let bad = |e: mmaemu_api::model::Error| CommandError::bad_input(e.message());
-    if c.splitk != SplitRequest::Auto || c.layout != "std" {
+    if c.splitk != SplitRequest::Auto || c.layout != "std" || c.scale_result.is_some() {
         return Err(CommandError::bad_input(format!(
-            "--splitk and --layout do not apply to --scales {}: a block-scaled call runs one chain per output into \
-             a new tensor",
+            "--splitk, --layout and --scale-result do not apply to --scales {}: a block-scaled call runs one chain \
+             per output into a new tensor, its scales the mode's",
             mode.name()
         )));
     }
