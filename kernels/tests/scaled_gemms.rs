@@ -96,6 +96,54 @@ fn mx_gemm_on_the_cpu_backend_is_the_model() {
     }
 }
 
+/// The MXFP8 panels on shapes that fill them: full and ragged panels of 32 and 64 outputs, several pieces of K with
+/// a short last block, N narrower than a panel under many rows (A and B exchanged), scales near 1 with some at the
+/// ends of e8m0 (0, 1, 254 and the NaN code 255) in a few blocks, or drawn from every code; b200_tcgen05 and drawn
+/// early-c presets with block scales (late c runs on the model, also compared).
+#[test]
+fn mx_panels_on_the_cpu_backend_are_the_model() {
+    let seed = seed();
+    let engines = engines();
+    for case in 0..24u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 16) ^ 0x4D58);
+        let preset = if case % 3 == 0 { mx_preset(rng) } else { Preset::b200_tcgen05() };
+        let block = preset.scale_block().unwrap_or(32);
+        let d = match case % 4 {
+            // N narrower than a panel, more rows: the operands exchange roles.
+            0 => Dims { m: rng.random_range(40..=90), n: rng.random_range(1..=20), k: rng.random_range(1..=600) },
+            _ => Dims { m: rng.random_range(1..=40), n: rng.random_range(60..=140), k: rng.random_range(1..=600) },
+        };
+        let formats = [Format::E4m3, Format::E5m2];
+        let (fa, fb) = (formats[rng.random_range(0..2)], formats[rng.random_range(0..2)]);
+        let (a, b) = (codes(rng, d.m * d.k, fa, false), codes(rng, d.n * d.k, fb, false));
+        let nb = d.k.div_ceil(block);
+        // Near 1, one block in 50 at an end of e8m0 (NaN included), or anywhere.
+        let anywhere = case % 5 == 4;
+        let mut scales = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| match (anywhere, rng.random_ratio(1, 50)) {
+                    (true, _) => rng.random_range(0..=255),
+                    (false, true) => [0, 1, 254, 255][rng.random_range(0..4)],
+                    (false, false) => rng.random_range(110..=144),
+                })
+                .collect()
+        };
+        let sa = to_blocked(&scales(d.m * nb), d.m, nb, 127).unwrap();
+        let sb = to_blocked(&scales(d.n * nb), d.n, nb, 127).unwrap();
+        let want = mx_gemm(&preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+        for e in &engines {
+            let got = mx_gemm_on(e, &preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff.map(|o| (o / d.n, o % d.n)),
+                None,
+                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?} anywhere {anywhere}",
+                mmaemu_model::ChainEngine::name(e)
+            );
+        }
+    }
+}
+
 #[test]
 fn blockwise_gemm_on_the_cpu_backend_is_the_model() {
     let seed = seed();

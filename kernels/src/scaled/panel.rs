@@ -1,0 +1,93 @@
+//! The panel tile of the block-scaled chains: rows of A against a panel of W rows of B, K in pieces of whole blocks
+//! whose panel codes are decoded once into position-major planes and whose scales are read once, every row of the
+//! tile through the scaled block step.
+
+use super::step::{scale_exp, scaled_block_steps, Blocks};
+use crate::kernel::Params;
+use crate::tables::{Lut, ZERO_EXP};
+use std::ops::Range;
+
+/// Target positions per piece, rounded to whole blocks: the panel planes (9 bytes per position and output, 144 KB
+/// at W = 64) stay in the second-level cache while every row of the tile runs over them, as the tensor-wise
+/// panels' pieces do (`driver`'s `PIECE`).
+const PIECE: usize = 256;
+
+/// The operands of a block-scaled GEMM in the kernels' form: A is m x k, B is n x k (row-major codes), and the
+/// e8m0 scale codes row-major [m, ceil(k / nfma)] and [n, ceil(k / nfma)].
+pub struct Scaled<'a> {
+    /// A's codes.
+    pub a: &'a [u8],
+    /// B's codes.
+    pub b: &'a [u8],
+    /// The reduction length.
+    pub k: usize,
+    /// A's table.
+    pub la: Lut,
+    /// B's table.
+    pub lb: Lut,
+    /// The preset's kernel parameters.
+    pub p: Params,
+    /// The preset's min_exp.
+    pub min_exp: i32,
+    /// A's scale codes.
+    pub sa: &'a [u8],
+    /// B's scale codes.
+    pub sb: &'a [u8],
+}
+
+/// Rows `rows` of A against the panel `cols` of B (at most W rows): `rows.len()` rows of `cols.len()` results, NaN
+/// where the model must recompute the output (a good result is never NaN). `HT`: truncate with the hardware
+/// instruction.
+#[inline(always)]
+pub fn tile<const W: usize, const HT: bool>(s: &Scaled<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    let (k, nfma, nr) = (s.k, s.p.nfma, rows.len());
+    let nb = k.div_ceil(nfma);
+    let piece_len = nfma * (PIECE / nfma).max(1);
+    let (mut pv, mut pe) = (vec![0f64; piece_len * W], vec![ZERO_EXP; piece_len * W]);
+    let (mut xa, mut xb) = (vec![0i32; piece_len / nfma], vec![0i32; piece_len / nfma * W]);
+    let mut ga = vec![0u8; piece_len];
+    let (mut c, mut bad) = (vec![0f32; nr * W], vec![false; nr * W]);
+    for q0 in (0..nb * nfma).step_by(piece_len) {
+        let q1 = (q0 + piece_len).min(nb * nfma);
+        let (len, nblk, b0) = (q1 - q0, (q1 - q0) / nfma, q0 / nfma);
+        // The positions before K (the last block's rest is zero padding: zero codes, no products).
+        let real = q1.min(k) - q0;
+        if real < len || cols.len() < W {
+            pv.fill(0.0);
+            pe.fill(ZERO_EXP);
+            xb.fill(0);
+        }
+        for (jj, j) in cols.clone().enumerate() {
+            for (t, &code) in s.b[j * k + q0..j * k + q0 + real].iter().enumerate() {
+                (pv[t * W + jj], pe[t * W + jj]) = (s.lb.v64[code as usize], s.lb.e[code as usize]);
+            }
+            for (bi, &code) in s.sb[j * nb + b0..j * nb + b0 + nblk].iter().enumerate() {
+                xb[bi * W + jj] = scale_exp(code);
+            }
+        }
+        let last = if q1 == nb * nfma { k - (nb - 1) * nfma } else { nfma };
+        let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
+        let accs = c.chunks_exact_mut(W).zip(bad.chunks_exact_mut(W));
+        for ((c, bad), i) in accs.zip(rows.clone()) {
+            let (Ok(c), Ok(bad)) = (<&mut [f32; W]>::try_from(c), <&mut [bool; W]>::try_from(bad)) else { continue };
+            let row = &s.a[i * k + q0..i * k + q0 + real];
+            let a = if real < len {
+                ga[..real].copy_from_slice(row);
+                ga[real..len].fill(0);
+                &ga[..len]
+            } else {
+                row
+            };
+            for (x, &code) in xa.iter_mut().zip(&s.sa[i * nb + b0..i * nb + b0 + nblk]) {
+                *x = scale_exp(code);
+            }
+            let bl = Blocks { p: &s.p, min_exp: s.min_exp, xa: &xa[..nblk], xb: &xb[..nblk * W], last };
+            scaled_block_steps::<W, HT>(a, nblk, &s.la, pv, pe, &bl, c, bad);
+        }
+    }
+    let mut out = Vec::with_capacity(nr * cols.len());
+    for (c, bad) in c.chunks_exact(W).zip(bad.chunks_exact(W)) {
+        out.extend(c.iter().zip(bad).take(cols.len()).map(|(&c, &bad)| if bad { f32::NAN } else { c }));
+    }
+    out
+}
