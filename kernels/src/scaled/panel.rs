@@ -46,7 +46,7 @@ pub fn tile<const W: usize, const HT: bool>(s: &Scaled<'_>, rows: Range<usize>, 
     let (mut pv, mut pe) = (vec![0f64; piece_len * W], vec![ZERO_EXP; piece_len * W]);
     let (mut xa, mut xb) = (vec![0i32; piece_len / nfma], vec![0i32; piece_len / nfma * W]);
     let mut ga = vec![0u8; piece_len];
-    let (mut c, mut bad) = (vec![0f32; nr * W], vec![false; nr * W]);
+    let mut c = vec![0f32; nr * W];
     for q0 in (0..nb * nfma).step_by(piece_len) {
         let q1 = (q0 + piece_len).min(nb * nfma);
         let (len, nblk, b0) = (q1 - q0, (q1 - q0) / nfma, q0 / nfma);
@@ -67,9 +67,8 @@ pub fn tile<const W: usize, const HT: bool>(s: &Scaled<'_>, rows: Range<usize>, 
         }
         let last = if q1 == nb * nfma { k - (nb - 1) * nfma } else { nfma };
         let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
-        let accs = c.chunks_exact_mut(W).zip(bad.chunks_exact_mut(W));
-        for ((c, bad), i) in accs.zip(rows.clone()) {
-            let (Ok(c), Ok(bad)) = (<&mut [f32; W]>::try_from(c), <&mut [bool; W]>::try_from(bad)) else { continue };
+        for (c, i) in c.chunks_exact_mut(W).zip(rows.clone()) {
+            let Ok(c) = <&mut [f32; W]>::try_from(c) else { continue };
             let row = &s.a[i * k + q0..i * k + q0 + real];
             let a = if real < len {
                 ga[..real].copy_from_slice(row);
@@ -82,12 +81,10 @@ pub fn tile<const W: usize, const HT: bool>(s: &Scaled<'_>, rows: Range<usize>, 
                 *x = scale_exp(code);
             }
             let bl = Blocks { p: &s.p, min_exp: s.min_exp, xa: &xa[..nblk], xb: &xb[..nblk * W], last };
-            scaled_block_steps::<W, HT>(a, nblk, &s.la, pv, pe, &bl, c, bad);
+            scaled_block_steps::<W, HT>(a, nblk, &s.la, pv, pe, &bl, c);
         }
     }
     let mut out = Vec::with_capacity(nr * cols.len());
-    for (c, bad) in c.chunks_exact(W).zip(bad.chunks_exact(W)) {
-        out.extend(c.iter().zip(bad).take(cols.len()).map(|(&c, &bad)| if bad { f32::NAN } else { c }));
-    }
+    c.chunks_exact(W).for_each(|c| out.extend_from_slice(&c[..cols.len()]));
     out
 }

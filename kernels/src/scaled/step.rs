@@ -21,7 +21,9 @@
 //
 // A block result that is zero or a normal, finite fp32 is then the model's bits (the model's normalisation and -126
 // clamp agree with clearing the low mantissa bits there). Any other block result (subnormal or overflowing) or a NaN
-// scale marks the output, which keeps computing with c = 0 and is recomputed by the model's chain afterwards.
+// scale marks the output: its c becomes NaN and stays NaN (its fp32 exponent reads as 128, which keeps the factors
+// normal, and the check keeps it NaN even where a truncation without the hardware instruction turns NaN into 0),
+// and the model's chain recomputes it afterwards.
 
 use crate::kernel::{block_max, exp_f32, Lane, Params};
 use crate::tables::Lut;
@@ -73,9 +75,9 @@ fn block_min<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8], len: usize) -> [i8;
 }
 
 /// The scaled chains of one row against a W-wide panel over one piece of `nblk` blocks: `a` holds the row's codes,
-/// `pv`/`pe` the panel's values and exponents (one row of W per position), `c` the W running accumulators (normal or
-/// zero) and `bad` the outputs marked so far (see the comment at the top of this file). `HT`: truncate with the
-/// hardware instruction.
+/// `pv`/`pe` the panel's values and exponents (one row of W per position) and `c` the W running accumulators: normal,
+/// zero, or NaN for a marked output (see the comment at the top of this file). `HT`: truncate with the hardware
+/// instruction.
 #[inline(always)]
 pub fn scaled_block_steps<const W: usize, const HT: bool>(
     a: &[u8],
@@ -85,7 +87,6 @@ pub fn scaled_block_steps<const W: usize, const HT: bool>(
     pe: &[i8],
     bl: &Blocks<'_>,
     c: &mut [f32; W],
-    bad: &mut [bool; W],
 ) {
     let (p, nfma) = (bl.p, bl.p.nfma);
     let zero = [0f64; W];
@@ -128,9 +129,10 @@ pub fn scaled_block_steps<const W: usize, const HT: bool>(
             let sum = acc[j] + Lane::trunc::<HT>(f64::from(c[j]) * fc[j]);
             let r = sum.keep_frac_out(p) * inv[j];
             let m = r.abs();
-            let ok = !nan[j] && (r == 0.0 || (m >= f64::from(f32::MIN_POSITIVE) && m <= f64::from(f32::MAX)));
-            bad[j] |= !ok;
-            c[j] = if ok { r as f32 } else { 0.0 };
+            let ok = !nan[j]
+                && !c[j].is_nan()
+                && (r == 0.0 || (m >= f64::from(f32::MIN_POSITIVE) && m <= f64::from(f32::MAX)));
+            c[j] = if ok { r as f32 } else { f32::NAN };
         }
     }
 }
