@@ -52,7 +52,6 @@ pub fn scaled_chains(
         let job = Job::chains(preset, ops);
         let s = Scaled {
             a: ops.a,
-            b: ops.b,
             k: ops.k,
             la: Lut::new(ops.fa),
             lb: Lut::new(ops.fb),
@@ -61,7 +60,7 @@ pub fn scaled_chains(
             sa,
             sb,
         };
-        job.run(choice.tiles(&job, w), |_, rows, cols| tile(level, &s, rows, cols))
+        job.run(choice.tiles(&job, w), |job, rows, cols| tile(level, job, &s, rows, cols))
     };
     let mut out =
         if choice.swap { transpose(&run(&swapped(ops), scale_b, scale_a), n, m) } else { run(ops, scale_a, scale_b) };
@@ -78,29 +77,29 @@ pub fn scaled_chains(
 }
 
 /// One panel tile on `level`: panels of 64 on AVX-512, of 32 elsewhere, as the tensor-wise tiles of the wide path.
-fn tile(level: SimdLevel, s: &Scaled<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+fn tile(level: SimdLevel, job: &Job<'_>, s: &Scaled<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match level.0 {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a `Level::Avx512` value exists only where `is_x86_feature_detected!` reported its features
         // (`SimdLevel::available`).
-        Level::Avx512 => unsafe { tile_avx512(s, rows, cols) },
+        Level::Avx512 => unsafe { tile_avx512(job, s, rows, cols) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2.
-        Level::Avx2 => unsafe { tile_avx2(s, rows, cols) },
-        _ => panel::tile::<32, PORTABLE_TRUNC>(s, rows, cols),
+        Level::Avx2 => unsafe { tile_avx2(job, s, rows, cols) },
+        _ => panel::tile::<32, PORTABLE_TRUNC>(job, s, rows, cols),
     }
 }
 
 /// [`panel::tile`] in AVX-512 instructions.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-unsafe fn tile_avx512(s: &Scaled<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    panel::tile::<64, true>(s, rows, cols)
+unsafe fn tile_avx512(job: &Job<'_>, s: &Scaled<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    panel::tile::<64, true>(job, s, rows, cols)
 }
 
 /// [`panel::tile`] in AVX2 instructions.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn tile_avx2(s: &Scaled<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    panel::tile::<32, true>(s, rows, cols)
+unsafe fn tile_avx2(job: &Job<'_>, s: &Scaled<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    panel::tile::<32, true>(job, s, rows, cols)
 }

@@ -96,17 +96,31 @@ fn mx_gemm_on_the_cpu_backend_is_the_model() {
     }
 }
 
+/// A preset with e8m0 block scales and early c whose min_exp may lie above every nonzero accumulator's exponent
+/// (-126), where the zero-product rule decides the block exponent with c nonzero too.
+fn early_mx_preset(rng: &mut ChaCha8Rng) -> Preset {
+    let nfma = [16, 32][rng.random_range(0..2)];
+    let (frac, min_exp) = (rng.random_range(20..=30), [-133, -100, -60, -20, 0][rng.random_range(0..5)]);
+    let spec =
+        PresetSpec::custom("drawn-early-mx", nfma, frac, 23, min_exp, CEntry::Early, None).with_scale_block(Some(nfma));
+    Preset::custom(spec).expect("a valid preset")
+}
+
 /// The MXFP8 panels on shapes that fill them: full and ragged panels of 32 and 64 outputs, several pieces of K with
 /// a short last block, N narrower than a panel under many rows (A and B exchanged), scales near 1 with some at the
 /// ends of e8m0 (0, 1, 254 and the NaN code 255) in a few blocks, or drawn from every code; b200_tcgen05 and drawn
-/// early-c presets with block scales (late c runs on the model, also compared).
+/// presets with block scales (late c runs on the model, also compared), early-c ones with a high min_exp.
 #[test]
 fn mx_panels_on_the_cpu_backend_are_the_model() {
     let seed = seed();
     let engines = engines();
     for case in 0..24u64 {
         let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 16) ^ 0x4D58);
-        let preset = if case % 3 == 0 { mx_preset(rng) } else { Preset::b200_tcgen05() };
+        let preset = match case % 3 {
+            0 => early_mx_preset(rng),
+            1 => mx_preset(rng),
+            _ => Preset::b200_tcgen05(),
+        };
         let block = preset.scale_block().unwrap_or(32);
         let d = match case % 4 {
             // N narrower than a panel, more rows: the operands exchange roles.

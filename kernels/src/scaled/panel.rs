@@ -3,22 +3,21 @@
 //! tile through the scaled block step.
 
 use super::step::{scale_exp, scaled_block_steps, Blocks};
-use crate::kernel::Params;
+use crate::driver::Job;
+use crate::kernel::{Lane, Params};
 use crate::tables::{Lut, ZERO_EXP};
 use std::ops::Range;
 
-/// Target positions per piece, rounded to whole blocks: the panel planes (9 bytes per position and output, 144 KB
+/// Target positions per piece, rounded to whole blocks: the panel planes (10 bytes per position and output, 160 KB
 /// at W = 64) stay in the second-level cache while every row of the tile runs over them, as the tensor-wise
 /// panels' pieces do (`driver`'s `PIECE`).
 const PIECE: usize = 256;
 
-/// The operands of a block-scaled GEMM in the kernels' form: A is m x k, B is n x k (row-major codes), and the
-/// e8m0 scale codes row-major [m, ceil(k / nfma)] and [n, ceil(k / nfma)].
+/// The operands of a block-scaled GEMM in the kernels' form: A's codes (m x k, row-major; B's are read through the
+/// job), and the e8m0 scale codes row-major [m, ceil(k / nfma)] and [n, ceil(k / nfma)].
 pub struct Scaled<'a> {
     /// A's codes.
     pub a: &'a [u8],
-    /// B's codes.
-    pub b: &'a [u8],
     /// The reduction length.
     pub k: usize,
     /// A's table.
@@ -36,13 +35,19 @@ pub struct Scaled<'a> {
 }
 
 /// Rows `rows` of A against the panel `cols` of B (at most W rows): `rows.len()` rows of `cols.len()` results, NaN
-/// where the model must recompute the output (a good result is never NaN). `HT`: truncate with the hardware
-/// instruction.
+/// where the model must recompute the output (a good result is never NaN). `job` is the chains' job of the same
+/// operands ([`Job::chains`]), which moves the panel's codes. `HT`: truncate with the hardware instruction.
 #[inline(always)]
-pub fn tile<const W: usize, const HT: bool>(s: &Scaled<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+pub fn tile<const W: usize, const HT: bool>(
+    job: &Job<'_>,
+    s: &Scaled<'_>,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) -> Vec<f32> {
     let (k, nfma, nr) = (s.k, s.p.nfma, rows.len());
     let nb = k.div_ceil(nfma);
     let piece_len = nfma * (PIECE / nfma).max(1);
+    let mut pc = vec![0u8; piece_len * W];
     let (mut pv, mut pe) = (vec![0f64; piece_len * W], vec![ZERO_EXP; piece_len * W]);
     let (mut xa, mut xb) = (vec![0i32; piece_len / nfma], vec![0i32; piece_len / nfma * W]);
     let mut ga = vec![0u8; piece_len];
@@ -52,15 +57,12 @@ pub fn tile<const W: usize, const HT: bool>(s: &Scaled<'_>, rows: Range<usize>, 
         let (len, nblk, b0) = (q1 - q0, (q1 - q0) / nfma, q0 / nfma);
         // The positions before K (the last block's rest is zero padding: zero codes, no products).
         let real = q1.min(k) - q0;
-        if real < len || cols.len() < W {
-            pv.fill(0.0);
-            pe.fill(ZERO_EXP);
+        if cols.len() < W {
             xb.fill(0);
         }
+        job.chain_panel_codes::<W>(q0, q1, cols.clone(), &mut pc);
+        <f64 as Lane>::decode(&s.lb, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
         for (jj, j) in cols.clone().enumerate() {
-            for (t, &code) in s.b[j * k + q0..j * k + q0 + real].iter().enumerate() {
-                (pv[t * W + jj], pe[t * W + jj]) = (s.lb.v64[code as usize], s.lb.e[code as usize]);
-            }
             for (bi, &code) in s.sb[j * nb + b0..j * nb + b0 + nblk].iter().enumerate() {
                 xb[bi * W + jj] = scale_exp(code);
             }
