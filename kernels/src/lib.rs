@@ -373,6 +373,11 @@ impl ChainEngine for CpuEngine {
         scaled::scaled_chains(preset, ops, scale_a, scale_b, self.level)
     }
 
+    /// The group panels of [`scaled`] at the engine's level; the model's chain where they do not serve.
+    fn group_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+        scaled::group_chains(preset, ops, scale_a, scale_b, self.level)
+    }
+
     /// Pieces of `NONFINITE_SCAN` (2^19) codes in parallel, on the pool the call runs in, each scanned with the
     /// level's instructions.
     fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {

@@ -1,14 +1,17 @@
 //! The block-scaled GEMMs on the CPU backend are the model's, bit for bit, on seeded random shapes, codes and scales:
 //! MXFP8 (`mx_gemm_on`: the e8m0 block-scaled chains, b200_tcgen05 and drawn presets with block scales, scales from
 //! near 1 to the extremes and the NaN scale, now and then a non-finite code) and block-wise 1x128 / 128x128
-//! (`blockwise_gemm_on`: the preset's chain per 128 of K, scaled and added in fp32), at every SIMD level.
+//! (`blockwise_gemm_on`: the preset's chain per 128 of K, scaled and added in fp32) and NVFP4 (`nvfp4_gemm_on`: the
+//! group-scaled chains), at every SIMD level.
 
 // `MMAEMU_KERNEL_SEED` sets the seed, which every failure prints with its case so that it reruns alone.
 
 use mmaemu_kernels::{CpuEngine, SimdLevel};
-use mmaemu_model::block_gemm::{blockwise_gemm, blockwise_gemm_on, mx_gemm, mx_gemm_on, BlockShape, Dims};
+use mmaemu_model::block_gemm::{
+    blockwise_gemm, blockwise_gemm_on, mx_gemm, mx_gemm_on, nvfp4_gemm, nvfp4_gemm_on, BlockShape, Dims,
+};
 use mmaemu_model::blocked_layout::to_blocked;
-use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec};
+use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec, ScaleFormat};
 use mmaemu_model::{Format, Preset};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -100,7 +103,7 @@ fn mx_gemm_on_the_cpu_backend_is_the_model() {
 /// (-126), where the zero-product rule decides the block exponent with c nonzero too.
 fn early_mx_preset(rng: &mut ChaCha8Rng) -> Preset {
     let nfma = [16, 32][rng.random_range(0..2)];
-    let (frac, min_exp) = (rng.random_range(20..=30), [-133, -100, -60, -20, 0][rng.random_range(0..5)]);
+    let (frac, min_exp) = (rng.random_range(20..=30), [-133, -100, -60, -20, 0, 20][rng.random_range(0..6)]);
     let spec =
         PresetSpec::custom("drawn-early-mx", nfma, frac, 23, min_exp, CEntry::Early, None).with_scale_block(Some(nfma));
     Preset::custom(spec).expect("a valid preset")
@@ -152,6 +155,67 @@ fn mx_panels_on_the_cpu_backend_are_the_model() {
                 diff.map(|o| (o / d.n, o % d.n)),
                 None,
                 "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?} anywhere {anywhere}",
+                mmaemu_model::ChainEngine::name(e)
+            );
+        }
+    }
+}
+
+/// A group-scaled e2m1 preset: b200_tcgen05_mxf4nvf4 (NVFP4), or one drawn with ue4m3 or ue8m0 scales (MXFP4-like),
+/// groups of 16 or 32, any frac up to 35 and min_exp.
+fn group_preset(rng: &mut ChaCha8Rng) -> Preset {
+    if rng.random_ratio(1, 2) {
+        return mmaemu_model::b200_tcgen05_mxf4nvf4();
+    }
+    let group = [16u32, 32][rng.random_range(0..2)];
+    let nfma = group * [1, 2, 4][rng.random_range(0..3)];
+    let format = [ScaleFormat::Ue4m3, ScaleFormat::Ue8m0][rng.random_range(0..2)];
+    let (frac, min_exp) = (rng.random_range(10..=35), [-139, -60, 0, 20][rng.random_range(0..4)]);
+    let spec = PresetSpec::custom("drawn-group", nfma, frac, 23, min_exp, CEntry::Early, None)
+        .with_scale_block(Some(group))
+        .with_group_scale(Some(group), format);
+    Preset::custom(spec).expect("a valid preset")
+}
+
+/// The group-scaled (NVFP4) GEMM on the CPU backend is the model's (`nvfp4_gemm_on` against `nvfp4_gemm`), on
+/// seeded shapes that fill panels and exchange operands, e2m1 codes with both nibbles set (the high one is not read),
+/// and scale codes near 1, anywhere, or at the ends (zero, the smallest, the largest, NaN), at every SIMD level.
+#[test]
+fn nvfp4_gemm_on_the_cpu_backend_is_the_model() {
+    let seed = seed();
+    let engines = engines();
+    for case in 0..36u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 24) ^ 0x4E56);
+        let preset = group_preset(rng);
+        let block = preset.scale_block().unwrap_or(16);
+        let d = match case % 3 {
+            0 => Dims { m: rng.random_range(40..=90), n: rng.random_range(1..=20), k: rng.random_range(1..=500) },
+            1 => Dims { m: rng.random_range(1..=30), n: rng.random_range(60..=140), k: rng.random_range(1..=500) },
+            _ => Dims { m: rng.random_range(1..=8), n: rng.random_range(1..=8), k: rng.random_range(1..=200) },
+        };
+        let (a, b): (Vec<u8>, Vec<u8>) =
+            ((0..d.m * d.k).map(|_| rng.random()).collect(), (0..d.n * d.k).map(|_| rng.random()).collect());
+        let nb = d.k.div_ceil(block);
+        let spread = case % 4;
+        let mut scales = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| match (spread, rng.random_ratio(1, 40)) {
+                    (3, _) => rng.random(),
+                    (_, true) => [0x00, 0x01, 0x7E, 0x7F, 0x80, 0xFE, 0xFF][rng.random_range(0..7)],
+                    _ => rng.random_range(0x30..=0x48),
+                })
+                .collect()
+        };
+        let sa = to_blocked(&scales(d.m * nb), d.m, nb, 0).unwrap();
+        let sb = to_blocked(&scales(d.n * nb), d.n, nb, 0).unwrap();
+        let want = nvfp4_gemm(&preset, &a, &b, d, &sa, &sb).unwrap();
+        for e in &engines {
+            let got = nvfp4_gemm_on(e, &preset, &a, &b, d, &sa, &sb).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff.map(|o| (o / d.n, o % d.n, got[o], want[o])),
+                None,
+                "seed {seed} case {case}: {} on {preset:?} {d:?} spread {spread}",
                 mmaemu_model::ChainEngine::name(e)
             );
         }

@@ -3,6 +3,7 @@
 //! tile through the scaled block step.
 
 use super::step::{scale_exp, scaled_block_steps, Blocks};
+use super::PanelTile;
 use crate::driver::Job;
 use crate::kernel::{Lane, Params};
 use crate::tables::{Lut, ZERO_EXP};
@@ -34,13 +35,19 @@ pub struct Scaled<'a> {
     pub sb: &'a [u8],
 }
 
-/// Rows `rows` of A against the panel `cols` of B (at most W rows): `rows.len()` rows of `cols.len()` results, NaN
-/// where the model must recompute the output (a good result is never NaN). `job` is the chains' job of the same
-/// operands ([`Job::chains`]), which moves the panel's codes. `HT`: truncate with the hardware instruction.
+impl PanelTile for Scaled<'_> {
+    /// Rows `rows` of A against the panel `cols` of B (at most W rows), NaN where the model must recompute.
+    #[inline(always)]
+    fn tile<const W: usize, const HT: bool>(&self, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+        panel_tile::<W, HT>(self, job, rows, cols)
+    }
+}
+
+/// [`PanelTile::tile`] of the e8m0 block-scaled chains.
 #[inline(always)]
-pub fn tile<const W: usize, const HT: bool>(
-    job: &Job<'_>,
+fn panel_tile<const W: usize, const HT: bool>(
     s: &Scaled<'_>,
+    job: &Job<'_>,
     rows: Range<usize>,
     cols: Range<usize>,
 ) -> Vec<f32> {

@@ -35,7 +35,7 @@ pub const MIN_EXP_BOUND: i32 = 700;
 const REAL: i32 = -60;
 
 /// An exponent below every candidate of E: no candidate.
-const NONE: i32 = -4096;
+pub(super) const NONE: i32 = -4096;
 
 /// The exponent of a NaN scale code (0xFF): 128, as `code - 127` gives it; marks the output.
 pub const NAN_SCALE: i32 = 128;
