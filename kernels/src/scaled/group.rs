@@ -53,10 +53,21 @@ struct Scale {
     v: f64,
     /// Its exponent e(s).
     e: i32,
-    /// A zero scale: its group counts as a zero group.
-    zero: bool,
-    /// The NaN code: marks the output.
-    nan: bool,
+    /// [`ZERO`] for a zero scale (its group counts as a zero group), [`NAN`] for the NaN code (marks the output).
+    flags: u8,
+}
+
+/// [`Scale::flags`] of a zero scale.
+const ZERO: u8 = 1;
+
+/// [`Scale::flags`] of the NaN code.
+const NAN: u8 = 2;
+
+/// The panel's scales of one piece, a plane per field (W per group), so that the lanes read them as vectors.
+struct Planes {
+    v: Vec<f64>,
+    e: Vec<i32>,
+    flags: Vec<u8>,
 }
 
 /// The operands of a group-scaled GEMM in the kernels' form: A's e2m1 codes (m x k, one per byte; B's are read
@@ -96,8 +107,10 @@ impl<'a> Grouped<'a> {
             g.v[code as usize] = e2m1::to_f32(code);
             g.nz[code as usize] = u8::from(e2m1::to_f32(code) != 0.0);
             g.scales[code as usize] = match scale_parts(preset.scale_format(), code) {
-                Ok((sig, e)) => Scale { v: sig as f64 * <f64 as Lane>::pow2(e - 3), e, zero: sig == 0, nan: false },
-                Err(()) => Scale { nan: true, ..Scale::default() },
+                Ok((sig, e)) => {
+                    Scale { v: sig as f64 * <f64 as Lane>::pow2(e - 3), e, flags: if sig == 0 { ZERO } else { 0 } }
+                }
+                Err(()) => Scale { flags: NAN, ..Scale::default() },
             };
         }
         g
@@ -115,8 +128,9 @@ impl PanelTile for Grouped<'_> {
         let mut pc = vec![0u8; piece_len * W];
         let (mut pv, mut pn) = (vec![0f32; piece_len * W], vec![0u8; piece_len * W]);
         let (mut av, mut an) = (vec![0f32; piece_len], vec![0u8; piece_len]);
-        let (mut xa, mut xb) =
-            (vec![Scale::default(); piece_len / group], vec![Scale::default(); piece_len / group * W]);
+        let mut xa = vec![Scale::default(); piece_len / group];
+        let gw = piece_len / group * W;
+        let mut xb = Planes { v: vec![0.0; gw], e: vec![0; gw], flags: vec![0; gw] };
         let mut sums = vec![0f32; nfma / group * W];
         let mut c = vec![0f32; nr * W];
         for q0 in (0..end).step_by(piece_len) {
@@ -129,11 +143,14 @@ impl PanelTile for Grouped<'_> {
                 (*v, *n) = (self.v[code as usize], self.nz[code as usize]);
             }
             if cols.len() < W {
-                xb.fill(Scale::default());
+                xb.v.fill(0.0);
+                xb.e.fill(0);
+                xb.flags.fill(0);
             }
             for (jj, j) in cols.clone().enumerate() {
                 for (gi, &code) in self.sb[j * ns + g0..j * ns + g0 + ng].iter().enumerate() {
-                    xb[gi * W + jj] = self.scales[code as usize];
+                    let x = self.scales[code as usize];
+                    (xb.v[gi * W + jj], xb.e[gi * W + jj], xb.flags[gi * W + jj]) = (x.v, x.e, x.flags);
                 }
             }
             for (c, i) in c.chunks_exact_mut(W).zip(rows.clone()) {
@@ -174,7 +191,7 @@ impl Grouped<'_> {
         &self,
         piece: &Piece<'_>,
         xa: &[Scale],
-        xb: &[Scale],
+        xb: &Planes,
         sums: &mut [f32],
         c: &mut [f32; W],
     ) {
@@ -185,8 +202,7 @@ impl Grouped<'_> {
             let (mut e, mut zero, mut nan) = ([NONE; W], [false; W], [false; W]);
             for gi in 0..ngb {
                 let (g, o) = (blk * per + gi, (blk * per + gi) * group);
-                let Ok(s) = <&mut [f32; W]>::try_from(&mut sums[gi * W..(gi + 1) * W]) else { continue };
-                *s = [0.0; W];
+                let mut s = [0f32; W];
                 let mut nz = [0u8; W];
                 for q in o..o + group {
                     let (va, na) = (piece.av[q], piece.an[q]);
@@ -201,12 +217,20 @@ impl Grouped<'_> {
                         nz[j] |= na & nrow[j];
                     }
                 }
-                let (sa, sb) = (xa[g], &xb[g * W..(g + 1) * W]);
+                sums[gi * W..(gi + 1) * W].copy_from_slice(&s);
+                let (Ok(be), Ok(bf)) = (
+                    <&[i32; W]>::try_from(&xb.e[g * W..(g + 1) * W]),
+                    <&[u8; W]>::try_from(&xb.flags[g * W..(g + 1) * W]),
+                ) else {
+                    continue;
+                };
+                let sa = xa[g];
                 for j in 0..W {
-                    let valid = nz[j] != 0 && !sa.zero && !sb[j].zero;
-                    e[j] = e[j].max(if valid { sa.e + sb[j].e } else { NONE });
+                    let fl = sa.flags | bf[j];
+                    let valid = nz[j] != 0 && fl & ZERO == 0;
+                    e[j] = e[j].max(if valid { sa.e + be[j] } else { NONE });
                     zero[j] |= !valid;
-                    nan[j] |= sa.nan || sb[j].nan;
+                    nan[j] |= fl & NAN != 0;
                 }
             }
             let (mut f, mut inv, mut total) = ([0f64; W], [0f64; W], [0f64; W]);
@@ -221,9 +245,9 @@ impl Grouped<'_> {
             }
             for gi in 0..ngb {
                 let g = blk * per + gi;
-                let (sa, sb, s) = (xa[g].v, &xb[g * W..(g + 1) * W], &sums[gi * W..(gi + 1) * W]);
+                let (sa, sb, s) = (xa[g].v, &xb.v[g * W..(g + 1) * W], &sums[gi * W..(gi + 1) * W]);
                 for j in 0..W {
-                    total[j] += Lane::trunc::<HT>(f64::from(s[j]) * (sa * sb[j].v) * f[j]);
+                    total[j] += Lane::trunc::<HT>(f64::from(s[j]) * (sa * sb[j]) * f[j]);
                 }
             }
             for j in 0..W {
