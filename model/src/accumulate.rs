@@ -142,6 +142,9 @@ impl<E: ChainEngine + ?Sized> ChainEngine for &E {
     fn scaled_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
         (**self).scaled_chains(preset, ops, scale_a, scale_b)
     }
+    fn group_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+        (**self).group_chains(preset, ops, scale_a, scale_b)
+    }
 }
 
 /// The model itself as an engine: one [`Chain::run`] per output.
