@@ -161,6 +161,50 @@ fn mx_panels_on_the_cpu_backend_are_the_model() {
     }
 }
 
+/// The zero-product rule of the scaled block step (docs/reference.md §2.8): with min_exp above the accumulator's and
+/// the products' exponents, a block that holds a zero product counts at min_exp even where c is nonzero. Early-c
+/// presets with min_exp 20, operands with one zero code in eight, scales near 1.
+#[test]
+fn mx_zero_products_with_a_high_min_exp() {
+    let seed = seed();
+    let engines = engines();
+    for case in 0..12u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 32) ^ 0x5A45);
+        let nfma = [16, 32][rng.random_range(0..2)];
+        let spec = PresetSpec::custom("zero-rule", nfma, rng.random_range(20..=30), 23, 20, CEntry::Early, None)
+            .with_scale_block(Some(nfma));
+        let preset = Preset::custom(spec).expect("a valid preset");
+        let d = Dims { m: rng.random_range(1..=20), n: rng.random_range(60..=80), k: rng.random_range(100..=300) };
+        let mut zeros = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    if rng.random_ratio(1, 8) {
+                        0
+                    } else {
+                        rng.random_range(0x01..0x7E) | (rng.random::<u8>() & 0x80)
+                    }
+                })
+                .collect()
+        };
+        let (a, b) = (zeros(d.m * d.k), zeros(d.n * d.k));
+        let nb = d.k.div_ceil(nfma as usize);
+        let sa: Vec<u8> = (0..d.m * nb).map(|_| rng.random_range(118..=136)).collect();
+        let sb: Vec<u8> = (0..d.n * nb).map(|_| rng.random_range(118..=136)).collect();
+        let (sa, sb) = (to_blocked(&sa, d.m, nb, 127).unwrap(), to_blocked(&sb, d.n, nb, 127).unwrap());
+        let want = mx_gemm(&preset, Format::E4m3, Format::E4m3, &a, &b, d, &sa, &sb).unwrap();
+        for e in &engines {
+            let got = mx_gemm_on(e, &preset, Format::E4m3, Format::E4m3, &a, &b, d, &sa, &sb).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff.map(|o| (o / d.n, o % d.n)),
+                None,
+                "seed {seed} case {case}: {} on {preset:?} {d:?}",
+                mmaemu_model::ChainEngine::name(e)
+            );
+        }
+    }
+}
+
 /// A group-scaled e2m1 preset: b200_tcgen05_mxf4nvf4 (NVFP4), or one drawn with ue4m3 or ue8m0 scales (MXFP4-like),
 /// groups of 16 or 32, any frac up to 35 and min_exp.
 fn group_preset(rng: &mut ChaCha8Rng) -> Preset {
