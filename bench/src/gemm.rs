@@ -93,7 +93,7 @@ pub struct GemmResult {
     pub preset: String,
     /// Fast accumulation?
     pub fast: bool,
-    /// The scaling mode (`tensorwise`, `rowwise`, `rowwise+bias`, `block128`, `mx`).
+    /// The scaling mode (`tensorwise`, `rowwise`, `rowwise+bias`, `block128`, `mx`, `nvfp4`).
     pub scales: String,
     /// The split (`1` or `S,scheme`).
     pub split: String,

@@ -1,12 +1,12 @@
 //! The scaling modes of the GEMM benchmark (`mmaemu bench gemm --scales`): the call each mode times — tensor-wise
 //! (the plan's accumulator), row-wise with or without a bias (the accumulator through the CUTLASS row-wise
-//! epilogue), block-wise 1x128 and MXFP8 — over seeded scales, on an engine or on the model.
+//! epilogue), block-wise 1x128, MXFP8 and NVFP4 — over seeded scales, on an engine or on the model.
 
 use mmaemu_model::block_call::SCALING_NAMES;
-use mmaemu_model::block_gemm::{blockwise_gemm_on, mx_gemm_on, BlockShape, Dims, BLOCKWISE_K};
+use mmaemu_model::block_gemm::{blockwise_gemm_on, mx_gemm_on, nvfp4_gemm_on, BlockShape, Dims, BLOCKWISE_K};
 use mmaemu_model::blocked_layout::to_blocked;
 use mmaemu_model::cutlass_rowwise::{RowwiseEpilogue, RowwiseKernel};
-use mmaemu_model::{execute, ChainEngine, Operands, Plan, Preset};
+use mmaemu_model::{b200_tcgen05_mxf4nvf4, execute, ChainEngine, Operands, Plan, Preset};
 use rand::rngs::ChaCha8Rng;
 use rand::RngExt;
 
@@ -24,15 +24,20 @@ pub enum Scales {
     Block128,
     /// MXFP8: e8m0 scales per 32 of K in torch's blocked layout, the block-scaled preset's chain (§12.4).
     Mx,
+    /// NVFP4: the operands' low nibbles as e2m1 codes, ue4m3 scales per 16 of K in torch's blocked layout, the
+    /// group-scaled chain of the B200 tcgen05 profile's e2m1 instruction (`b200_tcgen05_mxf4nvf4`, §12.2) or of a
+    /// preset with a group.
+    Nvfp4,
 }
 
 impl Scales {
     /// Every mode's name, as `--scales` takes it: the words of the model's one list.
-    pub const NAMES: [&'static str; 4] = [SCALING_NAMES[0], SCALING_NAMES[1], SCALING_NAMES[2], SCALING_NAMES[4]];
+    pub const NAMES: [&'static str; 5] =
+        [SCALING_NAMES[0], SCALING_NAMES[1], SCALING_NAMES[2], SCALING_NAMES[4], SCALING_NAMES[5]];
 
     /// The mode of a name.
     pub fn from_name(name: &str) -> Option<Scales> {
-        let all = [Scales::TensorWise, Scales::RowWise, Scales::Block128, Scales::Mx];
+        let all = [Scales::TensorWise, Scales::RowWise, Scales::Block128, Scales::Mx, Scales::Nvfp4];
         Scales::NAMES.iter().position(|&n| n == name).map(|i| all[i])
     }
 
@@ -51,8 +56,10 @@ pub struct ScaledCall {
     rowwise: Option<RowwiseEpilogue>,
     /// Block-wise: (scale_a, scale_b) fp32, row-major [rows, ceil(K / 128)].
     block: (Vec<f32>, Vec<f32>),
-    /// MXFP8: (scale_a, scale_b) e8m0 codes in torch's blocked layout.
+    /// MXFP8: (scale_a, scale_b) e8m0 codes in torch's blocked layout; NVFP4: ue4m3 codes.
     mx: (Vec<u8>, Vec<u8>),
+    /// NVFP4: the group-scaled preset.
+    group: Option<Preset>,
 }
 
 /// Positive normal fp32 scales between 2^-11 and 2^5, as the tests of the block-wise GEMM draw them.
@@ -76,7 +83,7 @@ impl ScaledCall {
         if bias && scales != Scales::RowWise {
             return Err(format!("--bias needs --scales rowwise (got {})", scales.name()));
         }
-        if matches!(scales, Scales::Block128 | Scales::Mx) && plan.splits().len() > 1 {
+        if matches!(scales, Scales::Block128 | Scales::Mx | Scales::Nvfp4) && plan.splits().len() > 1 {
             return Err(format!("--scales {} runs one chain per output: --splitk must be 1", scales.name()));
         }
         let mut call = ScaledCall {
@@ -87,6 +94,7 @@ impl ScaledCall {
             rowwise: None,
             block: (Vec::new(), Vec::new()),
             mx: (Vec::new(), Vec::new()),
+            group: None,
         };
         match scales {
             Scales::TensorWise => {}
@@ -118,6 +126,27 @@ impl ScaledCall {
                 };
                 call.mx = (e8m0(m)?, e8m0(n)?);
             }
+            Scales::Nvfp4 => {
+                let group = if preset.group().is_some() {
+                    preset.clone()
+                } else if preset.name() == Preset::b200_tcgen05().name() {
+                    b200_tcgen05_mxf4nvf4()
+                } else {
+                    return Err(format!(
+                        "--scales nvfp4 needs the B200 tcgen05 profile's preset (b200_tcgen05, whose e2m1 instruction \
+                         it runs) or a preset with a group, not '{}'",
+                        preset.name()
+                    ));
+                };
+                let nb = k.div_ceil(group.scale_block().unwrap_or(16));
+                // ue4m3 codes of 2^-2 to 2^1 (0x30 to 0x48), as NVFP4 quantisation of unit-scale data gives them.
+                let mut ue4m3 = |rows: usize| -> Result<Vec<u8>, String> {
+                    let s: Vec<u8> = (0..rows * nb).map(|_| rng.random_range(0x30..=0x48u8)).collect();
+                    to_blocked(&s, rows, nb, 0).map_err(|e| e.to_string())
+                };
+                call.mx = (ue4m3(m)?, ue4m3(n)?);
+                call.group = Some(group);
+            }
         }
         Ok(call)
     }
@@ -127,7 +156,7 @@ impl ScaledCall {
         self.scales
     }
 
-    /// The call's output bits on `engine`: the fp32 accumulator (tensor-wise, block-wise, MX) or the bf16 output
+    /// The call's output bits on `engine`: the fp32 accumulator (tensor-wise, block-wise, MX, NVFP4) or the bf16 output
     /// (row-wise). The same bits on every engine.
     pub fn run(&self, ops: &Operands<'_>, engine: &dyn ChainEngine) -> Result<Vec<u32>, String> {
         let (p, d) = (&self.preset, self.dims);
@@ -140,6 +169,10 @@ impl ScaledCall {
                 blockwise_gemm_on(engine, p, ops.fa, ops.fb, ops.a, ops.b, d, sa, sb)
             }
             Scales::Mx => mx_gemm_on(engine, p, ops.fa, ops.fb, ops.a, ops.b, d, &self.mx.0, &self.mx.1),
+            Scales::Nvfp4 => {
+                let g = self.group.as_ref().unwrap_or(p);
+                nvfp4_gemm_on(engine, g, ops.a, ops.b, d, &self.mx.0, &self.mx.1)
+            }
         }
         .map_err(|e| e.to_string())?;
         Ok(match &self.rowwise {

@@ -174,6 +174,15 @@ impl<'a> Job<'a> {
         self.p.biased
     }
 
+    /// The codes of the panel `cols` of B (at most W rows) at positions [q0, q1) of the first chunk, position-major
+    /// with zero codes at padding positions and in the columns past the panel's: for the block-scaled panels of
+    /// `crate::scaled`, whose jobs are [`Job::chains`] (one chunk over K).
+    pub(crate) fn chain_panel_codes<const W: usize>(&self, q0: usize, q1: usize, cols: Range<usize>, pc: &mut [u8]) {
+        if let Some(chunk) = self.splits.first().and_then(|s| s.first()) {
+            panel::panel_codes::<W>(self, chunk, q0, q1, cols, pc);
+        }
+    }
+
     /// M: rows of A.
     pub fn m(&self) -> usize {
         self.m

@@ -162,7 +162,7 @@ impl Params {
 /// The block maximum of nonzero product exponents of one block, per output: `max_k ea[k] + eb[k][j]` in
 /// saturating i8 lanes (`pe` holds the block's `nfma` rows of W exponents).
 #[inline(always)]
-fn block_max<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8]) -> [i8; W] {
+pub(crate) fn block_max<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8]) -> [i8; W] {
     let mut e = [i8::MIN; W];
     for (&code, row) in ab.iter().zip(pe.chunks_exact(W)) {
         let ea = la.e[code as usize];
@@ -176,7 +176,7 @@ fn block_max<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8]) -> [i8; W] {
 
 /// The fp32 exponent floor(log2|c|) of a normal or zero accumulator (+0 gives -127).
 #[inline(always)]
-fn exp_f32(c: f32) -> i32 {
+pub(crate) fn exp_f32(c: f32) -> i32 {
     ((c.to_bits() >> 23) & 0xFF) as i32 - 127
 }
 

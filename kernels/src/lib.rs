@@ -368,9 +368,14 @@ impl ChainEngine for CpuEngine {
         self.compute(job, ops, |ops| Job::chains(preset, ops))
     }
 
-    /// The kernels of [`scaled`], rows of B in parallel; the model's chain where they do not serve.
+    /// The panels of [`scaled`] at the engine's level; the model's chain where they do not serve.
     fn scaled_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
-        scaled::scaled_chains(preset, ops, scale_a, scale_b, self.level.name() != "portable")
+        scaled::scaled_chains(preset, ops, scale_a, scale_b, self.level)
+    }
+
+    /// The group panels of [`scaled`] at the engine's level; the model's chain where they do not serve.
+    fn group_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+        scaled::group_chains(preset, ops, scale_a, scale_b, self.level)
     }
 
     /// Pieces of `NONFINITE_SCAN` (2^19) codes in parallel, on the pool the call runs in, each scanned with the

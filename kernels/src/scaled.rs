@@ -1,217 +1,155 @@
-//! The block-scaled chains of the CPU backend (docs/reference.md §2.8, MXFP8's e8m0 scales): one row of A against a
-//! panel of W rows of B at a time, in exact f64 arithmetic, where every block result is a normal fp32 or zero; the
-//! model's chain for every other output.
+//! The block-scaled chains of the CPU backend (docs/reference.md §2.8, MXFP8's e8m0 scales; §12.2, NVFP4's groups):
+//! panels of outputs as the tensor-wise GEMM tiles them, each through the scaled block step of `scaled/step.rs` or
+//! the group step of `scaled/group.rs` (whose comments hold the arithmetic); the model's chain for every output a
+//! step marks, and for what the steps do not serve.
 
-// The block step of §2.8 with the scale exponent s = e(sa) + e(sb) of the block and output: E = the largest of the
-// nonzero products' exponents plus s, c's fp32 exponent (c nonzero), and min_exp when a product or c is zero; each
-// product enters as trunc(a · b · 2^(frac - E + s)) and c as trunc(c · 2^(frac - E)), summed exactly, truncated (or
-// rounded, nearest-even presets) to frac_out bits, times 2^(E - frac). The arithmetic is `crate::kernel`'s (see
-// there): products of two FP8 values are exact in f64, multiplying by a power of two is exact while the result is
-// normal (every factor here is between 2^-1022 and 2^1023: checked per block, else the output goes to the model),
-// and the sum of nfma + 1 integers below 2^(frac + 2) is exact in f64 for every preset off `Path::Scalar`. Where c
-// is normal its exponent field is the model's `c_exponent`; so every block result that is zero or a normal, finite
-// fp32 is the model's bits, and an output with any other block result (subnormal or overflowing), a NaN scale
-// (0xFF) or a factor out of range is recomputed by the model's `Chain::run_scaled`. Late-c presets, presets on the
-// scalar path and operands with non-finite codes run on the model too.
+// What runs on the model instead: presets with late c, with group scales, with a block other than their scale block,
+// on `Path::Scalar` or with |min_exp| above `step::MIN_EXP_BOUND`; operands with non-finite codes; and, output by
+// output, every chain that meets a NaN scale (0xFF) or a block result outside the normal fp32 range.
 
-use crate::kernel::{Lane, Params, Path};
+mod group;
+mod panel;
+mod step;
+
+use crate::driver::Job;
+use crate::kernel::{Params, Path};
 use crate::tables::Lut;
-use mmaemu_model::accumulate::scaled_chains_by_model;
-use mmaemu_model::block_scale::e8m0_exponent;
-use mmaemu_model::{CEntry, Chain, Operands, Preset};
+use crate::tiling::{swapped, transpose, Choice};
+use crate::{Level, SimdLevel, PORTABLE_TRUNC};
+use group::Grouped;
+use mmaemu_model::accumulate::{group_chains_by_model, scaled_chains_by_model};
+use mmaemu_model::{CEntry, Chain, GroupChain, Operands, Preset};
+use panel::Scaled;
 use rayon::prelude::*;
+use std::ops::Range;
 
-/// Outputs per panel (f64 lanes).
-const W: usize = 8;
-
-/// The exponent given to a zero code: a product with a zero operand is below every real product by far.
-const ZERO: i32 = -(1 << 20);
-
-/// Whether the fast path can compute a preset's block-scaled chains (see the comment at the top of this file).
+/// Whether the panels can compute a preset's block-scaled chains (see the comment at the top of this file).
 pub fn serves(preset: &Preset) -> bool {
     preset.c_entry() == CEntry::Early
         && preset.group().is_none()
         && preset.scale_block() == Some(preset.nfma())
         && Params::new(preset).path != Path::Scalar
+        && preset.min_exp().abs() <= step::MIN_EXP_BOUND
 }
 
-/// The block-scaled chains of [`mmaemu_model::ChainEngine::scaled_chains`]; `hardware_trunc`: the CPU has SSE4.1
-/// (the level is not portable), so that truncation vectorises.
+/// The block-scaled chains of [`mmaemu_model::ChainEngine::scaled_chains`] at `level`: `scale_a` and `scale_b` row-major
+/// [m, ceil(k / nfma)] and [n, ceil(k / nfma)] e8m0 codes.
 pub fn scaled_chains(
     preset: &Preset,
     ops: &Operands<'_>,
     scale_a: &[u8],
     scale_b: &[u8],
-    hardware_trunc: bool,
+    level: SimdLevel,
 ) -> Vec<f32> {
+    if ops.m == 0 || ops.n == 0 {
+        return Vec::new();
+    }
     if !serves(preset) || ops.k == 0 || ops.fa.any_nonfinite(ops.a) || ops.fb.any_nonfinite(ops.b) {
         return scaled_chains_by_model(preset, ops, scale_a, scale_b);
     }
-    let (m, n) = (ops.m, ops.n);
-    let panels: Vec<(Vec<f32>, Vec<bool>)> = (0..n.div_ceil(W))
-        .into_par_iter()
-        .map(|p| {
-            let cols = p * W..((p + 1) * W).min(n);
-            if hardware_trunc {
-                panel_ht(preset, ops, scale_a, scale_b, cols)
-            } else {
-                panel::<false>(preset, ops, scale_a, scale_b, cols)
-            }
-        })
-        .collect();
-    let mut out = vec![0.0f32; m * n];
+    let mut out = by_panels(preset, ops, scale_a, scale_b, level, |ops, sa, sb| Scaled {
+        a: ops.a,
+        k: ops.k,
+        la: Lut::new(ops.fa),
+        lb: Lut::new(ops.fb),
+        p: Params::new(preset),
+        min_exp: preset.min_exp(),
+        sa,
+        sb,
+    });
     let chain = Chain::new(preset, ops.fa, ops.fb);
     let nb = ops.k.div_ceil(preset.nfma());
-    for (p, (vals, bad)) in panels.iter().enumerate() {
-        for i in 0..m {
-            for jj in 0..W.min(n - p * W) {
-                let j = p * W + jj;
-                out[i * n + j] = if bad[i * W + jj] {
-                    let (ra, rb) = (&ops.a[i * ops.k..(i + 1) * ops.k], &ops.b[j * ops.k..(j + 1) * ops.k]);
-                    chain.run_scaled(ra, rb, &scale_a[i * nb..(i + 1) * nb], &scale_b[j * nb..(j + 1) * nb], 0.0)
-                } else {
-                    vals[i * W + jj]
-                };
-            }
-        }
-    }
+    recompute_marked(&mut out, ops, |i, j, ra, rb| {
+        chain.run_scaled(ra, rb, &scale_a[i * nb..(i + 1) * nb], &scale_b[j * nb..(j + 1) * nb], 0.0)
+    });
     out
 }
 
-/// [`panel`] with SSE4.1 to AVX2 instructions.
-#[cfg(target_arch = "x86_64")]
-fn panel_ht(
-    preset: &Preset,
-    ops: &Operands<'_>,
-    sa: &[u8],
-    sb: &[u8],
-    cols: std::ops::Range<usize>,
-) -> (Vec<f32>, Vec<bool>) {
-    #[target_feature(enable = "avx2")]
-    unsafe fn run(
-        preset: &Preset,
-        ops: &Operands<'_>,
-        sa: &[u8],
-        sb: &[u8],
-        cols: std::ops::Range<usize>,
-    ) -> (Vec<f32>, Vec<bool>) {
-        panel::<true>(preset, ops, sa, sb, cols)
+/// The group-scaled chains of [`mmaemu_model::ChainEngine::group_chains`] at `level` (e2m1 codes, one per byte;
+/// `scale_a` and `scale_b` row-major [m, ceil(k / group)] and [n, ceil(k / group)] codes of the preset's scale
+/// format); empty for a preset without a group.
+pub fn group_chains(preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8], level: SimdLevel) -> Vec<f32> {
+    let Ok(chain) = GroupChain::new(preset) else { return Vec::new() };
+    if ops.m == 0 || ops.n == 0 {
+        return Vec::new();
     }
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked just above).
-        unsafe { run(preset, ops, sa, sb, cols) }
+    if !group::serves(preset) || ops.k == 0 {
+        return group_chains_by_model(&chain, ops, scale_a, scale_b);
+    }
+    let mut out =
+        by_panels(preset, ops, scale_a, scale_b, level, |ops, sa, sb| Grouped::new(preset, ops.a, ops.k, sa, sb));
+    let ns = ops.k.div_ceil(chain.scale_block());
+    recompute_marked(&mut out, ops, |i, j, ra, rb| {
+        chain.run(ra, rb, &scale_a[i * ns..(i + 1) * ns], &scale_b[j * ns..(j + 1) * ns], 0.0)
+    });
+    out
+}
+
+/// A panel tile of scaled chains: rows of A against a panel of at most W rows of B, NaN where the model must
+/// recompute the output (a good result is never NaN). `job` is the chains' job of the same operands
+/// ([`Job::chains`]), which moves the panel's codes; `HT`: truncate with the hardware instruction.
+pub trait PanelTile: Sync {
+    /// `rows.len()` rows of `cols.len()` results.
+    fn tile<const W: usize, const HT: bool>(&self, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32>;
+}
+
+/// The chains of `ops` by panel tiles of `make(ops, scale_a, scale_b)` on `level`: the tensor-wise panels' tiles
+/// (`tiling::Choice` with no product lanes), A and B exchanged where N is narrower than a panel and M is larger.
+fn by_panels<'o, T: PanelTile>(
+    preset: &Preset,
+    ops: &Operands<'o>,
+    scale_a: &'o [u8],
+    scale_b: &'o [u8],
+    level: SimdLevel,
+    make: impl Fn(&Operands<'o>, &'o [u8], &'o [u8]) -> T,
+) -> Vec<f32> {
+    let w = level.width();
+    let choice = Choice::of(&Job::chains(preset, ops), w, 0);
+    let run = |ops: &Operands<'o>, sa: &'o [u8], sb: &'o [u8]| {
+        let (job, t) = (Job::chains(preset, ops), make(ops, sa, sb));
+        job.run(choice.tiles(&job, w), |job, rows, cols| tile(level, &t, job, rows, cols))
+    };
+    if choice.swap {
+        transpose(&run(&swapped(ops), scale_b, scale_a), ops.n, ops.m)
     } else {
-        panel::<false>(preset, ops, sa, sb, cols)
+        run(ops, scale_a, scale_b)
     }
 }
 
-/// [`panel`] where no vector truncation is known.
-#[cfg(not(target_arch = "x86_64"))]
-fn panel_ht(
-    preset: &Preset,
-    ops: &Operands<'_>,
-    sa: &[u8],
-    sb: &[u8],
-    cols: std::ops::Range<usize>,
-) -> (Vec<f32>, Vec<bool>) {
-    panel::<false>(preset, ops, sa, sb, cols)
+/// Every marked (NaN) output (i, j) of `out` replaced by `chain(i, j, row i of A, row j of B)`, rows in parallel.
+fn recompute_marked(out: &mut [f32], ops: &Operands<'_>, chain: impl Fn(usize, usize, &[u8], &[u8]) -> f32 + Sync) {
+    let k = ops.k;
+    out.par_chunks_mut(ops.n).enumerate().for_each(|(i, row)| {
+        for (j, x) in row.iter_mut().enumerate().filter(|(_, x)| x.is_nan()) {
+            *x = chain(i, j, &ops.a[i * k..(i + 1) * k], &ops.b[j * k..(j + 1) * k]);
+        }
+    });
 }
 
-/// 2^e as an f64, or None outside the normal range.
-#[inline(always)]
-fn pow2(e: i32) -> Option<f64> {
-    (-1022..=1023).contains(&e).then(|| <f64 as Lane>::pow2(e))
+/// One panel tile on `level`: panels of 64 on AVX-512, of 32 elsewhere, as the tensor-wise tiles of the wide path.
+fn tile<T: PanelTile>(level: SimdLevel, t: &T, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    match level.0 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a `Level::Avx512` value exists only where `is_x86_feature_detected!` reported its features
+        // (`SimdLevel::available`).
+        Level::Avx512 => unsafe { tile_avx512(t, job, rows, cols) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above, for AVX2.
+        Level::Avx2 => unsafe { tile_avx2(t, job, rows, cols) },
+        _ => t.tile::<32, PORTABLE_TRUNC>(job, rows, cols),
+    }
 }
 
-/// Every row of A against the panel `cols` of B (at most W rows): the m x W results and which of them the model
-/// must recompute.
-#[inline(always)]
-fn panel<const HT: bool>(
-    preset: &Preset,
-    ops: &Operands<'_>,
-    scale_a: &[u8],
-    scale_b: &[u8],
-    cols: std::ops::Range<usize>,
-) -> (Vec<f32>, Vec<bool>) {
-    let (p, k, nfma) = (Params::new(preset), ops.k, preset.nfma());
-    let (min_exp, nb) = (preset.min_exp(), k.div_ceil(nfma));
-    let (la, lb) = (Lut::new(ops.fa), Lut::new(ops.fb));
-    let exp = |l: &Lut, c: u8| if l.v64[c as usize] == 0.0 { ZERO } else { l.e[c as usize] as i32 };
-    // The panel, position-major (zero codes in the columns past the panel's); its scale exponents (None: NaN
-    // scale).
-    let (mut pv, mut pe) = (vec![0.0f64; k * W], vec![ZERO; k * W]);
-    let mut xb = vec![Some(0i32); nb * W];
-    for (jj, j) in cols.clone().enumerate() {
-        for (q, &c) in ops.b[j * k..(j + 1) * k].iter().enumerate() {
-            (pv[q * W + jj], pe[q * W + jj]) = (lb.v64[c as usize], exp(&lb, c));
-        }
-        for blk in 0..nb {
-            xb[blk * W + jj] = e8m0_exponent(scale_b[j * nb + blk]);
-        }
-    }
-    let (mut out, mut bad) = (vec![0.0f32; ops.m * W], vec![false; ops.m * W]);
-    let (mut av, mut ae) = (vec![0.0f64; k], vec![ZERO; k]);
-    for i in 0..ops.m {
-        for (q, &c) in ops.a[i * k..(i + 1) * k].iter().enumerate() {
-            (av[q], ae[q]) = (la.v64[c as usize], exp(&la, c));
-        }
-        let mut c = [0.0f32; W];
-        let mut bad_i = [false; W];
-        for blk in 0..nb {
-            // The block's positions (the last block holds the rest of K).
-            let (o, len) = (blk * nfma, nfma.min(k - blk * nfma));
-            let (bv, be) = (&pv[o * W..(o + len) * W], &pe[o * W..(o + len) * W]);
-            // The largest and smallest product exponent per output.
-            let (mut hi, mut lo) = ([i32::MIN; W], [i32::MAX; W]);
-            for (re, &ea) in be.chunks_exact(W).zip(&ae[o..o + len]) {
-                let re: &[i32; W] = re.try_into().unwrap_or(&[ZERO; W]);
-                for j in 0..W {
-                    let e = ea + re[j];
-                    hi[j] = hi[j].max(e);
-                    lo[j] = lo[j].min(e);
-                }
-            }
-            let xa = e8m0_exponent(scale_a[i * nb + blk]);
-            let (mut f, mut fc, mut inv) = ([0.0f64; W], [0.0f64; W], [0.0f64; W]);
-            for j in 0..W {
-                let (Some(xa), Some(xb)) = (xa, xb[blk * W + j]) else {
-                    bad_i[j] = true;
-                    continue;
-                };
-                let s = xa + xb;
-                let mut e = if hi[j] > ZERO / 2 { hi[j] + s } else { i32::MIN };
-                let mut zero = lo[j] <= ZERO / 2;
-                if c[j] == 0.0 {
-                    zero = true;
-                } else {
-                    e = e.max(((c[j].to_bits() >> 23) & 0xFF) as i32 - 127);
-                }
-                if zero {
-                    e = e.max(min_exp);
-                }
-                match (pow2(p.frac - e + s), pow2(p.frac - e), pow2(e - p.frac)) {
-                    (Some(x), Some(y), Some(z)) => (f[j], fc[j], inv[j]) = (x, y, z),
-                    _ => bad_i[j] = true,
-                }
-            }
-            // Aligned, truncated terms summed exactly (a bad lane computes zeros; its output is recomputed).
-            let mut acc = [0.0f64; W];
-            for (row, &va) in bv.chunks_exact(W).zip(&av[o..o + len]) {
-                let row: &[f64; W] = row.try_into().unwrap_or(&[0.0; W]);
-                for j in 0..W {
-                    acc[j] += Lane::trunc::<HT>(va * row[j] * f[j]);
-                }
-            }
-            for j in 0..W {
-                let sum = acc[j] + Lane::trunc::<HT>(c[j] as f64 * fc[j]);
-                let r = sum.keep_frac_out(&p) * inv[j];
-                let normal = r == 0.0 || (r.abs() >= f32::MIN_POSITIVE as f64 && r.abs() < 2f64.powi(128));
-                bad_i[j] |= !normal;
-                c[j] = if normal { r as f32 } else { 0.0 };
-            }
-        }
-        out[i * W..(i + 1) * W].copy_from_slice(&c);
-        bad[i * W..(i + 1) * W].copy_from_slice(&bad_i);
-    }
-    (out, bad)
+/// [`PanelTile::tile`] in AVX-512 instructions.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
+unsafe fn tile_avx512<T: PanelTile>(t: &T, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    t.tile::<64, true>(job, rows, cols)
+}
+
+/// [`PanelTile::tile`] in AVX2 instructions.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn tile_avx2<T: PanelTile>(t: &T, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    t.tile::<32, true>(job, rows, cols)
 }

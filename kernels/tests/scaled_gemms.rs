@@ -1,14 +1,17 @@
 //! The block-scaled GEMMs on the CPU backend are the model's, bit for bit, on seeded random shapes, codes and scales:
 //! MXFP8 (`mx_gemm_on`: the e8m0 block-scaled chains, b200_tcgen05 and drawn presets with block scales, scales from
 //! near 1 to the extremes and the NaN scale, now and then a non-finite code) and block-wise 1x128 / 128x128
-//! (`blockwise_gemm_on`: the preset's chain per 128 of K, scaled and added in fp32), at every SIMD level.
+//! (`blockwise_gemm_on`: the preset's chain per 128 of K, scaled and added in fp32) and NVFP4 (`nvfp4_gemm_on`: the
+//! group-scaled chains), at every SIMD level.
 
 // `MMAEMU_KERNEL_SEED` sets the seed, which every failure prints with its case so that it reruns alone.
 
 use mmaemu_kernels::{CpuEngine, SimdLevel};
-use mmaemu_model::block_gemm::{blockwise_gemm, blockwise_gemm_on, mx_gemm, mx_gemm_on, BlockShape, Dims};
+use mmaemu_model::block_gemm::{
+    blockwise_gemm, blockwise_gemm_on, mx_gemm, mx_gemm_on, nvfp4_gemm, nvfp4_gemm_on, BlockShape, Dims,
+};
 use mmaemu_model::blocked_layout::to_blocked;
-use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec};
+use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec, ScaleFormat};
 use mmaemu_model::{Format, Preset};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -92,6 +95,173 @@ fn mx_gemm_on_the_cpu_backend_is_the_model() {
                     o % d.n
                 );
             }
+        }
+    }
+}
+
+/// A preset with e8m0 block scales and early c whose min_exp may lie above every nonzero accumulator's exponent
+/// (-126), where the zero-product rule decides the block exponent with c nonzero too.
+fn early_mx_preset(rng: &mut ChaCha8Rng) -> Preset {
+    let nfma = [16, 32][rng.random_range(0..2)];
+    let (frac, min_exp) = (rng.random_range(20..=30), [-133, -100, -60, -20, 0, 20][rng.random_range(0..6)]);
+    let spec =
+        PresetSpec::custom("drawn-early-mx", nfma, frac, 23, min_exp, CEntry::Early, None).with_scale_block(Some(nfma));
+    Preset::custom(spec).expect("a valid preset")
+}
+
+/// The MXFP8 panels on shapes that fill them: full and ragged panels of 32 and 64 outputs, several pieces of K with
+/// a short last block, N narrower than a panel under many rows (A and B exchanged), scales near 1 with some at the
+/// ends of e8m0 (0, 1, 254 and the NaN code 255) in a few blocks, or drawn from every code; b200_tcgen05 and drawn
+/// presets with block scales (late c runs on the model, also compared), early-c ones with a high min_exp.
+#[test]
+fn mx_panels_on_the_cpu_backend_are_the_model() {
+    let seed = seed();
+    let engines = engines();
+    for case in 0..24u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 16) ^ 0x4D58);
+        let preset = match case % 3 {
+            0 => early_mx_preset(rng),
+            1 => mx_preset(rng),
+            _ => Preset::b200_tcgen05(),
+        };
+        let block = preset.scale_block().unwrap_or(32);
+        let d = match case % 4 {
+            // N narrower than a panel, more rows: the operands exchange roles.
+            0 => Dims { m: rng.random_range(40..=90), n: rng.random_range(1..=20), k: rng.random_range(1..=600) },
+            _ => Dims { m: rng.random_range(1..=40), n: rng.random_range(60..=140), k: rng.random_range(1..=600) },
+        };
+        let formats = [Format::E4m3, Format::E5m2];
+        let (fa, fb) = (formats[rng.random_range(0..2)], formats[rng.random_range(0..2)]);
+        let (a, b) = (codes(rng, d.m * d.k, fa, false), codes(rng, d.n * d.k, fb, false));
+        let nb = d.k.div_ceil(block);
+        // Near 1, one block in 50 at an end of e8m0 (NaN included), or anywhere.
+        let anywhere = case % 5 == 4;
+        let mut scales = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| match (anywhere, rng.random_ratio(1, 50)) {
+                    (true, _) => rng.random_range(0..=255),
+                    (false, true) => [0, 1, 254, 255][rng.random_range(0..4)],
+                    (false, false) => rng.random_range(110..=144),
+                })
+                .collect()
+        };
+        let sa = to_blocked(&scales(d.m * nb), d.m, nb, 127).unwrap();
+        let sb = to_blocked(&scales(d.n * nb), d.n, nb, 127).unwrap();
+        let want = mx_gemm(&preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+        for e in &engines {
+            let got = mx_gemm_on(e, &preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff.map(|o| (o / d.n, o % d.n)),
+                None,
+                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?} anywhere {anywhere}",
+                mmaemu_model::ChainEngine::name(e)
+            );
+        }
+    }
+}
+
+/// The zero-product rule of the scaled block step (docs/reference.md §2.8): with min_exp above the accumulator's and
+/// the products' exponents, a block that holds a zero product counts at min_exp even where c is nonzero. Early-c
+/// presets with min_exp 20, operands with one zero code in eight, scales near 1.
+#[test]
+fn mx_zero_products_with_a_high_min_exp() {
+    let seed = seed();
+    let engines = engines();
+    for case in 0..12u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 32) ^ 0x5A45);
+        let nfma = [16, 32][rng.random_range(0..2)];
+        let spec = PresetSpec::custom("zero-rule", nfma, rng.random_range(20..=30), 23, 20, CEntry::Early, None)
+            .with_scale_block(Some(nfma));
+        let preset = Preset::custom(spec).expect("a valid preset");
+        let d = Dims { m: rng.random_range(1..=20), n: rng.random_range(60..=80), k: rng.random_range(100..=300) };
+        let mut zeros = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    if rng.random_ratio(1, 8) {
+                        0
+                    } else {
+                        rng.random_range(0x01..0x7E) | (rng.random::<u8>() & 0x80)
+                    }
+                })
+                .collect()
+        };
+        let (a, b) = (zeros(d.m * d.k), zeros(d.n * d.k));
+        let nb = d.k.div_ceil(nfma as usize);
+        let sa: Vec<u8> = (0..d.m * nb).map(|_| rng.random_range(118..=136)).collect();
+        let sb: Vec<u8> = (0..d.n * nb).map(|_| rng.random_range(118..=136)).collect();
+        let (sa, sb) = (to_blocked(&sa, d.m, nb, 127).unwrap(), to_blocked(&sb, d.n, nb, 127).unwrap());
+        let want = mx_gemm(&preset, Format::E4m3, Format::E4m3, &a, &b, d, &sa, &sb).unwrap();
+        for e in &engines {
+            let got = mx_gemm_on(e, &preset, Format::E4m3, Format::E4m3, &a, &b, d, &sa, &sb).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff.map(|o| (o / d.n, o % d.n)),
+                None,
+                "seed {seed} case {case}: {} on {preset:?} {d:?}",
+                mmaemu_model::ChainEngine::name(e)
+            );
+        }
+    }
+}
+
+/// A group-scaled e2m1 preset: b200_tcgen05_mxf4nvf4 (NVFP4), or one drawn with ue4m3 or ue8m0 scales (MXFP4-like),
+/// groups of 16 or 32, any frac up to 35 and min_exp.
+fn group_preset(rng: &mut ChaCha8Rng) -> Preset {
+    if rng.random_ratio(1, 2) {
+        return mmaemu_model::b200_tcgen05_mxf4nvf4();
+    }
+    let group = [16u32, 32][rng.random_range(0..2)];
+    let nfma = group * [1, 2, 4][rng.random_range(0..3)];
+    let format = [ScaleFormat::Ue4m3, ScaleFormat::Ue8m0][rng.random_range(0..2)];
+    let (frac, min_exp) = (rng.random_range(10..=35), [-139, -60, 0, 20][rng.random_range(0..4)]);
+    let spec = PresetSpec::custom("drawn-group", nfma, frac, 23, min_exp, CEntry::Early, None)
+        .with_scale_block(Some(group))
+        .with_group_scale(Some(group), format);
+    Preset::custom(spec).expect("a valid preset")
+}
+
+/// The group-scaled (NVFP4) GEMM on the CPU backend is the model's (`nvfp4_gemm_on` against `nvfp4_gemm`), on
+/// seeded shapes that fill panels and exchange operands, e2m1 codes with both nibbles set (the high one is not read),
+/// and scale codes near 1, anywhere, or at the ends (zero, the smallest, the largest, NaN), at every SIMD level.
+#[test]
+fn nvfp4_gemm_on_the_cpu_backend_is_the_model() {
+    let seed = seed();
+    let engines = engines();
+    for case in 0..36u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 24) ^ 0x4E56);
+        let preset = group_preset(rng);
+        let block = preset.scale_block().unwrap_or(16);
+        let d = match case % 3 {
+            0 => Dims { m: rng.random_range(40..=90), n: rng.random_range(1..=20), k: rng.random_range(1..=500) },
+            1 => Dims { m: rng.random_range(1..=30), n: rng.random_range(60..=140), k: rng.random_range(1..=500) },
+            _ => Dims { m: rng.random_range(1..=8), n: rng.random_range(1..=8), k: rng.random_range(1..=200) },
+        };
+        let (a, b): (Vec<u8>, Vec<u8>) =
+            ((0..d.m * d.k).map(|_| rng.random()).collect(), (0..d.n * d.k).map(|_| rng.random()).collect());
+        let nb = d.k.div_ceil(block);
+        let spread = case % 4;
+        let mut scales = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| match (spread, rng.random_ratio(1, 40)) {
+                    (3, _) => rng.random(),
+                    (_, true) => [0x00, 0x01, 0x7E, 0x7F, 0x80, 0xFE, 0xFF][rng.random_range(0..7)],
+                    _ => rng.random_range(0x30..=0x48),
+                })
+                .collect()
+        };
+        let sa = to_blocked(&scales(d.m * nb), d.m, nb, 0).unwrap();
+        let sb = to_blocked(&scales(d.n * nb), d.n, nb, 0).unwrap();
+        let want = nvfp4_gemm(&preset, &a, &b, d, &sa, &sb).unwrap();
+        for e in &engines {
+            let got = nvfp4_gemm_on(e, &preset, &a, &b, d, &sa, &sb).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff.map(|o| (o / d.n, o % d.n, got[o], want[o])),
+                None,
+                "seed {seed} case {case}: {} on {preset:?} {d:?} spread {spread}",
+                mmaemu_model::ChainEngine::name(e)
+            );
         }
     }
 }

@@ -6,6 +6,7 @@ mod nonfinite;
 use crate::chain::Chain;
 use crate::error::{Error, Result};
 use crate::format::Format;
+use crate::group_scale::GroupChain;
 use crate::interrupt::Interrupt;
 use crate::plan::{Chunk, Plan};
 use crate::preset::Preset;
@@ -87,6 +88,16 @@ pub trait ChainEngine: Sync {
         scaled_chains_by_model(preset, ops, scale_a, scale_b)
     }
 
+    /// The group-scaled chains of an e2m1 preset (docs/reference.md §12.2: NVFP4, MXFP4), from +0: `out[i * n + j]`
+    /// = [`GroupChain::run`] over `a[i, ..]` and `b[j, ..]` with the scales `scale_a[i, ..]` and `scale_b[j, ..]`
+    /// (row-major [m, ceil(k / block)] and [n, ceil(k / block)] codes of the preset's scale format). `ops` holds one
+    /// e2m1 code per byte (low nibble); its `fa` and `fb` are not read. The default runs the model's chain for every
+    /// output; an engine may compute them faster and must return the same bits. A preset without a group has no
+    /// such chains: empty (the callers check it first, [`GroupChain::new`]).
+    fn group_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+        GroupChain::new(preset).map(|c| group_chains_by_model(&c, ops, scale_a, scale_b)).unwrap_or_default()
+    }
+
     /// Whether any of `codes` is non-finite in format `f`, as [`Format::any_nonfinite`] answers: the executor
     /// asks it of both operands of every call, before the plan runs. An engine may scan in parallel (at one
     /// row of A the scan of B is a large part of a call); it must give the same answer.
@@ -130,6 +141,9 @@ impl<E: ChainEngine + ?Sized> ChainEngine for &E {
     }
     fn scaled_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
         (**self).scaled_chains(preset, ops, scale_a, scale_b)
+    }
+    fn group_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+        (**self).group_chains(preset, ops, scale_a, scale_b)
     }
 }
 
@@ -182,6 +196,23 @@ pub fn scaled_chains_by_model(preset: &Preset, ops: &Operands<'_>, scale_a: &[u8
         out.extend(
             (0..ops.n).map(|j| chain.run_scaled(ra, &b[j * l..(j + 1) * l], sa, &scale_b[j * nb..(j + 1) * nb], 0.0)),
         );
+    }
+    out
+}
+
+/// [`ChainEngine::group_chains`] by the model: [`GroupChain::run`] for every output.
+pub fn group_chains_by_model(chain: &GroupChain, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
+    let nb = ops.k.div_ceil(chain.scale_block());
+    let (a, b, l) = (ops.a, ops.b, ops.k);
+    let interrupt = Interrupt::current();
+    let mut out = Vec::with_capacity(ops.m * ops.n);
+    for i in 0..ops.m {
+        if interrupt.requested() {
+            out.resize(ops.m * ops.n, 0.0);
+            break;
+        }
+        let (ra, sa) = (&a[i * l..(i + 1) * l], &scale_a[i * nb..(i + 1) * nb]);
+        out.extend((0..ops.n).map(|j| chain.run(ra, &b[j * l..(j + 1) * l], sa, &scale_b[j * nb..(j + 1) * nb], 0.0)));
     }
     out
 }

@@ -77,18 +77,6 @@ impl Dims {
         }
         Ok(())
     }
-
-    /// Every output in row-major order, from its row of A and its row of B.
-    fn map(self, a: &[u8], b: &[u8], f: impl Fn(usize, usize, &[u8], &[u8]) -> f32) -> Vec<f32> {
-        let k = self.k;
-        let mut out = Vec::with_capacity(self.m * self.n);
-        for i in 0..self.m {
-            for j in 0..self.n {
-                out.push(f(i, j, &a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k]));
-            }
-        }
-        out
-    }
 }
 
 /// The row-major scale matrices of two blocked scale tensors of `block`-element scales, with torch's message
@@ -164,13 +152,32 @@ pub fn mx_gemm_on(
 /// torch's `float4_e2m1fn_x2` with [`crate::format::e2m1_unpack`]); the ue4m3 scales are in torch's blocked layout
 /// (round_up(M, 128) · round_up(ceil(K / 16), 4) codes).
 pub fn nvfp4_gemm(preset: &Preset, a: &[u8], b: &[u8], d: Dims, scale_a: &[u8], scale_b: &[u8]) -> Result<Vec<f32>> {
+    nvfp4_gemm_on(&ReferenceEngine, preset, a, b, d, scale_a, scale_b)
+}
+
+/// [`nvfp4_gemm`] with the chains computed by `engine` ([`ChainEngine::group_chains`]): the same bits, at the
+/// engine's speed.
+pub fn nvfp4_gemm_on(
+    engine: &dyn ChainEngine,
+    preset: &Preset,
+    a: &[u8],
+    b: &[u8],
+    d: Dims,
+    scale_a: &[u8],
+    scale_b: &[u8],
+) -> Result<Vec<f32>> {
     let chain = GroupChain::new(preset)?;
     d.check(a.len(), b.len())?;
-    let block = chain.scale_block();
-    let (sa, sb) = unblock(scale_a, scale_b, d, block)?;
+    let (sa, sb) = unblock(scale_a, scale_b, d, chain.scale_block())?;
     crate::fpenv::check()?;
-    let nb = d.k.div_ceil(block);
-    Ok(d.map(a, b, |i, j, ra, rb| chain.run(ra, rb, &sa[i * nb..(i + 1) * nb], &sb[j * nb..(j + 1) * nb], 0.0)))
+    if d.m == 0 || d.n == 0 {
+        return Ok(Vec::new());
+    }
+    // The formats are not read: the codes are e2m1.
+    let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a, b, m: d.m, n: d.n, k: d.k };
+    let out = engine.group_chains(preset, &ops, &sa, &sb);
+    crate::interrupt::Interrupt::current().check()?;
+    Ok(out)
 }
 
 /// The fp32 accumulators of a block-wise GEMM on a preset's chain (docs/reference.md §12.5; see the comment at the

@@ -18,7 +18,8 @@ use crate::round::f32_parts;
 
 /// One scale code as `(sig, exp)` with `value = sig * 2^(exp - 3)`: ue8m0 as sig 8, ue4m3 as its e4m3 integer form;
 /// Err(()) for a NaN code, sig 0 for a zero.
-fn scale_parts(format: ScaleFormat, code: u8) -> std::result::Result<(u64, i32), ()> {
+#[allow(clippy::result_unit_err)]
+pub fn scale_parts(format: ScaleFormat, code: u8) -> std::result::Result<(u64, i32), ()> {
     match format {
         ScaleFormat::Ue8m0 => crate::block_scale::e8m0_exponent(code).map(|e| (8, e)).ok_or(()),
         ScaleFormat::Ue4m3 => {

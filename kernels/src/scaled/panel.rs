@@ -1,0 +1,99 @@
+//! The panel tile of the block-scaled chains: rows of A against a panel of W rows of B, K in pieces of whole blocks
+//! whose panel codes are decoded once into position-major planes and whose scales are read once, every row of the
+//! tile through the scaled block step.
+
+use super::step::{scale_exp, scaled_block_steps, Blocks};
+use super::PanelTile;
+use crate::driver::Job;
+use crate::kernel::{Lane, Params};
+use crate::tables::{Lut, ZERO_EXP};
+use std::ops::Range;
+
+/// Target positions per piece, rounded to whole blocks: the panel planes (10 bytes per position and output, 160 KB
+/// at W = 64) stay in the second-level cache while every row of the tile runs over them, as the tensor-wise
+/// panels' pieces do (`driver`'s `PIECE`).
+const PIECE: usize = 256;
+
+/// The operands of a block-scaled GEMM in the kernels' form: A's codes (m x k, row-major; B's are read through the
+/// job), and the e8m0 scale codes row-major [m, ceil(k / nfma)] and [n, ceil(k / nfma)].
+pub struct Scaled<'a> {
+    /// A's codes.
+    pub a: &'a [u8],
+    /// The reduction length.
+    pub k: usize,
+    /// A's table.
+    pub la: Lut,
+    /// B's table.
+    pub lb: Lut,
+    /// The preset's kernel parameters.
+    pub p: Params,
+    /// The preset's min_exp.
+    pub min_exp: i32,
+    /// A's scale codes.
+    pub sa: &'a [u8],
+    /// B's scale codes.
+    pub sb: &'a [u8],
+}
+
+impl PanelTile for Scaled<'_> {
+    /// Rows `rows` of A against the panel `cols` of B (at most W rows), NaN where the model must recompute.
+    #[inline(always)]
+    fn tile<const W: usize, const HT: bool>(&self, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+        panel_tile::<W, HT>(self, job, rows, cols)
+    }
+}
+
+/// [`PanelTile::tile`] of the e8m0 block-scaled chains.
+#[inline(always)]
+fn panel_tile<const W: usize, const HT: bool>(
+    s: &Scaled<'_>,
+    job: &Job<'_>,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) -> Vec<f32> {
+    let (k, nfma, nr) = (s.k, s.p.nfma, rows.len());
+    let nb = k.div_ceil(nfma);
+    let piece_len = nfma * (PIECE / nfma).max(1);
+    let mut pc = vec![0u8; piece_len * W];
+    let (mut pv, mut pe) = (vec![0f64; piece_len * W], vec![ZERO_EXP; piece_len * W]);
+    let (mut xa, mut xb) = (vec![0i32; piece_len / nfma], vec![0i32; piece_len / nfma * W]);
+    let mut ga = vec![0u8; piece_len];
+    let mut c = vec![0f32; nr * W];
+    for q0 in (0..nb * nfma).step_by(piece_len) {
+        let q1 = (q0 + piece_len).min(nb * nfma);
+        let (len, nblk, b0) = (q1 - q0, (q1 - q0) / nfma, q0 / nfma);
+        // The positions before K (the last block's rest is zero padding: zero codes, no products).
+        let real = q1.min(k) - q0;
+        if cols.len() < W {
+            xb.fill(0);
+        }
+        job.chain_panel_codes::<W>(q0, q1, cols.clone(), &mut pc);
+        <f64 as Lane>::decode(&s.lb, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
+        for (jj, j) in cols.clone().enumerate() {
+            for (bi, &code) in s.sb[j * nb + b0..j * nb + b0 + nblk].iter().enumerate() {
+                xb[bi * W + jj] = scale_exp(code);
+            }
+        }
+        let last = if q1 == nb * nfma { k - (nb - 1) * nfma } else { nfma };
+        let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
+        for (c, i) in c.chunks_exact_mut(W).zip(rows.clone()) {
+            let Ok(c) = <&mut [f32; W]>::try_from(c) else { continue };
+            let row = &s.a[i * k + q0..i * k + q0 + real];
+            let a = if real < len {
+                ga[..real].copy_from_slice(row);
+                ga[real..len].fill(0);
+                &ga[..len]
+            } else {
+                row
+            };
+            for (x, &code) in xa.iter_mut().zip(&s.sa[i * nb + b0..i * nb + b0 + nblk]) {
+                *x = scale_exp(code);
+            }
+            let bl = Blocks { p: &s.p, min_exp: s.min_exp, xa: &xa[..nblk], xb: &xb[..nblk * W], last };
+            scaled_block_steps::<W, HT>(a, nblk, &s.la, pv, pe, &bl, c);
+        }
+    }
+    let mut out = Vec::with_capacity(nr * cols.len());
+    c.chunks_exact(W).for_each(|c| out.extend_from_slice(&c[..cols.len()]));
+    out
+}
