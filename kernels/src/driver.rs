@@ -20,11 +20,14 @@ use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod blockwise;
 mod fused_panel;
 mod panel;
 mod products;
 mod tiles;
 mod wide_products;
+pub use blockwise::blockwise_chains;
+use blockwise::BlockScales;
 #[cfg(target_arch = "x86_64")]
 pub use fused_panel::tile_fused;
 pub use fused_panel::vbmi;
@@ -87,6 +90,8 @@ pub struct Job<'a> {
     watch: Option<&'a AtomicBool>,
     /// The calling thread's interrupt flag, captured when the job is made: tiles after it is set are skipped.
     interrupt: Interrupt,
+    /// Block-wise scaling: each chunk's chains scaled per output before they are added (one split of slow chunks).
+    scales: Option<BlockScales<'a>>,
 }
 
 impl<'a> Job<'a> {
@@ -114,6 +119,7 @@ impl<'a> Job<'a> {
             scheme: plan.split().scheme(),
             watch: None,
             interrupt: Interrupt::current(),
+            scales: None,
         }
     }
 
@@ -135,6 +141,7 @@ impl<'a> Job<'a> {
             scheme: Scheme::None,
             watch: None,
             interrupt: Interrupt::current(),
+            scales: None,
         }
     }
 
@@ -241,19 +248,24 @@ impl<'a> Job<'a> {
     /// splits combined by the plan's scheme with the model's own `combine`. Always inlined: the pieces must be
     /// compiled inside the level's `#[target_feature]` function.
     #[inline(always)]
-    fn accumulate(&self, outputs: usize, piece_len: usize, piece: &mut impl Piece) -> Vec<f32> {
+    fn accumulate(&self, tile: &TileOutputs, piece_len: usize, piece: &mut impl Piece) -> Vec<f32> {
+        let outputs = tile.len();
         let nsplit = self.splits.len();
         let mut acc = vec![0f32; outputs];
         let mut partials = vec![0f32; nsplit * outputs];
         for (s, chunks) in self.splits.iter().enumerate() {
             let part = &mut partials[s * outputs..(s + 1) * outputs];
-            let done = if self.fast && chunks.len() == 1 { 0 } else { piece.run_chunks(self, chunks, part) };
-            for chunk in &chunks[done..] {
+            let whole = self.fast && chunks.len() == 1 || self.scales.is_some();
+            let done = if whole { 0 } else { piece.run_chunks(self, chunks, part) };
+            for (t, chunk) in chunks.iter().enumerate().skip(done) {
                 acc.fill(0.0);
                 for q0 in (0..chunk.len).step_by(piece_len) {
                     piece.run(self, chunk, q0, (q0 + piece_len).min(chunk.len), &mut acc);
                 }
-                if self.fast && chunks.len() == 1 {
+                if let Some(scales) = &self.scales {
+                    // Block-wise: part + c_t · (sa · sb) in fp32.
+                    scales.add(tile, t, &acc, part);
+                } else if self.fast && chunks.len() == 1 {
                     // Fast: the split's partial is its single chain.
                     part.copy_from_slice(&acc);
                 } else {
@@ -272,6 +284,25 @@ impl<'a> Job<'a> {
                 combine(self.scheme, &ps)
             })
             .collect()
+    }
+}
+
+/// A tile's outputs as its executor lays them out: `rows` of A by `cols` of B, `width` to a row of the tile (the
+/// lanes past `cols.len()` are padding).
+pub(crate) struct TileOutputs {
+    rows: Range<usize>,
+    cols: Range<usize>,
+    width: usize,
+}
+
+impl TileOutputs {
+    fn new(rows: &Range<usize>, cols: &Range<usize>, width: usize) -> TileOutputs {
+        TileOutputs { rows: rows.clone(), cols: cols.clone(), width }
+    }
+
+    /// Outputs in all, padding included.
+    fn len(&self) -> usize {
+        self.rows.len() * self.width
     }
 }
 

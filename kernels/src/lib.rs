@@ -373,6 +373,19 @@ impl ChainEngine for CpuEngine {
         scaled::scaled_chains(preset, ops, scale_a, scale_b, self.level.name() != "portable")
     }
 
+    /// The K blocks as the chunks of one job, scaled and added inside each output tile (`driver/blockwise.rs`); the
+    /// model's blocks one by one where the kernels do not serve.
+    fn blockwise_chains(
+        &self,
+        preset: &Preset,
+        ops: &Operands<'_>,
+        block: usize,
+        scale_a: &[f32],
+        scale_b: &[f32],
+    ) -> Vec<f32> {
+        driver::blockwise_chains(self, preset, ops, block, scale_a, scale_b)
+    }
+
     /// Pieces of `NONFINITE_SCAN` (2^19) codes in parallel, on the pool the call runs in, each scanned with the
     /// level's instructions.
     fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {
