@@ -317,6 +317,16 @@ impl CpuEngine {
         }
     }
 
+    /// Whether every code of B goes through a step that reports the non-finite ones as it computes, with the tiling
+    /// this engine runs `job` with (see [`ChainEngine::run_plan_checked`]): B then needs no scan of its own.
+    fn watches_b(&self, job: &Job) -> bool {
+        match self.choice_of(job) {
+            Choice { swap: true, .. } => false,
+            Choice { tiling: Tiling::Products, .. } => self.level.reads_b_codes(job),
+            Choice { tiling: Tiling::Panels, .. } => self.level.fused_panels(job),
+        }
+    }
+
     /// The plan of `job` (made of `preset`, `plan` and `ops`): by the kernels, or chunk by chunk where they
     /// cannot compute the preset.
     fn run_job<'a>(&self, job: Job<'a>, preset: &Preset, plan: &Plan, ops: &Operands<'a>) -> Vec<f32> {
@@ -405,11 +415,7 @@ impl ChainEngine for CpuEngine {
         }
         let seen = std::sync::atomic::AtomicBool::new(false);
         let job = Job::new(preset, plan, ops);
-        let watched = match self.choice_of(&job) {
-            Choice { swap: true, .. } => false,
-            Choice { tiling: Tiling::Products, .. } => self.level.reads_b_codes(&job),
-            Choice { tiling: Tiling::Panels, .. } => self.level.fused_panels(&job),
-        };
+        let watched = self.watches_b(&job);
         if !watched && self.any_nonfinite(ops.fb, ops.b) {
             return None;
         }

@@ -13,6 +13,7 @@ use crate::kernel::Path;
 use crate::CpuEngine;
 use mmaemu_model::block_gemm::blockwise_chains_by_blocks;
 use mmaemu_model::{ChainEngine, Operands, Preset};
+use std::sync::atomic::AtomicBool;
 
 /// The fp32 scales of a block-wise job: row-major [m, nb] for the job's rows of A, [n, nb] for its rows of B.
 #[derive(Clone, Copy, Debug)]
@@ -73,10 +74,22 @@ pub fn blockwise_chains(
     if m == 0 || n == 0 || k == 0 || block == 0 {
         return blockwise_chains_by_blocks(engine, preset, ops, block, scale_a, scale_b);
     }
+    let by_blocks = || blockwise_chains_by_blocks(engine, preset, ops, block, scale_a, scale_b);
     let job = Job::blockwise(preset, ops, block, BlockScales { a: scale_a, b: scale_b, nb, swapped: false });
-    if job.path() == Path::Scalar || engine.any_nonfinite(ops.fa, ops.a) || engine.any_nonfinite(ops.fb, ops.b) {
-        return blockwise_chains_by_blocks(engine, preset, ops, block, scale_a, scale_b);
+    if job.path() == Path::Scalar || engine.any_nonfinite(ops.fa, ops.a) {
+        return by_blocks();
     }
+    // B is scanned where the tiles do not report its non-finite codes as they read them (as the plans' executor).
+    let seen = AtomicBool::new(false);
+    let watched = engine.watches_b(&job);
+    if !watched && engine.any_nonfinite(ops.fb, ops.b) {
+        return by_blocks();
+    }
+    let job = if watched { job.watching(&seen) } else { job };
     let swapped = BlockScales { a: scale_b, b: scale_a, nb, swapped: true };
-    engine.compute(job, ops, |ops| Job::blockwise(preset, ops, block, swapped))
+    let out = engine.compute(job, ops, |ops| Job::blockwise(preset, ops, block, swapped));
+    if seen.into_inner() {
+        return by_blocks();
+    }
+    out
 }
