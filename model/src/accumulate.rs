@@ -94,7 +94,8 @@ pub trait ChainEngine: Sync {
     /// ceil(k / block), `block` > 0). Any codes and scales, non-finite ones included (an operand with a non-finite
     /// code runs the model's chain). The default runs the blocks one by one through [`ChainEngine::chains`]
     /// ([`crate::block_gemm::blockwise_chains_by_blocks`]); an engine may run them in one pass and must return the
-    /// same bits.
+    /// same bits, a NaN for a NaN (which payload a product of two NaNs keeps is the compiler's choice; the
+    /// block-wise GEMM returns the canonical NaN).
     fn blockwise_chains(
         &self,
         preset: &Preset,

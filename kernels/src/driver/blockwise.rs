@@ -6,37 +6,36 @@
 // of `Job::chains` over that block: the same bits as `ChainEngine::chains` of the gathered block), then adds
 // part = part + c_t · (sa · sb), each operation one fp32 rounding, in block order: the model's
 // `blockwise_chains_by_blocks` step for step. Where A and B are exchanged (few outputs per row), the scales are
-// exchanged with them and their product is still taken as sa · sb.
+// exchanged with them: sb · sa is sa · sb (an fp32 product does not depend on the order of its operands, but for
+// which NaN's payload it keeps, which the compiler chooses anyway).
 
 use super::{ChunkPlan, Job, TileOutputs};
 use crate::kernel::Path;
+use crate::tiling::transpose;
 use crate::CpuEngine;
 use mmaemu_model::block_gemm::blockwise_chains_by_blocks;
 use mmaemu_model::{ChainEngine, Operands, Preset};
 use std::sync::atomic::AtomicBool;
 
-/// The fp32 scales of a block-wise job: row-major [m, nb] for the job's rows of A, [n, nb] for its rows of B.
+/// The fp32 scales of a block-wise job, block-major: [nb, m] for the job's rows of A, [nb, n] for its rows of B (a
+/// block's scales of a tile's outputs lie side by side, so that its scaled add runs in vector lanes).
 #[derive(Clone, Copy, Debug)]
 pub struct BlockScales<'a> {
     a: &'a [f32],
     b: &'a [f32],
-    nb: usize,
-    /// The job's A is the caller's B: the product of the scales is taken as the caller's sa · sb.
-    swapped: bool,
+    m: usize,
+    n: usize,
 }
 
 impl BlockScales<'_> {
     /// part = part + c · (sa · sb) over the real outputs of a tile, for block `t`.
     #[inline(always)]
     pub(super) fn add(&self, tile: &TileOutputs, t: usize, acc: &[f32], part: &mut [f32]) {
-        let (nb, nc) = (self.nb, tile.cols.len());
-        for (r, i) in tile.rows.clone().enumerate() {
-            let sa = self.a[i * nb + t];
+        let (nc, sb) = (tile.cols.len(), &self.b[t * self.n..(t + 1) * self.n][tile.cols.clone()]);
+        for (r, &sa) in self.a[t * self.m..(t + 1) * self.m][tile.rows.clone()].iter().enumerate() {
             let at = r * tile.width;
-            for ((p, &c), j) in part[at..at + nc].iter_mut().zip(&acc[at..at + nc]).zip(tile.cols.clone()) {
-                let sb = self.b[j * nb + t];
-                *p += c * if self.swapped { sb * sa } else { sa * sb };
-            }
+            let (part, acc) = (&mut part[at..at + nc], &acc[at..at + nc]);
+            part.iter_mut().zip(acc).zip(sb).for_each(|((p, &c), &sb)| *p += c * (sa * sb));
         }
     }
 }
@@ -75,7 +74,8 @@ pub fn blockwise_chains(
         return blockwise_chains_by_blocks(engine, preset, ops, block, scale_a, scale_b);
     }
     let by_blocks = || blockwise_chains_by_blocks(engine, preset, ops, block, scale_a, scale_b);
-    let job = Job::blockwise(preset, ops, block, BlockScales { a: scale_a, b: scale_b, nb, swapped: false });
+    let (ta, tb) = (transpose(scale_a, m, nb), transpose(scale_b, n, nb));
+    let job = Job::blockwise(preset, ops, block, BlockScales { a: &ta, b: &tb, m, n });
     if job.path() == Path::Scalar || engine.any_nonfinite(ops.fa, ops.a) {
         return by_blocks();
     }
@@ -86,7 +86,7 @@ pub fn blockwise_chains(
         return by_blocks();
     }
     let job = if watched { job.watching(&seen) } else { job };
-    let swapped = BlockScales { a: scale_b, b: scale_a, nb, swapped: true };
+    let swapped = BlockScales { a: &tb, b: &ta, m: n, n: m };
     let out = engine.compute(job, ops, |ops| Job::blockwise(preset, ops, block, swapped));
     if seen.into_inner() {
         return by_blocks();
