@@ -258,13 +258,15 @@ impl<'a> Job<'a> {
             let whole = self.fast && chunks.len() == 1 || self.scales.is_some();
             let done = if whole { 0 } else { piece.run_chunks(self, chunks, part) };
             for (t, chunk) in chunks.iter().enumerate().skip(done) {
-                acc.fill(0.0);
+                if self.scales.is_none() {
+                    acc.fill(0.0);
+                }
                 for q0 in (0..chunk.len).step_by(piece_len) {
                     piece.run(self, chunk, q0, (q0 + piece_len).min(chunk.len), &mut acc);
                 }
                 if let Some(scales) = &self.scales {
-                    // Block-wise: part + c_t · (sa · sb) in fp32.
-                    scales.add(tile, t, &acc, part);
+                    // Block-wise: part + c_t · (sa · sb) in fp32, the accumulators left at +0 for the next block.
+                    scales.add(tile, t, &mut acc, part);
                 } else if self.fast && chunks.len() == 1 {
                     // Fast: the split's partial is its single chain.
                     part.copy_from_slice(&acc);

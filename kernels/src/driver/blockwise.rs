@@ -28,14 +28,17 @@ pub struct BlockScales<'a> {
 }
 
 impl BlockScales<'_> {
-    /// part = part + c · (sa · sb) over the real outputs of a tile, for block `t`.
+    /// part = part + c · (sa · sb) over the real outputs of a tile, for block `t`; then every accumulator of the
+    /// tile (c) is +0 again, the start of the next block's chains (one pass over the tile while its rows are in
+    /// cache, where a separate fill read them again).
     #[inline(always)]
-    pub(super) fn add(&self, tile: &TileOutputs, t: usize, acc: &[f32], part: &mut [f32]) {
+    pub(super) fn add(&self, tile: &TileOutputs, t: usize, acc: &mut [f32], part: &mut [f32]) {
         let (nc, sb) = (tile.cols.len(), &self.b[t * self.n..(t + 1) * self.n][tile.cols.clone()]);
         for (r, &sa) in self.a[t * self.m..(t + 1) * self.m][tile.rows.clone()].iter().enumerate() {
             let at = r * tile.width;
-            let (part, acc) = (&mut part[at..at + nc], &acc[at..at + nc]);
-            part.iter_mut().zip(acc).zip(sb).for_each(|((p, &c), &sb)| *p += c * (sa * sb));
+            let (part, acc) = (&mut part[at..at + nc], &mut acc[at..at + tile.width]);
+            part.iter_mut().zip(&*acc).zip(sb).for_each(|((p, &c), &sb)| *p += c * (sa * sb));
+            acc.fill(0.0);
         }
     }
 }
