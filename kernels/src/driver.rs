@@ -1,6 +1,7 @@
 //! Plan execution on the CPU (docs/reference.md §3.5 steps 4–5) in one pass over output tiles, in parallel: the
 //! jobs, the chunk walk and the reading of A's rows here; the tiling decisions in `driver/tiles.rs`, the executors
-//! of panel tiles in `driver/panel.rs` and `driver/fused_panel.rs`, of product-lane tiles in `driver/products.rs`.
+//! of panel tiles in `driver/panel.rs` and `driver/fused_panel.rs`, of product-lane tiles in `driver/products.rs`; the
+//! block-wise scaled jobs in `driver/blockwise.rs`.
 
 // The output [m, n] is cut into tiles of `rows` rows of A by a panel of W rows of B. A tile runs every split and chunk
 // of the plan: the chunk's k positions are cut into pieces of whole blocks; for each piece the panel's codes are
