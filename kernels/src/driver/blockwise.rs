@@ -14,7 +14,9 @@ use crate::kernel::Path;
 use crate::tiling::transpose;
 use crate::CpuEngine;
 use mmaemu_model::block_gemm::blockwise_chains_by_blocks;
-use mmaemu_model::{ChainEngine, Operands, Preset};
+use mmaemu_model::interrupt::Interrupt;
+use mmaemu_model::{ChainEngine, Format, Operands, Preset, ReferenceEngine};
+use rayon::prelude::*;
 use std::sync::atomic::AtomicBool;
 
 /// The fp32 scales of a block-wise job, block-major: [nb, m] for the job's rows of A, [nb, n] for its rows of B (a
@@ -62,7 +64,7 @@ impl<'a> Job<'a> {
 
 /// [`ChainEngine::blockwise_chains`] on the CPU backend: the blocks as the chunks of one job, tiled and exchanged as
 /// the engine chooses for plain chains; the model's blocks one by one ([`blockwise_chains_by_blocks`], through the
-/// engine's `chains`) for a preset on the scalar path or operands with a non-finite code.
+/// engine's `chains`) for a preset on the scalar path; operands with a non-finite code by [`patched`].
 pub fn blockwise_chains(
     engine: &CpuEngine,
     preset: &Preset,
@@ -79,20 +81,57 @@ pub fn blockwise_chains(
     let by_blocks = || blockwise_chains_by_blocks(engine, preset, ops, block, scale_a, scale_b);
     let (ta, tb) = (transpose(scale_a, m, nb), transpose(scale_b, n, nb));
     let job = Job::blockwise(preset, ops, block, BlockScales { a: &ta, b: &tb, m, n });
-    if job.path() == Path::Scalar || engine.any_nonfinite(ops.fa, ops.a) {
+    if job.path() == Path::Scalar {
         return by_blocks();
+    }
+    let patched = || patched(engine, preset, ops, block, scale_a, scale_b);
+    if engine.any_nonfinite(ops.fa, ops.a) {
+        return patched();
     }
     // B is scanned where the tiles do not report its non-finite codes as they read them (as the plans' executor).
     let seen = AtomicBool::new(false);
     let watched = engine.watches_b(&job);
     if !watched && engine.any_nonfinite(ops.fb, ops.b) {
-        return by_blocks();
+        return patched();
     }
     let job = if watched { job.watching(&seen) } else { job };
     let swapped = BlockScales { a: &tb, b: &ta, m: n, n: m };
     let out = engine.compute(job, ops, |ops| Job::blockwise(preset, ops, block, swapped));
     if seen.into_inner() {
-        return by_blocks();
+        return patched();
     }
+    out
+}
+
+/// The block-wise chains of operands with non-finite codes: every output whose row of A and row of B are finite by
+/// the job over the operands with those codes replaced by zeros (an output's chains read its two rows alone, so
+/// these are its bits), every other output by the model's blocks one by one over the codes as given; rows of the
+/// result in parallel.
+fn patched(
+    engine: &CpuEngine,
+    preset: &Preset,
+    ops: &Operands<'_>,
+    block: usize,
+    scale_a: &[f32],
+    scale_b: &[f32],
+) -> Vec<f32> {
+    let (n, k, nb) = (ops.n, ops.k, ops.k.div_ceil(block));
+    let rows = |f: Format, x: &[u8]| -> Vec<bool> { x.chunks_exact(k).map(|r| f.any_nonfinite(r)).collect() };
+    let zeroed =
+        |f: Format, x: &[u8]| -> Vec<u8> { x.iter().map(|&c| if f.is_nonfinite(c) { 0 } else { c }).collect() };
+    let (bad_a, bad_b) = (rows(ops.fa, ops.a), rows(ops.fb, ops.b));
+    let (a, b) = (zeroed(ops.fa, ops.a), zeroed(ops.fb, ops.b));
+    let mut out = blockwise_chains(engine, preset, &Operands { a: &a, b: &b, ..*ops }, block, scale_a, scale_b);
+    let interrupt = Interrupt::current();
+    out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+        for (j, o) in row.iter_mut().enumerate().filter(|&(j, _)| bad_a[i] || bad_b[j]) {
+            if interrupt.requested() {
+                return;
+            }
+            let one = Operands { a: &ops.a[i * k..(i + 1) * k], b: &ops.b[j * k..(j + 1) * k], m: 1, n: 1, ..*ops };
+            let (sa, sb) = (&scale_a[i * nb..(i + 1) * nb], &scale_b[j * nb..(j + 1) * nb]);
+            *o = blockwise_chains_by_blocks(&ReferenceEngine, preset, &one, block, sa, sb)[0];
+        }
+    });
     out
 }
