@@ -93,7 +93,7 @@ pub struct GemmResult {
     pub preset: String,
     /// Fast accumulation?
     pub fast: bool,
-    /// The scaling mode (`tensorwise`, `rowwise`, `rowwise+bias`, `block128`, `mx`, `nvfp4`).
+    /// The scaling mode (`tensorwise`, `rowwise`, `rowwise+bias`, `block128`, `block128x128`, `mx`, `nvfp4`).
     pub scales: String,
     /// The split (`1` or `S,scheme`).
     pub split: String,
@@ -448,6 +448,31 @@ mod tests {
         assert_eq!(r.verified.as_deref(), Some("reference"));
         assert!(r.emulated_gmacs > 0.0 && r.ratio.unwrap() > 0.0);
         assert!(split_of("2,bogus", &Preset::ada(), Catalogue::builtin()).is_err());
+    }
+
+    /// The block-wise modes (1x128, and 1x128 on A with 128x128 on B) on the CPU backend, at every tiling, with and
+    /// without planted NaN and Inf codes, are the model's bits (`--verify` fails on the first differing output); K is
+    /// not a multiple of 128, and 150 rows of B span two 128-row scale tiles.
+    #[test]
+    fn blockwise_bench_is_verified_against_the_model() {
+        for scales in [Scales::Block128, Scales::Block128x128] {
+            for (tiling, threads) in [(None, Some(1)), (Some(Tiling::Panels), None), (Some(Tiling::Products), None)] {
+                let b = GemmBench {
+                    scales,
+                    tiling,
+                    threads,
+                    preset: Some("hopper".into()),
+                    ..small(7, 150, 300, false, "1", true)
+                };
+                for (nan, inf) in [(0.0, 0.0), (0.002, 0.002)] {
+                    let limit = mmaemu_model::limits::DEFAULT_MAX_BYTES;
+                    let r = gemm_planted(&b, &Planted { nan, inf }, limit, Catalogue::builtin()).unwrap();
+                    assert_eq!(r.verified.as_deref(), Some("reference"), "{scales:?} {tiling:?} nan {nan}");
+                    assert_eq!(r.scales, scales.name());
+                }
+            }
+        }
+        assert!(Scales::NAMES.iter().all(|n| Scales::from_name(n).map(Scales::name) == Some(*n)));
     }
 
     /// Planted NaN and Inf codes: counted, timed next to the finite operands, the result verified against the

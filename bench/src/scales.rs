@@ -1,6 +1,6 @@
 //! The scaling modes of the GEMM benchmark (`mmaemu bench gemm --scales`): the call each mode times — tensor-wise
 //! (the plan's accumulator), row-wise with or without a bias (the accumulator through the CUTLASS row-wise
-//! epilogue), block-wise 1x128, MXFP8 and NVFP4 — over seeded scales, on an engine or on the model.
+//! epilogue), block-wise 1x128 and 128x128, MXFP8 and NVFP4 — over seeded scales, on an engine or on the model.
 
 use mmaemu_model::block_call::SCALING_NAMES;
 use mmaemu_model::block_gemm::{blockwise_gemm_on, mx_gemm_on, nvfp4_gemm_on, BlockShape, Dims, BLOCKWISE_K};
@@ -22,6 +22,9 @@ pub enum Scales {
     /// DeepSeek-style 1x128 fp32 scales on both operands: per 128 of K the preset's chain, scaled and added in fp32
     /// (§12.5).
     Block128,
+    /// DeepSeek-style 1x128 fp32 scales on A and 128x128 ones on B (activations and weights), as [`Scales::Block128`]
+    /// otherwise.
+    Block128x128,
     /// MXFP8: e8m0 scales per 32 of K in torch's blocked layout, the block-scaled preset's chain (§12.4).
     Mx,
     /// NVFP4: the operands' low nibbles as e2m1 codes, ue4m3 scales per 16 of K in torch's blocked layout, the
@@ -32,12 +35,12 @@ pub enum Scales {
 
 impl Scales {
     /// Every mode's name, as `--scales` takes it: the words of the model's one list.
-    pub const NAMES: [&'static str; 5] =
-        [SCALING_NAMES[0], SCALING_NAMES[1], SCALING_NAMES[2], SCALING_NAMES[4], SCALING_NAMES[5]];
+    pub const NAMES: [&'static str; 6] = SCALING_NAMES;
 
     /// The mode of a name.
     pub fn from_name(name: &str) -> Option<Scales> {
-        let all = [Scales::TensorWise, Scales::RowWise, Scales::Block128, Scales::Mx, Scales::Nvfp4];
+        let all =
+            [Scales::TensorWise, Scales::RowWise, Scales::Block128, Scales::Block128x128, Scales::Mx, Scales::Nvfp4];
         Scales::NAMES.iter().position(|&n| n == name).map(|i| all[i])
     }
 
@@ -54,8 +57,9 @@ pub struct ScaledCall {
     dims: Dims,
     scales: Scales,
     rowwise: Option<RowwiseEpilogue>,
-    /// Block-wise: (scale_a, scale_b) fp32, row-major [rows, ceil(K / 128)].
+    /// Block-wise: (scale_a, scale_b) fp32, row-major [scale rows, ceil(K / 128)], and their shapes.
     block: (Vec<f32>, Vec<f32>),
+    shapes: (BlockShape, BlockShape),
     /// MXFP8: (scale_a, scale_b) e8m0 codes in torch's blocked layout; NVFP4: ue4m3 codes.
     mx: (Vec<u8>, Vec<u8>),
     /// NVFP4: the group-scaled preset.
@@ -83,7 +87,9 @@ impl ScaledCall {
         if bias && scales != Scales::RowWise {
             return Err(format!("--bias needs --scales rowwise (got {})", scales.name()));
         }
-        if matches!(scales, Scales::Block128 | Scales::Mx | Scales::Nvfp4) && plan.splits().len() > 1 {
+        if matches!(scales, Scales::Block128 | Scales::Block128x128 | Scales::Mx | Scales::Nvfp4)
+            && plan.splits().len() > 1
+        {
             return Err(format!("--scales {} runs one chain per output: --splitk must be 1", scales.name()));
         }
         let mut call = ScaledCall {
@@ -93,6 +99,7 @@ impl ScaledCall {
             scales,
             rowwise: None,
             block: (Vec::new(), Vec::new()),
+            shapes: (BlockShape::Vec1x128, BlockShape::Vec1x128),
             mx: (Vec::new(), Vec::new()),
             group: None,
         };
@@ -107,9 +114,11 @@ impl ScaledCall {
                 });
                 call.rowwise = Some(RowwiseEpilogue { scale_a, scale_b, bias, order });
             }
-            Scales::Block128 => {
+            Scales::Block128 | Scales::Block128x128 => {
                 let kb = k.div_ceil(BLOCKWISE_K);
-                call.block = (fp32_scales(m * kb, rng), fp32_scales(n * kb, rng));
+                let b = if scales == Scales::Block128 { BlockShape::Vec1x128 } else { BlockShape::Blk128x128 };
+                call.shapes = (BlockShape::Vec1x128, b);
+                call.block = (fp32_scales(m * kb, rng), fp32_scales(b.scale_rows(n) * kb, rng));
             }
             Scales::Mx => {
                 let Some(block) = preset.scale_block().filter(|_| preset.group().is_none()) else {
@@ -163,9 +172,8 @@ impl ScaledCall {
         let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect();
         let acc = match self.scales {
             Scales::TensorWise | Scales::RowWise => execute(p, &self.plan, ops, engine),
-            Scales::Block128 => {
-                let (sa, sb) = (&self.block.0[..], &self.block.1[..]);
-                let (sa, sb) = ((sa, BlockShape::Vec1x128), (sb, BlockShape::Vec1x128));
+            Scales::Block128 | Scales::Block128x128 => {
+                let (sa, sb) = ((&self.block.0[..], self.shapes.0), (&self.block.1[..], self.shapes.1));
                 blockwise_gemm_on(engine, p, ops.fa, ops.fb, ops.a, ops.b, d, sa, sb)
             }
             Scales::Mx => mx_gemm_on(engine, p, ops.fa, ops.fb, ops.a, ops.b, d, &self.mx.0, &self.mx.1),

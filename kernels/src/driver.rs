@@ -1,6 +1,7 @@
 //! Plan execution on the CPU (docs/reference.md §3.5 steps 4–5) in one pass over output tiles, in parallel: the
 //! jobs, the chunk walk and the reading of A's rows here; the tiling decisions in `driver/tiles.rs`, the executors
-//! of panel tiles in `driver/panel.rs` and `driver/fused_panel.rs`, of product-lane tiles in `driver/products.rs`.
+//! of panel tiles in `driver/panel.rs` and `driver/fused_panel.rs`, of product-lane tiles in `driver/products.rs`; the
+//! block-wise scaled jobs in `driver/blockwise.rs`.
 
 // The output [m, n] is cut into tiles of `rows` rows of A by a panel of W rows of B. A tile runs every split and chunk
 // of the plan: the chunk's k positions are cut into pieces of whole blocks; for each piece the panel's codes are
@@ -20,11 +21,14 @@ use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod blockwise;
 mod fused_panel;
 mod panel;
 mod products;
 mod tiles;
 mod wide_products;
+pub use blockwise::blockwise_chains;
+use blockwise::BlockScales;
 #[cfg(target_arch = "x86_64")]
 pub use fused_panel::tile_fused;
 pub use fused_panel::vbmi;
@@ -87,6 +91,8 @@ pub struct Job<'a> {
     watch: Option<&'a AtomicBool>,
     /// The calling thread's interrupt flag, captured when the job is made: tiles after it is set are skipped.
     interrupt: Interrupt,
+    /// Block-wise scaling: each chunk's chains scaled per output before they are added (one split of slow chunks).
+    scales: Option<BlockScales<'a>>,
 }
 
 impl<'a> Job<'a> {
@@ -114,6 +120,7 @@ impl<'a> Job<'a> {
             scheme: plan.split().scheme(),
             watch: None,
             interrupt: Interrupt::current(),
+            scales: None,
         }
     }
 
@@ -135,6 +142,7 @@ impl<'a> Job<'a> {
             scheme: Scheme::None,
             watch: None,
             interrupt: Interrupt::current(),
+            scales: None,
         }
     }
 
@@ -250,19 +258,26 @@ impl<'a> Job<'a> {
     /// splits combined by the plan's scheme with the model's own `combine`. Always inlined: the pieces must be
     /// compiled inside the level's `#[target_feature]` function.
     #[inline(always)]
-    fn accumulate(&self, outputs: usize, piece_len: usize, piece: &mut impl Piece) -> Vec<f32> {
+    fn accumulate(&self, tile: &TileOutputs, piece_len: usize, piece: &mut impl Piece) -> Vec<f32> {
+        let outputs = tile.len();
         let nsplit = self.splits.len();
         let mut acc = vec![0f32; outputs];
         let mut partials = vec![0f32; nsplit * outputs];
         for (s, chunks) in self.splits.iter().enumerate() {
             let part = &mut partials[s * outputs..(s + 1) * outputs];
-            let done = if self.fast && chunks.len() == 1 { 0 } else { piece.run_chunks(self, chunks, part) };
-            for chunk in &chunks[done..] {
-                acc.fill(0.0);
+            let whole = self.fast && chunks.len() == 1 || self.scales.is_some();
+            let done = if whole { 0 } else { piece.run_chunks(self, chunks, part) };
+            for (t, chunk) in chunks.iter().enumerate().skip(done) {
+                if self.scales.is_none() {
+                    acc.fill(0.0);
+                }
                 for q0 in (0..chunk.len).step_by(piece_len) {
                     piece.run(self, chunk, q0, (q0 + piece_len).min(chunk.len), &mut acc);
                 }
-                if self.fast && chunks.len() == 1 {
+                if let Some(scales) = &self.scales {
+                    // Block-wise: part + c_t · (sa · sb) in fp32, the accumulators left at +0 for the next block.
+                    scales.add(tile, t, &mut acc, part);
+                } else if self.fast && chunks.len() == 1 {
                     // Fast: the split's partial is its single chain.
                     part.copy_from_slice(&acc);
                 } else {
@@ -281,6 +296,25 @@ impl<'a> Job<'a> {
                 combine(self.scheme, &ps)
             })
             .collect()
+    }
+}
+
+/// A tile's outputs as its executor lays them out: `rows` of A by `cols` of B, `width` to a row of the tile (the
+/// lanes past `cols.len()` are padding).
+pub(crate) struct TileOutputs {
+    rows: Range<usize>,
+    cols: Range<usize>,
+    width: usize,
+}
+
+impl TileOutputs {
+    fn new(rows: &Range<usize>, cols: &Range<usize>, width: usize) -> TileOutputs {
+        TileOutputs { rows: rows.clone(), cols: cols.clone(), width }
+    }
+
+    /// Outputs in all, padding included.
+    fn len(&self) -> usize {
+        self.rows.len() * self.width
     }
 }
 

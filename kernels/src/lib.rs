@@ -317,6 +317,16 @@ impl CpuEngine {
         }
     }
 
+    /// Whether every code of B goes through a step that reports the non-finite ones as it computes, with the tiling
+    /// this engine runs `job` with (see [`ChainEngine::run_plan_checked`]): B then needs no scan of its own.
+    fn watches_b(&self, job: &Job) -> bool {
+        match self.choice_of(job) {
+            Choice { swap: true, .. } => false,
+            Choice { tiling: Tiling::Products, .. } => self.level.reads_b_codes(job),
+            Choice { tiling: Tiling::Panels, .. } => self.level.fused_panels(job),
+        }
+    }
+
     /// The plan of `job` (made of `preset`, `plan` and `ops`): by the kernels, or chunk by chunk where they
     /// cannot compute the preset.
     fn run_job<'a>(&self, job: Job<'a>, preset: &Preset, plan: &Plan, ops: &Operands<'a>) -> Vec<f32> {
@@ -378,6 +388,19 @@ impl ChainEngine for CpuEngine {
         scaled::group_chains(preset, ops, scale_a, scale_b, self.level)
     }
 
+    /// The K blocks as the chunks of one job, scaled and added inside each output tile (`driver/blockwise.rs`); the
+    /// model's blocks one by one where the kernels do not serve.
+    fn blockwise_chains(
+        &self,
+        preset: &Preset,
+        ops: &Operands<'_>,
+        block: usize,
+        scale_a: &[f32],
+        scale_b: &[f32],
+    ) -> Vec<f32> {
+        driver::blockwise_chains(self, preset, ops, block, scale_a, scale_b)
+    }
+
     /// Pieces of `NONFINITE_SCAN` (2^19) codes in parallel, on the pool the call runs in, each scanned with the
     /// level's instructions.
     fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {
@@ -397,11 +420,7 @@ impl ChainEngine for CpuEngine {
         }
         let seen = std::sync::atomic::AtomicBool::new(false);
         let job = Job::new(preset, plan, ops);
-        let watched = match self.choice_of(&job) {
-            Choice { swap: true, .. } => false,
-            Choice { tiling: Tiling::Products, .. } => self.level.reads_b_codes(&job),
-            Choice { tiling: Tiling::Panels, .. } => self.level.fused_panels(&job),
-        };
+        let watched = self.watches_b(&job);
         if !watched && self.any_nonfinite(ops.fb, ops.b) {
             return None;
         }

@@ -1,14 +1,16 @@
 //! The block-scaled GEMMs on the CPU backend are the model's, bit for bit, on seeded random shapes, codes and scales:
 //! MXFP8 (`mx_gemm_on`: the e8m0 block-scaled chains, b200_tcgen05 and drawn presets with block scales, scales from
 //! near 1 to the extremes and the NaN scale, now and then a non-finite code) and block-wise 1x128 / 128x128
-//! (`blockwise_gemm_on`: the preset's chain per 128 of K, scaled and added in fp32) and NVFP4 (`nvfp4_gemm_on`: the
-//! group-scaled chains), at every SIMD level.
+//! (`blockwise_gemm_on`: the preset's chain per 128 of K, scaled and added in fp32, built-in and drawn presets, scales
+//! from near 1 to NaN, infinities and the ends of fp32, K of any length) and NVFP4 (`nvfp4_gemm_on`: the group-scaled
+//! chains), at every SIMD level and tiling.
 
 // `MMAEMU_KERNEL_SEED` sets the seed, which every failure prints with its case so that it reruns alone.
 
 use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::block_gemm::{
-    blockwise_gemm, blockwise_gemm_on, mx_gemm, mx_gemm_on, nvfp4_gemm, nvfp4_gemm_on, BlockShape, Dims,
+    blockwise_chains_by_blocks, blockwise_gemm, blockwise_gemm_on, mx_gemm, mx_gemm_on, nvfp4_gemm, nvfp4_gemm_on,
+    BlockShape, Dims,
 };
 use mmaemu_model::blocked_layout::to_blocked;
 use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec, ScaleFormat};
@@ -294,6 +296,110 @@ fn blockwise_gemm_on_the_cpu_backend_is_the_model() {
                 "seed {seed} case {case}: {} on {} {d:?}",
                 mmaemu_model::ChainEngine::name(e),
                 preset.name()
+            );
+        }
+    }
+}
+
+/// A preset for block-wise scaling: a built-in one, or one drawn (blocks of 8 to 128 and 4096, frac up to 40, so
+/// that the narrow, wide and scalar paths all come up, frac_out, min_exp, rounding, early or late c).
+fn blockwise_preset(rng: &mut ChaCha8Rng) -> Preset {
+    if rng.random_ratio(1, 2) {
+        return [Preset::hopper(), Preset::ada(), Preset::b200_mma_sync()][rng.random_range(0..3)].clone();
+    }
+    let nfma = [8, 16, 32, 64, 128, 4096][rng.random_range(0..6)];
+    let frac = rng.random_range(5..=40);
+    let nearest = rng.random_ratio(1, 3);
+    let frac_out = if nearest { 23 } else { rng.random_range(1..=23) };
+    let min_exp = [-1000, -200, -133, -60, 0][rng.random_range(0..5)];
+    let c = if rng.random_ratio(1, 4) { CEntry::Late } else { CEntry::Early };
+    let rounding = if nearest { BlockRounding::NearestEven } else { BlockRounding::Truncate };
+    let spec = PresetSpec::custom("drawn-blockwise", nfma, frac, frac_out, min_exp, c, None).with_rounding(rounding);
+    Preset::custom(spec).expect("a valid preset")
+}
+
+/// fp32 scales: near 1, anywhere among the positive normals, or the extremes (0, -0, subnormal, the largest finite,
+/// infinities, NaN, negative) mixed with ordinary ones.
+fn fp32_scales(rng: &mut ChaCha8Rng, n: usize, spread: u32) -> Vec<f32> {
+    let ends = [0.0, -0.0, f32::from_bits(1), f32::MIN_POSITIVE, f32::MAX, -f32::MAX, f32::INFINITY, -f32::INFINITY];
+    (0..n)
+        .map(|_| match spread {
+            0 => f32::from_bits(rng.random_range(0x3F70_0000..0x3F90_0000u32)),
+            1 => f32::from_bits(rng.random_range(0x0080_0000..0x7F80_0000u32)),
+            _ if rng.random_ratio(1, 2) => f32::from_bits(rng.random_range(0x3A00_0000..0x4200_0000u32)),
+            _ if rng.random_ratio(1, 9) => f32::NAN,
+            _ => ends[rng.random_range(0..ends.len())] * if rng.random_ratio(1, 2) { 1.0 } else { 1.5 },
+        })
+        .collect()
+}
+
+/// The block-wise GEMM on every level and every tiling of the CPU backend equals the model's, bit for bit: drawn
+/// presets, 1x128 and 128x128 scales on either side, scales near 1, anywhere or at the extremes, K of any length
+/// (a ragged last block), shapes from one output to several parallel tiles, with and without the exchange of A and
+/// B, now and then a non-finite code.
+#[test]
+fn blockwise_chains_of_every_level_and_tiling_are_the_model() {
+    let seed = seed();
+    let engines: Vec<CpuEngine> = engines().into_iter().flat_map(CpuEngine::with_every_tiling).collect();
+    let shapes = [BlockShape::Vec1x128, BlockShape::Blk128x128];
+    let formats = [Format::E4m3, Format::E5m2];
+    for case in 0..40u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 16));
+        let preset = blockwise_preset(rng);
+        let big = rng.random_ratio(1, 4);
+        let (m, n) = if big {
+            (rng.random_range(60..=300), rng.random_range(60..=200))
+        } else {
+            (rng.random_range(1..=20), rng.random_range(1..=70))
+        };
+        let d = Dims { m, n, k: rng.random_range(1..=if big { 700 } else { 1100 }) };
+        let (fa, fb) = (formats[rng.random_range(0..2)], formats[rng.random_range(0..2)]);
+        let (sha, shb) = (shapes[rng.random_range(0..2)], shapes[rng.random_range(0..2)]);
+        let nonfinite = rng.random_ratio(1, 6);
+        let (a, b) = (codes(rng, d.m * d.k, fa, nonfinite), codes(rng, d.n * d.k, fb, nonfinite));
+        let (spread, kb) = (rng.random_range(0..=2), d.k.div_ceil(128));
+        let (sa, sb) =
+            (fp32_scales(rng, sha.scale_rows(d.m) * kb, spread), fp32_scales(rng, shb.scale_rows(d.n) * kb, spread));
+        let want = blockwise_gemm(&preset, fa, fb, &a, &b, d, (&sa, sha), (&sb, shb)).unwrap();
+        for e in &engines {
+            let got = blockwise_gemm_on(e, &preset, fa, fb, &a, &b, d, (&sa, sha), (&sb, shb)).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff.map(|o| (o / d.n, o % d.n, got[o], want[o])),
+                None,
+                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?} {sha:?} x {shb:?} spread {spread}",
+                mmaemu_model::ChainEngine::name(e),
+            );
+        }
+    }
+}
+
+/// The engine's block-wise chains equal the model's blocks one by one, for blocks other than 128 too (the trait takes
+/// any block): the fp32 bits of `ChainEngine::blockwise_chains`, every NaN as one (the compiler may exchange the
+/// operands of a product, and with them which NaN's payload it keeps; the GEMM returns the canonical NaN).
+#[test]
+fn raw_blockwise_chains_equal_the_blocks_one_by_one() {
+    let seed = seed();
+    for case in 0..20u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 24) ^ 0xB10C);
+        let preset = blockwise_preset(rng);
+        let block = [16, 32, 64, 96, 128, 256, 1000][rng.random_range(0..7)];
+        let (m, n, k): (usize, usize, usize) =
+            (rng.random_range(1..=40), rng.random_range(1..=90), rng.random_range(1..=900));
+        let nb = k.div_ceil(block);
+        let (a, b) = (codes(rng, m * k, Format::E4m3, false), codes(rng, n * k, Format::E4m3, false));
+        let spread = rng.random_range(0..=2);
+        let (sa, sb) = (fp32_scales(rng, m * nb, spread), fp32_scales(rng, n * nb, spread));
+        let ops = mmaemu_model::Operands { fa: Format::E4m3, fb: Format::E4m3, a: &a, b: &b, m, n, k };
+        let want = blockwise_chains_by_blocks(&mmaemu_model::ReferenceEngine, &preset, &ops, block, &sa, &sb);
+        for e in engines().into_iter().flat_map(CpuEngine::with_every_tiling) {
+            let got = mmaemu_model::ChainEngine::blockwise_chains(&e, &preset, &ops, block, &sa, &sb);
+            let bits =
+                |v: &[f32]| v.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+            assert!(
+                bits(&got) == bits(&want),
+                "seed {seed} case {case}: {} on {preset:?} m {m} n {n} k {k} block {block} spread {spread}",
+                mmaemu_model::ChainEngine::name(&e)
             );
         }
     }

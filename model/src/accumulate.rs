@@ -98,6 +98,26 @@ pub trait ChainEngine: Sync {
         GroupChain::new(preset).map(|c| group_chains_by_model(&c, ops, scale_a, scale_b)).unwrap_or_default()
     }
 
+    /// The block-wise scaled chains of docs/reference.md §12.5, from +0: `out[i * n + j]` = ((+0 + c_0 · (sa_i0 ·
+    /// sb_j0)) + c_1 · (sa_i1 · sb_j1)) + ..., each operation one fp32 round-to-nearest-even, where c_t is the
+    /// preset's chain from +0 of `a[i, ..]` and `b[j, ..]` over positions t · block..min((t + 1) · block, k), and
+    /// sa_it = `scale_a[i * nb + t]`, sb_jt = `scale_b[j * nb + t]` (row-major [m, nb] and [n, nb] fp32, nb =
+    /// ceil(k / block), `block` > 0). Any codes and scales, non-finite ones included (an operand with a non-finite
+    /// code runs the model's chain). The default runs the blocks one by one through [`ChainEngine::chains`]
+    /// ([`crate::block_gemm::blockwise_chains_by_blocks`]); an engine may run them in one pass and must return the
+    /// same bits, a NaN for a NaN (which payload a product of two NaNs keeps is the compiler's choice; the
+    /// block-wise GEMM returns the canonical NaN).
+    fn blockwise_chains(
+        &self,
+        preset: &Preset,
+        ops: &Operands<'_>,
+        block: usize,
+        scale_a: &[f32],
+        scale_b: &[f32],
+    ) -> Vec<f32> {
+        crate::block_gemm::blockwise_chains_by_blocks(self, preset, ops, block, scale_a, scale_b)
+    }
+
     /// Whether any of `codes` is non-finite in format `f`, as [`Format::any_nonfinite`] answers: the executor
     /// asks it of both operands of every call, before the plan runs. An engine may scan in parallel (at one
     /// row of A the scan of B is a large part of a call); it must give the same answer.
@@ -144,6 +164,17 @@ impl<E: ChainEngine + ?Sized> ChainEngine for &E {
     }
     fn group_chains(&self, preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
         (**self).group_chains(preset, ops, scale_a, scale_b)
+    }
+
+    fn blockwise_chains(
+        &self,
+        preset: &Preset,
+        ops: &Operands<'_>,
+        block: usize,
+        scale_a: &[f32],
+        scale_b: &[f32],
+    ) -> Vec<f32> {
+        (**self).blockwise_chains(preset, ops, block, scale_a, scale_b)
     }
 }
 

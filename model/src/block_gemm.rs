@@ -197,10 +197,8 @@ pub fn blockwise_gemm(
     blockwise_gemm_on(&ReferenceEngine, preset, fa, fb, a, b, d, scale_a, scale_b)
 }
 
-/// [`blockwise_gemm`] with the chains of each 128-element K block computed by `engine` ([`ChainEngine::chains`],
-/// every output's chain of that block from +0 at once) where the operands are finite, by the model's chain
-/// otherwise; then per output acc = acc + partial · (sa · sb), block after block. The same bits at the engine's
-/// speed.
+/// [`blockwise_gemm`] with the block-wise chains computed by `engine` ([`ChainEngine::blockwise_chains`], given
+/// every output's row of scales): the same bits at the engine's speed.
 #[allow(clippy::too_many_arguments)]
 pub fn blockwise_gemm_on(
     engine: &dyn ChainEngine,
@@ -225,26 +223,58 @@ pub fn blockwise_gemm_on(
         }
     }
     crate::fpenv::check()?;
+    if d.m == 0 || d.n == 0 {
+        return Ok(Vec::new());
+    }
     let ops = Operands { fa, fb, a, b, m: d.m, n: d.n, k: d.k };
-    let finite = !engine.any_nonfinite(fa, a) && !engine.any_nonfinite(fb, b);
-    let chain = Chain::new(preset, fa, fb);
-    let mut acc = vec![0.0f32; d.m * d.n];
-    for c in 0..kb {
-        let cols = c * BLOCKWISE_K..((c + 1) * BLOCKWISE_K).min(d.k);
-        let (ga, gb) = (columns(a, d.m, d.k, &cols), columns(b, d.n, d.k, &cols));
-        let block = Operands { a: &ga, b: &gb, k: cols.len(), ..ops };
+    let (sa, sb) = (per_row(scale_a, d.m, kb), per_row(scale_b, d.n, kb));
+    let acc = engine.blockwise_chains(preset, &ops, BLOCKWISE_K, &sa, &sb);
+    crate::interrupt::Interrupt::current().check()?;
+    Ok(acc.into_iter().map(crate::round::canonical_f32).collect())
+}
+
+/// The row-major [rows, kb] scales of every row of an operand (a 128 x 128 tile's row of scales repeated for each of
+/// its rows); at most as many as the operand has codes.
+fn per_row(scale: (&[f32], BlockShape), rows: usize, kb: usize) -> std::borrow::Cow<'_, [f32]> {
+    match scale.1 {
+        BlockShape::Vec1x128 => scale.0.into(),
+        shape => (0..rows).flat_map(|i| &scale.0[shape.row_of(i) * kb..][..kb]).copied().collect::<Vec<_>>().into(),
+    }
+}
+
+/// [`ChainEngine::blockwise_chains`] one block at a time: per block of K the chains of every output from +0, through
+/// the engine's [`ChainEngine::chains`] where both operands are finite, by the model's chain otherwise; then per
+/// output acc = acc + partial · (sa · sb) in fp32, block after block (see the comment at the top of this file).
+pub fn blockwise_chains_by_blocks<E: ChainEngine + ?Sized>(
+    engine: &E,
+    preset: &Preset,
+    ops: &Operands<'_>,
+    block: usize,
+    scale_a: &[f32],
+    scale_b: &[f32],
+) -> Vec<f32> {
+    let (m, n, k) = (ops.m, ops.n, ops.k);
+    let mut acc = vec![0.0f32; m * n];
+    if n == 0 || block == 0 {
+        return acc;
+    }
+    let nb = k.div_ceil(block);
+    let finite = !engine.any_nonfinite(ops.fa, ops.a) && !engine.any_nonfinite(ops.fb, ops.b);
+    let chain = Chain::new(preset, ops.fa, ops.fb);
+    for t in 0..nb {
+        let cols = t * block..((t + 1) * block).min(k);
+        let (ga, gb) = (columns(ops.a, m, k, &cols), columns(ops.b, n, k, &cols));
+        let one = Operands { a: &ga, b: &gb, k: cols.len(), ..*ops };
         let partial =
-            if finite { engine.chains(preset, &block) } else { each_output(&block, |ra, rb| chain.run(ra, rb, 0.0)) };
-        let sb: Vec<f32> = (0..d.n).map(|j| scale_b.0[scale_b.1.row_of(j) * kb + c]).collect();
-        for (i, (acc, p)) in acc.chunks_exact_mut(d.n).zip(partial.chunks_exact(d.n)).enumerate() {
-            let sa = scale_a.0[scale_a.1.row_of(i) * kb + c];
-            for ((acc, &p), &sb) in acc.iter_mut().zip(p).zip(&sb) {
-                *acc += p * (sa * sb);
+            if finite { engine.chains(preset, &one) } else { each_output(&one, |ra, rb| chain.run(ra, rb, 0.0)) };
+        for (i, (acc, p)) in acc.chunks_exact_mut(n).zip(partial.chunks_exact(n)).enumerate() {
+            let sa = scale_a[i * nb + t];
+            for (j, (acc, &p)) in acc.iter_mut().zip(p).enumerate() {
+                *acc += p * (sa * scale_b[j * nb + t]);
             }
         }
     }
-    crate::interrupt::Interrupt::current().check()?;
-    Ok(acc.into_iter().map(crate::round::canonical_f32).collect())
+    acc
 }
 
 /// The columns `cols` of a row-major [rows, k] matrix, as a row-major [rows, cols.len()] one.

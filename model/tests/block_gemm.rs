@@ -177,3 +177,16 @@ fn wrong_scale_sizes_are_typed_errors_with_torchs_message() {
     let huge = Dims { m: 1 << 20, n: 1 << 20, k: 1 };
     assert!(mx_gemm(&p, Format::E4m3, Format::E4m3, &a, &b, huge, &[], &[]).is_err());
 }
+
+/// Empty block-wise GEMMs return their empty (or +0) result, never a panic: no rows of A or of B, and K = 0 (no
+/// block: every output +0).
+#[test]
+fn empty_blockwise_gemms_are_empty() {
+    let (p, f, v) = (Preset::hopper(), Format::E4m3, BlockShape::Vec1x128);
+    let got = blockwise_gemm(&p, f, f, &[0x38; 128], &[], Dims { m: 1, n: 0, k: 128 }, (&[2.0], v), (&[], v));
+    assert_eq!(got.unwrap(), Vec::<f32>::new());
+    let got = blockwise_gemm(&p, f, f, &[], &[0x38; 256], Dims { m: 0, n: 1, k: 256 }, (&[], v), (&[2.0, 3.0], v));
+    assert_eq!(got.unwrap(), Vec::<f32>::new());
+    let got = blockwise_gemm(&p, f, f, &[], &[], Dims { m: 2, n: 3, k: 0 }, (&[], v), (&[], v)).unwrap();
+    assert_eq!(got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), vec![0u32; 6]);
+}

@@ -102,8 +102,9 @@ pub struct GemmArgs {
     #[arg(long, default_value_t = 0.0)]
     pub inf: f64,
     /// Scaling of the call: tensorwise (the accumulator), rowwise (torch 2.7.1's CUTLASS row-wise epilogue),
-    /// block128 (1x128 block-wise scales), mx (MXFP8 e8m0 scales; a block-scaled preset: b200_tcgen05) or nvfp4
-    /// (NVFP4 ue4m3 scales on the operands' low nibbles: b200_tcgen05's e2m1 instruction).
+    /// block128 (1x128 block-wise scales), block128x128 (1x128 on A, 128x128 on B), mx (MXFP8 e8m0 scales; a
+    /// block-scaled preset: b200_tcgen05) or nvfp4 (NVFP4 ue4m3 scales on the operands' low nibbles: b200_tcgen05's
+    /// e2m1 instruction).
     #[arg(long, default_value = "tensorwise")]
     pub scales: String,
     /// With --scales rowwise: add a bf16 bias.

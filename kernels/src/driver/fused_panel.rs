@@ -7,7 +7,7 @@ use super::panel::panel_codes;
 #[cfg(target_arch = "x86_64")]
 use super::tiles::fused_piece_len;
 #[cfg(target_arch = "x86_64")]
-use super::{one_run, products, rows_of_a, ChunkPlan, Job, Piece, X86_AVX2, X86_AVX512};
+use super::{one_run, products, rows_of_a, ChunkPlan, Job, Piece, TileOutputs, X86_AVX2, X86_AVX512};
 #[cfg(target_arch = "x86_64")]
 use crate::tables::ZERO_EXP;
 #[cfg(target_arch = "x86_64")]
@@ -30,6 +30,7 @@ pub unsafe fn tile_fused<const X86: u8>(job: &Job, rows: Range<usize>, cols: Ran
     let nr = rows.len();
     let ncols = cols.len();
     let piece_len = fused_piece_len(nfma);
+    let tile = TileOutputs::new(&rows, &cols, PANEL);
     let mut piece = FusedPiece::<X86> {
         rows: rows.clone(),
         cols,
@@ -40,7 +41,7 @@ pub unsafe fn tile_fused<const X86: u8>(job: &Job, rows: Range<usize>, cols: Ran
         ga: vec![0u8; nr * piece_len],
         in_place: X86 == X86_AVX512 && vbmi(),
     };
-    let acc = job.accumulate(nr * PANEL, piece_len, &mut piece);
+    let acc = job.accumulate(&tile, piece_len, &mut piece);
     let mut out = Vec::with_capacity(nr * ncols);
     acc.chunks_exact(PANEL).for_each(|r| out.extend_from_slice(&r[..ncols]));
     out

@@ -2,7 +2,7 @@
 //! into position-major order and decoded once, then every row of the tile through the portable panel step.
 
 use super::tiles::PIECE;
-use super::{rows_of_a, ChunkPlan, Job, Piece};
+use super::{rows_of_a, ChunkPlan, Job, Piece, TileOutputs};
 use crate::kernel::{block_steps, Lane, Path};
 use crate::tables::ZERO_EXP;
 use std::ops::Range;
@@ -29,6 +29,7 @@ fn tile_with<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
     let nr = rows.len();
     let (j0, ncols) = (cols.start, cols.len());
     let piece_len = nfma * (PIECE / nfma).max(1);
+    let tile = TileOutputs::new(&rows, &cols, W);
     let mut piece = PanelPiece::<W, L, LATE, HT> {
         rows: rows.clone(),
         ncols,
@@ -38,7 +39,7 @@ fn tile_with<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
         pe: vec![ZERO_EXP; piece_len * W],
         ga: vec![0u8; nr * piece_len],
     };
-    let acc = job.accumulate(nr * W, piece_len, &mut piece);
+    let acc = job.accumulate(&tile, piece_len, &mut piece);
     // Drop the padding columns of the panel.
     let mut out = Vec::with_capacity(nr * ncols);
     acc.chunks_exact(W).for_each(|r| out.extend_from_slice(&r[..ncols]));

@@ -3,7 +3,7 @@
 //! at a time, decoded beforehand, or, at one or two rows of A on the AVX-512 level, sixteen at a time as codes.
 
 use super::tiles::{group, reads_codes, strip_len, STRIP_CHUNKS};
-use super::{gather_rows, ChunkPlan, Job, Piece};
+use super::{gather_rows, ChunkPlan, Job, Piece, TileOutputs};
 use crate::kernel::{product_blocks, Path};
 #[cfg(target_arch = "x86_64")]
 use crate::x86::{self, CODE_CHAINS};
@@ -107,6 +107,7 @@ fn strip_tile_with<const NB: usize, const HT: bool, const X86: u8>(
     let unit = group::<X86>(job, nr);
     let ncp = nc.div_ceil(unit) * unit;
     let piece_len = strip_len::<NB>();
+    let tile = TileOutputs::new(&rows, &cols, ncp);
     let mut piece = StripPiece::<NB, HT, X86> {
         unit,
         rows: rows.clone(),
@@ -120,7 +121,7 @@ fn strip_tile_with<const NB: usize, const HT: bool, const X86: u8>(
         zeros: vec![0u8; piece_len],
         fused: fused_codes::<X86>(job),
     };
-    let acc = job.accumulate(nr * ncp, piece_len, &mut piece);
+    let acc = job.accumulate(&tile, piece_len, &mut piece);
     let mut out = Vec::with_capacity(nr * nc);
     acc.chunks_exact(ncp).for_each(|r| out.extend_from_slice(&r[..nc]));
     out

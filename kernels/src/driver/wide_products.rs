@@ -4,7 +4,7 @@
 
 use super::products::{decode_group, decode_rows, CHAINS};
 use super::tiles::strip_piece_len;
-use super::{ChunkPlan, Job, Piece};
+use super::{ChunkPlan, Job, Piece, TileOutputs};
 use crate::kernel::wide_product_blocks;
 use crate::tables::ZERO_EXP;
 use std::ops::Range;
@@ -22,6 +22,7 @@ pub fn wide_strip_tile<const HT: bool, const AVX512: bool>(
     // Outputs rounded up to whole groups; the extra rows of B are zeros.
     let ncp = nc.div_ceil(CHAINS) * CHAINS;
     let piece_len = strip_piece_len(job.p.nfma);
+    let tile = TileOutputs::new(&rows, &cols, ncp);
     let mut piece = WidePiece::<HT, AVX512> {
         rows,
         cols,
@@ -32,7 +33,7 @@ pub fn wide_strip_tile<const HT: bool, const AVX512: bool>(
         bv: vec![0f32; CHAINS * piece_len],
         be: vec![ZERO_EXP; CHAINS * piece_len],
     };
-    let acc = job.accumulate(nr * ncp, piece_len, &mut piece);
+    let acc = job.accumulate(&tile, piece_len, &mut piece);
     let mut out = Vec::with_capacity(nr * nc);
     acc.chunks_exact(ncp).for_each(|r| out.extend_from_slice(&r[..nc]));
     out
