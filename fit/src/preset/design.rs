@@ -103,6 +103,7 @@ fn probe(key: &SplitKey, inputs: &InputSpec) -> Option<Vec<Sample>> {
                 c: 0.0,
                 want: 0,
                 slow: !key.fast,
+                accumulator: true,
                 row: 0,
             });
         }
