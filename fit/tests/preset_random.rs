@@ -101,7 +101,11 @@ fn sweep(truth: &Preset) -> Vec<Row> {
 }
 
 fn check(seed: u64) {
-    let truth = truth(seed);
+    check_truth(seed, truth(seed));
+}
+
+/// Fits `truth` back from its sweep and the experiments the fit designs; `seed` labels it and seeds the held-out calls.
+fn check_truth(seed: u64, truth: Preset) {
     let t = truth.spec().clone();
     let file = PathBuf::from("random");
     let mut rows = sweep(&truth);
@@ -164,6 +168,23 @@ fn seeds() -> std::ops::Range<u64> {
         .ok()
         .and_then(|s| s.split_once("..").and_then(|(a, b)| Some(a.parse().ok()?..b.parse().ok()?)))
         .unwrap_or(0..3)
+}
+
+/// Truths that once kept no survivor or stayed open: an early c with frac below the accumulator's 24 bits, where
+/// the all-zero blocks of a zero-padded slow chunk re-align c (a chunk no multiple of nfma; a chunk longer than the
+/// sweep's slow K), and wide blocks whose term fraction only cancelling products show.
+#[test]
+fn named_truths_are_fitted_back_by_experiment() {
+    let named = [
+        (32, 21, (23, BlockRounding::NearestEven), CEntry::Early, 272),
+        (32, 21, (23, BlockRounding::NearestEven), CEntry::Early, 800),
+        (256, 31, (9, BlockRounding::Truncate), CEntry::Late, 960),
+        (64, 38, (23, BlockRounding::NearestEven), CEntry::Late, 192),
+    ];
+    for (i, (nfma, frac, (frac_out, rounding), c_entry, slow)) in named.into_iter().enumerate() {
+        let spec = PresetSpec::custom("truth", nfma, frac, frac_out, -133, c_entry, Some(slow)).with_rounding(rounding);
+        check_truth(500 + i as u64, Preset::custom(spec).unwrap());
+    }
 }
 
 #[test]
