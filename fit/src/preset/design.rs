@@ -76,6 +76,8 @@ fn fast_candidates() -> Vec<(SplitKey, InputSpec)> {
         DataClass::Subnormal { scale: 1.0e-9 },
         DataClass::AllCodes { finite: true },
         DataClass::Gaussian { scale: 64.0 },
+        DataClass::Gaussian { scale: 256.0 },
+        DataClass::Gaussian { scale: 512.0 },
         DataClass::Subnormal { scale: 256.0 },
     ];
     classes.extend((8..=11).map(|e| DataClass::Split { scale: (-e as f64).exp2() }));
