@@ -17,11 +17,13 @@ type Named = (&'static str, u32, u32, (u32, BlockRounding), CEntry, u32);
 
 /// The truths, CI's first. The first is issue 42's GPU (16-product blocks, 24 term bits, nearest even, late c, a slow
 /// chunk of 256).
-const TRUTHS: [Named; 4] = [
+const TRUTHS: [Named; 6] = [
     ("b16-ne-late-256", 16, 24, (23, BlockRounding::NearestEven), CEntry::Late, 256),
     ("b64-ne-early-192", 64, 28, (23, BlockRounding::NearestEven), CEntry::Early, 192),
     ("b16-trunc-early-192", 16, 20, (16, BlockRounding::Truncate), CEntry::Early, 192),
     ("b64-ne-late-256", 64, 33, (23, BlockRounding::NearestEven), CEntry::Late, 256),
+    ("b16-ne-early-256", 16, 30, (23, BlockRounding::NearestEven), CEntry::Early, 256),
+    ("b64-trunc-late-192", 64, 14, (12, BlockRounding::Truncate), CEntry::Late, 192),
 ];
 
 /// The truths this run brings up.
