@@ -4,7 +4,7 @@
 //! designs experiments and refits on their rows until nothing is open; the fitted preset must equal the truth in
 //! every decided parameter and replay held-out calls (other seeds, classes and K's, slow ones included) bit for bit.
 //!
-//! Seeds: `PRESET_FIT_SEEDS=a..b` (default 0..3) runs more; the seed is printed on failure.
+//! Seeds: `PRESET_FIT_SEEDS=a..b` (default 0..3) or `PRESET_FIT_SEEDS=a` runs others; the seed is printed on failure.
 
 use mmaemu_datasets::inputs::{generate, DataClass, InputSpec, Operand, GENERATOR_V1};
 use mmaemu_datasets::{Expectation, Op, OutSelect, Row, Truth, UNKNOWN_PRESET};
@@ -166,7 +166,10 @@ fn check_truth(seed: u64, truth: Preset) {
 fn seeds() -> std::ops::Range<u64> {
     std::env::var("PRESET_FIT_SEEDS")
         .ok()
-        .and_then(|s| s.split_once("..").and_then(|(a, b)| Some(a.parse().ok()?..b.parse().ok()?)))
+        .and_then(|s| match s.split_once("..") {
+            Some((a, b)) => Some(a.parse().ok()?..b.parse().ok()?),
+            None => s.parse().ok().map(|a: u64| a..a + 1),
+        })
         .unwrap_or(0..3)
 }
 
