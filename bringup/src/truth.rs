@@ -59,12 +59,17 @@ pub fn draw(seed: u64, customs: &[i64]) -> Truth {
     Truth { seed, preset, rules }
 }
 
-/// Writes the truth of `seed` as a bundle in the new directory `out`, its split decisions those of the recorded
-/// table `source` (a `.parquet` with its `.json` sidecar) under the drawn rules. Returns the truth.
-pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
+/// The customOptions the recorded table `source` (a `.parquet` with its `.json` sidecar) maps to a scheme, ascending:
+/// the ones a truth written over it needs a rule for.
+pub fn customs(source: &Path) -> Result<Vec<i64>, String> {
+    let (_, customs) = sidecar(source)?;
+    Ok(customs)
+}
+
+fn sidecar(source: &Path) -> Result<(serde_json::Value, Vec<i64>), String> {
     let sidecar_path = source.with_extension("json");
     let text = std::fs::read_to_string(&sidecar_path).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
-    let mut sidecar: serde_json::Value =
+    let sidecar: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
     let mut customs: Vec<i64> = sidecar["codes"]["custom -> scheme"]
         .as_object()
@@ -74,7 +79,26 @@ pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
     if customs.is_empty() {
         return Err(format!("{}: the sidecar maps no customOption to a scheme", sidecar_path.display()));
     }
-    let truth = draw(seed, &customs);
+    Ok((sidecar, customs))
+}
+
+/// Writes the truth of `seed` as a bundle in the new directory `out`, its split decisions those of the recorded
+/// table `source` (a `.parquet` with its `.json` sidecar) under the drawn rules. Returns the truth.
+pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
+    let truth = draw(seed, &customs(source)?);
+    write_truth(&truth, source, out)?;
+    Ok(truth)
+}
+
+/// Writes `truth` (a drawn one, or one built from a chosen preset and rules; its seed names its profile,
+/// [`profile_name`]) as a bundle in the new directory `out`, its split decisions those of the recorded table `source`
+/// under the truth's rules, which must name every customOption of the table ([`customs`]).
+pub fn write_truth(truth: &Truth, source: &Path, out: &Path) -> Result<(), String> {
+    let (mut sidecar, customs) = sidecar(source)?;
+    if let Some(c) = customs.iter().find(|c| !truth.rules.iter().any(|(r, _)| r == *c)) {
+        return Err(format!("truth {}: no rule for customOption {c} of {}", truth.seed, source.display()));
+    }
+    let seed = truth.seed;
     let name = profile_name(seed);
     let gpu = format!("Random GPU {seed}");
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -114,7 +138,7 @@ pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
     std::fs::write(out.join("platform.toml"), manifest).map_err(|e| e.to_string())?;
     // Check it loads: a truth the model refuses is a generator bug, said here rather than at the first call.
     mmaemu_datasets::platform::load_platform(out).map_err(|e| format!("truth {seed}: {e}"))?;
-    Ok(truth)
+    Ok(())
 }
 
 /// The source table the truths reuse in this repository (for tests and the documented long run).

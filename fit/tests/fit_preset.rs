@@ -163,3 +163,46 @@ fn recovers_the_mmasim_models_from_their_chains() {
         assert!(!open.contains(&"frac"), "{model}: {open:?}");
     }
 }
+
+/// `space::exact_frac_out` from the block step (docs/reference.md §2.2, §2.3): at that frac_out and above, every
+/// truncation and nearest even give the same block result, on the widest block sums FP8 can make (every product
+/// 1.875 · 2^7 squared, an early c just below 2^(E + 1)) and on random blocks of random finite codes (seed printed).
+#[test]
+fn exact_block_results_are_exact_on_the_widest_block_sums() {
+    use mmaemu_fit::preset::space::{exact_frac_out, NFMA};
+    use mmaemu_model::{BlockRounding, CEntry, Chain, Format, Preset, PresetSpec};
+    use rand::{RngExt, SeedableRng};
+    let seed = 42u64;
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+    let finite: Vec<u8> = (0..=255u8).filter(|&c| !Format::E4m3.any_nonfinite(&[c])).collect();
+    for nfma in NFMA {
+        for c_entry in [CEntry::Early, CEntry::Late] {
+            for frac in 1..=40u32 {
+                let exact = exact_frac_out(nfma, frac, c_entry);
+                if exact > 23 {
+                    continue;
+                }
+                let chain = |frac_out: u32, rounding: BlockRounding| {
+                    let spec =
+                        PresetSpec::custom("x", nfma, frac, frac_out, -133, c_entry, None).with_rounding(rounding);
+                    Chain::new(&Preset::custom(spec).unwrap(), Format::E4m3, Format::E4m3)
+                };
+                let chains = [chain(exact, BlockRounding::Truncate), chain(23, BlockRounding::NearestEven)];
+                let n = nfma as usize;
+                let mut blocks = vec![(vec![0x77u8; n], vec![0x77u8; n], f32::from_bits(32768f32.to_bits() - 1))];
+                for _ in 0..20 {
+                    let a = (0..n).map(|_| finite[rng.random_range(0..finite.len())]).collect();
+                    let b = (0..n).map(|_| finite[rng.random_range(0..finite.len())]).collect();
+                    blocks.push((a, b, rng.random_range(-4.0e4f32..4.0e4)));
+                }
+                for (a, b, c) in &blocks {
+                    let [t, ne] = chains.each_ref().map(|ch| ch.block(a, b, *c).to_bits());
+                    assert_eq!(
+                        t, ne,
+                        "seed {seed}: nfma {nfma} frac {frac} {c_entry:?}: truncate/{exact} vs nearest_even"
+                    );
+                }
+            }
+        }
+    }
+}

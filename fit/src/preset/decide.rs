@@ -83,13 +83,14 @@ pub fn params(survivors: &[Survivor]) -> Vec<Param> {
             Decision::Harmless {
                 values,
                 why: format!(
-                    "with nfma {} and frac {} no GEMM block sum has more than {} bits above its grid, so no block \
+                    "with nfma {}, frac {} and {} c no GEMM block sum has more than {} bits above its grid, so no block \
                      result is ever rounded (frac_out >= {}: every truncation and nearest even give the same bits; \
                      block results {})",
                     s.nfma,
                     s.frac,
-                    space::exact_frac_out(s.nfma, s.frac) + 1,
-                    space::exact_frac_out(s.nfma, s.frac),
+                    s.c_entry.name(),
+                    space::exact_frac_out(s.nfma, s.frac, s.c_entry) + 1,
+                    space::exact_frac_out(s.nfma, s.frac, s.c_entry),
                     results.join(", ")
                 ),
             }

@@ -1,6 +1,8 @@
 //! Discrimination by experiment for `mmaemu fit preset`: the calls (16 × 16 GEMMs, fp32 out, generator inputs) whose
 //! results differ between the survivors on every open parameter, found by running candidate calls through the model
-//! for each survivor on a few outputs.
+//! for each survivor: every output of a short call (one or a few blocks, where a rare input — large products that
+//! cancel exactly, leaving small ones whose low bits the term fraction keeps or drops — shows on some of its 256
+//! outputs), a corner of a long one.
 
 use super::decide::floor_of;
 use super::sample::Sample;
@@ -13,8 +15,10 @@ use rayon::prelude::*;
 
 /// M and N of a designed call.
 pub const CALL_MN: usize = 16;
-/// The outputs of a candidate call run for each survivor (rows × columns of the call's corner).
+/// The outputs of a long candidate call run for each survivor (rows × columns of the call's corner).
 const PROBE: (usize, usize) = (2, 4);
+/// A candidate call this short (K) is run on every output.
+const WHOLE_K: usize = 64;
 /// Survivors (alternatives) a design tells apart at most.
 const MAX_ALTERNATIVES: usize = 256;
 /// Seed of the designed calls' inputs.
@@ -59,20 +63,29 @@ fn alternatives(survivors: &[Survivor], floor_open: bool) -> Vec<PresetSpec> {
 }
 
 /// The candidate calls: K across every block size, each operand pair a recorder can call, data classes from wide to
-/// tiny, a few seeds.
+/// tiny, a few seeds. The split class at small scales puts exact powers of two (±2^(emax − 1)) among tiny values: in
+/// e4m3 × e5m2 their products cancel exactly in some blocks and leave products 30 binades below the block's exponent,
+/// which is what tells the term fractions above 24 apart.
 fn fast_candidates() -> Vec<(SplitKey, InputSpec)> {
     let pairs = [(Format::E4m3, Format::E4m3), (Format::E4m3, Format::E5m2), (Format::E5m2, Format::E4m3)];
-    let classes = [
+    let mut classes = vec![
         DataClass::Gaussian { scale: 1.0 },
         DataClass::Split { scale: 1.0 },
         DataClass::Bits { finite: true },
         DataClass::Subnormal { scale: 1.0 },
         DataClass::Subnormal { scale: 1.0e-9 },
+        DataClass::AllCodes { finite: true },
+        DataClass::Gaussian { scale: 64.0 },
+        DataClass::Gaussian { scale: 256.0 },
+        DataClass::Gaussian { scale: 512.0 },
+        DataClass::Subnormal { scale: 256.0 },
     ];
+    classes.extend((8..=11).map(|e| DataClass::Split { scale: (-e as f64).exp2() }));
     let mut out = Vec::new();
     for stream in 0..2u64 {
-        // Multiples of 16 (torch refuses other K for FP8), each an odd number of 16-element halves of wider blocks.
-        for k in [48usize, 144, 272, 528, 1040] {
+        // Multiples of 16 (torch refuses other K for FP8): one block of every size from 16 on, and odd numbers of
+        // 16-element halves of wider blocks.
+        for k in [16usize, 32, 48, 144, 272, 528, 1040] {
             for (fa, fb) in pairs {
                 for data in &classes {
                     let key = SplitKey { m: CALL_MN, n: CALL_MN, k, fa, fb, out: OutDtype::Float32, fast: true };
@@ -85,16 +98,17 @@ fn fast_candidates() -> Vec<(SplitKey, InputSpec)> {
     out
 }
 
-/// The probe chains of a call (the corner outputs), with no recorded result.
+/// The probe chains of a call (every output of a short call, the corner of a long one), with no recorded result.
 fn probe(key: &SplitKey, inputs: &InputSpec) -> Option<Vec<Sample>> {
-    let a = generate_rows(inputs, Operand::A, key.fa.name(), 0..PROBE.0, key.k).ok()?;
-    let b = generate_rows(inputs, Operand::B, key.fb.name(), 0..PROBE.1, key.k).ok()?;
+    let (rows, cols) = if key.k <= WHOLE_K { (key.m, key.n) } else { PROBE };
+    let a = generate_rows(inputs, Operand::A, key.fa.name(), 0..rows, key.k).ok()?;
+    let b = generate_rows(inputs, Operand::B, key.fb.name(), 0..cols, key.k).ok()?;
     if key.fa.any_nonfinite(&a) || key.fb.any_nonfinite(&b) {
         return None;
     }
     let mut out = Vec::new();
-    for i in 0..PROBE.0 {
-        for j in 0..PROBE.1 {
+    for i in 0..rows {
+        for j in 0..cols {
             out.push(Sample {
                 fa: key.fa,
                 fb: key.fb,
@@ -103,6 +117,7 @@ fn probe(key: &SplitKey, inputs: &InputSpec) -> Option<Vec<Sample>> {
                 c: 0.0,
                 want: 0,
                 slow: !key.fast,
+                accumulator: true,
                 row: 0,
             });
         }

@@ -16,25 +16,43 @@ pub(crate) struct Sample {
     pub want: u32,
     /// Slow accumulation (an unsplit accumulator with use_fast_accum=False): cut into slow chunks.
     pub slow: bool,
+    /// An accumulator of a GEMM plan (op `accumulator` or `gemm`, from +0), not an `mma` output over its own k.
+    pub accumulator: bool,
     /// Index into the fit's rows.
     pub row: usize,
 }
 
 impl Sample {
     /// The chain's result under `chain` (a fast chain or `mma` output), or under slow chunks of `chunk` elements:
-    /// consecutive chains from +0 whose results are added in K order into an fp32 sum from +0.
+    /// consecutive chains from +0 whose results are added in K order into an fp32 sum from +0. Each chain runs over
+    /// the length the model's plan gives it (docs/reference.md §3.1): a slow chunk's full length (the last one
+    /// zero-padded), an unsplit fast accumulator's K rounded up to 16. Padding is not always a no-op: with an early c
+    /// and frac below the accumulator's significant bits, an all-zero block re-aligns c to frac bits.
     pub fn eval(&self, chain: &Chain, chunk: Option<usize>) -> u32 {
         match chunk {
             Some(l) if self.slow => {
+                let l = l.max(1);
                 let mut acc = 0.0f32;
-                for (a, b) in self.a.chunks(l.max(1)).zip(self.b.chunks(l.max(1))) {
-                    acc += chain.run(a, b, 0.0);
+                for (a, b) in self.a.chunks(l).zip(self.b.chunks(l)) {
+                    acc += run_padded(chain, a, b, l);
                 }
                 acc.to_bits()
             }
+            _ if self.accumulator => run_padded(chain, &self.a, &self.b, self.a.len().div_ceil(16) * 16).to_bits(),
             _ => chain.run(&self.a, &self.b, self.c).to_bits(),
         }
     }
+}
+
+/// A chain from +0 over `a`, `b` zero-padded to `len` elements (`len` at least their length).
+fn run_padded(chain: &Chain, a: &[u8], b: &[u8], len: usize) -> f32 {
+    if a.len() >= len {
+        return chain.run(a, b, 0.0);
+    }
+    let (mut pa, mut pb) = (a.to_vec(), b.to_vec());
+    pa.resize(len, 0);
+    pb.resize(len, 0);
+    chain.run(&pa, &pb, 0.0)
 }
 
 pub(crate) fn format_of(name: &str) -> Option<Format> {
@@ -105,6 +123,7 @@ pub(crate) fn row_samples(row: &Row, index: usize) -> Result<Vec<Sample>, String
                     c: c.map_or(0.0, |c| f32::from_bits(word(c, o))),
                     want: word(bits, o),
                     slow,
+                    accumulator: c.is_none(),
                     row: index,
                 });
             }

@@ -173,26 +173,48 @@ pub(crate) fn floors(core: &PresetSpec, fast: &[&Sample]) -> MinExpSet {
 }
 
 /// The slow-chunk lengths consistent with the slow chains (one list per row) for a core: row by row, K ascending,
-/// every length below K that is still in the set is tried, and the lengths at or above K (one chunk) as one.
+/// every length below K that is still in the set is tried one by one. A length at or above K runs one chunk, zero-padded
+/// to its length (docs/reference.md §3.1): those that add no block past K's last (up to K rounded up to nfma) compute
+/// as K does, the longer ones as K followed by one all-zero block (a second changes nothing: the first leaves the
+/// accumulator on its own grid), so each of the two is tried once.
 pub(crate) fn slow_chunks(core: &PresetSpec, rows: &[Vec<&Sample>]) -> ChunkSet {
     let Some(chains) = Chains::new(core) else { return ChunkSet { values: Vec::new(), from: None } };
     let mut rows: Vec<&Vec<&Sample>> = rows.iter().filter(|r| r.first().is_some_and(|s| !s.a.is_empty())).collect();
     rows.sort_by_key(|r| r[0].a.len());
+    let nfma = core.nfma.max(1);
     let mut set = ChunkSet::all();
     for row in rows {
         let k = row[0].a.len() as u32;
+        let kb = k.div_ceil(nfma).saturating_mul(nfma);
         let pass = |l: u32| row.iter().all(|s| s.eval(chains.of(s), Some(l as usize)) == s.want);
         let mut tries: Vec<u32> = set.values.iter().copied().filter(|&v| v < k).collect();
         if let Some(f) = set.from.filter(|&f| f < k) {
             tries.extend(f..k);
         }
-        let kept: Vec<u32> = tries.into_par_iter().filter(|&l| pass(l)).collect();
-        let whole = (set.from.is_some() || set.values.iter().any(|&v| v >= k)) && pass(k);
-        let mut values = kept;
-        if whole {
-            values.extend(set.values.iter().copied().filter(|&v| v >= k));
+        let mut values: Vec<u32> = tries.into_par_iter().filter(|&l| pass(l)).collect();
+        // Lengths K..=kb: one chunk, no block past K's last.
+        let near: Vec<u32> = (k..=kb).filter(|&l| set.contains(l)).collect();
+        if !near.is_empty() && pass(k) {
+            values.extend(near);
         }
-        set = ChunkSet { values, from: if whole { set.from.map(|f| f.max(k)) } else { None } };
+        // Lengths above kb: one chunk and at least one all-zero block.
+        let far = (set.from.is_some() || set.values.iter().any(|&v| v > kb)) && pass(kb.saturating_add(1));
+        let mut from = None;
+        if far {
+            values.extend(set.values.iter().copied().filter(|&v| v > kb));
+            from = set.from.map(|f| f.max(kb.saturating_add(1)));
+        }
+        values.sort_unstable();
+        values.dedup();
+        // A run of single lengths that reaches `from` is part of it.
+        while let (Some(f), Some(&last)) = (from, values.last()) {
+            if last + 1 != f {
+                break;
+            }
+            values.pop();
+            from = Some(last);
+        }
+        set = ChunkSet { values, from };
         if set.is_empty() {
             break;
         }

@@ -48,12 +48,19 @@ fn roundings() -> impl Iterator<Item = (u32, BlockRounding)> {
     FRAC_OUT.map(|f| (f, BlockRounding::Truncate)).chain([(23, BlockRounding::NearestEven)])
 }
 
-/// The least frac_out at which no block of a GEMM is ever rounded: an unscaled block sum (c included, aligned to the
-/// same grid) is below (4 nfma + 2) · 2^frac grid units, so its leading bit is at most frac + ceil(log2(4 nfma + 2))
-/// − 1 places above the grid, and a GEMM block result is never below 2^−126 (so the fp32 subnormal floor of §2.2
-/// step 7 never moves the grid). From there on, every truncation and nearest even give the same bits.
-pub fn exact_frac_out(nfma: u32, frac: u32) -> u32 {
-    let width = (4 * u64::from(nfma) + 2).next_power_of_two().trailing_zeros();
+/// The least frac_out at which no block of a GEMM is ever rounded. A product is below 225/64 · 2^ep (1.875², the
+/// largest FP8 significands' product) and ep ≤ E; an early c is below 2 · 2^E. So an unscaled block sum (aligned to
+/// the grid 2^(E − frac)) is below (225/64 · nfma + 2) · 2^frac grid units with an early c, 225/64 · nfma · 2^frac
+/// with a late one: with W the least power of two at or above that bound's multiplier, its leading bit is at most
+/// frac + log2(W) − 1 places above the grid, and a GEMM block result is never below 2^−126 (so the fp32 subnormal
+/// floor of §2.2 step 7 never moves the grid). From there on, every truncation and nearest even give the same bits.
+pub fn exact_frac_out(nfma: u32, frac: u32, c_entry: CEntry) -> u32 {
+    let c = match c_entry {
+        CEntry::Early => 2,
+        CEntry::Late => 0,
+    };
+    let bound = (225 * u64::from(nfma)).div_ceil(64) + c;
+    let width = bound.next_power_of_two().trailing_zeros();
     frac + width - 1
 }
 
@@ -73,7 +80,7 @@ pub fn harmless_floor(s: &PresetSpec) -> i32 {
 
 /// Whether a candidate's block result never rounds on a GEMM ([`exact_frac_out`]).
 pub fn exact_block_result(s: &PresetSpec) -> bool {
-    s.frac_out >= exact_frac_out(s.nfma, s.frac)
+    s.frac_out >= exact_frac_out(s.nfma, s.frac, s.c_entry)
 }
 
 /// The block result by name: `truncate/13`, `nearest_even`.

@@ -1,0 +1,108 @@
+//! `bring-up --simulate` on named instruction truths outside the built-in presets (16- and 64-product blocks,
+//! nearest-even and truncated block results, late and early c, slow chunks of 192 and 256 elements), their split
+//! layouts the recorded table's own: each is brought up from the simulated device alone (its bundle is deleted
+//! before the fits start), and its fitted preset must equal the truth in every decided parameter, with the bundle
+//! replaying every recorded row (held-out calls included) bit for bit. The device calls are printed.
+//!
+//! CI runs the first two; `MMAEMU_BRINGUP_TRUTHS=all` runs every one, `MMAEMU_BRINGUP_TRUTHS=name,name` the ones named:
+//! `MMAEMU_BRINGUP_TRUTHS=all cargo test -p mmaemu-bringup --test truths_instruction -- --nocapture`.
+
+use mmaemu_bringup::specs::Size;
+use mmaemu_bringup::{bring_up, truth, Options};
+use mmaemu_model::{BlockRounding, CEntry, PresetSpec};
+use mmaemu_recorder::sim::SimDevice;
+
+/// A named truth: (name, nfma, frac, block result, c entry, slow chunk).
+type Named = (&'static str, u32, u32, (u32, BlockRounding), CEntry, u32);
+
+/// The truths, CI's first. The first is issue 42's GPU (16-product blocks, 24 term bits, nearest even, late c, a slow
+/// chunk of 256).
+const TRUTHS: [Named; 6] = [
+    ("b16-ne-late-256", 16, 24, (23, BlockRounding::NearestEven), CEntry::Late, 256),
+    ("b64-ne-early-192", 64, 28, (23, BlockRounding::NearestEven), CEntry::Early, 192),
+    ("b16-trunc-early-192", 16, 20, (16, BlockRounding::Truncate), CEntry::Early, 192),
+    ("b64-ne-late-256", 64, 33, (23, BlockRounding::NearestEven), CEntry::Late, 256),
+    ("b16-ne-early-256", 16, 30, (23, BlockRounding::NearestEven), CEntry::Early, 256),
+    ("b64-trunc-late-192", 64, 14, (12, BlockRounding::Truncate), CEntry::Late, 192),
+];
+
+/// The truths this run brings up.
+fn selected() -> Vec<(usize, Named)> {
+    let all = TRUTHS.iter().copied().enumerate();
+    match std::env::var("MMAEMU_BRINGUP_TRUTHS") {
+        Ok(v) if v == "all" => all.collect(),
+        Ok(v) => all.filter(|(_, t)| v.split(',').any(|n| n.trim() == t.0)).collect(),
+        Err(_) => all.take(2).collect(),
+    }
+}
+
+/// The truth of a named preset: the recorded table's own split layouts (its documented schemes' rules).
+fn named(index: usize, t: Named) -> truth::Truth {
+    let (name, nfma, frac, (frac_out, rounding), c_entry, slow) = t;
+    let source = truth::repository_table();
+    let rules = truth::customs(&source)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c, if c == 1 { "interleaved64/pairwise/restart2" } else { "interleaved64/serial/restart2" }.into()))
+        .collect();
+    let spec = PresetSpec::custom(&format!("{name}-mma"), nfma, frac, frac_out, -133, c_entry, Some(slow))
+        .with_rounding(rounding);
+    truth::Truth { seed: 9000 + index as u64, preset: spec, rules }
+}
+
+fn bring_up_named(index: usize, t: Named) {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth_dir = tmp.path().join("truth");
+    let t = named(index, t);
+    let name = t.preset.name.clone();
+    truth::write_truth(&t, &truth::repository_table(), &truth_dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let profile = mmaemu_datasets::platform::load_profile(truth_dir.to_str().unwrap()).unwrap();
+    let mut device = SimDevice::from_profile(profile).unwrap();
+    // Sealed: the truth's files are gone before the fits start.
+    std::fs::remove_dir_all(&truth_dir).unwrap();
+    let out = tmp.path().join("out");
+    let opts = Options {
+        name: format!("gpu{}", t.seed),
+        out: out.clone(),
+        size: Size::Small,
+        budget_minutes: Some(10.0),
+        max_experiment_calls: 16,
+        quiet: true,
+    };
+    let start = std::time::Instant::now();
+    let o = bring_up(&mut device, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let report = &o.report;
+    eprintln!(
+        "{name}: {} device calls ({}), {:.0} s; preset {}",
+        report["calls"]["total"],
+        report["calls"]["per_stage"],
+        start.elapsed().as_secs_f64(),
+        report["preset"]["fit"]["verdict"]
+    );
+    assert_eq!(report["preset"]["fit"]["verdict"], "unique", "{name}: {}", report["preset"]);
+    let params = &report["preset"]["parameters"];
+    let undecided: Vec<&str> =
+        report["preset"]["undecided"].as_array().unwrap().iter().filter_map(|u| u["parameter"].as_str()).collect();
+    let p = &t.preset;
+    let want = serde_json::json!({"nfma": p.nfma, "frac": p.frac, "frac_out": p.frac_out,
+        "rounding": p.rounding.name(), "min_exp": p.min_exp, "c_entry": p.c_entry.name(), "slow_chunk": p.slow_chunk});
+    for key in ["nfma", "frac", "c_entry", "slow_chunk"] {
+        assert!(!undecided.contains(&key), "{name}: {key} undecided: {}", report["preset"]);
+    }
+    for (k, v) in want.as_object().unwrap() {
+        if !undecided.contains(&k.as_str()) {
+            assert_eq!(&params[k], v, "{name}: {k} (truth {p:?}; report {})", report["preset"]);
+        }
+    }
+    assert!(o.passed(), "{name}: the bundle does not replay every row: {}", report["check"]);
+}
+
+#[test]
+fn named_instruction_truths_are_brought_up_from_the_simulated_device_alone() {
+    let runs = selected();
+    assert!(!runs.is_empty(), "MMAEMU_BRINGUP_TRUTHS names no truth of {:?}", TRUTHS.map(|t| t.0));
+    for (i, t) in runs {
+        eprintln!("bring-up of the named truth {} (rerun with MMAEMU_BRINGUP_TRUTHS={})", t.0, t.0);
+        bring_up_named(i, t);
+    }
+}
