@@ -21,6 +21,7 @@ fn classes() -> Vec<(&'static str, DataClass)> {
         ("all_codes finite", DataClass::AllCodes { finite: true }),
         ("subnormal", DataClass::Subnormal { scale: 1.0 }),
         ("special", DataClass::Special { scale: 1.0 }),
+        ("binades", DataClass::Binades { scale: 1.0, width: 16, silent: 1 }),
     ]
 }
 
@@ -105,6 +106,15 @@ const FROZEN: &[(&str, [&str; 4])] = &[
             "41a39a21f02bb6c57828110d1f85168effe9cd7b204ee51f3073aa6e664dc628",
             "2d0a6b096a6e5545d79ba1447b51e29c14387472be39d037d074285c99bae031",
             "db7bff804cb332b5b53a7fe010ad6c7f04acfee077f2d24047c2c42014372581",
+        ],
+    ),
+    (
+        "binades",
+        [
+            "259801928bbadc7537a15d318ac746448898bb8cf8fe5ed476ef06022818c691",
+            "46600bfcff4be3889435beb45db43cfac8a2c9904d156f503f5cd48e1a03a261",
+            "24e650ae9299ae6a1ac87e6e3a6ed97976d83e061958735fa79d0300c8cffabb",
+            "5fd09bdfd37d19c9917fc2355ba60e2a07561e9b5dfdfd17820cdd48788b4355",
         ],
     ),
 ];

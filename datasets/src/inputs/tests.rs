@@ -92,6 +92,7 @@ fn a_row_range_is_those_rows_of_the_whole_operand() {
         DataClass::AllCodes { finite: true },
         DataClass::Subnormal { scale: 1.0 },
         DataClass::Special { scale: 1.0 },
+        DataClass::Binades { scale: 1.0, width: 5, silent: 1 },
     ];
     let (rows, k) = (23, 37);
     for data in classes {
@@ -103,4 +104,69 @@ fn a_row_range_is_those_rows_of_the_whole_operand() {
             }
         }
     }
+}
+
+/// The signed value of a finite code.
+fn value(f: Fp8, code: u8) -> f64 {
+    let m = f.magnitude(code & 0x7F);
+    if code & 0x80 != 0 {
+        -m
+    } else {
+        m
+    }
+}
+
+#[test]
+fn binades_blocks_share_a_shift_and_a_silence_across_both_operands() {
+    // Against the written definition: element i of a live block is round(g(i) · 2^t) where `gaussian` (same seed and
+    // stream) is round(g(i)), so where both are normal and non-zero their ratio is 2^t, one t per block, the same for
+    // A and B; a silent block is +0 in both operands.
+    let (k, width) = (4096usize, 16u64);
+    for seed in 0..8u64 {
+        for silent in [0u32, 2] {
+            let spec_of = |data| InputSpec { generator: GENERATOR_V1.into(), seed, stream: 3, data };
+            let bin = spec_of(DataClass::Binades { scale: 1.0, width, silent });
+            let gau = spec_of(DataClass::Gaussian { scale: 1.0 });
+            let f = Fp8::E5m2;
+            // Normal and past the smallest normal binade (a subnormal value may round up into it).
+            let normal = |c: u8| (c & 0x7F) >= 8 && f.is_finite(c);
+            let mut shifts = std::collections::BTreeSet::new();
+            let mut live = 0;
+            let (mut a_ops, mut g_ops) = (Vec::new(), Vec::new());
+            for op in [Operand::A, Operand::B] {
+                a_ops.push(generate(&bin, op, "e5m2", 2, k).unwrap());
+                g_ops.push(generate(&gau, op, "e5m2", 2, k).unwrap());
+            }
+            for row in 0..2 {
+                for block in 0..k / width as usize {
+                    let idx = |j: usize| row * k + block * width as usize + j;
+                    let silent_here = (0..2).all(|o| (0..width as usize).all(|j| a_ops[o][idx(j)] == 0));
+                    if silent_here {
+                        continue;
+                    }
+                    live += 1;
+                    let mut t = None;
+                    for o in 0..2 {
+                        for j in 0..width as usize {
+                            let (b, g) = (a_ops[o][idx(j)], g_ops[o][idx(j)]);
+                            if normal(b) && normal(g) {
+                                let ratio = (value(f, b) / value(f, g)).log2();
+                                assert_eq!(ratio.fract(), 0.0, "seed {seed} block {block}");
+                                assert_eq!(*t.get_or_insert(ratio), ratio, "seed {seed} block {block}: one shift");
+                            }
+                        }
+                    }
+                    let t = t.expect("a live block has normal elements");
+                    assert!(t.abs() <= 12.0, "seed {seed}: shift {t} past emax - 3");
+                    shifts.insert(t as i64);
+                }
+            }
+            let blocks = 2 * k / width as usize;
+            let expected = blocks >> silent;
+            assert!(live * 2 > expected && live < expected * 2, "seed {seed} silent {silent}: {live} of {blocks} live");
+            assert!(shifts.len() >= 8.min(live / 2), "seed {seed}: shifts {shifts:?} are not spread over the binades");
+        }
+    }
+    assert!(DataClass::Binades { scale: 1.0, width: 0, silent: 0 }.check().is_err());
+    assert!(DataClass::Binades { scale: f64::INFINITY, width: 16, silent: 0 }.check().is_err());
 }

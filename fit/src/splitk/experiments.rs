@@ -7,8 +7,9 @@
 // their own; a label with fast rows only has every restart a routed slow call can show. Two hypotheses with the same
 // form on a call (canonical layout for its K and S, order expression for its S) give the same bits on every operand of
 // it; the design picks the routed call that splits the open class into the most forms (the smallest problem among
-// equals), then the first generator seed whose simulated results separate them, and refines every class by it. A class
-// no routed call separates is equivalent on the table: nothing the bundle computes can tell its rules apart.
+// equals), then the first generator spec (`specs`: seeds × data classes, `binades` among them) whose simulated results
+// separate them, and refines every class by it. A class no routed call separates is equivalent on the table: nothing
+// the bundle computes can tell its rules apart.
 
 use super::*;
 use crate::Experiment;
@@ -72,7 +73,7 @@ struct Forms {
     chains: HashMap<(Layout, Shape), (u64, Vec<bool>)>,
     expressions: HashMap<(Order, Vec<bool>), String>,
     /// Simulated results, by form, (K, S, fast) of the call and input seed.
-    results: HashMap<(Form, Shape, u64, &'static str), Option<Vec<u32>>>,
+    results: HashMap<(Form, Shape, u64, String), Option<Vec<u32>>>,
 }
 
 fn form(memo: &mut Forms, rule: &SplitRule, c: &Routed) -> Form {
@@ -167,13 +168,21 @@ fn simulate(preset: &Preset, c: &Routed, rule: &SplitRule, spec: &InputSpec) -> 
     Some(acc.iter().map(|&x| e.apply_one(x, e.alpha())).collect())
 }
 
-/// The generator spec of seed `seed`: split-discriminating data (large terms that absorb small ones where K is cut)
-/// for odd seeds, which tells chain cuts apart; Gaussian data for even seeds, whose partials carry every bit of the
-/// fp32 significand, so that the order they are added in shows (the large terms of split data leave the partials
-/// coarse enough to add exactly in any order).
-fn spec(seed: u64) -> InputSpec {
-    let data = if seed % 2 == 1 { DataClass::Split { scale: 1.0 } } else { DataClass::Gaussian { scale: 1.0 } };
-    InputSpec { generator: GENERATOR_V1.into(), seed, stream: 0, data }
+/// The generator specs tried on a class whose narrowest tile is `width` wide, in turn: per seed, split-discriminating
+/// data (large terms that absorb small ones where K is cut), which tells chain cuts apart; Gaussian data, whose
+/// partials carry many bits; and `binades` data in blocks of one tile, every block live or one in 2^3 or 2^6, whose
+/// partials lie binades apart, so that the order they are added in shows where like partials would add exactly in
+/// any order (a sparser block pattern leaves fewer live tiles per split on a long K).
+fn specs(width: usize) -> Vec<InputSpec> {
+    let spec = |seed, data| InputSpec { generator: GENERATOR_V1.into(), seed, stream: 0, data };
+    (1..=SEEDS)
+        .flat_map(|seed| {
+            let binades = |silent| DataClass::Binades { scale: 1.0, width: width as u64, silent };
+            [DataClass::Split { scale: 1.0 }, DataClass::Gaussian { scale: 1.0 }, binades(0), binades(3), binades(6)]
+                .into_iter()
+                .map(move |d| spec(seed, d))
+        })
+        .collect()
 }
 
 /// Split `class` by its members' results on a call and seed (one form is simulated once on a call and seed).
@@ -184,7 +193,7 @@ fn refine(memo: &mut Forms, preset: &Preset, class: &[SplitRule], c: &Routed, sp
     }
     let mut by_bits: BTreeMap<Option<Vec<u32>>, Vec<SplitRule>> = BTreeMap::new();
     for (f, members) in by_form {
-        let key = (f.clone(), (c.key.k, c.s, c.key.fast), spec.seed, spec.data.name());
+        let key = (f.clone(), (c.key.k, c.s, c.key.fast), spec.seed, format!("{:?}", spec.data));
         let bits = match memo.results.get(&key) {
             Some(b) => b.clone(),
             None => {
@@ -227,8 +236,10 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
                 .filter(|(f, _)| *f > 1)
                 .collect();
             ranked.sort_by_key(|(f, c)| (std::cmp::Reverse(*f), c.key.m * c.key.n.min(OUTPUTS), c.key.k));
+            let width = class.iter().map(|r| r.layout.width).min().unwrap_or(16);
+            let tries = specs(width);
             let found = ranked.iter().take(CALLS).find_map(|(_, call)| {
-                (1..=SEEDS).map(spec).find_map(|sp| {
+                tries.iter().cloned().find_map(|sp| {
                     let parts = refine(&mut memo, preset, &class, call, &sp);
                     (parts.len() > 1).then_some((parts, sp, *call))
                 })
