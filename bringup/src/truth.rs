@@ -62,19 +62,40 @@ pub fn draw(seed: u64, customs: &[i64]) -> Truth {
 /// Writes the truth of `seed` as a bundle in the new directory `out`, its split decisions those of the recorded
 /// table `source` (a `.parquet` with its `.json` sidecar) under the drawn rules. Returns the truth.
 pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
-    let sidecar_path = source.with_extension("json");
-    let text = std::fs::read_to_string(&sidecar_path).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
-    let mut sidecar: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
-    let mut customs: Vec<i64> = sidecar["codes"]["custom -> scheme"]
+    let truth = draw(seed, &customs(source)?);
+    write_truth(&truth, source, out)?;
+    Ok(truth)
+}
+
+/// The sidecar of the recorded table `source`.
+fn sidecar(source: &Path) -> Result<serde_json::Value, String> {
+    let path = source.with_extension("json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The customOptions the recorded table `source` maps to a scheme (its sidecar's), in order: those a truth gives a
+/// rule.
+pub fn customs(source: &Path) -> Result<Vec<i64>, String> {
+    let mut customs: Vec<i64> = sidecar(source)?["codes"]["custom -> scheme"]
         .as_object()
         .map(|m| m.keys().filter_map(|k| k.parse().ok()).collect())
         .unwrap_or_default();
     customs.sort_unstable();
     if customs.is_empty() {
-        return Err(format!("{}: the sidecar maps no customOption to a scheme", sidecar_path.display()));
+        return Err(format!(
+            "{}: the sidecar maps no customOption to a scheme",
+            source.with_extension("json").display()
+        ));
     }
-    let truth = draw(seed, &customs);
+    Ok(customs)
+}
+
+/// Writes `truth` (drawn, or given: its seed names the profile) as a bundle in the new directory `out`, its split
+/// decisions those of the recorded table `source` under the truth's rules.
+pub fn write_truth(truth: &Truth, source: &Path, out: &Path) -> Result<(), String> {
+    let mut sidecar = sidecar(source)?;
+    let seed = truth.seed;
     let name = profile_name(seed);
     let gpu = format!("Random GPU {seed}");
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -114,7 +135,7 @@ pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
     std::fs::write(out.join("platform.toml"), manifest).map_err(|e| e.to_string())?;
     // Check it loads: a truth the model refuses is a generator bug, said here rather than at the first call.
     mmaemu_datasets::platform::load_platform(out).map_err(|e| format!("truth {seed}: {e}"))?;
-    Ok(truth)
+    Ok(())
 }
 
 /// The source table the truths reuse in this repository (for tests and the documented long run).

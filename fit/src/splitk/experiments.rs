@@ -39,14 +39,12 @@ struct Routed {
 
 /// The split calls (S > 1) the table routes to customOption `custom`, one per (K, S, accumulation) — the forms of
 /// a rule depend on nothing else — an fp32 result first (an order's last bits survive in it), then e5m2 operands
-/// (their range gives partials of unlike magnitudes, whose sum rounds), then the fewest
-/// simulated outputs, then the first in table order.
+/// (their range gives partials of unlike magnitudes, whose sum rounds), then the fewest outputs (the recorded
+/// row's cost, on the device and in the refit), then the first in table order.
 fn routed(table: &SplitKTable, custom: u8) -> Vec<Routed> {
     let mut by_shape: BTreeMap<(usize, usize, bool), Routed> = BTreeMap::new();
     let narrow = |f: Format| u8::from(f != Format::E5m2);
-    let size = |c: &Routed| {
-        (c.key.out != OutDtype::Float32, narrow(c.key.fa) + narrow(c.key.fb), c.key.m * c.key.n.min(OUTPUTS))
-    };
+    let size = |c: &Routed| (c.key.out != OutDtype::Float32, narrow(c.key.fa) + narrow(c.key.fb), c.key.m * c.key.n);
     for r in table.rows.iter().filter(|r| r.decision.custom_option == custom && r.decision.split_s > 1) {
         let (Some(key), Ok(workspace)) = (r.split_key(), u64::try_from(r.workspace_bytes)) else { continue };
         let c = Routed { key, workspace, s: r.decision.split_s as usize };
@@ -229,13 +227,14 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
         while out.len() < max_calls {
             let Some(pos) = open.iter().position(|c| c.len() > 1) else { break };
             let class = open.swap_remove(pos);
-            // The calls splitting the class into the most forms, the fewest outputs and shortest K first among equals.
+            // The calls splitting the class into the most forms, the fewest outputs (M·N) and shortest K first among
+            // equals.
             let mut ranked: Vec<(usize, &Routed)> = calls
                 .iter()
                 .map(|c| (class.iter().map(|r| form(&mut memo, r, c)).collect::<BTreeSet<_>>().len(), c))
                 .filter(|(f, _)| *f > 1)
                 .collect();
-            ranked.sort_by_key(|(f, c)| (std::cmp::Reverse(*f), c.key.m * c.key.n.min(OUTPUTS), c.key.k));
+            ranked.sort_by_key(|(f, c)| (std::cmp::Reverse(*f), c.key.m * c.key.n, c.key.k));
             let width = class.iter().map(|r| r.layout.width).min().unwrap_or(16);
             let tries = specs(width);
             let found = ranked.iter().take(CALLS).find_map(|(_, call)| {
