@@ -40,7 +40,10 @@
 //! - `binades {scale, width, silent}`: K is cut into blocks of `width` consecutive elements; each block has a shift of
 //!   t binades (|t| <= emax - 3, the same draw for A and B) and is live in one draw of 2^silent (both operands +0
 //!   elsewhere); a live element is N(0, 1) × scale × 2^t. Partial sums over different parts of K then differ by many
-//!   binades, so the fp32 order in which a split-K GEMM adds them shows in its last bits.
+//!   binades, so the fp32 order in which a split-K GEMM adds them shows in its last bits. With `mirror`, the second
+//!   half of each row (columns k/2 .. 2 (k/2)) repeats the first, negated in B: the exact dot product is zero (odd k:
+//!   the last column's term) and the result is the accumulation's rounding alone, which shows even in a narrow out
+//!   dtype.
 
 use crate::error::DatasetError;
 use crate::row::{dims_product, Row};
@@ -123,6 +126,9 @@ pub enum DataClass {
         width: u64,
         #[serde(default)]
         silent: u32,
+        /// The second half of K repeats the first, negated in B: the exact sum is zero, the result its rounding.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        mirror: bool,
     },
 }
 
@@ -157,7 +163,7 @@ impl DataClass {
                     Err(format!("data class {}: scale {scale} is not finite", self.name()))
                 }
             }
-            DataClass::Binades { scale, width, silent } => {
+            DataClass::Binades { scale, width, silent, .. } => {
                 if !scale.is_finite() {
                     Err(format!("data class binades: scale {scale} is not finite"))
                 } else if *width == 0 || *silent > 32 {
@@ -382,17 +388,25 @@ pub fn generate_rows(
                 }
             }
         }
-        DataClass::Binades { scale, width, silent } => {
+        DataClass::Binades { scale, width, silent, mirror } => {
             let h = f.emax() as u64 - 3;
             let live_mask = (1u64 << silent) - 1;
+            let (k, half) = (k as u64, k as u64 / 2);
             for i in start..end {
-                let word = w.block_word((i % k as u64) / width);
+                // A mirrored element is its source's (half a row back), negated in B.
+                let c = i % k;
+                let (i, c, negate) = match mirror && c >= half && c < 2 * half {
+                    true => (i - half, c - half, operand == Operand::B),
+                    false => (i, c, false),
+                };
+                let word = w.block_word(c / width);
                 if word & live_mask != 0 {
                     out.push(0);
                     continue;
                 }
                 let t = (((word >> 32) * (2 * h + 1)) >> 32) as i32 - h as i32;
-                out.push(r.round(w.gaussian(i) * scale * pow2(t)));
+                let code = r.round(w.gaussian(i) * scale * pow2(t));
+                out.push(if negate { code ^ 0x80 } else { code });
             }
         }
         DataClass::Special { scale } => {

@@ -92,7 +92,7 @@ fn a_row_range_is_those_rows_of_the_whole_operand() {
         DataClass::AllCodes { finite: true },
         DataClass::Subnormal { scale: 1.0 },
         DataClass::Special { scale: 1.0 },
-        DataClass::Binades { scale: 1.0, width: 5, silent: 1 },
+        DataClass::Binades { scale: 1.0, width: 5, silent: 1, mirror: true },
     ];
     let (rows, k) = (23, 37);
     for data in classes {
@@ -125,7 +125,7 @@ fn binades_blocks_share_a_shift_and_a_silence_across_both_operands() {
     for seed in 0..8u64 {
         for silent in [0u32, 2] {
             let spec_of = |data| InputSpec { generator: GENERATOR_V1.into(), seed, stream: 3, data };
-            let bin = spec_of(DataClass::Binades { scale: 1.0, width, silent });
+            let bin = spec_of(DataClass::Binades { scale: 1.0, width, silent, mirror: false });
             let gau = spec_of(DataClass::Gaussian { scale: 1.0 });
             let f = Fp8::E5m2;
             // Normal and past the smallest normal binade (a subnormal value may round up into it).
@@ -167,6 +167,32 @@ fn binades_blocks_share_a_shift_and_a_silence_across_both_operands() {
             assert!(shifts.len() >= 8.min(live / 2), "seed {seed}: shifts {shifts:?} are not spread over the binades");
         }
     }
-    assert!(DataClass::Binades { scale: 1.0, width: 0, silent: 0 }.check().is_err());
-    assert!(DataClass::Binades { scale: f64::INFINITY, width: 16, silent: 0 }.check().is_err());
+    assert!(DataClass::Binades { scale: 1.0, width: 0, silent: 0, mirror: false }.check().is_err());
+    assert!(DataClass::Binades { scale: f64::INFINITY, width: 16, silent: 0, mirror: false }.check().is_err());
+}
+
+#[test]
+fn mirrored_binades_cancel_exactly() {
+    // The second half of each row repeats the first, negated in B, so every term has its negation: the exact sum is 0.
+    for (k, fmt) in [(96usize, "e4m3"), (97, "e5m2")] {
+        let data = DataClass::Binades { scale: 1.0, width: 16, silent: 1, mirror: true };
+        let plain = DataClass::Binades { scale: 1.0, width: 16, silent: 1, mirror: false };
+        let a = generate(&spec(data.clone()), Operand::A, fmt, 3, k).unwrap();
+        let b = generate(&spec(data), Operand::B, fmt, 3, k).unwrap();
+        let a0 = generate(&spec(plain.clone()), Operand::A, fmt, 3, k).unwrap();
+        let b0 = generate(&spec(plain), Operand::B, fmt, 3, k).unwrap();
+        let f = Fp8::parse(fmt).unwrap();
+        let h = k / 2;
+        for r in 0..3 {
+            let row = |x: &[u8]| x[r * k..(r + 1) * k].iter().map(|&c| value(f, c)).collect::<Vec<f64>>();
+            let (ar, br) = (row(&a), row(&b));
+            // The first half is the plain class's; the sum over both halves is exactly zero (products of FP8 values
+            // and their sum over < 2^10 terms are exact in f64).
+            assert_eq!(a[r * k..r * k + h], a0[r * k..r * k + h]);
+            assert_eq!(b[r * k..r * k + h], b0[r * k..r * k + h]);
+            let sum: f64 = (0..2 * h).map(|c| ar[c] * br[c]).sum();
+            assert_eq!(sum, 0.0, "k {k} row {r}");
+            assert!(ar[..h].iter().zip(&br[..h]).any(|(x, y)| x * y != 0.0), "k {k} row {r}: all zero");
+        }
+    }
 }
