@@ -20,9 +20,9 @@ use std::collections::HashMap;
 
 /// Input seeds tried on one call before it is given up on.
 const SEEDS: u64 = 6;
-/// Outputs simulated per call: (0, j) for j below this (outputs are independent, so results differing there differ
-/// in the whole call).
-const OUTPUTS: usize = 8;
+// Outputs simulated per call: (0, j) for j below this (outputs are independent, so results differing there differ
+// in the whole call), the outputs a refit replays a designed row on first (`narrow.rs`).
+use super::DESIGNED_OUTPUTS as OUTPUTS;
 
 /// The customOption of a label `customOption C`.
 fn custom_of(label: &str) -> Option<u8> {

@@ -53,6 +53,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The outputs (0, j < this) the split designer separates survivors on (`experiments.rs`), which a row's refit
+/// replays its candidates on before every output (`narrow.rs`).
+const DESIGNED_OUTPUTS: usize = 8;
+
 /// How a candidate's accumulator becomes the row's result.
 #[derive(Clone, Copy, Debug)]
 enum Finish {

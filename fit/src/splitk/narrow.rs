@@ -20,9 +20,9 @@ pub(super) struct Survivors {
     pub replayed: usize,
 }
 
-/// Compared outputs of the middle stage: the outputs (0, j < 8) a designed call separates its survivors on
-/// (`experiments.rs`), so that on a large call only the rules it was designed to keep are replayed on every output.
-const FEW: usize = 8;
+// Compared outputs of the middle stage: the outputs (0, j < 8) a designed call separates its survivors on
+// (`experiments.rs`), so that on a large call only the rules it was designed to keep are replayed on every output.
+use super::DESIGNED_OUTPUTS as FEW;
 
 /// The chain caches of rows sharing operands: the first compared output alone, the first [`FEW`], and every compared
 /// output.
