@@ -220,12 +220,14 @@ impl Designer {
 }
 
 /// The calls the fits design to tell their survivors apart, at most `max_calls`: the preset fit's first (the split
-/// fit replays its rows under the preset), then the split fit's over the recorded `table`.
+/// fit replays its rows under the preset), then the split fit's over the recorded `table` (once the preset holds or
+/// the preset fit has no call left to design).
 pub fn experiments(fits: &Fits, table: &SplitKTable, max_calls: usize) -> Vec<(Designer, Experiment)> {
     let mut out: Vec<(Designer, Experiment)> =
         preset::experiments(&fits.preset, max_calls).into_iter().map(|e| (Designer::Preset, e)).collect();
-    // The split fit's designs assume the preset its rows were replayed under: only once that preset holds.
-    if out.len() < max_calls && fits.preset.holds() {
+    // The split fit's designs assume the preset its rows were replayed under (the preset fit's winner): once that
+    // preset holds, or once the preset fit designs nothing more (its survivors stay, and the check judges the winner).
+    if out.len() < max_calls && (fits.preset.holds() || out.is_empty()) {
         let left = max_calls - out.len();
         out.extend(splitk::experiments(&fits.splitk, table, left).into_iter().map(|e| (Designer::Split, e)));
     }

@@ -254,19 +254,30 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
             });
             // None: equivalent on every routed call, or no input found that separates them.
             let Some((parts, sp, call)) = found else { continue };
-            let names = |c: &[SplitRule]| c.iter().take(4).map(SplitRule::name).collect::<Vec<_>>().join(", ");
+            // What the class's rules differ in, not the rules themselves: a designed call's description is recorded
+            // with its row, and names no rule the fit has not decided.
+            let varies = |f: &dyn Fn(&SplitRule) -> String| class.iter().map(f).collect::<BTreeSet<_>>().len() > 1;
+            let differ: Vec<&str> = [
+                ("ownership", varies(&|r| r.layout.ownership.name().to_string())),
+                ("width", varies(&|r| r.layout.width.to_string())),
+                ("restart", varies(&|r| format!("{:?}", r.layout.restart))),
+                ("order", varies(&|r| r.order.name().to_string())),
+            ]
+            .into_iter()
+            .filter_map(|(n, v)| v.then_some(n))
+            .collect();
             out.push(Experiment {
                 problem: call.key,
                 workspace: Some(call.workspace),
                 inputs: sp.clone(),
                 decides: format!(
-                    "{}: {} rules ({}{}) into {} classes at S={}",
+                    "{}: {} rules differing in {} into {} classes at S={}, {} data",
                     fit.label,
                     class.len(),
-                    names(&class),
-                    if class.len() > 4 { ", ..." } else { "" },
+                    differ.join(", "),
                     parts.len(),
-                    call.s
+                    call.s,
+                    sp.data.name()
                 ),
             });
             // The call's row refines every open class of the label.
