@@ -47,11 +47,13 @@ pub fn fit(instruction: &[PathBuf], split: &[PathBuf], evidence: Evidence, work:
 
 /// Copies of the `split` recordings under a bundle of the preset `p` (registered in the process's catalogue), in
 /// `work/fitted/<id>/`: each row's bits as recorded, its profile and preset the bundle's, named after the preset's
-/// arithmetic (one name, one arithmetic, as the catalogue requires).
+/// arithmetic and `work` (one name, one arithmetic, as the catalogue requires).
 fn under_fitted(p: &mmaemu_model::Preset, split: &[PathBuf], work: &Path) -> Result<Vec<PathBuf>, String> {
     let mut spec = p.spec().clone();
     spec.name = String::new();
-    let id = &mmaemu_datasets::digest::sha256_hex(format!("{spec:?}").as_bytes())[..12];
+    // Named after the arithmetic and the bring-up's directory: two bring-ups in one process (each registers its
+    // bundle) never name two bundles alike.
+    let id = &mmaemu_datasets::digest::sha256_hex(format!("{spec:?} {}", work.display()).as_bytes())[..12];
     let name = format!("fitted-{id}");
     spec.name = format!("{name}-mma");
     let dir = work.join("fitted").join(id);
@@ -189,9 +191,12 @@ impl Fits {
             .collect()
     }
 
-    /// Whether every split group has one rule left (or there is none to fit).
-    pub fn splitk_decided(&self) -> bool {
+    /// Whether every split group has one rule left (or there is none to fit) and that rule stands for nothing a routed
+    /// call of `table` could still tell apart: a `norestart` survivor of short slow rows also stands for the restarts
+    /// past them, which the split designer asks about.
+    pub fn splitk_decided(&self, table: &SplitKTable) -> bool {
         self.splitk.groups.iter().all(|g| g.survivors.len() == 1 || g.verdict == splitk::Verdict::Unique)
+            && splitk::experiments(&self.splitk, table, 1).is_empty()
     }
 }
 
@@ -215,12 +220,14 @@ impl Designer {
 }
 
 /// The calls the fits design to tell their survivors apart, at most `max_calls`: the preset fit's first (the split
-/// fit replays its rows under the preset), then the split fit's over the recorded `table`.
+/// fit replays its rows under the preset), then the split fit's over the recorded `table` (once the preset holds or
+/// the preset fit has no call left to design).
 pub fn experiments(fits: &Fits, table: &SplitKTable, max_calls: usize) -> Vec<(Designer, Experiment)> {
     let mut out: Vec<(Designer, Experiment)> =
         preset::experiments(&fits.preset, max_calls).into_iter().map(|e| (Designer::Preset, e)).collect();
-    // The split fit's designs assume the preset its rows were replayed under: only once that preset holds.
-    if out.len() < max_calls && fits.preset.holds() {
+    // The split fit's designs assume the preset its rows were replayed under (the preset fit's winner): once that
+    // preset holds, or once the preset fit designs nothing more (its survivors stay, and the check judges the winner).
+    if out.len() < max_calls && (fits.preset.holds() || out.is_empty()) {
         let left = max_calls - out.len();
         out.extend(splitk::experiments(&fits.splitk, table, left).into_iter().map(|e| (Designer::Split, e)));
     }

@@ -236,7 +236,7 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
         let both: Vec<PathBuf> = inst.iter().chain(&split).cloned().collect();
         let fitted = fits::fit(&both, &split, evidence, &work).map_err(|e| data("fit", e))?;
         st.end(0, format!("preset {}", fitted.preset.verdict.name()), false);
-        if fitted.preset_unique() && fitted.splitk_decided() {
+        if fitted.preset_unique() && fitted.splitk_decided(&recorded) {
             break (fitted, "every fitted parameter has one survivor".to_string());
         }
         if opts.budget_minutes.is_some_and(|m| st.elapsed() > m * 60.0) {

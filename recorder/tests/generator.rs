@@ -21,6 +21,8 @@ fn classes() -> Vec<(&'static str, DataClass)> {
         ("all_codes finite", DataClass::AllCodes { finite: true }),
         ("subnormal", DataClass::Subnormal { scale: 1.0 }),
         ("special", DataClass::Special { scale: 1.0 }),
+        ("binades", DataClass::Binades { scale: 1.0, width: 16, silent: 1, mirror: false }),
+        ("binades mirror", DataClass::Binades { scale: 2.0, width: 32, silent: 0, mirror: true }),
     ]
 }
 
@@ -105,6 +107,24 @@ const FROZEN: &[(&str, [&str; 4])] = &[
             "41a39a21f02bb6c57828110d1f85168effe9cd7b204ee51f3073aa6e664dc628",
             "2d0a6b096a6e5545d79ba1447b51e29c14387472be39d037d074285c99bae031",
             "db7bff804cb332b5b53a7fe010ad6c7f04acfee077f2d24047c2c42014372581",
+        ],
+    ),
+    (
+        "binades",
+        [
+            "259801928bbadc7537a15d318ac746448898bb8cf8fe5ed476ef06022818c691",
+            "46600bfcff4be3889435beb45db43cfac8a2c9904d156f503f5cd48e1a03a261",
+            "24e650ae9299ae6a1ac87e6e3a6ed97976d83e061958735fa79d0300c8cffabb",
+            "5fd09bdfd37d19c9917fc2355ba60e2a07561e9b5dfdfd17820cdd48788b4355",
+        ],
+    ),
+    (
+        "binades mirror",
+        [
+            "321ef769a50d7c6bef1da56b0929e6948403e1c9e16d26c04aaabc116f67c052",
+            "f7bf045c38706f2d9e5edd1b61891ec12b9cc10bef6a7d54b8a5c77d28b61b5e",
+            "245c8a9b534435bab71c0d84ca90fda6546b37229ff4eecb4108b40cdf79f676",
+            "d24e00cc6b9f8c5f23c45090f92edf61cb270b4d5e665d5573b42a3e7c5d2e3e",
         ],
     ),
 ];

@@ -37,11 +37,21 @@
 //! - `special {scale}`: N(0, 1) × scale, with one row (of A: an output row; of B: an output column) in
 //!   eight poisoned by each of: one NaN; one +Inf; one -Inf; +Inf and -Inf (two positions). e4m3fn has no
 //!   infinities: its Inf rows hold NaN (0x7F, or 0xFF for -Inf).
+//! - `binades {scale, width, silent}`: K is cut into blocks of `width` consecutive elements; each block has a shift of
+//!   t binades (|t| <= emax - 3, the same draw for A and B) and is live in one draw of 2^silent (both operands +0
+//!   elsewhere); a live element is N(0, 1) × scale × 2^t. Partial sums over different parts of K then differ by many
+//!   binades, so the fp32 order in which a split-K GEMM adds them shows in its last bits. With `mirror`, the second
+//!   half of each row (columns k/2 .. 2 (k/2)) repeats the first, negated in B: the exact dot product is zero (odd k:
+//!   the last column's term) and the result is the accumulation's rounding alone, which shows even in a narrow out
+//!   dtype.
 
 use crate::error::DatasetError;
 use crate::row::{dims_product, Row};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+mod fp8;
+use fp8::{pow2, Fp8, Rounder};
 
 /// The `generator` value of specs this module understands.
 pub const GENERATOR_V1: &str = "mmaemu-inputs/1";
@@ -50,10 +60,10 @@ pub const GENERATOR_V1: &str = "mmaemu-inputs/1";
 const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Salt of the seed ("mmaemu-1").
 const SALT: u64 = 0x6D6D_6165_6D75_2D31;
-/// 2^52: adding and subtracting it rounds a small non-negative f64 to an integer, half to even.
-const TWO_52: f64 = 4_503_599_627_370_496.0;
 /// Salt of the per-row words of the `special` class ("SPECIAL").
 const ROW_SALT: u64 = 0x5350_4543_4941_4C00;
+/// Salt of the per-block words of the `binades` class ("BINADES").
+const BLOCK_SALT: u64 = 0x4249_4E41_4445_5300;
 
 /// One input spec: which generator, the seed, the stream (one per operand pair within a sweep) and the
 /// data class.
@@ -108,6 +118,22 @@ pub enum DataClass {
         #[serde(default = "one")]
         scale: f64,
     },
+    /// Blocks of K at magnitudes binades apart, one block in 2^silent live.
+    Binades {
+        #[serde(default = "one")]
+        scale: f64,
+        #[serde(default = "sixteen")]
+        width: u64,
+        #[serde(default)]
+        silent: u32,
+        /// The second half of K repeats the first, negated in B: the exact sum is zero, the result its rounding.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        mirror: bool,
+    },
+}
+
+fn sixteen() -> u64 {
+    16
 }
 
 impl DataClass {
@@ -120,6 +146,7 @@ impl DataClass {
             DataClass::AllCodes { .. } => "all_codes",
             DataClass::Subnormal { .. } => "subnormal",
             DataClass::Special { .. } => "special",
+            DataClass::Binades { .. } => "binades",
         }
     }
 
@@ -134,6 +161,15 @@ impl DataClass {
                     Ok(())
                 } else {
                     Err(format!("data class {}: scale {scale} is not finite", self.name()))
+                }
+            }
+            DataClass::Binades { scale, width, silent, .. } => {
+                if !scale.is_finite() {
+                    Err(format!("data class binades: scale {scale} is not finite"))
+                } else if *width == 0 || *silent > 32 {
+                    Err(format!("data class binades: width {width} must be >= 1 and silent {silent} <= 32"))
+                } else {
+                    Ok(())
                 }
             }
             DataClass::Bits { .. } | DataClass::AllCodes { .. } => Ok(()),
@@ -220,160 +256,11 @@ pub fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// An FP8 format as the generator knows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fp8 {
-    E4m3,
-    E5m2,
-}
-
-impl Fp8 {
-    fn parse(name: &str) -> Option<Fp8> {
-        match name {
-            "e4m3" | "float8_e4m3fn" => Some(Fp8::E4m3),
-            "e5m2" | "float8_e5m2" => Some(Fp8::E5m2),
-            _ => None,
-        }
-    }
-
-    /// The largest finite magnitude code.
-    fn max_code(self) -> u8 {
-        match self {
-            Fp8::E4m3 => 0x7E,
-            Fp8::E5m2 => 0x7B,
-        }
-    }
-
-    fn is_finite(self, code: u8) -> bool {
-        code & 0x7F <= self.max_code()
-    }
-
-    /// The exact value of a finite non-negative code (0 ..= max_code).
-    fn magnitude(self, code: u8) -> f64 {
-        let (e, m, mbits, bias) = match self {
-            Fp8::E4m3 => ((code >> 3) & 0xF, code & 7, 3, 7),
-            Fp8::E5m2 => ((code >> 2) & 0x1F, code & 3, 2, 15),
-        };
-        if e == 0 {
-            m as f64 * pow2(1 - bias - mbits)
-        } else {
-            ((1u32 << mbits) + m as u32) as f64 * pow2(e as i32 - bias - mbits)
-        }
-    }
-
-    /// The unbiased exponent of the largest binade.
-    fn emax(self) -> i32 {
-        match self {
-            Fp8::E4m3 => 8,
-            Fp8::E5m2 => 15,
-        }
-    }
-
-    fn bias(self) -> i32 {
-        match self {
-            Fp8::E4m3 => 7,
-            Fp8::E5m2 => 15,
-        }
-    }
-
-    fn mantissa_bits(self) -> u32 {
-        match self {
-            Fp8::E4m3 => 3,
-            Fp8::E5m2 => 2,
-        }
-    }
-
-    fn nan(self, negative: bool) -> u8 {
-        (if negative { 0x80 } else { 0 }) | 0x7F
-    }
-
-    /// +Inf or -Inf; NaN for e4m3fn, which has no infinities.
-    fn inf(self, negative: bool) -> u8 {
-        let sign = if negative { 0x80 } else { 0 };
-        match self {
-            Fp8::E4m3 => sign | 0x7F,
-            Fp8::E5m2 => sign | 0x7C,
-        }
-    }
-
-    /// Round to nearest (ties to the even code), saturating at the largest finite magnitude; NaN -> NaN.
-    #[cfg(test)]
-    fn round(self, x: f64) -> u8 {
-        Rounder::new(self).round(x)
-    }
-}
-
-/// The magnitudes of a format's finite non-negative codes, for rounding by exact comparisons.
-struct Rounder {
-    f: Fp8,
-    /// magnitude(c) for c in 0..=max_code, increasing.
-    values: Vec<f64>,
-}
-
-impl Rounder {
-    fn new(f: Fp8) -> Rounder {
-        Rounder { f, values: (0..=f.max_code()).map(|c| f.magnitude(c)).collect() }
-    }
-
-    /// Round to nearest (ties to the even code), saturating at the largest finite magnitude; NaN -> NaN.
-    ///
-    /// |x| is divided by the quantum of its binade (a power of two: exact) and rounded to an integer, half
-    /// to even (exact); the code is then the binade's first code plus that count, which carries into the next
-    /// binade by itself. Checked against [`Rounder::round_by_search`] on every midpoint in the tests.
-    fn round(&self, x: f64) -> u8 {
-        if x.is_nan() {
-            return self.f.nan(false);
-        }
-        let sign = if x.is_sign_negative() { 0x80 } else { 0 };
-        let a = x.abs();
-        let max = self.f.max_code();
-        if a >= self.values[max as usize] {
-            return sign | max;
-        }
-        let (mbits, bias) = (self.f.mantissa_bits() as i32, self.f.bias());
-        // Unbiased exponent of a's binade, no lower than the smallest normal's (1 - bias).
-        let e = if a == 0.0 { 1 - bias } else { ((a.to_bits() >> 52) as i32 - 1023).max(1 - bias) };
-        // y < 2^(mbits + 1); adding and removing 2^52 rounds it to an integer, half to even (IEEE default
-        // rounding, the only mode Rust runs in), exactly: the same as round_ties_even, without a libm call.
-        let y = a * pow2(mbits - e);
-        let n = ((y + TWO_52) - TWO_52) as u32; // in [0, 2^(mbits + 1)]
-        let code = if e == 1 - bias && n < (1 << mbits) {
-            n // subnormal (or zero)
-        } else {
-            (((e + bias) as u32) << mbits) + n - (1 << mbits)
-        };
-        sign | code.min(max as u32) as u8
-    }
-
-    /// The same rounding by searching the magnitudes (the obviously right reference).
-    #[cfg(test)]
-    fn round_by_search(&self, x: f64) -> u8 {
-        let sign = if x.is_sign_negative() { 0x80 } else { 0 };
-        let a = x.abs();
-        let max = self.f.max_code();
-        if a >= self.values[max as usize] {
-            return sign | max;
-        }
-        let c = self.values.partition_point(|&v| v <= a) - 1;
-        let v = self.values[c];
-        if v == a {
-            return sign | c as u8;
-        }
-        // Both neighbours are short dyadic numbers, so their midpoint is exact in f64.
-        let mid = (v + self.values[c + 1]) / 2.0;
-        let code = if a < mid || (a == mid && c % 2 == 0) { c } else { c + 1 };
-        sign | code as u8
-    }
-}
-
-/// 2^p for p in the normal f64 range.
-fn pow2(p: i32) -> f64 {
-    f64::from_bits(((p + 1023) as u64) << 52)
-}
-
 /// The word generator of one (seed, stream, operand).
 struct Words {
     key: u64,
+    /// The key before the operand is mixed in: the same for A and B (class `binades`).
+    shared: u64,
 }
 
 impl Words {
@@ -384,7 +271,7 @@ impl Words {
         };
         let k0 = mix(spec.seed ^ SALT);
         let k1 = mix(k0 ^ mix(spec.stream.wrapping_add(GOLDEN)));
-        Words { key: mix(k1 ^ o.wrapping_mul(GOLDEN)) }
+        Words { key: mix(k1 ^ o.wrapping_mul(GOLDEN)), shared: k1 }
     }
 
     /// Word j (0..16) of element `index`.
@@ -395,6 +282,11 @@ impl Words {
     /// The word of row `row` (class `special`).
     fn row_word(&self, row: u64) -> u64 {
         mix(self.key ^ mix(row.wrapping_add(1).wrapping_mul(GOLDEN) ^ ROW_SALT))
+    }
+
+    /// The word of K-block `block` (class `binades`): the same for A and B.
+    fn block_word(&self, block: u64) -> u64 {
+        mix(self.shared ^ mix(block.wrapping_add(1).wrapping_mul(GOLDEN) ^ BLOCK_SALT))
     }
 
     /// A standard normal variate (Irwin–Hall of twelve 16-bit uniforms), exact, from words 0..3.
@@ -494,6 +386,27 @@ pub fn generate_rows(
                 } else {
                     out.push(r.round(w.gaussian(i) * scale));
                 }
+            }
+        }
+        DataClass::Binades { scale, width, silent, mirror } => {
+            let h = f.emax() as u64 - 3;
+            let live_mask = (1u64 << silent) - 1;
+            let (k, half) = (k as u64, k as u64 / 2);
+            for i in start..end {
+                // A mirrored element is its source's (half a row back), negated in B.
+                let c = i % k;
+                let (i, c, negate) = match mirror && c >= half && c < 2 * half {
+                    true => (i - half, c - half, operand == Operand::B),
+                    false => (i, c, false),
+                };
+                let word = w.block_word(c / width);
+                if word & live_mask != 0 {
+                    out.push(0);
+                    continue;
+                }
+                let t = (((word >> 32) * (2 * h + 1)) >> 32) as i32 - h as i32;
+                let code = r.round(w.gaussian(i) * scale * pow2(t));
+                out.push(if negate { code ^ 0x80 } else { code });
             }
         }
         DataClass::Special { scale } => {

@@ -92,6 +92,7 @@ fn a_row_range_is_those_rows_of_the_whole_operand() {
         DataClass::AllCodes { finite: true },
         DataClass::Subnormal { scale: 1.0 },
         DataClass::Special { scale: 1.0 },
+        DataClass::Binades { scale: 1.0, width: 5, silent: 1, mirror: true },
     ];
     let (rows, k) = (23, 37);
     for data in classes {
@@ -101,6 +102,97 @@ fn a_row_range_is_those_rows_of_the_whole_operand() {
                 let part = generate_rows(&spec(data.clone()), operand, fmt, range.clone(), k).unwrap();
                 assert_eq!(part, whole[range.start * k..range.end * k], "{data:?} {operand:?} {range:?}");
             }
+        }
+    }
+}
+
+/// The signed value of a finite code.
+fn value(f: Fp8, code: u8) -> f64 {
+    let m = f.magnitude(code & 0x7F);
+    if code & 0x80 != 0 {
+        -m
+    } else {
+        m
+    }
+}
+
+#[test]
+fn binades_blocks_share_a_shift_and_a_silence_across_both_operands() {
+    // Against the written definition: element i of a live block is round(g(i) · 2^t) where `gaussian` (same seed and
+    // stream) is round(g(i)), so where both are normal and non-zero their ratio is 2^t, one t per block, the same for
+    // A and B; a silent block is +0 in both operands.
+    let (k, width) = (4096usize, 16u64);
+    for seed in 0..8u64 {
+        for silent in [0u32, 2] {
+            let spec_of = |data| InputSpec { generator: GENERATOR_V1.into(), seed, stream: 3, data };
+            let bin = spec_of(DataClass::Binades { scale: 1.0, width, silent, mirror: false });
+            let gau = spec_of(DataClass::Gaussian { scale: 1.0 });
+            let f = Fp8::E5m2;
+            // Normal and past the smallest normal binade (a subnormal value may round up into it).
+            let normal = |c: u8| (c & 0x7F) >= 8 && f.is_finite(c);
+            let mut shifts = std::collections::BTreeSet::new();
+            let mut live = 0;
+            let (mut a_ops, mut g_ops) = (Vec::new(), Vec::new());
+            for op in [Operand::A, Operand::B] {
+                a_ops.push(generate(&bin, op, "e5m2", 2, k).unwrap());
+                g_ops.push(generate(&gau, op, "e5m2", 2, k).unwrap());
+            }
+            for row in 0..2 {
+                for block in 0..k / width as usize {
+                    let idx = |j: usize| row * k + block * width as usize + j;
+                    let silent_here = (0..2).all(|o| (0..width as usize).all(|j| a_ops[o][idx(j)] == 0));
+                    if silent_here {
+                        continue;
+                    }
+                    live += 1;
+                    let mut t = None;
+                    for o in 0..2 {
+                        for j in 0..width as usize {
+                            let (b, g) = (a_ops[o][idx(j)], g_ops[o][idx(j)]);
+                            if normal(b) && normal(g) {
+                                let ratio = (value(f, b) / value(f, g)).log2();
+                                assert_eq!(ratio.fract(), 0.0, "seed {seed} block {block}");
+                                assert_eq!(*t.get_or_insert(ratio), ratio, "seed {seed} block {block}: one shift");
+                            }
+                        }
+                    }
+                    let t = t.expect("a live block has normal elements");
+                    assert!(t.abs() <= 12.0, "seed {seed}: shift {t} past emax - 3");
+                    shifts.insert(t as i64);
+                }
+            }
+            let blocks = 2 * k / width as usize;
+            let expected = blocks >> silent;
+            assert!(live * 2 > expected && live < expected * 2, "seed {seed} silent {silent}: {live} of {blocks} live");
+            assert!(shifts.len() >= 8.min(live / 2), "seed {seed}: shifts {shifts:?} are not spread over the binades");
+        }
+    }
+    assert!(DataClass::Binades { scale: 1.0, width: 0, silent: 0, mirror: false }.check().is_err());
+    assert!(DataClass::Binades { scale: f64::INFINITY, width: 16, silent: 0, mirror: false }.check().is_err());
+}
+
+#[test]
+fn mirrored_binades_cancel_exactly() {
+    // The second half of each row repeats the first, negated in B, so every term has its negation: the exact sum is 0.
+    for (k, fmt) in [(96usize, "e4m3"), (97, "e5m2")] {
+        let data = DataClass::Binades { scale: 1.0, width: 16, silent: 1, mirror: true };
+        let plain = DataClass::Binades { scale: 1.0, width: 16, silent: 1, mirror: false };
+        let a = generate(&spec(data.clone()), Operand::A, fmt, 3, k).unwrap();
+        let b = generate(&spec(data), Operand::B, fmt, 3, k).unwrap();
+        let a0 = generate(&spec(plain.clone()), Operand::A, fmt, 3, k).unwrap();
+        let b0 = generate(&spec(plain), Operand::B, fmt, 3, k).unwrap();
+        let f = Fp8::parse(fmt).unwrap();
+        let h = k / 2;
+        for r in 0..3 {
+            let row = |x: &[u8]| x[r * k..(r + 1) * k].iter().map(|&c| value(f, c)).collect::<Vec<f64>>();
+            let (ar, br) = (row(&a), row(&b));
+            // The first half is the plain class's; the sum over both halves is exactly zero (products of FP8 values
+            // and their sum over < 2^10 terms are exact in f64).
+            assert_eq!(a[r * k..r * k + h], a0[r * k..r * k + h]);
+            assert_eq!(b[r * k..r * k + h], b0[r * k..r * k + h]);
+            let sum: f64 = (0..2 * h).map(|c| ar[c] * br[c]).sum();
+            assert_eq!(sum, 0.0, "k {k} row {r}");
+            assert!(ar[..h].iter().zip(&br[..h]).any(|(x, y)| x * y != 0.0), "k {k} row {r}: all zero");
         }
     }
 }

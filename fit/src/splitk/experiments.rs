@@ -7,8 +7,9 @@
 // their own; a label with fast rows only has every restart a routed slow call can show. Two hypotheses with the same
 // form on a call (canonical layout for its K and S, order expression for its S) give the same bits on every operand of
 // it; the design picks the routed call that splits the open class into the most forms (the smallest problem among
-// equals), then the first generator seed whose simulated results separate them, and refines every class by it. A class
-// no routed call separates is equivalent on the table: nothing the bundle computes can tell its rules apart.
+// equals), then the first generator spec (`specs`: seeds × data classes, `binades` among them) whose simulated results
+// separate them, and refines every class by it. A class no routed call separates is equivalent on the table: nothing
+// the bundle computes can tell its rules apart.
 
 use super::*;
 use crate::Experiment;
@@ -19,9 +20,9 @@ use std::collections::HashMap;
 
 /// Input seeds tried on one call before it is given up on.
 const SEEDS: u64 = 6;
-/// Outputs simulated per call: (0, j) for j below this (outputs are independent, so results differing there differ
-/// in the whole call).
-const OUTPUTS: usize = 8;
+// Outputs simulated per call: (0, j) for j below this (outputs are independent, so results differing there differ
+// in the whole call), the outputs a refit replays a designed row on first (`narrow.rs`).
+use super::DESIGNED_OUTPUTS as OUTPUTS;
 
 /// The customOption of a label `customOption C`.
 fn custom_of(label: &str) -> Option<u8> {
@@ -38,14 +39,12 @@ struct Routed {
 
 /// The split calls (S > 1) the table routes to customOption `custom`, one per (K, S, accumulation) — the forms of
 /// a rule depend on nothing else — an fp32 result first (an order's last bits survive in it), then e5m2 operands
-/// (their range gives partials of unlike magnitudes, whose sum rounds), then the fewest
-/// simulated outputs, then the first in table order.
+/// (their range gives partials of unlike magnitudes, whose sum rounds), then the fewest outputs (the recorded
+/// row's cost, on the device and in the refit), then the first in table order.
 fn routed(table: &SplitKTable, custom: u8) -> Vec<Routed> {
     let mut by_shape: BTreeMap<(usize, usize, bool), Routed> = BTreeMap::new();
     let narrow = |f: Format| u8::from(f != Format::E5m2);
-    let size = |c: &Routed| {
-        (c.key.out != OutDtype::Float32, narrow(c.key.fa) + narrow(c.key.fb), c.key.m * c.key.n.min(OUTPUTS))
-    };
+    let size = |c: &Routed| (c.key.out != OutDtype::Float32, narrow(c.key.fa) + narrow(c.key.fb), c.key.m * c.key.n);
     for r in table.rows.iter().filter(|r| r.decision.custom_option == custom && r.decision.split_s > 1) {
         let (Some(key), Ok(workspace)) = (r.split_key(), u64::try_from(r.workspace_bytes)) else { continue };
         let c = Routed { key, workspace, s: r.decision.split_s as usize };
@@ -72,7 +71,7 @@ struct Forms {
     chains: HashMap<(Layout, Shape), (u64, Vec<bool>)>,
     expressions: HashMap<(Order, Vec<bool>), String>,
     /// Simulated results, by form, (K, S, fast) of the call and input seed.
-    results: HashMap<(Form, Shape, u64, &'static str), Option<Vec<u32>>>,
+    results: HashMap<(Form, Shape, u64, String), Option<Vec<u32>>>,
 }
 
 fn form(memo: &mut Forms, rule: &SplitRule, c: &Routed) -> Form {
@@ -167,13 +166,30 @@ fn simulate(preset: &Preset, c: &Routed, rule: &SplitRule, spec: &InputSpec) -> 
     Some(acc.iter().map(|&x| e.apply_one(x, e.alpha())).collect())
 }
 
-/// The generator spec of seed `seed`: split-discriminating data (large terms that absorb small ones where K is cut)
-/// for odd seeds, which tells chain cuts apart; Gaussian data for even seeds, whose partials carry every bit of the
-/// fp32 significand, so that the order they are added in shows (the large terms of split data leave the partials
-/// coarse enough to add exactly in any order).
-fn spec(seed: u64) -> InputSpec {
-    let data = if seed % 2 == 1 { DataClass::Split { scale: 1.0 } } else { DataClass::Gaussian { scale: 1.0 } };
-    InputSpec { generator: GENERATOR_V1.into(), seed, stream: 0, data }
+/// The generator specs tried on a class whose narrowest tile is `width` wide, in turn: per seed, split-discriminating
+/// data (large terms that absorb small ones where K is cut), which tells chain cuts apart; Gaussian data, whose
+/// partials carry many bits; and `binades` data in blocks of one tile, every block live or one in 2^3 or 2^6, whose
+/// partials lie binades apart, so that the order they are added in shows where like partials would add exactly in
+/// any order (a sparser block pattern leaves fewer live tiles per split on a long K); mirrored, the exact result is
+/// zero and the call returns its rounding alone, which a bfloat16 or FP8 result still shows.
+fn specs(width: usize) -> Vec<InputSpec> {
+    let spec = |seed, data| InputSpec { generator: GENERATOR_V1.into(), seed, stream: 0, data };
+    (1..=SEEDS)
+        .flat_map(|seed| {
+            let binades = |silent, mirror| DataClass::Binades { scale: 1.0, width: width as u64, silent, mirror };
+            [
+                DataClass::Split { scale: 1.0 },
+                DataClass::Gaussian { scale: 1.0 },
+                binades(0, false),
+                binades(3, false),
+                binades(6, false),
+                binades(0, true),
+                binades(3, true),
+            ]
+            .into_iter()
+            .map(move |d| spec(seed, d))
+        })
+        .collect()
 }
 
 /// Split `class` by its members' results on a call and seed (one form is simulated once on a call and seed).
@@ -184,7 +200,7 @@ fn refine(memo: &mut Forms, preset: &Preset, class: &[SplitRule], c: &Routed, sp
     }
     let mut by_bits: BTreeMap<Option<Vec<u32>>, Vec<SplitRule>> = BTreeMap::new();
     for (f, members) in by_form {
-        let key = (f.clone(), (c.key.k, c.s, c.key.fast), spec.seed, spec.data.name());
+        let key = (f.clone(), (c.key.k, c.s, c.key.fast), spec.seed, format!("{:?}", spec.data));
         let bits = match memo.results.get(&key) {
             Some(b) => b.clone(),
             None => {
@@ -220,34 +236,48 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
         while out.len() < max_calls {
             let Some(pos) = open.iter().position(|c| c.len() > 1) else { break };
             let class = open.swap_remove(pos);
-            // The calls splitting the class into the most forms, the fewest outputs and shortest K first among equals.
+            // The calls splitting the class into the most forms, the fewest outputs (M·N) and shortest K first among
+            // equals.
             let mut ranked: Vec<(usize, &Routed)> = calls
                 .iter()
                 .map(|c| (class.iter().map(|r| form(&mut memo, r, c)).collect::<BTreeSet<_>>().len(), c))
                 .filter(|(f, _)| *f > 1)
                 .collect();
-            ranked.sort_by_key(|(f, c)| (std::cmp::Reverse(*f), c.key.m * c.key.n.min(OUTPUTS), c.key.k));
+            ranked.sort_by_key(|(f, c)| (std::cmp::Reverse(*f), c.key.m * c.key.n, c.key.k));
+            let width = class.iter().map(|r| r.layout.width).min().unwrap_or(16);
+            let tries = specs(width);
             let found = ranked.iter().take(CALLS).find_map(|(_, call)| {
-                (1..=SEEDS).map(spec).find_map(|sp| {
+                tries.iter().cloned().find_map(|sp| {
                     let parts = refine(&mut memo, preset, &class, call, &sp);
                     (parts.len() > 1).then_some((parts, sp, *call))
                 })
             });
             // None: equivalent on every routed call, or no input found that separates them.
             let Some((parts, sp, call)) = found else { continue };
-            let names = |c: &[SplitRule]| c.iter().take(4).map(SplitRule::name).collect::<Vec<_>>().join(", ");
+            // What the class's rules differ in, not the rules themselves: a designed call's description is recorded
+            // with its row, and names no rule the fit has not decided.
+            let varies = |f: &dyn Fn(&SplitRule) -> String| class.iter().map(f).collect::<BTreeSet<_>>().len() > 1;
+            let differ: Vec<&str> = [
+                ("ownership", varies(&|r| r.layout.ownership.name().to_string())),
+                ("width", varies(&|r| r.layout.width.to_string())),
+                ("restart", varies(&|r| format!("{:?}", r.layout.restart))),
+                ("order", varies(&|r| r.order.name().to_string())),
+            ]
+            .into_iter()
+            .filter_map(|(n, v)| v.then_some(n))
+            .collect();
             out.push(Experiment {
                 problem: call.key,
                 workspace: Some(call.workspace),
                 inputs: sp.clone(),
                 decides: format!(
-                    "{}: {} rules ({}{}) into {} classes at S={}",
+                    "{}: {} rules differing in {} into {} classes at S={}, {} data",
                     fit.label,
                     class.len(),
-                    names(&class),
-                    if class.len() > 4 { ", ..." } else { "" },
+                    differ.join(", "),
                     parts.len(),
-                    call.s
+                    call.s,
+                    sp.data.name()
                 ),
             });
             // The call's row refines every open class of the label.

@@ -53,6 +53,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The outputs (0, j < this) the split designer separates survivors on (`experiments.rs`), which a row's refit
+/// replays its candidates on before every output (`narrow.rs`).
+const DESIGNED_OUTPUTS: usize = 8;
+
 /// How a candidate's accumulator becomes the row's result.
 #[derive(Clone, Copy, Debug)]
 enum Finish {
@@ -356,13 +360,18 @@ fn reproduces(p: &Prepared, partials: &[Vec<f32>], order: Order) -> bool {
     }
 }
 
-/// Could the partials of the first output alone (`first`, one value per split) reproduce the recording in `order`?
-/// (Always, for a row that records only a digest.)
-fn first_output_agrees(p: &Prepared, first: &[f32], order: Order) -> bool {
-    match &p.want {
-        Want::Bits(want) => want[0] == output_bits(p, 0, first, order),
-        Want::Sha256(_) => true,
-    }
+/// Could the partials of the first compared outputs alone (`partials`, per split one value per output of a prefix of
+/// the compared outputs) reproduce the recording in `order`? (Always, for a row that records only a digest.)
+fn prefix_agrees(p: &Prepared, partials: &[Vec<f32>], order: Order) -> bool {
+    let Want::Bits(want) = &p.want else { return true };
+    let outputs = partials.first().map_or(0, Vec::len);
+    let mut column = vec![0.0f32; partials.len()];
+    (0..outputs).all(|o| {
+        for (c, part) in column.iter_mut().zip(partials) {
+            *c = part[o];
+        }
+        want[o] == output_bits(p, o, &column, order)
+    })
 }
 
 /// Rows whose operands, formats, preset, compared outputs, S and accumulation agree have the same

@@ -1,5 +1,6 @@
 //! The survivors of a group's rows, found row by row: each row is replayed only under the candidates every earlier row
-//! of its group still accepts, the shortest K first, and each candidate on the first compared output before the rest.
+//! of its group still accepts, the shortest K first, and each candidate on the first compared output, then on the
+//! first few, before the rest.
 
 // Rows of one group share S and accumulation, so a row of longer K sees every distinction a shorter one sees (its
 // canonical classes refine the shorter row's: `SplitRule::canonical`), and a candidate of the longer row is alive when
@@ -19,20 +20,28 @@ pub(super) struct Survivors {
     pub replayed: usize,
 }
 
-/// The chain caches of rows sharing operands: the first compared output alone, and every compared output.
+// Compared outputs of the middle stage: the outputs (0, j < 8) a designed call separates its survivors on
+// (`experiments.rs`), so that on a large call only the rules it was designed to keep are replayed on every output.
+use super::DESIGNED_OUTPUTS as FEW;
+
+/// The chain caches of rows sharing operands: the first compared output alone, the first [`FEW`], and every compared
+/// output.
 struct Caches<'p> {
     one: ChainCache<'p>,
+    few: ChainCache<'p>,
     all: ChainCache<'p>,
 }
 
 impl<'p> Caches<'p> {
     fn new(p: &'p Prepared) -> Self {
-        Caches { one: ChainCache::with_pairs(&p.codes, p.codes.pairs[..1].to_vec()), all: ChainCache::new(&p.codes) }
+        let prefix = |n: usize| ChainCache::with_pairs(&p.codes, p.codes.pairs[..n.min(p.codes.pairs.len())].to_vec());
+        Caches { one: prefix(1), few: prefix(FEW), all: ChainCache::new(&p.codes) }
     }
 }
 
 /// Replay one row under the candidates `alive` admits: every layout of its space with an admitted order is replayed on
-/// the first compared output, and the layouts left on every output.
+/// the first compared output, the layouts left on the first [`FEW`] (where the row has more), and those left on every
+/// output.
 fn replay_row(p: &Prepared, caches: &mut Caches<'_>, alive: &dyn Fn(&SplitRule) -> bool) -> Survivors {
     let (k, s, fast) = (p.codes.k, p.s, p.fast);
     let mut rules = Vec::new();
@@ -45,8 +54,12 @@ fn replay_row(p: &Prepared, caches: &mut Caches<'_>, alive: &dyn Fn(&SplitRule) 
         replayed += orders.len();
         // `prepare` planned the largest layout of the row: every smaller one plans.
         let Ok(plan) = plan(&p.codes.preset, layout, k, s, fast) else { continue };
-        let first: Vec<f32> = caches.one.partials(&plan).into_iter().map(|v| v[0]).collect();
-        let orders: Vec<Order> = orders.into_iter().filter(|&o| first_output_agrees(p, &first, o)).collect();
+        let first = caches.one.partials(&plan);
+        let mut orders: Vec<Order> = orders.into_iter().filter(|&o| prefix_agrees(p, &first, o)).collect();
+        if !orders.is_empty() && p.codes.pairs.len() > FEW {
+            let few = caches.few.partials(&plan);
+            orders.retain(|&o| prefix_agrees(p, &few, o));
+        }
         if orders.is_empty() {
             continue;
         }
