@@ -215,25 +215,24 @@ pub fn each_output(ops: &Operands<'_>, f: impl Fn(&[u8], &[u8]) -> f32) -> Vec<f
 pub fn scaled_chains_by_model(preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
     let chain = Chain::new(preset, ops.fa, ops.fb);
     let nb = ops.k.div_ceil(preset.scale_block().unwrap_or(preset.nfma()));
-    let (a, b, l) = (ops.a, ops.b, ops.k);
-    let interrupt = Interrupt::current();
-    let mut out = Vec::with_capacity(ops.m * ops.n);
-    for i in 0..ops.m {
-        if interrupt.requested() {
-            out.resize(ops.m * ops.n, 0.0);
-            break;
-        }
-        let (ra, sa) = (&a[i * l..(i + 1) * l], &scale_a[i * nb..(i + 1) * nb]);
-        out.extend(
-            (0..ops.n).map(|j| chain.run_scaled(ra, &b[j * l..(j + 1) * l], sa, &scale_b[j * nb..(j + 1) * nb], 0.0)),
-        );
-    }
-    out
+    per_output(ops, nb, scale_a, scale_b, |a, b, sa, sb| chain.run_scaled(a, b, sa, sb, 0.0))
 }
 
 /// [`ChainEngine::group_chains`] by the model: [`GroupChain::run`] for every output.
 pub fn group_chains_by_model(chain: &GroupChain, ops: &Operands<'_>, scale_a: &[u8], scale_b: &[u8]) -> Vec<f32> {
     let nb = ops.k.div_ceil(chain.scale_block());
+    per_output(ops, nb, scale_a, scale_b, |a, b, sa, sb| chain.run(a, b, sa, sb, 0.0))
+}
+
+/// `run(a_i, b_j, scale_a_i, scale_b_j)` for every output, row by row (rows of `nb` scale codes), stopping with
+/// zeros when an interrupt is requested.
+fn per_output(
+    ops: &Operands<'_>,
+    nb: usize,
+    scale_a: &[u8],
+    scale_b: &[u8],
+    run: impl Fn(&[u8], &[u8], &[u8], &[u8]) -> f32,
+) -> Vec<f32> {
     let (a, b, l) = (ops.a, ops.b, ops.k);
     let interrupt = Interrupt::current();
     let mut out = Vec::with_capacity(ops.m * ops.n);
@@ -243,7 +242,7 @@ pub fn group_chains_by_model(chain: &GroupChain, ops: &Operands<'_>, scale_a: &[
             break;
         }
         let (ra, sa) = (&a[i * l..(i + 1) * l], &scale_a[i * nb..(i + 1) * nb]);
-        out.extend((0..ops.n).map(|j| chain.run(ra, &b[j * l..(j + 1) * l], sa, &scale_b[j * nb..(j + 1) * nb], 0.0)));
+        out.extend((0..ops.n).map(|j| run(ra, &b[j * l..(j + 1) * l], sa, &scale_b[j * nb..(j + 1) * nb])));
     }
     out
 }

@@ -7,7 +7,8 @@
 
 use crate::errors::{catch, internal, no_panic, raise};
 use mmaemu_api::model::block_call::{BlockMode, BlockScaledCall};
-use mmaemu_api::model::block_gemm::{block_epilogue, blockwise_gemm, mx_gemm, nvfp4_gemm, BlockShape, Dims};
+use mmaemu_api::model::block_gemm::{block_epilogue, blockwise_gemm_on, mx_gemm_on, nvfp4_gemm_on, BlockShape, Dims};
+use mmaemu_api::Placement;
 use mmaemu_api::model::dtype::Dtype;
 use mmaemu_api::model::{Error, Format, Preset};
 use pyo3::prelude::*;
@@ -160,13 +161,17 @@ pub fn block_scaled_mm<'py>(
             catch(|| -> Result<Vec<u8>, Error> {
                 let out = block_out(&call)?;
                 let p: &Preset = &preset;
+                // The host tensors' backend (MMAEMU_BACKEND, MMAEMU_SIMD apply): the CPU engine's block-scaled
+                // chains, bit-identical to the model's.
+                let selected = mmaemu_api::registry().resolve_for("auto", Some(Placement::Host), None)?;
+                let e = selected.engine;
                 let acc = match call.mode {
-                    BlockMode::Mx => mx_gemm(p, format_arg(fa)?, format_arg(fb)?, a, b, d, sa, sb)?,
-                    BlockMode::Nvfp4 => nvfp4_gemm(p, a, b, d, sa, sb)?,
+                    BlockMode::Mx => mx_gemm_on(e, p, format_arg(fa)?, format_arg(fb)?, a, b, d, sa, sb)?,
+                    BlockMode::Nvfp4 => nvfp4_gemm_on(e, p, a, b, d, sa, sb)?,
                     BlockMode::Block128 | BlockMode::Block128x128 => {
                         let (xa, xb) = (f32s(sa), f32s(sb));
                         let (ha, hb) = (shape_arg(&shapes.0)?, shape_arg(&shapes.1)?);
-                        blockwise_gemm(p, format_arg(fa)?, format_arg(fb)?, a, b, d, (&xa, ha), (&xb, hb))?
+                        blockwise_gemm_on(e, p, format_arg(fa)?, format_arg(fb)?, a, b, d, (&xa, ha), (&xb, hb))?
                     }
                 };
                 let bits = block_epilogue(&acc, globals.0, globals.1, out);
