@@ -8,9 +8,9 @@
 use crate::errors::{catch, internal, no_panic, raise};
 use mmaemu_api::model::block_call::{BlockMode, BlockScaledCall};
 use mmaemu_api::model::block_gemm::{block_epilogue, blockwise_gemm_on, mx_gemm_on, nvfp4_gemm_on, BlockShape, Dims};
-use mmaemu_api::Placement;
 use mmaemu_api::model::dtype::Dtype;
 use mmaemu_api::model::{Error, Format, Preset};
+use mmaemu_api::Placement;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
