@@ -94,6 +94,13 @@ fn a_call_by_flags_and_bad_arguments() {
     // A call the reference refuses (K not a multiple of 16) exits 1 with its error.
     assert_eq!(mmaemu(&["trace", "--m", "2", "--n", "16", "--k", "33"]).0, 1);
     assert_eq!(mmaemu(&["trace", "no-such-file.parquet", "--row", "1"]).0, 2);
+    // The recorder's binades class (K-blocks binades apart) traces too; an unknown class names every one.
+    let binades = ["trace", "--m", "2", "--n", "16", "--k", "320", "--profile", "ada", "--splitk", "3,pairwise"];
+    let (code, _, err) = mmaemu(&[&binades[..], &["--data", "binades", "--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = mmaemu(&[&binades[..], &["--data", "nonesuch"]].concat());
+    assert_eq!(code, 2);
+    assert!(err.contains("special or binades"), "{err}");
 }
 
 #[test]

@@ -54,9 +54,10 @@ fn data_class(name: &str) -> Result<DataClass, String> {
         "all_codes" => DataClass::AllCodes { finite: true },
         "subnormal" => DataClass::Subnormal { scale: 1.0 },
         "special" => DataClass::Special { scale: 1.0 },
+        "binades" => DataClass::Binades { scale: 1.0, width: 16, silent: 0, mirror: false },
         other => {
             return Err(format!(
-                "unknown --data '{other}': expected gaussian, bits, split, all_codes, subnormal or special"
+                "unknown --data '{other}': expected gaussian, bits, split, all_codes, subnormal, special or binades"
             ))
         }
     })
