@@ -2,8 +2,10 @@
 //! truth's bundle is loaded into the device and then deleted, so the fitting side can only have seen what the device
 //! answered (rows and the heuristic table as the recorder writes them); the fitted bundle must give back the truth's
 //! preset in every decided parameter, each customOption's rule, and every recorded row bit for bit, held-out calls
-//! included. The seeds: two fixed ones, or `MMAEMU_BRINGUP_SEEDS`, plus one from the clock under
+//! included. The seeds: six fixed ones, or `MMAEMU_BRINGUP_SEEDS`, plus one from the clock under
 //! `MMAEMU_BRINGUP_CLOCK_SEED=1`; each printed.
+
+mod common;
 
 use mmaemu_bringup::specs::Size;
 use mmaemu_bringup::{bring_up, truth, Options};
@@ -98,17 +100,7 @@ fn random_gpus_are_brought_up_from_the_simulated_device_alone() {
         }
         assert!(report["calls"]["total"].as_u64().unwrap() > 0, "seed {seed}");
         // Every decided parameter is the truth's.
-        let params = &report["preset"]["parameters"];
-        let undecided: Vec<&str> =
-            report["preset"]["undecided"].as_array().unwrap().iter().filter_map(|u| u["parameter"].as_str()).collect();
-        let p = &t.preset;
-        let want = serde_json::json!({"nfma": p.nfma, "frac": p.frac, "frac_out": p.frac_out,
-            "rounding": p.rounding.name(), "min_exp": p.min_exp, "c_entry": p.c_entry.name(), "slow_chunk": p.slow_chunk});
-        for (k, v) in want.as_object().unwrap() {
-            if !undecided.contains(&k.as_str()) {
-                assert_eq!(&params[k], v, "seed {seed}: {k} (truth {t:?}; report {report})");
-            }
-        }
+        common::assert_decided_are_the_truths(&report, &t.preset, &format!("seed {seed}"));
         // Each customOption seen split has the truth's rule, or one that computes the same on every split call the
         // recorded table (the bundle's) routes to it: the only calls the bundle splits that way.
         let recorded = tmp.path().join(format!("out/work/gpu{seed}-table.parquet"));

@@ -7,6 +7,8 @@
 //! CI runs the first two; `MMAEMU_BRINGUP_TRUTHS=all` runs every one, `MMAEMU_BRINGUP_TRUTHS=name,name` the ones named:
 //! `MMAEMU_BRINGUP_TRUTHS=all cargo test -p mmaemu-bringup --test truths_instruction -- --nocapture`.
 
+mod common;
+
 use mmaemu_bringup::specs::Size;
 use mmaemu_bringup::{bring_up, truth, Options};
 use mmaemu_model::{BlockRounding, CEntry, PresetSpec};
@@ -80,20 +82,11 @@ fn bring_up_named(index: usize, t: Named) {
         report["preset"]["fit"]["verdict"]
     );
     assert_eq!(report["preset"]["fit"]["verdict"], "unique", "{name}: {}", report["preset"]);
-    let params = &report["preset"]["parameters"];
-    let undecided: Vec<&str> =
-        report["preset"]["undecided"].as_array().unwrap().iter().filter_map(|u| u["parameter"].as_str()).collect();
-    let p = &t.preset;
-    let want = serde_json::json!({"nfma": p.nfma, "frac": p.frac, "frac_out": p.frac_out,
-        "rounding": p.rounding.name(), "min_exp": p.min_exp, "c_entry": p.c_entry.name(), "slow_chunk": p.slow_chunk});
+    let undecided = common::undecided(report);
     for key in ["nfma", "frac", "c_entry", "slow_chunk"] {
         assert!(!undecided.contains(&key), "{name}: {key} undecided: {}", report["preset"]);
     }
-    for (k, v) in want.as_object().unwrap() {
-        if !undecided.contains(&k.as_str()) {
-            assert_eq!(&params[k], v, "{name}: {k} (truth {p:?}; report {})", report["preset"]);
-        }
-    }
+    common::assert_decided_are_the_truths(report, &t.preset, &name);
     assert!(o.passed(), "{name}: the bundle does not replay every row: {}", report["check"]);
 }
 

@@ -1,0 +1,22 @@
+//! What the bring-up tests share: reading a `bring-up.json` report's preset against the truth it was run on.
+
+use mmaemu_model::PresetSpec;
+use serde_json::Value;
+
+/// The preset parameters the report leaves undecided.
+pub fn undecided(report: &Value) -> Vec<&str> {
+    report["preset"]["undecided"].as_array().unwrap().iter().filter_map(|u| u["parameter"].as_str()).collect()
+}
+
+/// Every preset parameter the report decides is the truth's (`label` names the run in a failure).
+pub fn assert_decided_are_the_truths(report: &Value, p: &PresetSpec, label: &str) {
+    let params = &report["preset"]["parameters"];
+    let undecided = undecided(report);
+    let want = serde_json::json!({"nfma": p.nfma, "frac": p.frac, "frac_out": p.frac_out,
+        "rounding": p.rounding.name(), "min_exp": p.min_exp, "c_entry": p.c_entry.name(), "slow_chunk": p.slow_chunk});
+    for (k, v) in want.as_object().unwrap() {
+        if !undecided.contains(&k.as_str()) {
+            assert_eq!(&params[k], v, "{label}: {k} (truth {p:?}; report {})", report["preset"]);
+        }
+    }
+}
