@@ -90,6 +90,12 @@ pub fn experimental() -> Result<bool, Error> {
     })
 }
 
+/// A call's own opt-in to the experimental modes (Python's `experimental=`, the command line's `--experimental`),
+/// else MMAEMU_EXPERIMENTAL's ([`experimental`]): the call's choice takes precedence, and the variable is then not read.
+pub fn experimental_or(given: Option<bool>) -> Result<bool, Error> {
+    given.map_or_else(experimental, Ok)
+}
+
 /// MMAEMU_BACKEND: the backend `auto` stands for (None: unset or empty). The raw value; the name is checked
 /// where it is resolved (`registry::Registry::resolve_for`), whose errors name the variable.
 pub fn backend() -> Result<Option<String>, Error> {

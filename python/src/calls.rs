@@ -136,10 +136,7 @@ impl CallArgs {
     pub(crate) unsafe fn call(&self, dry: bool) -> Result<ScaledMm<'_>, Error> {
         self.budget(dry)?;
         let strict = env::strict()?;
-        let experimental = match self.experimental {
-            Some(on) => on,
-            None => env::experimental()?,
-        };
+        let experimental = env::experimental_or(self.experimental)?;
         let out = match &self.out {
             None => None,
             Some(o) => Some(o.shadow(dry)?),

@@ -92,8 +92,7 @@ pub fn block_scaled_explain<'py>(
 ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
     no_panic(|| {
         let dtypes = dtypes.map(|(a, b)| (Dtype::from_name(&a), Dtype::from_name(&b)));
-        let call = experimental
-            .map_or_else(mmaemu_api::env::experimental, Ok)
+        let call = mmaemu_api::env::experimental_or(experimental)
             .and_then(|on| described(mode, Dims { m, n, k }, dtypes, out, fast, bias, on));
         let (call, default) = call.map_err(|e| raise(py, &e, &[]))?;
         let profile = match profile {
@@ -137,10 +136,7 @@ pub fn block_scaled_mm<'py>(
 ) -> PyResult<Scaled<'py>> {
     no_panic(|| {
         // The scope step after torch's checks (docs/reference.md §5.2 step 7): experimental modes are opt-in.
-        let opted_in = match experimental {
-            Some(on) => Ok(on),
-            None => mmaemu_api::env::experimental(),
-        };
+        let opted_in = mmaemu_api::env::experimental_or(experimental);
         let d = Dims { m, n, k };
         let checked = |on: bool| {
             let fp8 = match mode {

@@ -143,7 +143,7 @@ pub fn explain_case(c: &Case) -> Result<CallPlan, CommandError> {
         splitk: c.splitk.clone(),
         backend: c.backend.clone(),
         strict: env::strict().map_err(bad)?,
-        experimental: c.experimental || env::experimental().map_err(bad)?,
+        experimental: env::experimental_or(c.experimental.then_some(true)).map_err(bad)?,
     };
     Ok(call.explain_on(&OnPlacement(c.device.unwrap_or_else(Placement::auto))))
 }
@@ -167,7 +167,7 @@ fn explain_block(c: &Case, mode: BlockMode, catalogue: &Catalogue) -> Result<Cal
         out: c.out.as_deref().map_or(Dtype::BFloat16, dtype_arg),
         fast: c.fast,
         bias: c.bias.is_some(),
-        experimental: c.experimental || env::experimental().map_err(bad)?,
+        experimental: env::experimental_or(c.experimental.then_some(true)).map_err(bad)?,
     };
     let profile = env::profile_arg(c.profile.as_deref()).map_err(bad)?;
     Ok(call.explain(resolve_profile(&profile, catalogue)))

@@ -183,7 +183,7 @@ pub fn with_call<R>(
         splitk: parse_splitk(&f.splitk).map_err(bad)?,
         backend: "reference".into(),
         strict: env::strict().map_err(|e| bad(e.message().to_string()))?,
-        experimental: f.experimental || env::experimental().map_err(|e| bad(e.message().to_string()))?,
+        experimental: env::experimental_or(f.experimental.then_some(true)).map_err(|e| bad(e.message().to_string()))?,
     };
     run(&call)
 }

@@ -75,10 +75,10 @@ pub fn blockwise_chains(
 ) -> Vec<f32> {
     let (m, n, k) = (ops.m, ops.n, ops.k);
     let nb = k.div_ceil(block.max(1));
-    if m == 0 || n == 0 || k == 0 || block == 0 {
-        return blockwise_chains_by_blocks(engine, preset, ops, block, scale_a, scale_b);
-    }
     let by_blocks = || blockwise_chains_by_blocks(engine, preset, ops, block, scale_a, scale_b);
+    if m == 0 || n == 0 || k == 0 || block == 0 {
+        return by_blocks();
+    }
     let (ta, tb) = (transpose(scale_a, m, nb), transpose(scale_b, n, nb));
     let job = Job::blockwise(preset, ops, block, BlockScales { a: &ta, b: &tb, m, n });
     if job.path() == Path::Scalar {
