@@ -68,7 +68,8 @@ pub fn customs(source: &Path) -> Result<Vec<i64>, String> {
 
 fn sidecar(source: &Path) -> Result<(serde_json::Value, Vec<i64>), String> {
     let sidecar_path = source.with_extension("json");
-    let text = std::fs::read_to_string(&sidecar_path).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
+    // A regular file under the memory ceiling (a FIFO or a device is refused before it is opened).
+    let text = mmaemu_datasets::platform::read_data(&sidecar_path, "the table's sidecar").map_err(|e| e.to_string())?;
     let sidecar: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
     let mut customs: Vec<i64> = sidecar["codes"]["custom -> scheme"]
@@ -103,7 +104,9 @@ pub fn write_truth(truth: &Truth, source: &Path, out: &Path) -> Result<(), Strin
     let gpu = format!("Random GPU {seed}");
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let table = format!("{name}-table");
-    std::fs::copy(source, out.join(format!("{table}.parquet"))).map_err(|e| format!("{}: {e}", source.display()))?;
+    let mut from = mmaemu_datasets::open_regular(source).map_err(|e| e.to_string())?;
+    let mut to = std::fs::File::create(out.join(format!("{table}.parquet"))).map_err(|e| e.to_string())?;
+    std::io::copy(&mut from, &mut to).map_err(|e| format!("{}: {e}", source.display()))?;
     sidecar["platform"]["gpu"] = gpu.clone().into();
     sidecar["profile_device"]["gpu"] = gpu.clone().into();
     sidecar["name"] = table.clone().into();

@@ -175,3 +175,33 @@ fn device_free_commands_and_usage_errors() {
         .arg(dir.path().join("t.csv")));
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// `truth --table`: a table or sidecar that is a FIFO or a link to /dev/zero is a usage error within seconds, not a
+/// hang or an unbounded read.
+#[test]
+fn truth_refuses_a_table_that_is_not_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../datasets/platforms/rtx4060-cublaslt-12.8.3.14/rtx4060-cublaslt-12.8.3.14.parquet");
+    let fifo = |p: &Path| assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+    // The sidecar a link to /dev/zero, then a FIFO.
+    let (zero, fifo_json) = (dir.path().join("zero"), dir.path().join("fifo"));
+    std::fs::create_dir_all(&zero).unwrap();
+    std::fs::create_dir_all(&fifo_json).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", zero.join("t.json")).unwrap();
+    fifo(&fifo_json.join("t.json"));
+    // The table a FIFO beside a good sidecar.
+    let fifo_table = dir.path().join("fifo-table");
+    std::fs::create_dir_all(&fifo_table).unwrap();
+    std::fs::copy(source.with_extension("json"), fifo_table.join("t.json")).unwrap();
+    fifo(&fifo_table.join("t.parquet"));
+    for d in [&zero, &fifo_json, &fifo_table] {
+        let start = std::time::Instant::now();
+        let out = dir.path().join("out").join(d.file_name().unwrap());
+        let (code, _, stderr) =
+            run(bin().args(["truth", "--seed", "1", "--table"]).arg(d.join("t.parquet")).arg("--out").arg(&out));
+        assert_ne!(code, 0, "{}", d.display());
+        assert!(stderr.contains("not a regular file"), "{}: {stderr}", d.display());
+        assert!(start.elapsed().as_secs() < 10, "{}", d.display());
+    }
+}
