@@ -4,7 +4,7 @@
 use crate::calls::CallArgs;
 use crate::errors::{catch, internal, no_panic, to_py};
 use crate::interrupt;
-use mmaemu_api::trace::json::trace_json;
+use mmaemu_api::trace::json::trace_text;
 use mmaemu_api::trace::summary::GemmAttribution;
 use mmaemu_api::trace::{attribute_scaled_mm, trace_scaled_mm};
 use pyo3::prelude::*;
@@ -21,7 +21,7 @@ pub fn trace(py: Python<'_>, args: CallArgs, i: usize, j: usize) -> PyResult<Str
                 // SAFETY: the Python layer keeps every tensor referenced for the duration of this call; the
                 // trace only reads them.
                 let call = unsafe { args.call(false) }?;
-                trace_scaled_mm(&call, i, j).map(|t| trace_json(&t).to_string())
+                trace_scaled_mm(&call, i, j).and_then(trace_text)
             })
         })?
         .map_err(internal)?;

@@ -281,3 +281,30 @@ fn gemm_attribution_adds_up_on_every_output() {
         }
     }
 }
+
+#[test]
+fn trace_text_is_the_json_and_stops_when_interrupted() {
+    use mmaemu_model::error::Category;
+    use mmaemu_model::interrupt::with_flag;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    // K = 2^15: megabytes of text, written in checked pieces, and a trace freed on a thread of its own.
+    let k = 1 << 15;
+    let mut r = Rng(7);
+    let (a, b): (Vec<u8>, Vec<u8>) =
+        (0..k).map(|_| (code(&mut r, Format::E4m3, 40, false), code(&mut r, Format::E4m3, 40, false))).unzip();
+    let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a: &a, b: &b, m: 1, n: 1, k };
+    let hopper = Preset::hopper();
+    let plan = Plan::new(&hopper, k, false, SplitK::NONE).unwrap();
+    let t = trace_element(&hopper, &plan, &ops, 0, 0, None).unwrap();
+    let want = mmaemu_trace::json::trace_json(&t).to_string();
+    assert!(want.len() > 4 << 20, "{} bytes", want.len());
+    let text = mmaemu_trace::json::trace_text(t.clone()).unwrap();
+    assert_eq!(text, want);
+    // The accumulator's bits are the model's.
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let acc = accumulate(&hopper, &ops, false, SplitK::NONE).unwrap()[0];
+    assert_eq!(v["accumulator"]["bits"], format!("0x{:08X}", acc.to_bits()));
+    let e = with_flag(Arc::new(AtomicBool::new(true)), || mmaemu_trace::json::trace_text(t)).unwrap_err();
+    assert_eq!(e.category(), Category::Interrupted);
+}
