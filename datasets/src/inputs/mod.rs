@@ -44,6 +44,8 @@
 //!   half of each row (columns k/2 .. 2 (k/2)) repeats the first, negated in B: the exact dot product is zero (odd k:
 //!   the last column's term) and the result is the accumulation's rounding alone, which shows even in a narrow out
 //!   dtype.
+//! - `codes {a, b}`: given codes, repeated: element i of A is byte i mod len of `a` (lower-case hex, 1 to 65,536
+//!   bytes), of B of `b`: a call whose every product a fit chose (the designed experiments of `fit preset`).
 
 use crate::error::DatasetError;
 use crate::row::{dims_product, Row};
@@ -130,6 +132,37 @@ pub enum DataClass {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         mirror: bool,
     },
+    /// Given codes, repeated: element i of A is byte i mod len of `a`, of B of `b` (lower-case hex).
+    Codes { a: String, b: String },
+}
+
+/// The most bytes a `codes` operand gives.
+pub const MAX_CODES: usize = 1 << 16;
+
+/// The bytes of a `codes` operand: lower-case hex, 1 to [`MAX_CODES`] bytes.
+fn codes_bytes(hex: &str) -> Result<Vec<u8>, String> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let n = hex.len() / 2;
+    if hex.is_empty() || hex.len() % 2 != 0 || n > MAX_CODES {
+        return Err(format!(
+            "data class codes: an operand is 1 to {MAX_CODES} bytes as lower-case hex, not {} digits",
+            hex.len()
+        ));
+    }
+    hex.as_bytes()
+        .chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(|| "data class codes: an operand is lower-case hex digits".to_string())
+}
+
+/// Lower-case hex of `codes`, as a `codes` operand spells them.
+pub fn codes_hex(codes: &[u8]) -> String {
+    codes.iter().map(|c| format!("{c:02x}")).collect()
 }
 
 fn sixteen() -> u64 {
@@ -147,6 +180,7 @@ impl DataClass {
             DataClass::Subnormal { .. } => "subnormal",
             DataClass::Special { .. } => "special",
             DataClass::Binades { .. } => "binades",
+            DataClass::Codes { .. } => "codes",
         }
     }
 
@@ -172,6 +206,7 @@ impl DataClass {
                     Ok(())
                 }
             }
+            DataClass::Codes { a, b } => codes_bytes(a).and(codes_bytes(b)).map(|_| ()),
             DataClass::Bits { .. } | DataClass::AllCodes { .. } => Ok(()),
         }
     }
@@ -330,13 +365,17 @@ pub fn generate_rows(
     // Fallible: under a raised ceiling an allocation the machine cannot give is a refusal, not an abort.
     let mut out = Vec::new();
     out.try_reserve_exact(n).map_err(|_| format!("cannot allocate the {n} bytes of the operand's rows"))?;
-    match spec.data {
-        DataClass::Gaussian { scale } => {
+    match &spec.data {
+        DataClass::Codes { a, b } => {
+            let codes = codes_bytes(if operand == Operand::A { a } else { b })?;
+            out.extend((start..end).map(|i| codes[(i % codes.len() as u64) as usize]));
+        }
+        &DataClass::Gaussian { scale } => {
             for i in start..end {
                 out.push(r.round(w.gaussian(i) * scale));
             }
         }
-        DataClass::Bits { finite } => {
+        &DataClass::Bits { finite } => {
             for i in start..end {
                 let mut code = None;
                 'words: for j in 0..16 {
@@ -351,7 +390,7 @@ pub fn generate_rows(
                 out.push(code.unwrap_or(0));
             }
         }
-        DataClass::Split { scale } => {
+        &DataClass::Split { scale } => {
             let big = r.round(pow2(f.emax() - 1));
             for i in start..end {
                 let sel = w.word(i, 7);
@@ -362,7 +401,7 @@ pub fn generate_rows(
                 }
             }
         }
-        DataClass::AllCodes { finite } => {
+        &DataClass::AllCodes { finite } => {
             let codes: Vec<u8> = (0..=255u8).filter(|&c| !finite || f.is_finite(c)).collect();
             let len = codes.len() as u64;
             let offset = w.word(0, 15) % len;
@@ -375,7 +414,7 @@ pub fn generate_rows(
                 out.push(codes[pos as usize]);
             }
         }
-        DataClass::Subnormal { scale } => {
+        &DataClass::Subnormal { scale } => {
             let mmask = (1u64 << f.mantissa_bits()) - 1;
             for i in start..end {
                 let sel = w.word(i, 7);
@@ -388,7 +427,7 @@ pub fn generate_rows(
                 }
             }
         }
-        DataClass::Binades { scale, width, silent, mirror } => {
+        &DataClass::Binades { scale, width, silent, mirror } => {
             let h = f.emax() as u64 - 3;
             let live_mask = (1u64 << silent) - 1;
             let (k, half) = (k as u64, k as u64 / 2);
@@ -409,7 +448,7 @@ pub fn generate_rows(
                 out.push(if negate { code ^ 0x80 } else { code });
             }
         }
-        DataClass::Special { scale } => {
+        &DataClass::Special { scale } => {
             for i in start..end {
                 out.push(r.round(w.gaussian(i) * scale));
             }

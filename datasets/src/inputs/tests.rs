@@ -196,3 +196,21 @@ fn mirrored_binades_cancel_exactly() {
         }
     }
 }
+
+#[test]
+fn codes_repeat_the_given_bytes() {
+    // Worked example: a = 01 02 03, b = ff; rows of k = 2 number their elements row-major, so A's rows are
+    // [01 02] [03 01] [02 03] and every element of B is ff.
+    let data = DataClass::Codes { a: "010203".into(), b: "ff".into() };
+    let json = r#"{"generator": "mmaemu-inputs/1", "seed": 9, "stream": 4, "data": {"class": "codes", "a": "010203", "b": "ff"}}"#;
+    let parsed: InputSpec = serde_json::from_str(json).unwrap();
+    assert_eq!(parsed.data, data);
+    assert_eq!(generate(&parsed, Operand::A, "e4m3", 3, 2).unwrap(), [1, 2, 3, 1, 2, 3]);
+    assert_eq!(generate_rows(&parsed, Operand::A, "e5m2", 1..3, 2).unwrap(), [3, 1, 2, 3]);
+    assert_eq!(generate(&parsed, Operand::B, "e4m3", 2, 2).unwrap(), [0xFF; 4]);
+    assert_eq!(codes_hex(&[0, 0x7E, 0xFF]), "007eff");
+    for (a, why) in [("", "1 to"), ("0", "1 to"), ("0G", "hex"), ("AB", "hex"), (&"00".repeat(MAX_CODES + 1), "1 to")] {
+        let e = DataClass::Codes { a: a.to_string(), b: "00".into() }.check().unwrap_err();
+        assert!(e.contains(why), "{a:.8}: {e}");
+    }
+}
