@@ -39,7 +39,7 @@ pub(super) struct ChainCache<'p> {
     /// The outputs computed: all of `p.pairs`, or a few of them to rule candidates out cheaply.
     pairs: Vec<(usize, usize)>,
     chain: Chain,
-    map: HashMap<Vec<(usize, usize)>, ChainResults>,
+    map: HashMap<(Vec<(usize, usize)>, usize), ChainResults>,
 }
 
 impl<'p> ChainCache<'p> {
@@ -52,17 +52,20 @@ impl<'p> ChainCache<'p> {
         ChainCache { p, pairs, chain: Chain::new(&p.preset, p.fa, p.fb), map: HashMap::new() }
     }
 
-    fn gather(x: &[u8], row: usize, k: usize, ranges: &[Range<usize>], buf: &mut Vec<u8>) {
+    /// Row `row`'s codes at `ranges`, zero-padded to `len`.
+    fn gather(x: &[u8], row: usize, k: usize, ranges: &[Range<usize>], len: usize, buf: &mut Vec<u8>) {
         buf.clear();
         for r in ranges {
             buf.extend_from_slice(&x[row * k + r.start..row * k + r.end]);
         }
+        buf.resize(len.max(buf.len()), 0);
     }
 
-    /// The results of the chain over `ranges` (its real k indices, in order). A chunk's zero padding follows its
-    /// real indices and changes nothing (docs/reference.md §2.4): it is left out, so that chunks of different
-    /// layouts over the same indices share one entry.
-    fn results(&mut self, ranges: &[Range<usize>]) -> ChainResults {
+    /// The results of the chain over `ranges` (its real k indices, in order) padded with zero pairs to `len`: the
+    /// padding is part of the chain (an all-zero block re-aligns an early c to frac bits, docs/reference.md §2.4).
+    /// The padding within the last block changes nothing: chains over the same indices whose padding ends in the
+    /// same block share one entry.
+    fn results(&mut self, ranges: &[Range<usize>], len: usize) -> ChainResults {
         let mut key: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
         for r in ranges {
             match key.last_mut() {
@@ -70,6 +73,9 @@ impl<'p> ChainCache<'p> {
                 _ => key.push((r.start, r.end)),
             }
         }
+        let real: usize = ranges.iter().map(|r| r.len()).sum();
+        let len = len.max(real).next_multiple_of(self.p.preset.nfma());
+        let key = (key, len);
         if let Some(r) = self.map.get(&key) {
             return r.clone();
         }
@@ -80,11 +86,11 @@ impl<'p> ChainCache<'p> {
         let mut buf = Vec::new();
         for &(i, j) in &self.pairs {
             rows_a.entry(i).or_insert_with(|| {
-                Self::gather(&p.a, i, p.k, ranges, &mut buf);
+                Self::gather(&p.a, i, p.k, ranges, len, &mut buf);
                 buf.clone()
             });
             rows_b.entry(j).or_insert_with(|| {
-                Self::gather(&p.b, j, p.k, ranges, &mut buf);
+                Self::gather(&p.b, j, p.k, ranges, len, &mut buf);
                 buf.clone()
             });
         }
@@ -111,7 +117,7 @@ impl<'p> ChainCache<'p> {
             .map(|split| {
                 let mut acc = vec![0.0f32; n_out];
                 for chunk in split.chunks.iter().filter(|c| !c.ranges.is_empty()) {
-                    let r = self.results(&chunk.ranges);
+                    let r = self.results(&chunk.ranges, chunk.len);
                     for (a, x) in acc.iter_mut().zip(r.iter()) {
                         *a += *x;
                     }

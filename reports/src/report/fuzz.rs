@@ -4,7 +4,7 @@
 //!
 //! - `plans`: the model's plan executor ([`mmaemu_model::accumulate`](mod@mmaemu_model::accumulate): `Plan`
 //!   chunks, `execute`) against the split-K fit's replay of the same plan ([`mmaemu_fit::splitk::replay_plan`]:
-//!   chains without their padding, cached by k indices) — finite codes;
+//!   chains with their padding, cached by k indices and padded length) — finite codes;
 //! - `backend <name>`: every non-reference backend's chain engine against the model's reference engine
 //!   through the whole GEMM (plan, non-finite inputs, epilogue) — any codes, non-finite included.
 //!
