@@ -4,6 +4,7 @@
 //! cancel exactly, leaving small ones whose low bits the term fraction keeps or drops — shows on some of its 256
 //! outputs), a corner of a long one.
 
+use super::chosen;
 use super::decide::floor_of;
 use super::sample::Sample;
 use super::search::{Chains, Survivor};
@@ -22,7 +23,7 @@ const WHOLE_K: usize = 64;
 /// Survivors (alternatives) a design tells apart at most.
 const MAX_ALTERNATIVES: usize = 256;
 /// Seed of the designed calls' inputs.
-const SEED: u64 = 0x4649_5450;
+pub(super) const SEED: u64 = 0x4649_5450;
 
 /// The calls that tell the survivors of `fit` apart on its open parameters, at most `max_calls`: fast calls for the
 /// instruction's parameters and the floor, then slow calls for the slow chunk. Empty when nothing is open.
@@ -100,7 +101,8 @@ fn fast_candidates() -> Vec<(SplitKey, InputSpec)> {
 
 /// The probe chains of a call (every output of a short call, the corner of a long one), with no recorded result.
 fn probe(key: &SplitKey, inputs: &InputSpec) -> Option<Vec<Sample>> {
-    let (rows, cols) = if key.k <= WHOLE_K { (key.m, key.n) } else { PROBE };
+    let chosen = matches!(inputs.data, DataClass::Codes { .. });
+    let (rows, cols) = if key.k <= WHOLE_K || chosen { (key.m, key.n) } else { PROBE };
     let a = generate_rows(inputs, Operand::A, key.fa.name(), 0..rows, key.k).ok()?;
     let b = generate_rows(inputs, Operand::B, key.fb.name(), 0..cols, key.k).ok()?;
     if key.fa.any_nonfinite(&a) || key.fb.any_nonfinite(&b) {
@@ -133,8 +135,13 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
     if chains.len() < 2 {
         return Vec::new();
     }
+    let mut candidates = fast_candidates();
+    let mut sizes: Vec<usize> = alts.iter().map(|a| a.nfma as usize).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    candidates.extend(sizes.into_iter().flat_map(|n| chosen::stacks(n).into_iter().chain(chosen::staircases(n))));
     // Each candidate's results per alternative.
-    let outcomes: Vec<(SplitKey, InputSpec, Vec<Vec<u32>>)> = fast_candidates()
+    let outcomes: Vec<(SplitKey, InputSpec, Vec<Vec<u32>>)> = candidates
         .into_par_iter()
         .filter_map(|(key, inputs)| {
             let chains_of = probe(&key, &inputs)?;

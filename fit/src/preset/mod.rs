@@ -11,6 +11,7 @@
 //! designs the calls that tell open survivors apart. Verdict: `unique` (nothing open), `ambiguous` (something open:
 //! a failed fit until experiments resolve it) or `none` (the rows that no core candidate reproduces).
 
+mod chosen;
 mod decide;
 mod design;
 mod render;

@@ -1,0 +1,121 @@
+//! Designed calls whose every product `fit preset`'s designer chooses (input class `codes`): the blocks where a block
+//! result's fraction (frac_out) and rounding show, which no generator class makes.
+
+use super::design::{CALL_MN, SEED};
+use mmaemu_datasets::inputs::{codes_hex, mix, DataClass, InputSpec, GENERATOR_V1};
+use mmaemu_model::{Format, OutDtype, SplitKey};
+
+/// A seeded stream of draws below n.
+fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut state = seed;
+    move |n: u64| {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        mix(state) % n
+    }
+}
+
+/// The fast fp32 16 x 16 x k call over the given operands ([16, k] each).
+fn call(k: usize, fa: Format, fb: Format, stream: u64, a: &[u8], b: &[u8]) -> (SplitKey, InputSpec) {
+    let data = DataClass::Codes { a: codes_hex(a), b: codes_hex(b) };
+    let key = SplitKey { m: CALL_MN, n: CALL_MN, k, fa, fb, out: OutDtype::Float32, fast: true };
+    (key, InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data })
+}
+
+/// Candidate calls whose every product the designer chooses (class `codes`) for blocks of `nfma` products: rows of
+/// A whose blocks hold same-sign values of one binade (all of them, or all but one or two, which lie 3 to 14 binades
+/// below), or values of any binade, times rows of B of ones, of powers of two and of large significands, each constant
+/// over a block (every output of such a call is probed). Such a
+/// block sums to up to `nfma` times its binade and keeps bits at its grid: where the block result's fraction
+/// (frac_out) and rounding show, and where no generator class goes (its products in one binade and of one sign).
+pub(super) fn stacks(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
+    let mut below = draws(SEED ^ nfma as u64);
+    let mut out = Vec::new();
+    for blocks in 1..=3usize {
+        // A multiple of 16 (torch refuses other K for FP8) holding `blocks` blocks or more.
+        let k = (blocks * nfma).next_multiple_of(16);
+        let lengths: Vec<usize> = (0..k).step_by(nfma).map(|s| nfma.min(k - s)).collect();
+        for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3)] {
+            for stream in 0..4u64 {
+                let mut a = Vec::with_capacity(CALL_MN * k);
+                for _ in 0..CALL_MN {
+                    for &len in &lengths {
+                        let top = below(9) as i32 - 2;
+                        let sign = if below(2) == 0 { 1.0 } else { -1.0 };
+                        let small = if below(4) == 0 { len } else { (below(3) as usize).min(len) };
+                        // The positions of the small values: the first `small` of a shuffle.
+                        let mut at: Vec<usize> = (0..len).collect();
+                        for i in 0..small {
+                            at.swap(i, i + below((len - i) as u64) as usize);
+                        }
+                        let mut row = vec![0u8; len];
+                        for (n, &i) in at.iter().enumerate() {
+                            let (e, m) = match n < small {
+                                true => (top - 3 - below(12) as i32, below(8)),
+                                false => (top, 4 + below(4)),
+                            };
+                            let s = if n < small && below(2) == 0 { -sign } else { sign };
+                            row[i] = fa.from_f32_saturating(s * (1.0 + m as f32 / 8.0) * (e as f32).exp2());
+                        }
+                        a.extend(row);
+                    }
+                }
+                let mut b = Vec::with_capacity(CALL_MN * k);
+                for j in 0..CALL_MN {
+                    for &len in &lengths {
+                        // Ones; a power of two per block; a significand near the largest per block, so that a
+                        // block's products reach 1.875² of their binade.
+                        let x = match j {
+                            0..4 => 1.0,
+                            4..10 => (below(5) as f32 - 2.0).exp2(),
+                            _ => (1.0 + (5 + below(3)) as f32 / 8.0) * (below(3) as f32 - 1.0).exp2(),
+                        };
+                        b.extend(std::iter::repeat_n(fb.from_f32_saturating(x), len));
+                    }
+                }
+                out.push(call(k, fa, fb, stream, &a, &b));
+            }
+        }
+    }
+    out
+}
+
+/// Calls whose diagonal outputs (row i of A with row i of B) are chains built to reach a block's largest sum: blocks of
+/// products σ 2^T, σ 2^(T-w), σ 2^(T-2w), ... (σ the largest significand of A's format, w its bits), whose sum c just
+/// below 2^(T+1) has a one at every place down to its grid (zero products past the format's range), and as the last
+/// block of K `nfma` products σ_a σ_b 2^T of c's sign (the largest FP8 significands' product), whose sum with c is the largest a block of
+/// them can hold, its lowest grid bit set (a block after it would re-align that sum to its own grid under an early c).
+/// T varies with the row, the sign with the call.
+pub(super) fn staircases(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
+    let mut below = draws(SEED ^ 0x57 ^ nfma as u64);
+    let largest = |f: Format| if f == Format::E4m3 { 1.875f32 } else { 1.75 };
+    let mut out = Vec::new();
+    for blocks in 2..=3usize {
+        let k = (blocks * nfma).next_multiple_of(16);
+        for (fa, fb) in [(Format::E4m3, Format::E4m3), (Format::E5m2, Format::E4m3)] {
+            let w = if fa == Format::E4m3 { 4 } else { 3 };
+            for stream in 0..2u64 {
+                let sign = if stream % 2 == 0 { 1.0f32 } else { -1.0 };
+                let (mut a, mut b) = (vec![0u8; CALL_MN * k], vec![0u8; CALL_MN * k]);
+                for i in 0..CALL_MN {
+                    let t = -(below(3) as i32);
+                    // A product sa · sb · 2^x as a · b, both in range: a takes what it can down to 2^-6.
+                    let mut put = |at: usize, sa: f32, sb: f32, x: i32| {
+                        let xa = x.max(-6);
+                        a[i * k + at] = fa.from_f32_saturating(sign * sa * (xa as f32).exp2());
+                        b[i * k + at] = fb.from_f32_saturating(sb * ((x - xa) as f32).exp2());
+                    };
+                    // The staircase goes on over the blocks before the last (c sets their exponent and grid).
+                    for at in 0..k - nfma {
+                        put(at, largest(fa), 1.0, t - w * at as i32);
+                    }
+                    // The last block of K: a block after it would re-align the sum to its own grid (an early c).
+                    for at in k - nfma..k {
+                        put(at, largest(fa), largest(fb), t);
+                    }
+                }
+                out.push(call(k, fa, fb, stream, &a, &b));
+            }
+        }
+    }
+    out
+}
