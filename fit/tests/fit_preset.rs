@@ -166,7 +166,8 @@ fn recovers_the_mmasim_models_from_their_chains() {
 
 /// `space::exact_frac_out` from the block step (docs/reference.md §2.2, §2.3): at that frac_out and above, every
 /// truncation and nearest even give the same block result, on the widest block sums FP8 can make (every product
-/// 1.875 · 2^7 squared, an early c just below 2^(E + 1)) and on random blocks of random finite codes (seed printed).
+/// 1.875 · 2^7 squared, an early c just below 2^(E + 1); all products but one that, the last one random) and on random
+/// blocks of random finite codes (seed printed).
 #[test]
 fn exact_block_results_are_exact_on_the_widest_block_sums() {
     use mmaemu_fit::preset::space::{exact_frac_out, NFMA};
@@ -191,6 +192,12 @@ fn exact_block_results_are_exact_on_the_widest_block_sums() {
                 let n = nfma as usize;
                 let mut blocks = vec![(vec![0x77u8; n], vec![0x77u8; n], f32::from_bits(32768f32.to_bits() - 1))];
                 for _ in 0..20 {
+                    // The widest late sums: every product but one the largest, the last one anywhere below.
+                    let mut a = vec![0x77u8; n];
+                    let mut b = vec![0x77u8; n];
+                    a[n - 1] = finite[rng.random_range(0..finite.len())];
+                    b[n - 1] = finite[rng.random_range(0..finite.len())];
+                    blocks.push((a, b, 0.0));
                     let a = (0..n).map(|_| finite[rng.random_range(0..finite.len())]).collect();
                     let b = (0..n).map(|_| finite[rng.random_range(0..finite.len())]).collect();
                     blocks.push((a, b, rng.random_range(-4.0e4f32..4.0e4)));

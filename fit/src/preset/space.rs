@@ -50,19 +50,30 @@ fn roundings() -> impl Iterator<Item = (u32, BlockRounding)> {
 
 /// The least frac_out at which no block of a GEMM is ever rounded. A product is below 225/64 · 2^ep (1.875², the
 /// largest FP8 significands' product) and ep ≤ E; an early c is below 2 · 2^E. So an unscaled block sum (aligned to
-/// the grid 2^(E − frac)) is below (225/64 · nfma + 2) · 2^frac grid units with an early c, 225/64 · nfma · 2^frac
-/// with a late one: with W the least power of two at or above that bound's multiplier, its leading bit is at most
-/// frac + log2(W) − 1 places above the grid, and a GEMM block result is never below 2^−126 (so the fp32 subnormal
-/// floor of §2.2 step 7 never moves the grid). From there on, every truncation and nearest even give the same bits.
+/// the grid 2^(E − frac)) is below (225/64 · nfma + 2) · 2^frac grid units with an early c: with W the least power of
+/// two at or above that bound's multiplier, its leading bit is at most frac + log2(W) − 1 places above the grid. With a
+/// late c every term is a product, of at most [`PRODUCT_BITS`] significant bits: the term that holds the sum's lowest
+/// bit, l places above the grid, is below 2^(l + 8) units and the other nfma − 1 below 225/64 · 2^frac each, so the
+/// sum spans at most ⌈log2(bound)⌉ − l bits from there; the least frac_out is the widest span over l (for small blocks
+/// well below the early bound: one product never needs more than 8 bits). A GEMM block result is never below 2^−126
+/// (so the fp32 subnormal floor of §2.2 step 7 never moves the grid). From there on, every truncation and nearest even
+/// give the same bits.
 pub fn exact_frac_out(nfma: u32, frac: u32, c_entry: CEntry) -> u32 {
-    let c = match c_entry {
-        CEntry::Early => 2,
-        CEntry::Late => 0,
-    };
-    let bound = (225 * u64::from(nfma)).div_ceil(64) + c;
-    let width = bound.next_power_of_two().trailing_zeros();
-    frac + width - 1
+    let ceil_log2 = |x: u128| x.next_power_of_two().trailing_zeros();
+    match c_entry {
+        CEntry::Early => {
+            let bound = (225 * u128::from(nfma)).div_ceil(64) + 2;
+            frac + ceil_log2(bound) - 1
+        }
+        CEntry::Late => {
+            let others = (225 * u128::from(nfma.saturating_sub(1)) << frac).div_ceil(64);
+            (0..=frac + 2).map(|l| ceil_log2(others + (1u128 << (l + PRODUCT_BITS))) - 1 - l).max().unwrap_or(frac)
+        }
+    }
 }
+
+/// The most significant bits an FP8 product has (e4m3 × e4m3: 4 × 4).
+pub const PRODUCT_BITS: u32 = 8;
 
 /// The highest floor that changes no GEMM a recorder can call, for a core. A floor v changes a block only when it is
 /// above the block's exponent and some term is not exact on the grid 2^(v − frac) it then imposes: every term (product
