@@ -147,7 +147,7 @@ fn codes_bytes(hex: &str) -> Result<Vec<u8>, String> {
         _ => None,
     };
     let n = hex.len() / 2;
-    if hex.is_empty() || hex.len() % 2 != 0 || n > MAX_CODES {
+    if hex.is_empty() || !hex.len().is_multiple_of(2) || n > MAX_CODES {
         return Err(format!(
             "data class codes: an operand is 1 to {MAX_CODES} bytes as lower-case hex, not {} digits",
             hex.len()

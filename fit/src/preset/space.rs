@@ -66,7 +66,7 @@ pub fn exact_frac_out(nfma: u32, frac: u32, c_entry: CEntry) -> u32 {
             frac + ceil_log2(bound) - 1
         }
         CEntry::Late => {
-            let others = (225 * u128::from(nfma.saturating_sub(1)) << frac).div_ceil(64);
+            let others = ((225 * u128::from(nfma.saturating_sub(1))) << frac).div_ceil(64);
             (0..=frac + 2).map(|l| ceil_log2(others + (1u128 << (l + PRODUCT_BITS))) - 1 - l).max().unwrap_or(frac)
         }
     }
