@@ -32,7 +32,8 @@ pub fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex of a byte string (two digits a byte).
+pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
         let _ = write!(s, "{b:02x}");

@@ -160,11 +160,6 @@ fn codes_bytes(hex: &str) -> Result<Vec<u8>, String> {
         .ok_or_else(|| "data class codes: an operand is lower-case hex digits".to_string())
 }
 
-/// Lower-case hex of `codes`, as a `codes` operand spells them.
-pub fn codes_hex(codes: &[u8]) -> String {
-    codes.iter().map(|c| format!("{c:02x}")).collect()
-}
-
 fn sixteen() -> u64 {
     16
 }
@@ -282,7 +277,7 @@ impl Samples {
     }
 }
 
-pub use crate::digest::{is_sha256_hex, sha256_hex};
+pub use crate::digest::{hex, is_sha256_hex, sha256_hex};
 
 /// SplitMix64's finaliser: a bijective 64-bit mixing function.
 pub fn mix(mut z: u64) -> u64 {

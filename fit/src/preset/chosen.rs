@@ -1,9 +1,9 @@
 //! Designed calls whose every product `fit preset`'s designer chooses (input class `codes`): the blocks where a block
 //! result's fraction (frac_out) and rounding show, which no generator class makes.
 
-use super::design::{CALL_MN, SEED};
-use mmaemu_datasets::inputs::{codes_hex, mix, DataClass, InputSpec, GENERATOR_V1};
-use mmaemu_model::{Format, OutDtype, SplitKey};
+use super::design::{fast_call, CALL_MN, SEED};
+use mmaemu_datasets::inputs::{hex, mix, DataClass, InputSpec};
+use mmaemu_model::{Format, SplitKey};
 
 /// A seeded stream of draws below n.
 fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
@@ -14,11 +14,9 @@ fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
-/// The fast fp32 16 x 16 x k call over the given operands ([16, k] each).
+/// The designs' fast fp32 16 x 16 x k call over the given operands ([16, k] each).
 fn call(k: usize, fa: Format, fb: Format, stream: u64, a: &[u8], b: &[u8]) -> (SplitKey, InputSpec) {
-    let data = DataClass::Codes { a: codes_hex(a), b: codes_hex(b) };
-    let key = SplitKey { m: CALL_MN, n: CALL_MN, k, fa, fb, out: OutDtype::Float32, fast: true };
-    (key, InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data })
+    fast_call(k, fa, fb, stream, DataClass::Codes { a: hex(a), b: hex(b) })
 }
 
 /// Candidate calls whose every product the designer chooses (class `codes`) for blocks of `nfma` products: rows of

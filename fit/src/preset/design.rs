@@ -2,7 +2,7 @@
 //! results differ between the survivors on every open parameter, found by running candidate calls through the model
 //! for each survivor: every output of a short call (one or a few blocks, where a rare input — large products that
 //! cancel exactly, leaving small ones whose low bits the term fraction keeps or drops — shows on some of its 256
-//! outputs), a corner of a long one.
+//! outputs) or of one of chosen products (`chosen.rs`), a corner of a long one.
 
 use super::chosen;
 use super::decide::floor_of;
@@ -89,14 +89,18 @@ fn fast_candidates() -> Vec<(SplitKey, InputSpec)> {
         for k in [16usize, 32, 48, 144, 272, 528, 1040] {
             for (fa, fb) in pairs {
                 for data in &classes {
-                    let key = SplitKey { m: CALL_MN, n: CALL_MN, k, fa, fb, out: OutDtype::Float32, fast: true };
-                    let spec = InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data: data.clone() };
-                    out.push((key, spec));
+                    out.push(fast_call(k, fa, fb, stream, data.clone()));
                 }
             }
         }
     }
     out
+}
+
+/// The unsplit fast fp32 16 x 16 x k call of the designs, its operands made by `data` (stream `stream` of [`SEED`]).
+pub(super) fn fast_call(k: usize, fa: Format, fb: Format, stream: u64, data: DataClass) -> (SplitKey, InputSpec) {
+    let key = SplitKey { m: CALL_MN, n: CALL_MN, k, fa, fb, out: OutDtype::Float32, fast: true };
+    (key, InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data })
 }
 
 /// The probe chains of a call (every output of a short call, the corner of a long one), with no recorded result.

@@ -52,13 +52,13 @@ impl<'p> ChainCache<'p> {
         ChainCache { p, pairs, chain: Chain::new(&p.preset, p.fa, p.fb), map: HashMap::new() }
     }
 
-    /// Row `row`'s codes at `ranges`, zero-padded to `len`.
+    /// Row `row`'s codes at `ranges`, zero-padded to `len` (at least their count).
     fn gather(x: &[u8], row: usize, k: usize, ranges: &[Range<usize>], len: usize, buf: &mut Vec<u8>) {
         buf.clear();
         for r in ranges {
             buf.extend_from_slice(&x[row * k + r.start..row * k + r.end]);
         }
-        buf.resize(len.max(buf.len()), 0);
+        buf.resize(len, 0);
     }
 
     /// The results of the chain over `ranges` (its real k indices, in order) padded with zero pairs to `len`: the
