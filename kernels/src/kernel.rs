@@ -44,6 +44,8 @@
 // of two). Integer operations only, so the result does not depend on the caller's rounding mode, like the model's
 // integer rounding; the block result is a normal f32 (at least 2^-68, see above), so the -126 clamp never binds.
 //
+// Wide-path presets whose block sums stay below 2^31 run their panels on `crate::small`'s i32 step instead.
+//
 // Presets outside these bounds (an nfma so large that the f64 sum could be inexact) run on the model's own chain
 // (`Path::Scalar`).
 
@@ -111,7 +113,23 @@ pub struct Params {
     /// and normalising is exact) and min_exp <= -28 - frac (the lowest exponent of a nonzero accumulator,
     /// so E is c's own exponent). True for the built-in presets (docs/reference.md §2.4).
     pub zero_block_is_identity: bool,
+    /// Late c, one product per block, and the block result is that product itself, so a block step is
+    /// `c + a * b` in one fp32 addition (`crate::small::single_product_steps`): the product exponent is the block exponent
+    /// (efloor is at most -28, the lowest exponent sum of two nonzero codes), its at most 6 bits below the
+    /// leading one are kept by frac >= 6, and its at most 8 significant bits by frac_out >= 7.
+    pub single: bool,
+    /// A wide-path preset whose aligned terms and block sums stay below 2^31 (frac <= 29, few products per
+    /// block) and whose scale factors are normal f32 (min_exp <= frac + 126, as on the narrow path): the panel
+    /// step sums in i32 lanes (`crate::small::int32_steps`).
+    pub int32: bool,
+    /// Nearest-even blocks (frac_out 23): the exact block sum, scaled back, is rounded by one conversion to
+    /// fp32 (Rust's `as f32` rounds to nearest, ties to even, and the result is a normal f32: at least
+    /// 2^-76, see the comment at the top of this file).
+    pub nearest: bool,
 }
+
+/// The lowest exponent sum of two nonzero codes: e5m2's subnormals read as exponent -14 (e4m3's as -6).
+pub const LOWEST_PRODUCT_EXP: i32 = -28;
 
 impl Params {
     /// The kernel parameters and path of a preset.
@@ -141,6 +159,14 @@ impl Params {
         let zero_block_is_identity = late || (frac >= frac_out as i32 && min_exp <= -28 - frac);
         Params {
             zero_block_is_identity,
+            single: late
+                && preset.nfma() == 1
+                && frac >= 6
+                && frac_out >= 7
+                && efloor <= LOWEST_PRODUCT_EXP
+                && path == Path::Wide,
+            int32: path == Path::Wide && frac <= 29 && bound < 1 << 31 && min_exp <= frac + 126,
+            nearest,
             biased: path == Path::Narrow
                 && bound < 1 << 23
                 && min_exp.max(63) - frac + 23 <= 127
@@ -201,6 +227,8 @@ pub trait Lane: Copy + Default + Add<Output = Self> + Mul<Output = Self> + AddAs
     fn widen(c: f32) -> Self;
     /// The value as fp32 (exact for the values the block step produces: at most 24 significant bits).
     fn to_f32(self) -> f32;
+    /// Decoded values as f32, where they are f32 (the steps of `crate::small` take f32 values).
+    fn f32s(v: &[Self]) -> Option<&[f32]>;
 }
 
 impl Lane for f32 {
@@ -235,6 +263,10 @@ impl Lane for f32 {
     #[inline(always)]
     fn to_f32(self) -> f32 {
         self
+    }
+    #[inline(always)]
+    fn f32s(v: &[f32]) -> Option<&[f32]> {
+        Some(v)
     }
 }
 
@@ -275,6 +307,10 @@ impl Lane for f64 {
     fn to_f32(self) -> f32 {
         self as f32
     }
+    #[inline(always)]
+    fn f32s(_: &[f64]) -> Option<&[f32]> {
+        None
+    }
 }
 
 /// The chains of one row against a W-wide panel over one piece of `nblk` blocks: `a` holds the row's
@@ -282,7 +318,7 @@ impl Lane for f64 {
 /// accumulators. Lanes `L` (f32: narrow path, f64: wide path); `LATE`: c out of the maximum, added after
 /// the block with one fp32 RNE addition (b200_mma_sync); `HT`: truncate with the hardware instruction.
 #[inline(always)]
-pub fn block_steps<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
+pub fn block_steps<const W: usize, L: Lane, const LATE: bool, const NE: bool, const HT: bool>(
     a: &[u8],
     nblk: usize,
     la: &Lut,
@@ -319,13 +355,16 @@ pub fn block_steps<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
             }
         }
         for j in 0..W {
+            // Truncation: the sum's bits below frac_out cleared, then an exact conversion (at most 24 significant
+            // bits). Nearest even (`NE`): the conversion rounds ([`Params::nearest`]).
+            let normalise =
+                |sum: L| if NE { (sum * inv[j]).to_f32() } else { (sum.keep_frac_out(p) * inv[j]).to_f32() };
             if LATE {
-                // d has at most 24 significant bits: the conversion is exact; then one fp32 RNE addition.
-                c[j] += (acc[j].keep_frac_out(p) * inv[j]).to_f32();
+                // d, then one fp32 RNE addition.
+                c[j] += normalise(acc[j]);
             } else {
-                // c enters like a term; the sum is truncated to frac_out bits and scaled back.
-                let sum = acc[j] + (L::widen(c[j]) * s[j]).trunc::<HT>();
-                c[j] = (sum.keep_frac_out(p) * inv[j]).to_f32();
+                // c enters like a term.
+                c[j] = normalise(acc[j] + (L::widen(c[j]) * s[j]).trunc::<HT>());
             }
         }
     }

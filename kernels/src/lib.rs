@@ -14,6 +14,7 @@ pub mod fpstate;
 pub mod kernel;
 pub mod scaled;
 pub mod selfcheck;
+pub mod small;
 pub mod tables;
 pub mod tiling;
 pub mod x86;

@@ -6,6 +6,7 @@
 // `MMAEMU_KERNEL_CASES` scales the number of cases (default 10,000 here means 1,500, and 500 of few rows of wide
 // presets); `MMAEMU_KERNEL_SEED` sets the seed, which every failure prints with its case so that it reruns alone.
 
+use mmaemu_kernels::kernel::Params;
 use mmaemu_kernels::tiling::Tiling;
 use mmaemu_kernels::{CpuEngine, SimdLevel};
 use mmaemu_model::plan::{Scheme, SplitK};
@@ -86,18 +87,40 @@ fn bits(x: f32) -> u32 {
 }
 
 /// The shapes a case draws: across the space, or few rows (M in 1..=16, any N and K) of a wide-path preset, the
-/// wide product-lane tiling's domain.
+/// wide product-lane tiling's domain, or panels of a wide-path preset of small blocks (the i32 and single-product
+/// panel steps' domain, `mmaemu_kernels::small`).
 #[derive(Clone, Copy, PartialEq)]
 enum Shapes {
     Any,
     FewRowsWide,
+    SmallBlocks,
+}
+
+/// A random preset of small blocks on the wide path: 1 to 16 products (one in a quarter of them), frac up to 29,
+/// early or late c, either rounding, any min_exp.
+fn small_preset(rng: &mut ChaCha8Rng) -> Preset {
+    loop {
+        let nfma = if rng.random_ratio(1, 4) { 1 } else { rng.random_range(1..=16) };
+        let frac = rng.random_range(1..=29);
+        let nearest = rng.random_ratio(1, 2);
+        let frac_out = if nearest { 23 } else { rng.random_range(1..=23) };
+        let min_exp = if rng.random_ratio(1, 6) { rng.random_range(-1000..=1000) } else { rng.random_range(-60..=30) };
+        let c_entry = if rng.random_ratio(2, 3) { CEntry::Late } else { CEntry::Early };
+        let slow = rng.random_ratio(1, 2).then(|| rng.random_range(1..=300));
+        let rounding = if nearest { BlockRounding::NearestEven } else { BlockRounding::Truncate };
+        let spec = PresetSpec::custom("small", nfma, frac, frac_out, min_exp, c_entry, slow).with_rounding(rounding);
+        let p = Preset::custom(spec).expect("a valid preset");
+        if CpuEngine::path_name(&p) == "wide" {
+            return p;
+        }
+    }
 }
 
 /// One random GEMM through every engine and the model; Err describes the first difference with its seed.
 fn case(index: u64, seed: u64, engines: &[CpuEngine], shapes: Shapes) -> Result<(), String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let preset = loop {
-        let p = preset(&mut rng);
+        let p = if shapes == Shapes::SmallBlocks { small_preset(&mut rng) } else { preset(&mut rng) };
         if shapes == Shapes::Any || CpuEngine::path_name(&p) == "wide" {
             break p;
         }
@@ -113,6 +136,9 @@ fn case(index: u64, seed: u64, engines: &[CpuEngine], shapes: Shapes) -> Result<
     let (m, n, k) = match index % 10 {
         _ if shapes == Shapes::FewRowsWide => {
             (rng.random_range(1..=16), rng.random_range(1..=160), rng.random_range(1..=2500))
+        }
+        _ if shapes == Shapes::SmallBlocks => {
+            (rng.random_range(17..=80), rng.random_range(1..=140), rng.random_range(1..=400))
         }
         0 => (rng.random_range(1..=4), rng.random_range(1..=130), rng.random_range(1..=3000)),
         1 => (rng.random_range(30..=70), rng.random_range(30..=70), rng.random_range(1..=700)),
@@ -193,6 +219,30 @@ fn few_rows_of_wide_presets_run_on_product_lanes_as_the_model() {
         failures.len(),
         failures[..failures.len().min(5)].join("\n")
     );
+}
+
+/// Panels of wide-path presets of small blocks run on the i32 and single-product panel steps (frac up to 29, block
+/// sums below 2^31), and every engine and tiling gives the model's bits: random presets of 1 to 16 products per block,
+/// M in 17..=80, any N and K up to 400, fast and slow, split by random rules.
+#[test]
+fn small_blocks_of_wide_presets_run_on_the_i32_and_single_product_steps_as_the_model() {
+    let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) / 25;
+    let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0042);
+    let engines: Vec<CpuEngine> =
+        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
+    eprintln!("{cases} GEMMs of random wide presets of small blocks (seed {seed})");
+    let failures: Vec<String> =
+        (0..cases).into_par_iter().filter_map(|i| case(i, seed, &engines, Shapes::SmallBlocks).err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases differ (rerun with MMAEMU_KERNEL_SEED={seed}); first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(5)].join("\n")
+    );
+    // The draw reaches both steps.
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let drawn: Vec<Params> = (0..200).map(|_| Params::new(&small_preset(&mut rng))).collect();
+    assert!(drawn.iter().any(|p| p.int32) && drawn.iter().any(|p| p.single));
 }
 
 /// Nearest-even presets run on the kernels: f32 lanes where the block sum stays below 2^24 (it is then exact, and

@@ -4,23 +4,38 @@
 use super::tiles::PIECE;
 use super::{rows_of_a, ChunkPlan, Job, Piece, TileOutputs};
 use crate::kernel::{block_steps, Lane, Path};
+use crate::small::{int32_steps, single_product_steps};
 use crate::tables::ZERO_EXP;
 use std::ops::Range;
 
 /// One panel tile with the kernel its job's path needs. `HT`: the level truncates in hardware (SSE4.1 and up).
 #[inline(always)]
 pub fn tile<const W: usize, const HT: bool>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    match (job.p.path, job.p.late) {
-        (Path::Narrow, _) => tile_with::<W, f32, false, HT>(job, rows, cols),
-        (_, true) => tile_with::<W, f64, true, HT>(job, rows, cols),
-        (_, false) => tile_with::<W, f64, false, HT>(job, rows, cols),
+    match (job.p.path, job.p.late, job.p.nearest) {
+        (Path::Narrow, ..) => tile_with::<W, f32, false, false, BLOCKS, HT>(job, rows, cols),
+        (_, true, _) if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, rows, cols),
+        (_, late, ne) if job.p.int32 => match (late, ne) {
+            (true, true) => tile_with::<W, f32, true, true, INT32, HT>(job, rows, cols),
+            (true, false) => tile_with::<W, f32, true, false, INT32, HT>(job, rows, cols),
+            (false, true) => tile_with::<W, f32, false, true, INT32, HT>(job, rows, cols),
+            (false, false) => tile_with::<W, f32, false, false, INT32, HT>(job, rows, cols),
+        },
+        (_, true, true) => tile_with::<W, f64, true, true, BLOCKS, HT>(job, rows, cols),
+        (_, true, false) => tile_with::<W, f64, true, false, BLOCKS, HT>(job, rows, cols),
+        (_, false, true) => tile_with::<W, f64, false, true, BLOCKS, HT>(job, rows, cols),
+        (_, false, false) => tile_with::<W, f64, false, false, BLOCKS, HT>(job, rows, cols),
     }
 }
+
+/// The panel step of a tile: `crate::kernel::block_steps`, or one of `crate::small`'s (f32 values).
+const BLOCKS: u8 = 0;
+const SINGLE: u8 = 1;
+const INT32: u8 = 2;
 
 /// One panel tile: rows `rows` of A against the panel `cols` of B (at most W rows), every split and chunk, with
 /// the lanes along the panel's outputs. Returns `rows.len()` rows of `cols.len()` results.
 #[inline(always)]
-fn tile_with<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
+fn tile_with<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, const HT: bool>(
     job: &Job,
     rows: Range<usize>,
     cols: Range<usize>,
@@ -30,7 +45,7 @@ fn tile_with<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
     let (j0, ncols) = (cols.start, cols.len());
     let piece_len = nfma * (PIECE / nfma).max(1);
     let tile = TileOutputs::new(&rows, &cols, W);
-    let mut piece = PanelPiece::<W, L, LATE, HT> {
+    let mut piece = PanelPiece::<W, L, LATE, NE, STEP, HT> {
         rows: rows.clone(),
         ncols,
         j0,
@@ -47,7 +62,7 @@ fn tile_with<const W: usize, L: Lane, const LATE: bool, const HT: bool>(
 }
 
 /// The scratch of a panel tile: the decoded panel piece and the gathered rows of A.
-struct PanelPiece<const W: usize, L, const LATE: bool, const HT: bool> {
+struct PanelPiece<const W: usize, L, const LATE: bool, const NE: bool, const STEP: u8, const HT: bool> {
     rows: Range<usize>,
     ncols: usize,
     j0: usize,
@@ -58,7 +73,9 @@ struct PanelPiece<const W: usize, L, const LATE: bool, const HT: bool> {
     ga: Vec<u8>,
 }
 
-impl<const W: usize, L: Lane, const LATE: bool, const HT: bool> Piece for PanelPiece<W, L, LATE, HT> {
+impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, const HT: bool> Piece
+    for PanelPiece<W, L, LATE, NE, STEP, HT>
+{
     #[inline(always)]
     fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
         let (nfma, nr, ncols, j0) = (job.p.nfma, self.rows.len(), self.ncols, self.j0);
@@ -72,7 +89,11 @@ impl<const W: usize, L: Lane, const LATE: bool, const HT: bool> Piece for PanelP
         let row = |r: usize| &a[r * stride..r * stride + len];
         let accs = acc.chunks_exact_mut(W).filter_map(|c| <&mut [f32; W]>::try_from(c).ok());
         for (r, c) in accs.enumerate() {
-            block_steps::<W, L, LATE, HT>(row(r), nblk, &job.la, pv, pe, c, &job.p);
+            match (STEP, L::f32s(pv)) {
+                (SINGLE, Some(pv)) => single_product_steps::<W>(row(r), &job.la, pv, c),
+                (INT32, Some(pv)) => int32_steps::<W, LATE, NE>(row(r), nblk, &job.la, pv, pe, c, &job.p),
+                _ => block_steps::<W, L, LATE, NE, HT>(row(r), nblk, &job.la, pv, pe, c, &job.p),
+            }
         }
     }
 }

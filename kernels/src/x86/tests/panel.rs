@@ -125,7 +125,7 @@ fn fused_panel_steps_equal_the_panel_step() {
                 for (r, c) in want.chunks_exact_mut(PANEL).enumerate() {
                     let c: &mut [f32; PANEL] = c.try_into().unwrap();
                     if r % 2 == 1 {
-                        crate::kernel::block_steps::<PANEL, f32, false, true>(
+                        crate::kernel::block_steps::<PANEL, f32, false, false, true>(
                             &a[r * stride..],
                             1,
                             &la,
@@ -146,7 +146,7 @@ fn fused_panel_steps_equal_the_panel_step() {
                 let want_from = want.clone();
                 for (r, c) in want.chunks_exact_mut(PANEL).enumerate() {
                     let c: &mut [f32; PANEL] = c.try_into().unwrap();
-                    crate::kernel::block_steps::<PANEL, f32, false, true>(
+                    crate::kernel::block_steps::<PANEL, f32, false, false, true>(
                         &a[r * stride..r * stride + len],
                         nblk,
                         &la,

@@ -1,0 +1,99 @@
+//! The panel step of wide-path presets whose block sums stay below 2^31 ([`crate::kernel::Params::int32`]): the
+//! terms truncated and summed in i32 lanes, sixteen to a vector where f64 lanes hold eight; and the step of
+//! presets whose block result is their one product ([`crate::kernel::Params::single`]).
+
+// The arithmetic (docs/reference.md §2.2–§2.3; the notation of `crate::kernel`).
+//
+// A product p = a * b of two FP8 values is exact in f32, and so is p * s for s = 2^(frac - E): the scaling only
+// moves the exponent (a result below 2^-126 is below 1, truncated to 0 however it rounds). |p| < 2^(ep + 2) with ep
+// <= E, so |p * s| < 2^(frac + 2) <= 2^31 (frac <= 29): the conversion to i32 truncates it toward zero, exactly
+// the model's aligned term. Early c: |c| < 2^(exp(c) + 1) with exp(c) <= E, so its term is below 2^(frac + 1). The
+// block exponent is clamped below at frac - 126 as on the narrow path, so that s and 2^(E - frac) are normal f32;
+// that changes E only when every product of the block is zero, and then every term is 0 whatever E is.
+//
+// The block sum of at most nfma terms and c is below 2^31 (the flag's bound): exact in i32. Nearest even (frac_out
+// 23): the conversion of the integer sum to f32 rounds it to nearest even at 24 bits. Truncation: the sum is
+// converted to f64 exactly and its mantissa bits below frac_out cleared (sign-magnitude: toward zero), which leaves
+// at most 24 significant bits, exact in f32. The scaling back by 2^(E - frac) is exact (a nonzero result is at least
+// 2^(E - frac) >= 2^-126, a normal f32). A zero sum gives +0.
+
+use crate::kernel::{block_max, exp_f32, Lane, Params};
+use crate::tables::Lut;
+
+/// The chains of one row against a W-wide panel over one piece of `nblk` blocks for a preset with [`Params::int32`]
+/// (`crate::kernel::block_steps`'s arguments, f32 values). `LATE`: c out of the maximum, added after the block with
+/// one fp32 RNE addition; `NE`: nearest-even blocks.
+#[inline(always)]
+pub fn int32_steps<const W: usize, const LATE: bool, const NE: bool>(
+    a: &[u8],
+    nblk: usize,
+    la: &Lut,
+    pv: &[f32],
+    pe: &[i8],
+    c: &mut [f32; W],
+    p: &Params,
+) {
+    let nfma = p.nfma;
+    let efloor = p.efloor.max(p.frac - 126);
+    for blk in 0..nblk {
+        let ab = &a[blk * nfma..(blk + 1) * nfma];
+        let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
+        let e = block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]);
+        // Block exponent E = max(products, c (early), floor); s = 2^(frac - E) and 2^(E - frac).
+        let mut s = [0f32; W];
+        let mut inv = [0f32; W];
+        for j in 0..W {
+            let mut ee = (e[j] as i32).max(efloor);
+            if !LATE {
+                ee = ee.max(exp_f32(c[j]));
+            }
+            s[j] = <f32 as Lane>::pow2(p.frac - ee);
+            inv[j] = <f32 as Lane>::pow2(ee - p.frac);
+        }
+        let mut t = [0i32; W];
+        if !LATE {
+            for j in 0..W {
+                let x = c[j] * s[j];
+                debug_assert!(x.abs() < 2_147_483_648.0);
+                // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
+                t[j] = unsafe { x.to_int_unchecked::<i32>() };
+            }
+        }
+        for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
+            let va = la.v32[code as usize];
+            let Ok(row) = <&[f32; W]>::try_from(row) else { return };
+            for j in 0..W {
+                let x = va * row[j] * s[j];
+                debug_assert!(x.abs() < 2_147_483_648.0);
+                // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
+                t[j] += unsafe { x.to_int_unchecked::<i32>() };
+            }
+        }
+        for j in 0..W {
+            let d = if NE {
+                t[j] as f32 * inv[j]
+            } else {
+                f64::from_bits(f64::from(t[j]).to_bits() & p.mask64) as f32 * inv[j]
+            };
+            if LATE {
+                c[j] += d;
+            } else {
+                c[j] = d;
+            }
+        }
+    }
+}
+
+/// The chains of one row against a W-wide panel for a preset with [`Params::single`]: each block's result is its one
+/// product (exact in f32), added to c with one fp32 round-to-nearest-even addition.
+#[inline(always)]
+pub fn single_product_steps<const W: usize>(a: &[u8], la: &Lut, pv: &[f32], c: &mut [f32; W]) {
+    let zero = [0f32; W];
+    for (&code, row) in a.iter().zip(pv.chunks_exact(W)) {
+        let va = la.v32[code as usize];
+        let row: &[f32; W] = row.try_into().unwrap_or(&zero);
+        for j in 0..W {
+            c[j] += va * row[j];
+        }
+    }
+}
