@@ -182,22 +182,28 @@ fn case(index: u64, seed: u64, engines: &[CpuEngine], shapes: Shapes) -> Result<
     Ok(())
 }
 
-#[test]
-fn every_preset_of_the_fit_space_runs_on_the_kernels_as_the_model() {
-    let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) * 3 / 20;
+/// Runs `cases` random GEMMs of a family through every engine and tiling against the model, printing the seed;
+/// panics with the first differences. Returns the seed.
+fn run_family(cases: u64, shapes: Shapes, what: &str) -> u64 {
     let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0042);
     let engines: Vec<CpuEngine> =
         SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
     let names: Vec<String> = engines.iter().map(|e| e.name()).collect();
-    eprintln!("{cases} random presets (seed {seed}) through {}", names.join(", "));
+    eprintln!("{cases} {what} (seed {seed}) through {}", names.join(", "));
     let failures: Vec<String> =
-        (0..cases).into_par_iter().filter_map(|i| case(i, seed, &engines, Shapes::Any).err()).collect();
+        (0..cases).into_par_iter().filter_map(|i| case(i, seed, &engines, shapes).err()).collect();
     assert!(
         failures.is_empty(),
         "{} of {cases} cases differ (rerun with MMAEMU_KERNEL_SEED={seed}); first:\n{}",
         failures.len(),
         failures[..failures.len().min(5)].join("\n")
     );
+    seed
+}
+
+#[test]
+fn every_preset_of_the_fit_space_runs_on_the_kernels_as_the_model() {
+    run_family(env_u64("MMAEMU_KERNEL_CASES", 10_000) * 3 / 20, Shapes::Any, "random presets");
 }
 
 /// Few rows of a wide-path preset (late c, or block sums past 2^24: nearest even, frac up to 40, any nfma) run on the
@@ -206,18 +212,10 @@ fn every_preset_of_the_fit_space_runs_on_the_kernels_as_the_model() {
 /// slow, split by random rules.
 #[test]
 fn few_rows_of_wide_presets_run_on_product_lanes_as_the_model() {
-    let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) / 20;
-    let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0042);
-    let engines: Vec<CpuEngine> =
-        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
-    eprintln!("{cases} few-row GEMMs of random wide presets (seed {seed})");
-    let failures: Vec<String> =
-        (0..cases).into_par_iter().filter_map(|i| case(i, seed, &engines, Shapes::FewRowsWide).err()).collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {cases} cases differ (rerun with MMAEMU_KERNEL_SEED={seed}); first:\n{}",
-        failures.len(),
-        failures[..failures.len().min(5)].join("\n")
+    run_family(
+        env_u64("MMAEMU_KERNEL_CASES", 10_000) / 20,
+        Shapes::FewRowsWide,
+        "few-row GEMMs of random wide presets",
     );
 }
 
@@ -226,18 +224,10 @@ fn few_rows_of_wide_presets_run_on_product_lanes_as_the_model() {
 /// M in 17..=80, any N and K up to 400, fast and slow, split by random rules.
 #[test]
 fn small_blocks_of_wide_presets_run_on_the_i32_and_single_product_steps_as_the_model() {
-    let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) / 25;
-    let seed = env_u64("MMAEMU_KERNEL_SEED", 0x5EED_0042);
-    let engines: Vec<CpuEngine> =
-        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
-    eprintln!("{cases} GEMMs of random wide presets of small blocks (seed {seed})");
-    let failures: Vec<String> =
-        (0..cases).into_par_iter().filter_map(|i| case(i, seed, &engines, Shapes::SmallBlocks).err()).collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {cases} cases differ (rerun with MMAEMU_KERNEL_SEED={seed}); first:\n{}",
-        failures.len(),
-        failures[..failures.len().min(5)].join("\n")
+    let seed = run_family(
+        env_u64("MMAEMU_KERNEL_CASES", 10_000) / 25,
+        Shapes::SmallBlocks,
+        "GEMMs of random wide presets of small blocks",
     );
     // The draw reaches both steps.
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
