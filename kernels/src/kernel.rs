@@ -114,9 +114,9 @@ pub struct Params {
     /// so E is c's own exponent). True for the built-in presets (docs/reference.md §2.4).
     pub zero_block_is_identity: bool,
     /// Late c, one product per block, and the block result is that product itself, so a block step is
-    /// `c + a * b` in one fp32 addition (`crate::small::single_product_steps`): the product exponent is the block exponent
-    /// (efloor is at most -28, the lowest exponent sum of two nonzero codes), its at most 6 bits below the
-    /// leading one are kept by frac >= 6, and its at most 8 significant bits by frac_out >= 7.
+    /// `c + a * b` in one fp32 addition (`crate::small::single_product_steps`): the product exponent is the
+    /// block exponent (efloor is at most [`LOWEST_PRODUCT_EXP`]), its at most 6 bits below the leading one are
+    /// kept by frac >= 6, and its at most 8 significant bits by frac_out >= 7.
     pub single: bool,
     /// A wide-path preset whose aligned terms and block sums stay below 2^31 (frac <= 29, few products per
     /// block) and whose scale factors are normal f32 (min_exp <= frac + 126, as on the narrow path): the panel
@@ -156,7 +156,7 @@ impl Params {
             Path::Narrow => min_exp.max(frac - 126),
             _ => min_exp.max(frac - 1022),
         };
-        let zero_block_is_identity = late || (frac >= frac_out as i32 && min_exp <= -28 - frac);
+        let zero_block_is_identity = late || (frac >= frac_out as i32 && min_exp <= LOWEST_PRODUCT_EXP - frac);
         Params {
             zero_block_is_identity,
             single: late

@@ -4,10 +4,11 @@
 //!
 //! The battery covers every kernel path (narrow: ada, hopper, an odd custom preset and a 64-product block-scaled
 //! one; wide: b200_mma_sync, a 40-bit custom preset, nearest-even ones with late and early c, blocks of 16 and
-//! 128, slow chunks of 256, and the i32 and single-product steps' blocks of 1 and 2), all four format pairs, fast and slow, unsplit and every split scheme, ragged
-//! K and panels wider than one SIMD panel, and operands built to stress the block step: the largest and
-//! smallest magnitudes in one block (truncation), exact cancellation (the +0 rule), subnormals, -0 codes,
-//! blocks where the accumulator dominates, exponent ties with carries, and a row with NaN and Inf codes.
+//! 128, slow chunks of 256, and the i32 and single-product steps' blocks of 1 and 2), all four format pairs, fast
+//! and slow, unsplit and every split scheme, ragged K and panels wider than one SIMD panel, and operands built to
+//! stress the block step: the largest and smallest magnitudes in one block (truncation), exact cancellation (the +0
+//! rule), subnormals, -0 codes, blocks where the accumulator dominates, exponent ties with carries, and a row with
+//! NaN and Inf codes.
 
 use crate::fpstate::FpState;
 use crate::CpuEngine;

@@ -11,19 +11,26 @@ use std::ops::Range;
 /// One panel tile with the kernel its job's path needs. `HT`: the level truncates in hardware (SSE4.1 and up).
 #[inline(always)]
 pub fn tile<const W: usize, const HT: bool>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    match (job.p.path, job.p.late, job.p.nearest) {
-        (Path::Narrow, ..) => tile_with::<W, f32, false, false, BLOCKS, HT>(job, rows, cols),
-        (_, true, _) if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, rows, cols),
-        (_, late, ne) if job.p.int32 => match (late, ne) {
-            (true, true) => tile_with::<W, f32, true, true, INT32, HT>(job, rows, cols),
-            (true, false) => tile_with::<W, f32, true, false, INT32, HT>(job, rows, cols),
-            (false, true) => tile_with::<W, f32, false, true, INT32, HT>(job, rows, cols),
-            (false, false) => tile_with::<W, f32, false, false, INT32, HT>(job, rows, cols),
-        },
-        (_, true, true) => tile_with::<W, f64, true, true, BLOCKS, HT>(job, rows, cols),
-        (_, true, false) => tile_with::<W, f64, true, false, BLOCKS, HT>(job, rows, cols),
-        (_, false, true) => tile_with::<W, f64, false, true, BLOCKS, HT>(job, rows, cols),
-        (_, false, false) => tile_with::<W, f64, false, false, BLOCKS, HT>(job, rows, cols),
+    match job.p.path {
+        Path::Narrow => tile_with::<W, f32, false, false, BLOCKS, HT>(job, rows, cols),
+        _ if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, rows, cols),
+        _ if job.p.int32 => tile_by_entry::<W, f32, INT32, HT>(job, rows, cols),
+        _ => tile_by_entry::<W, f64, BLOCKS, HT>(job, rows, cols),
+    }
+}
+
+/// [`tile_with`] for the job's c entry (`LATE`) and block rounding (`NE`).
+#[inline(always)]
+fn tile_by_entry<const W: usize, L: Lane, const STEP: u8, const HT: bool>(
+    job: &Job,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) -> Vec<f32> {
+    match (job.p.late, job.p.nearest) {
+        (true, true) => tile_with::<W, L, true, true, STEP, HT>(job, rows, cols),
+        (true, false) => tile_with::<W, L, true, false, STEP, HT>(job, rows, cols),
+        (false, true) => tile_with::<W, L, false, true, STEP, HT>(job, rows, cols),
+        (false, false) => tile_with::<W, L, false, false, STEP, HT>(job, rows, cols),
     }
 }
 
