@@ -175,8 +175,9 @@ fn seeds() -> std::ops::Range<u64> {
 
 /// Truths that once kept no survivor or stayed open: an early c with frac below the accumulator's 24 bits, where
 /// the all-zero blocks of a zero-padded slow chunk re-align c (a chunk no multiple of nfma; a chunk longer than the
-/// sweep's slow K), wide blocks whose term fraction only cancelling products show, and a block result whose
-/// frac_out only the largest block sums could show (harmless: no FP8 block sum is that wide).
+/// sweep's slow K), wide blocks whose term fraction only cancelling products show, a block result whose frac_out only
+/// the largest block sums could show (harmless: no FP8 block sum is that wide), and one-product blocks with an early c
+/// and a term fraction past 24, which only sums just past a rounding midpoint tell from a late c.
 #[test]
 fn named_truths_are_fitted_back_by_experiment() {
     let named = [
@@ -185,6 +186,9 @@ fn named_truths_are_fitted_back_by_experiment() {
         (256, 31, (9, BlockRounding::Truncate), CEntry::Late, 960),
         (64, 38, (23, BlockRounding::NearestEven), CEntry::Late, 192),
         (8, 10, (19, BlockRounding::Truncate), CEntry::Late, 80),
+        (1, 36, (23, BlockRounding::NearestEven), CEntry::Early, 320),
+        (1, 29, (23, BlockRounding::NearestEven), CEntry::Early, 64),
+        (1, 40, (23, BlockRounding::NearestEven), CEntry::Early, 128),
     ];
     for (i, (nfma, frac, (frac_out, rounding), c_entry, slow)) in named.into_iter().enumerate() {
         let spec = PresetSpec::custom("truth", nfma, frac, frac_out, -133, c_entry, Some(slow)).with_rounding(rounding);

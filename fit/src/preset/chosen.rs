@@ -1,5 +1,6 @@
 //! Designed calls whose every product `fit preset`'s designer chooses (input class `codes`): the blocks where a block
-//! result's fraction (frac_out) and rounding show, which no generator class makes.
+//! result's fraction (frac_out) and rounding show, and the sums just past a midpoint where the term fraction and the
+//! c entry show at one product per block, which no generator class makes.
 
 use super::design::{fast_call, CALL_MN, SEED};
 use mmaemu_datasets::inputs::{hex, mix, DataClass, InputSpec};
@@ -114,6 +115,37 @@ pub(super) fn staircases(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
                 out.push(call(k, fa, fb, stream, &a, &b));
             }
         }
+    }
+    out
+}
+
+/// Calls whose diagonal outputs (row i of A with row i of B) are chains of three one-product blocks after all-zero
+/// ones: σ 2^x, σ 2^(x−j), then σ 2^(x+24) (x from −1 to −4, σ the sign of the call). The accumulator c = σ 2^x (1 +
+/// 2^−j) meets a product whose last fp32 place is 2^(x+1): c's leading bit is half that place, so the exact sum lies
+/// just past a midpoint by c's low bit, which an early c drops on the grid of frac < 24 + j. A late c, or a frac that
+/// keeps it, rounds away from the product; a narrower early grid lands on the midpoint and rounds to even, the
+/// product. j = i + 2 on row i tells every frac from 24 to 40 apart, and each of them from a late c, at one product
+/// per block, where no generator class goes.
+pub(super) fn ties(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
+    let (fa, fb) = (Format::E4m3, Format::E5m2);
+    let k = (3 * nfma).next_multiple_of(16);
+    let start = k - 3 * nfma;
+    let mut out = Vec::new();
+    for stream in 0..2u64 {
+        let sign = if stream == 0 { 1.0f32 } else { -1.0 };
+        let (mut a, mut b) = (vec![0u8; CALL_MN * k], vec![0u8; CALL_MN * k]);
+        for i in 0..CALL_MN {
+            let x = -1 - (i % 4) as i32;
+            let j = i as i32 + 2;
+            for (n, y) in [x, x - j, x + 24].into_iter().enumerate() {
+                // σ 2^y as a · b: a takes what it can of y (e4m3 down to its least subnormal, 2^−9), b the rest.
+                let ya = y.clamp(-9, 8);
+                let at = i * k + start + n * nfma;
+                a[at] = fa.from_f32_saturating(sign * (ya as f32).exp2());
+                b[at] = fb.from_f32_saturating(((y - ya) as f32).exp2());
+            }
+        }
+        out.push(call(k, fa, fb, stream, &a, &b));
     }
     out
 }

@@ -4,6 +4,7 @@
 
 use super::search::{ChunkSet, MinExpSet, Survivor};
 use super::space;
+use mmaemu_model::PresetSpec;
 
 /// What the rows leave of one parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,10 +55,26 @@ fn distinct<T: PartialEq + ToString>(it: impl Iterator<Item = T>) -> Vec<String>
 
 const SAME_BITS: &str = "every value gives the recorded bits on every row";
 
-fn plain(name: &'static str, values: Vec<String>) -> Param {
-    let decision = match values.len() {
-        1 => Decision::Decided(values[0].clone()),
-        _ => Decision::Open { values, why: SAME_BITS.into() },
+/// One core parameter: decided (one value), harmless (several, which every survivor's representative of
+/// [`space::canonical`] holds as one: `why` says the equivalence) or open.
+fn core_param<T: PartialEq + ToString>(
+    name: &'static str,
+    survivors: &[Survivor],
+    of: impl Fn(&PresetSpec) -> T,
+    why: impl FnOnce() -> String,
+) -> Param {
+    let values = distinct(survivors.iter().map(|s| of(&s.spec)));
+    let decision = if values.len() == 1 {
+        Decision::Decided(values[0].clone())
+    } else if distinct(survivors.iter().map(|s| of(&space::canonical(&s.spec)))).len() == 1 {
+        Decision::Harmless { values, why: why() }
+    } else {
+        let results = distinct(survivors.iter().map(|s| space::block_result(&s.spec)));
+        let why = match name {
+            "frac_out" | "rounding" => format!("{SAME_BITS} (block results {})", results.join(", ")),
+            _ => SAME_BITS.into(),
+        };
+        Decision::Open { values, why }
     };
     Param { name, decision }
 }
@@ -67,40 +84,39 @@ pub fn params(survivors: &[Survivor]) -> Vec<Param> {
     if survivors.is_empty() {
         return Vec::new();
     }
-    let specs = || survivors.iter().map(|s| &s.spec);
-    let nfma = plain("nfma", distinct(specs().map(|s| s.nfma)));
-    let frac = plain("frac", distinct(specs().map(|s| s.frac)));
-    let c_entry = plain("c_entry", distinct(specs().map(|s| s.c_entry.name())));
-    // The block result: frac_out and rounding together.
-    let results = distinct(specs().map(space::block_result));
-    let exact = specs().all(space::exact_block_result);
-    let core_decided = !nfma.is_open() && !frac.is_open();
-    let block = |name: &'static str, values: Vec<String>| {
-        let decision = if values.len() == 1 {
-            Decision::Decided(values[0].clone())
-        } else if exact && core_decided {
-            let s = &survivors[0].spec;
-            Decision::Harmless {
-                values,
-                why: format!(
-                    "with nfma {}, frac {} and {} c no GEMM block sum has more than {} bits above its grid, so no block \
-                     result is ever rounded (frac_out >= {}: every truncation and nearest even give the same bits; \
-                     block results {})",
-                    s.nfma,
-                    s.frac,
-                    s.c_entry.name(),
-                    space::exact_frac_out(s.nfma, s.frac, s.c_entry) + 1,
-                    space::exact_frac_out(s.nfma, s.frac, s.c_entry),
-                    results.join(", ")
-                ),
-            }
-        } else {
-            Decision::Open { values, why: format!("{SAME_BITS} (block results {})", results.join(", ")) }
-        };
-        Param { name, decision }
+    let nfma = core_param("nfma", survivors, |s| s.nfma, String::new);
+    let frac = core_param(
+        "frac",
+        survivors,
+        |s| s.frac,
+        || {
+            format!(
+                "with one product per block and a late c every frac >= {} holds the product exactly on its grid (its \
+             lowest bit lies at most {} places below its exponent), and a block result reads the product's value \
+             alone: every such frac gives the same bits on every GEMM",
+                space::EXACT_PRODUCT_FRAC,
+                space::EXACT_PRODUCT_FRAC
+            )
+        },
+    );
+    let c_entry = core_param("c_entry", survivors, |s| s.c_entry.name(), String::new);
+    // The block result: frac_out and rounding together, harmless where no survivor's block result ever rounds.
+    let exact = || {
+        let results = distinct(survivors.iter().map(|s| space::block_result(&s.spec)));
+        let widest = survivors
+            .iter()
+            .map(|s| space::exact_frac_out(s.spec.nfma, s.spec.frac, s.spec.c_entry))
+            .max()
+            .unwrap_or(0);
+        format!(
+            "no survivor's block result is ever rounded on a GEMM: each keeps at least the bits of the widest block \
+             sum its nfma, frac and c entry can make (at most {widest} fraction bits), so every truncation and \
+             nearest even give the same bits (block results {})",
+            results.join(", ")
+        )
     };
-    let frac_out = block("frac_out", distinct(specs().map(|s| s.frac_out)));
-    let rounding = block("rounding", distinct(specs().map(|s| s.rounding.name())));
+    let frac_out = core_param("frac_out", survivors, |s| s.frac_out, exact);
+    let rounding = core_param("rounding", survivors, |s| s.rounding.name(), exact);
     let min_exp = floor_param(survivors);
     let slow = slow_param(survivors);
     let scale = Param {
@@ -117,15 +133,19 @@ pub fn params(survivors: &[Survivor]) -> Vec<Param> {
 
 fn floor_param(survivors: &[Survivor]) -> Param {
     let set = survivors.iter().skip(1).fold(survivors[0].min_exp.clone(), |a, s| a.union(&s.min_exp));
+    // Each survivor's own bound: its frac sets the grid a floor imposes.
     let harmless = survivors.iter().map(|s| space::harmless_floor(&s.spec)).min().unwrap_or(i32::MIN);
+    let each_harmless = survivors.iter().all(|s| s.min_exp.max().is_some_and(|m| m <= space::harmless_floor(&s.spec)));
     let values = set.describe();
     let decision = match (set.up_to, set.also.as_slice()) {
         (None, [v]) => Decision::Decided(v.to_string()),
-        _ if set.max().is_some_and(|m| m <= harmless) => Decision::Harmless {
+        _ if each_harmless => Decision::Harmless {
             values,
             why: format!(
-                "every floor at or below {harmless} gives the same bits on every GEMM a recorder can call (it \
-                 leaves every term, a multiple of 2^{}, exact, or lies below every block's exponent)",
+                "every floor at or below frac {} (and at or below {harmless} for every frac) gives the same bits on \
+                 every GEMM a recorder can call (it leaves every term, a multiple of 2^{}, exact, or lies below every \
+                 block's exponent), and each survivor's floors lie there",
+                space::GEMM_GRAIN,
                 space::GEMM_GRAIN
             ),
         },

@@ -43,7 +43,8 @@ pub fn experiments(fit: &PresetFit, max_calls: usize) -> Vec<Experiment> {
     out
 }
 
-/// The alternatives the fast calls tell apart: each survivor at its written floor, and at its open floors.
+/// The alternatives the fast calls tell apart: each survivor at its written floor, and at its open floors, one per
+/// arithmetic ([`space::canonical`]: survivors that give the same bits on every GEMM need no call between them).
 fn alternatives(survivors: &[Survivor], floor_open: bool) -> Vec<PresetSpec> {
     let mut out: Vec<PresetSpec> = Vec::new();
     for s in survivors {
@@ -54,7 +55,8 @@ fn alternatives(survivors: &[Survivor], floor_open: bool) -> Vec<PresetSpec> {
         }
         for f in floors {
             let spec = PresetSpec { min_exp: f, ..s.spec.clone() };
-            if !out.contains(&spec) {
+            let arithmetic = space::canonical(&spec);
+            if !out.iter().any(|o| space::canonical(o).same_arithmetic(&arithmetic)) {
                 out.push(spec);
             }
         }
@@ -143,7 +145,11 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
     let mut sizes: Vec<usize> = alts.iter().map(|a| a.nfma as usize).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    candidates.extend(sizes.into_iter().flat_map(|n| chosen::stacks(n).into_iter().chain(chosen::staircases(n))));
+    candidates.extend(
+        sizes
+            .into_iter()
+            .flat_map(|n| chosen::stacks(n).into_iter().chain(chosen::staircases(n)).chain(chosen::ties(n))),
+    );
     // Each candidate's results per alternative.
     let outcomes: Vec<(SplitKey, InputSpec, Vec<Vec<u32>>)> = candidates
         .into_par_iter()

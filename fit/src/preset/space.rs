@@ -89,6 +89,36 @@ pub fn harmless_floor(s: &PresetSpec) -> i32 {
     }
 }
 
+/// The least frac at which every term of a block is exact on its grid when the block holds one product and c enters
+/// late: the product's lowest bit lies at most 6 places below its exponent (3 + 3 fraction bits of e4m3 × e4m3), and
+/// with a floor at or below [`harmless_floor`] the block's exponent is the product's own.
+pub const EXACT_PRODUCT_FRAC: u32 = 6;
+
+/// Whether a candidate's terms are never truncated on a GEMM whatever its frac above [`EXACT_PRODUCT_FRAC`]: one
+/// product per block, late c. Its block result is then a function of the product's exact value alone (§2.2 steps
+/// 6–8 read the value, not the grid it is held on), so every such frac gives the same bits.
+pub fn exact_terms(s: &PresetSpec) -> bool {
+    s.nfma == 1 && s.c_entry == CEntry::Late && s.frac >= EXACT_PRODUCT_FRAC
+}
+
+/// The one arithmetic a candidate (its floor included) computes on every GEMM a recorder can call, as a
+/// representative: a floor at or below [`harmless_floor`] becomes [`MIN_EXP_BASE`], the frac of [`exact_terms`]
+/// becomes [`EXACT_PRODUCT_FRAC`], a block result that never rounds ([`exact_block_result`]) becomes nearest even.
+/// Two candidates with the same representative give the same bits on every such GEMM.
+pub fn canonical(s: &PresetSpec) -> PresetSpec {
+    let mut out = s.clone();
+    if s.min_exp <= harmless_floor(s) {
+        out.min_exp = MIN_EXP_BASE;
+        if exact_terms(s) {
+            out.frac = EXACT_PRODUCT_FRAC;
+        }
+    }
+    if exact_block_result(s) {
+        (out.frac_out, out.rounding) = (23, BlockRounding::NearestEven);
+    }
+    out
+}
+
 /// Whether a candidate's block result never rounds on a GEMM ([`exact_frac_out`]).
 pub fn exact_block_result(s: &PresetSpec) -> bool {
     s.frac_out >= exact_frac_out(s.nfma, s.frac, s.c_entry)

@@ -1,0 +1,94 @@
+//! `space::canonical`, the equivalences `fit preset` reports as harmless, against the block step of the model
+//! (docs/reference.md §2.2, §2.3): a candidate and its representative give the same block result on random blocks a
+//! GEMM can make (finite FP8 codes of the pairs a recorder calls, subnormals included; c zero or a multiple of 2^−25,
+//! as every value such a GEMM accumulates is), for random candidates of the whole space (seed printed).
+
+use mmaemu_fit::preset::space::{canonical, exact_terms, harmless_floor, FRAC, FRAC_OUT, NFMA};
+use mmaemu_model::{BlockRounding, CEntry, Chain, Format, Preset, PresetSpec};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
+fn finite(f: Format) -> Vec<u8> {
+    (0..=255u8).filter(|&c| !f.any_nonfinite(&[c])).collect()
+}
+
+/// A candidate of the space, its floor drawn at or below its harmless floor or anywhere up to 20.
+fn candidate(r: &mut ChaCha8Rng) -> PresetSpec {
+    let nfma = NFMA[r.random_range(0..NFMA.len())];
+    let frac = r.random_range(FRAC);
+    let (frac_out, rounding) = match r.random_range(0..4) {
+        0 => (23, BlockRounding::NearestEven),
+        _ => (r.random_range(FRAC_OUT), BlockRounding::Truncate),
+    };
+    let c_entry = if r.random_range(0..2) == 0 { CEntry::Early } else { CEntry::Late };
+    let spec = PresetSpec::custom("x", nfma, frac, frac_out, 0, c_entry, None).with_rounding(rounding);
+    let min_exp = match r.random_range(0..3) {
+        0 => harmless_floor(&spec) - r.random_range(0..=2),
+        1 => harmless_floor(&spec) - r.random_range(0..=120),
+        _ => r.random_range(-40..=20),
+    };
+    PresetSpec { min_exp, ..spec }
+}
+
+/// An accumulator a GEMM can hold: zero, or up to 24 significant bits on a grid of 2^−25 or coarser (`tiny`: at most
+/// 2^−10).
+fn accumulator(r: &mut ChaCha8Rng, tiny: bool) -> f32 {
+    if r.random_range(0..8) == 0 {
+        return 0.0;
+    }
+    let bits = r.random_range(1..=if tiny { 15 } else { 24 });
+    let m = r.random_range(1u32 << (bits - 1)..1u32 << bits) as f32;
+    let sign = if r.random_range(0..2) == 0 { 1.0 } else { -1.0 };
+    let grid = if tiny { -25 } else { r.random_range(-25..=30) };
+    sign * m * (grid as f32).exp2()
+}
+
+/// A code among its 16 least magnitudes (subnormals first), of either sign.
+fn tiny_code(r: &mut ChaCha8Rng) -> u8 {
+    // Codes 1 to 16 are the least positive values of both formats; bit 7 is the sign.
+    r.random_range(1..=16u8) | (r.random_range(0..2u8) << 7)
+}
+
+#[test]
+fn a_candidate_and_its_representative_give_the_same_blocks() {
+    let seed = 7u64;
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    let pairs = [(Format::E4m3, Format::E4m3), (Format::E4m3, Format::E5m2), (Format::E5m2, Format::E4m3)];
+    let (mut moved, mut terms) = (0, 0);
+    for _ in 0..3000 {
+        let spec = candidate(&mut r);
+        let rep = canonical(&spec);
+        if rep.same_arithmetic(&spec) {
+            continue;
+        }
+        moved += 1;
+        terms += (exact_terms(&spec) && rep.frac != spec.frac) as usize;
+        let (preset, rep_preset) = (Preset::custom(spec.clone()).unwrap(), Preset::custom(rep.clone()).unwrap());
+        for (fa, fb) in pairs {
+            let (ca, cb) = (finite(fa), finite(fb));
+            let (x, y) = (Chain::new(&preset, fa, fb), Chain::new(&rep_preset, fa, fb));
+            let n = (spec.nfma as usize).min(64);
+            for _ in 0..40 {
+                // Random codes, one large product among them (the widest block sums), or the least codes (the
+                // lowest block exponents, where a floor shows).
+                let tiny = r.random_range(0..3) == 0;
+                let mut a: Vec<u8> = (0..n).map(|_| ca[r.random_range(0..ca.len())]).collect();
+                let mut b: Vec<u8> = (0..n).map(|_| cb[r.random_range(0..cb.len())]).collect();
+                if tiny {
+                    a = (0..n).map(|_| tiny_code(&mut r)).collect();
+                    b = (0..n).map(|_| tiny_code(&mut r)).collect();
+                } else if r.random_range(0..2) == 0 {
+                    a[r.random_range(0..n)] = fa.from_f32_saturating(448.0);
+                }
+                let c = accumulator(&mut r, tiny);
+                assert_eq!(
+                    x.block(&a, &b, c).to_bits(),
+                    y.block(&a, &b, c).to_bits(),
+                    "seed {seed}: {spec:?} against its representative {rep:?}, {fa:?} x {fb:?}, c {c}"
+                );
+            }
+        }
+    }
+    // The draw reaches every equivalence: floors, block results and the term fraction of one-product blocks.
+    assert!(moved > 1000 && terms > 20, "seed {seed}: {moved} moved, {terms} by their term fraction");
+}
