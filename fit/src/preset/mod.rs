@@ -141,15 +141,22 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
     }
     slow_rows.retain(|r| !r.is_empty());
     let cores = search::cores(&all, &fast);
-    fit.survivors = cores
-        .iter()
-        .map(|core| Survivor {
-            spec: core.clone(),
-            min_exp: search::floors(core, &fast),
-            slow: search::slow_chunks(core, &slow_rows),
-        })
-        .filter(|s| !s.slow.is_empty())
-        .collect();
+    // The slow chunks of one arithmetic ([`space::canonical`]) are found once: every core of it cuts them alike.
+    let mut chunks: Vec<(PresetSpec, ChunkSet)> = Vec::new();
+    for core in &cores {
+        let arithmetic = space::canonical(core);
+        let slow = match chunks.iter().find(|(a, _)| a.same_arithmetic(&arithmetic)) {
+            Some((_, set)) => set.clone(),
+            None => {
+                let set = search::slow_chunks(core, &slow_rows);
+                chunks.push((arithmetic, set.clone()));
+                set
+            }
+        };
+        if !slow.is_empty() {
+            fit.survivors.push(Survivor { spec: core.clone(), min_exp: search::floors(core, &fast), slow });
+        }
+    }
     fit.params = decide::params(&fit.survivors);
     fit.verdict = match (fit.survivors.len(), fit.params.iter().any(Param::is_open)) {
         (0, _) => Verdict::None,

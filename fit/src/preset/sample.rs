@@ -44,6 +44,31 @@ impl Sample {
     }
 }
 
+impl Sample {
+    /// Whether every block of the chain sums values on the grid 2^−126 (an accumulator from +0, or a recorded c of
+    /// zero or a multiple of 2^−126; every FP8 product is a multiple of 2^−32): then a nonzero block result is at
+    /// least 2^−126, and the equivalences of [`super::space::canonical`] hold on the chain as on a GEMM's.
+    pub fn on_grid(&self) -> bool {
+        if self.accumulator || self.c == 0.0 {
+            return true;
+        }
+        let bits = self.c.to_bits() & 0x7FFF_FFFF;
+        let exp = (bits >> 23) as i32;
+        // A subnormal, infinite or NaN c is off the grid.
+        if exp == 0 || exp == 0xFF {
+            return false;
+        }
+        let sig = (bits & 0x7F_FFFF) | 0x80_0000;
+        exp - 127 - 23 + sig.trailing_zeros() as i32 >= -126
+    }
+
+    /// Whether the chain is a GEMM's a recorder can call (an accumulator, not of e5m2 × e5m2, which torch refuses):
+    /// the floors of [`super::space::harmless_floor`] give it the same bits.
+    pub fn gemm(&self) -> bool {
+        self.accumulator && !(self.fa == Format::E5m2 && self.fb == Format::E5m2)
+    }
+}
+
 /// A chain from +0 over `a`, `b` zero-padded to `len` elements (`len` at least their length).
 fn run_padded(chain: &Chain, a: &[u8], b: &[u8], len: usize) -> f32 {
     if a.len() >= len {
@@ -172,5 +197,32 @@ fn c_exponent(c: f32) -> i32 {
         -126
     } else {
         biased - 127
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sample;
+    use mmaemu_model::Format;
+
+    fn mma(c: f32) -> Sample {
+        let (a, b) = (vec![0x38], vec![0x38]);
+        Sample { fa: Format::E4m3, fb: Format::E4m3, a, b, c, want: 0, slow: false, accumulator: false, row: 0 }
+    }
+
+    /// On the grid 2^−126: zero and the multiples of 2^−126 (normal values whose lowest set bit is that high); off it:
+    /// subnormals, normals with a lower bit, infinities and NaN.
+    #[test]
+    fn on_grid_is_a_multiple_of_two_to_the_minus_126() {
+        let two = |e: i32| (e as f32).exp2();
+        for c in [0.0, -0.0, two(-126), -two(-126), 3.0 * two(-126), two(-100) * (1.0 + two(-23)), 1.5, f32::MAX] {
+            assert!(mma(c).on_grid(), "{c:e}");
+        }
+        for c in
+            [two(-127), 1.5 * two(-126), two(-110) * (1.0 + two(-23)), f32::INFINITY, f32::NAN, f32::MIN_POSITIVE / 2.0]
+        {
+            assert!(!mma(c).on_grid(), "{c:e}");
+        }
+        assert!(Sample { accumulator: true, ..mma(two(-140)) }.on_grid());
     }
 }

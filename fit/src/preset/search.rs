@@ -5,6 +5,7 @@ use super::sample::{floor_slack, Sample};
 use super::space;
 use mmaemu_model::{Chain, Format, Preset, PresetSpec};
 use rayon::prelude::*;
+use std::collections::HashMap;
 
 /// The floors (min_exp) consistent with the rows: every value at or below `up_to`, and the values of `also`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,19 +149,41 @@ pub(crate) fn reproduces(spec: &PresetSpec, samples: &[&Sample], chunk: Option<u
     samples.iter().all(|s| s.eval(chains.of(s), chunk) == s.want)
 }
 
-/// The core survivors over the fast chains, in the order of [`space::candidates`].
+/// The core survivors over the fast chains, in the order of [`space::candidates`]. Where every chain is on the grid
+/// of [`Sample::on_grid`], one candidate per arithmetic ([`space::canonical`]) is run and its verdict holds for all.
 pub(crate) fn cores(all: &[PresetSpec], fast: &[&Sample]) -> Vec<PresetSpec> {
-    all.par_iter().filter(|s| reproduces(s, fast, None)).cloned().collect()
+    if !fast.iter().all(|s| s.on_grid()) {
+        return all.par_iter().filter(|s| reproduces(s, fast, None)).cloned().collect();
+    }
+    let mut first: HashMap<_, usize> = HashMap::new();
+    let mut runs: Vec<usize> = Vec::new();
+    let class: Vec<usize> = all
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            *first.entry(space::core(&space::canonical(s))).or_insert_with(|| {
+                runs.push(i);
+                runs.len() - 1
+            })
+        })
+        .collect();
+    let pass: Vec<bool> = runs.par_iter().map(|&i| reproduces(&all[i], fast, None)).collect();
+    all.iter().zip(class).filter(|&(_, c)| pass[c]).map(|(s, _)| s.clone()).collect()
 }
 
 /// The floors consistent with the fast chains for a core that reproduces them at [`space::MIN_EXP_BASE`]: every floor
-/// at or below the lowest block exponent the chains meet (it takes part in no maximum), then each higher one tried.
+/// at or below the lowest block exponent the chains meet (it takes part in no maximum), or on a GEMM's chains at or
+/// below [`space::harmless_floor`], then each higher one tried.
 pub(crate) fn floors(core: &PresetSpec, fast: &[&Sample]) -> MinExpSet {
     let Some(chains) = Chains::new(core) else { return MinExpSet { up_to: None, also: Vec::new() } };
     let early = core.c_entry == mmaemu_model::CEntry::Early;
     let slack: Vec<Option<i32>> =
         fast.iter().map(|s| floor_slack(chains.of(s), s, core.nfma as usize, early, None)).collect();
-    let low = slack.iter().flatten().min().copied().unwrap_or(space::MIN_EXP_TOP);
+    let mut low = slack.iter().flatten().min().copied().unwrap_or(space::MIN_EXP_TOP);
+    if fast.iter().all(|s| s.gemm()) {
+        // Every floor up to the harmless one gives a GEMM's chains the bits the base floor gives them.
+        low = low.max(space::harmless_floor(core));
+    }
     // The chains that a floor above `low` may change, lowest first: a wrong floor fails on them at once.
     let mut order: Vec<usize> = (0..fast.len()).collect();
     order.sort_by_key(|&i| slack[i].unwrap_or(i32::MAX));
