@@ -189,7 +189,13 @@ impl Params {
 /// saturating i8 lanes (`pe` holds the block's `nfma` rows of W exponents).
 #[inline(always)]
 pub(crate) fn block_max<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8]) -> [i8; W] {
-    let mut e = [i8::MIN; W];
+    block_max_above(ab, la, pe, i8::MIN)
+}
+
+/// [`block_max`] and `floor`: the maximum starts from it.
+#[inline(always)]
+pub(crate) fn block_max_above<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8], floor: i8) -> [i8; W] {
+    let mut e = [floor; W];
     for (&code, row) in ab.iter().zip(pe.chunks_exact(W)) {
         let ea = la.e[code as usize];
         let row: &[i8; W] = row.try_into().unwrap_or(&[0; W]);

@@ -17,70 +17,91 @@
 // at most 24 significant bits, exact in f32. The scaling back by 2^(E - frac) is exact (a nonzero result is at least
 // 2^(E - frac) >= 2^-126, a normal f32). A zero sum gives +0.
 
-use crate::kernel::{block_max, exp_f32, Lane, Params};
+use crate::kernel::{block_max_above, Params};
 use crate::tables::Lut;
 
-/// The chains of one row against a W-wide panel over one piece of `nblk` blocks for a preset with [`Params::int32`]
-/// (`crate::kernel::block_steps`'s arguments, f32 values). `LATE`: c out of the maximum, added after the block with
-/// one fp32 RNE addition; `NE`: nearest-even blocks.
+/// The chains of R rows side by side against a W-wide panel over one piece of `nblk` blocks for a preset with
+/// [`Params::int32`] (`crate::kernel::block_steps`'s arguments, f32 values): their chains are independent, so one
+/// row's latency (an early c's exponent feeds its next block) hides behind another's work. `LATE`: c out of the
+/// maximum, added after the block with one fp32 RNE addition; `NE`: nearest-even blocks.
 #[inline(always)]
-pub fn int32_steps<const W: usize, const LATE: bool, const NE: bool>(
-    a: &[u8],
+pub fn int32_steps<const W: usize, const LATE: bool, const NE: bool, const R: usize>(
+    a: [&[u8]; R],
     nblk: usize,
     la: &Lut,
     pv: &[f32],
     pe: &[i8],
-    c: &mut [f32; W],
+    c: [&mut [f32; W]; R],
     p: &Params,
 ) {
     let nfma = p.nfma;
     let efloor = p.efloor.max(p.frac - 126);
+    // The floor in the bytes of the block maximum, 64 to a vector. A floor above a byte's range becomes 127, which
+    // changes no result: E is then the floor (products are below 2^36, an accumulator of K < 2^31 of them below 2^67)
+    // and every term, on a grid at or above 2^(127 - 29), is 0 under either.
+    let floor8 = efloor.clamp(i8::MIN as i32, i8::MAX as i32) as i8;
+    // s = 2^(frac - E) from its bits, (127 + frac - E) << 23, its exponent field made in the bytes of the block
+    // maximum (1..=253 there: E in [frac - 126, 127]); 2^(E - frac) is then (254 << 23) - bits(s).
+    let s_bias = 127 + p.frac;
+    let c_bias = ((254 + p.frac) as u32) << 23;
+    // The accumulators in a local, which the compiler keeps in registers across the blocks.
+    let mut accs: [[f32; W]; R] = std::array::from_fn(|r| *c[r]);
     for blk in 0..nblk {
-        let ab = &a[blk * nfma..(blk + 1) * nfma];
         let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
-        let e = block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]);
-        // Block exponent E = max(products, c (early), floor); s = 2^(frac - E) and 2^(E - frac).
-        let mut s = [0f32; W];
-        let mut inv = [0f32; W];
-        for j in 0..W {
-            let mut ee = (e[j] as i32).max(efloor);
+        let pe = &pe[blk * nfma * W..(blk + 1) * nfma * W];
+        for (a, acc) in a.iter().zip(accs.iter_mut()) {
+            let ab = &a[blk * nfma..(blk + 1) * nfma];
+            let e = block_max_above::<W>(ab, la, pe, floor8);
+            // Block exponent E = max(products, c (early), floor); s = 2^(frac - E) and 2^(E - frac).
+            let field: [u8; W] = std::array::from_fn(|j| (s_bias as u8).wrapping_sub(e[j] as u8));
+            let mut s = [0f32; W];
+            let mut inv = [0f32; W];
+            for j in 0..W {
+                let mut sb = (field[j] as u32) << 23;
+                if !LATE {
+                    // 2^(frac - exp(c)) from c's exponent field f: (254 + frac - f) << 23. The least of the two is
+                    // 2^(frac - E). As integers: a zero c's, (254 + frac) << 23, lies above every valid one and below
+                    // 2^32 (frac <= 29), and exp(c) <= frac + 126 keeps c's valid (see above).
+                    sb = sb.min(c_bias - (acc[j].to_bits() & 0x7F80_0000));
+                }
+                s[j] = f32::from_bits(sb);
+                inv[j] = f32::from_bits((254 << 23) - sb);
+            }
+            let mut t = [0i32; W];
             if !LATE {
-                ee = ee.max(exp_f32(c[j]));
+                for j in 0..W {
+                    let x = acc[j] * s[j];
+                    debug_assert!(x.abs() < 2_147_483_648.0);
+                    // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
+                    t[j] = unsafe { x.to_int_unchecked::<i32>() };
+                }
             }
-            s[j] = <f32 as Lane>::pow2(p.frac - ee);
-            inv[j] = <f32 as Lane>::pow2(ee - p.frac);
-        }
-        let mut t = [0i32; W];
-        if !LATE {
+            for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
+                let va = la.v32[code as usize];
+                let Ok(row) = <&[f32; W]>::try_from(row) else { break };
+                for j in 0..W {
+                    let x = va * row[j] * s[j];
+                    debug_assert!(x.abs() < 2_147_483_648.0);
+                    // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
+                    t[j] += unsafe { x.to_int_unchecked::<i32>() };
+                }
+            }
             for j in 0..W {
-                let x = c[j] * s[j];
-                debug_assert!(x.abs() < 2_147_483_648.0);
-                // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
-                t[j] = unsafe { x.to_int_unchecked::<i32>() };
+                let d = if NE {
+                    t[j] as f32 * inv[j]
+                } else {
+                    f64::from_bits(f64::from(t[j]).to_bits() & p.mask64) as f32 * inv[j]
+                };
+                if LATE {
+                    acc[j] += d;
+                } else {
+                    acc[j] = d;
+                }
             }
         }
-        for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
-            let va = la.v32[code as usize];
-            let Ok(row) = <&[f32; W]>::try_from(row) else { return };
-            for j in 0..W {
-                let x = va * row[j] * s[j];
-                debug_assert!(x.abs() < 2_147_483_648.0);
-                // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
-                t[j] += unsafe { x.to_int_unchecked::<i32>() };
-            }
-        }
-        for j in 0..W {
-            let d = if NE {
-                t[j] as f32 * inv[j]
-            } else {
-                f64::from_bits(f64::from(t[j]).to_bits() & p.mask64) as f32 * inv[j]
-            };
-            if LATE {
-                c[j] += d;
-            } else {
-                c[j] = d;
-            }
-        }
+    }
+    for (c, acc) in c.into_iter().zip(accs) {
+        *c = acc;
     }
 }
 

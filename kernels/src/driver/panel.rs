@@ -94,11 +94,28 @@ impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, 
         let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
         let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut ga[..nr * len]);
         let row = |r: usize| &a[r * stride..r * stride + len];
-        let accs = acc.chunks_exact_mut(W).filter_map(|c| <&mut [f32; W]>::try_from(c).ok());
+        let mut accs = acc.chunks_exact_mut(W).filter_map(|c| <&mut [f32; W]>::try_from(c).ok());
+        if let (INT32, Some(pv)) = (STEP, L::f32s(pv)) {
+            // Two rows at a time (`int32_steps` says why), the last one alone.
+            let mut r = 0;
+            loop {
+                match (accs.next(), accs.next()) {
+                    (Some(c0), Some(c1)) => {
+                        let (a, c) = ([row(r), row(r + 1)], [c0, c1]);
+                        int32_steps::<W, LATE, NE, 2>(a, nblk, &job.la, pv, pe, c, &job.p);
+                    }
+                    (Some(c0), None) => int32_steps::<W, LATE, NE, 1>([row(r)], nblk, &job.la, pv, pe, [c0], &job.p),
+                    _ => {}
+                }
+                r += 2;
+                if r >= nr {
+                    return;
+                }
+            }
+        }
         for (r, c) in accs.enumerate() {
             match (STEP, L::f32s(pv)) {
                 (SINGLE, Some(pv)) => single_product_steps::<W>(row(r), &job.la, pv, c),
-                (INT32, Some(pv)) => int32_steps::<W, LATE, NE>(row(r), nblk, &job.la, pv, pe, c, &job.p),
                 _ => block_steps::<W, L, LATE, NE, HT>(row(r), nblk, &job.la, pv, pe, c, &job.p),
             }
         }
