@@ -177,7 +177,8 @@ fn seeds() -> std::ops::Range<u64> {
 /// the all-zero blocks of a zero-padded slow chunk re-align c (a chunk no multiple of nfma; a chunk longer than the
 /// sweep's slow K), wide blocks whose term fraction only cancelling products show, a block result whose frac_out only
 /// the largest block sums could show (harmless: no FP8 block sum is that wide), and one-product blocks with an early c
-/// and a term fraction past 24, which only sums just past a rounding midpoint tell from a late c.
+/// and a term fraction past 24, which only sums just past a rounding midpoint tell from a late c, and wide late-c
+/// blocks whose slow chunks of 512, 1024 and 2048 only a few outputs of a slow call tell apart.
 #[test]
 fn named_truths_are_fitted_back_by_experiment() {
     let named = [
@@ -189,6 +190,7 @@ fn named_truths_are_fitted_back_by_experiment() {
         (1, 36, (23, BlockRounding::NearestEven), CEntry::Early, 320),
         (1, 29, (23, BlockRounding::NearestEven), CEntry::Early, 64),
         (1, 40, (23, BlockRounding::NearestEven), CEntry::Early, 128),
+        (256, 16, (23, BlockRounding::NearestEven), CEntry::Late, 512),
     ];
     for (i, (nfma, frac, (frac_out, rounding), c_entry, slow)) in named.into_iter().enumerate() {
         let spec = PresetSpec::custom("truth", nfma, frac, frac_out, -133, c_entry, Some(slow)).with_rounding(rounding);

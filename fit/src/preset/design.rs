@@ -105,10 +105,11 @@ pub(super) fn fast_call(k: usize, fa: Format, fb: Format, stream: u64, data: Dat
     (key, InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data })
 }
 
-/// The probe chains of a call (every output of a short call, the corner of a long one), with no recorded result.
-fn probe(key: &SplitKey, inputs: &InputSpec) -> Option<Vec<Sample>> {
+/// The probe chains of a call (every output of a short call, of a chosen one or where `whole`, the corner of a long
+/// one), with no recorded result.
+fn probe(key: &SplitKey, inputs: &InputSpec, whole: bool) -> Option<Vec<Sample>> {
     let chosen = matches!(inputs.data, DataClass::Codes { .. });
-    let (rows, cols) = if key.k <= WHOLE_K || chosen { (key.m, key.n) } else { PROBE };
+    let (rows, cols) = if key.k <= WHOLE_K || chosen || whole { (key.m, key.n) } else { PROBE };
     let a = generate_rows(inputs, Operand::A, key.fa.name(), 0..rows, key.k).ok()?;
     let b = generate_rows(inputs, Operand::B, key.fb.name(), 0..cols, key.k).ok()?;
     if key.fa.any_nonfinite(&a) || key.fb.any_nonfinite(&b) {
@@ -154,7 +155,7 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
     let outcomes: Vec<(SplitKey, InputSpec, Vec<Vec<u32>>)> = candidates
         .into_par_iter()
         .filter_map(|(key, inputs)| {
-            let chains_of = probe(&key, &inputs)?;
+            let chains_of = probe(&key, &inputs, false)?;
             let res = chains.iter().map(|c| chains_of.iter().map(|s| s.eval(c.of(s), None)).collect()).collect();
             Some((key, inputs, res))
         })
@@ -225,6 +226,31 @@ fn slow_call(s: &Survivor) -> Option<Experiment> {
     }
     let chains = Chains::new(&PresetSpec { min_exp: floor_of(&s.min_exp, None)?, ..s.spec.clone() })?;
     let mut best: Option<(usize, Experiment)> = None;
+    // The corner of each candidate first; where no corner tells two lengths apart (sums whose fp32 additions are
+    // exact in either order are common), every output of the call, for a set of a few lengths.
+    for whole in [false, true] {
+        if whole && (best.as_ref().is_some_and(|(n, _)| *n > 1) || lengths.len() > WHOLE_SLOW_LENGTHS) {
+            break;
+        }
+        slow_candidates(s, &chains, &lengths, k, least, whole, &mut best);
+    }
+    // A call on which every length gives the same results decides nothing: none is designed.
+    best.filter(|(n, _)| *n > 1).map(|(_, e)| e)
+}
+
+/// Most chunk lengths a slow design runs on every output of its candidate calls.
+const WHOLE_SLOW_LENGTHS: usize = 64;
+
+/// The slow candidate calls of K = `k`, each run over `lengths`, the one with the most distinct results kept in `best`.
+fn slow_candidates(
+    s: &Survivor,
+    chains: &Chains,
+    lengths: &[u32],
+    k: usize,
+    least: u32,
+    whole: bool,
+    best: &mut Option<(usize, Experiment)>,
+) {
     for stream in 0..2u64 {
         let binades = |mirror| DataClass::Binades { scale: 1.0, width: 16, silent: 0, mirror };
         for data in [DataClass::Split { scale: 1.0 }, DataClass::Gaussian { scale: 1.0 }, binades(false), binades(true)]
@@ -239,7 +265,7 @@ fn slow_call(s: &Survivor) -> Option<Experiment> {
                 fast: false,
             };
             let inputs = InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data };
-            let Some(ps) = probe(&key, &inputs) else { continue };
+            let Some(ps) = probe(&key, &inputs, whole) else { continue };
             let mut res: Vec<Vec<u32>> = lengths
                 .par_iter()
                 .map(|&l| ps.iter().map(|p| p.eval(chains.of(p), Some(l as usize))).collect())
@@ -254,10 +280,8 @@ fn slow_call(s: &Survivor) -> Option<Experiment> {
                     res.len(),
                     lengths.len()
                 );
-                best = Some((res.len(), Experiment { problem: key, workspace: None, inputs, decides }));
+                *best = Some((res.len(), Experiment { problem: key, workspace: None, inputs, decides }));
             }
         }
     }
-    // A call on which every length gives the same results decides nothing: none is designed.
-    best.filter(|(n, _)| *n > 1).map(|(_, e)| e)
 }
