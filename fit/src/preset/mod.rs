@@ -27,6 +27,7 @@ use rayon::prelude::*;
 pub use render::{json, text};
 use sample::{row_samples, Sample};
 pub use search::{ChunkSet, MinExpSet, Survivor};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// A row the fit used.
@@ -142,17 +143,12 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
     slow_rows.retain(|r| !r.is_empty());
     let cores = search::cores(&all, &fast);
     // The slow chunks of one arithmetic ([`space::canonical`]) are found once: every core of it cuts them alike.
-    let mut chunks: Vec<(PresetSpec, ChunkSet)> = Vec::new();
+    let mut chunks = HashMap::new();
     for core in &cores {
-        let arithmetic = space::canonical(core);
-        let slow = match chunks.iter().find(|(a, _)| a.same_arithmetic(&arithmetic)) {
-            Some((_, set)) => set.clone(),
-            None => {
-                let set = search::slow_chunks(core, &slow_rows);
-                chunks.push((arithmetic, set.clone()));
-                set
-            }
-        };
+        let slow = chunks
+            .entry(space::core(&space::canonical(core)))
+            .or_insert_with(|| search::slow_chunks(core, &slow_rows))
+            .clone();
         if !slow.is_empty() {
             fit.survivors.push(Survivor { spec: core.clone(), min_exp: search::floors(core, &fast), slow });
         }

@@ -3,6 +3,7 @@
 //! computes it (a slow chain is cut into the preset's slow chunks, docs/reference.md §3.1).
 
 use mmaemu_datasets::{Op, Row, Truth};
+use mmaemu_model::round::f32_parts;
 use mmaemu_model::{Chain, Format};
 
 /// One recorded chain.
@@ -42,9 +43,7 @@ impl Sample {
             _ => chain.run(&self.a, &self.b, self.c).to_bits(),
         }
     }
-}
 
-impl Sample {
     /// Whether every block of the chain sums values on the grid 2^−126 (an accumulator from +0, or a recorded c of
     /// zero or a multiple of 2^−126; every FP8 product is a multiple of 2^−32): then a nonzero block result is at
     /// least 2^−126, and the equivalences of [`super::space::canonical`] hold on the chain as on a GEMM's.
@@ -52,14 +51,12 @@ impl Sample {
         if self.accumulator || self.c == 0.0 {
             return true;
         }
-        let bits = self.c.to_bits() & 0x7FFF_FFFF;
-        let exp = (bits >> 23) as i32;
-        // A subnormal, infinite or NaN c is off the grid.
-        if exp == 0 || exp == 0xFF {
+        if !self.c.is_finite() {
             return false;
         }
-        let sig = (bits & 0x7F_FFFF) | 0x80_0000;
-        exp - 127 - 23 + sig.trailing_zeros() as i32 >= -126
+        // c = sig · 2^exp: its lowest set bit (a subnormal's lies below 2^−126).
+        let (_, sig, exp) = f32_parts(self.c);
+        exp + sig.trailing_zeros() as i32 >= -126
     }
 
     /// Whether the chain is a GEMM's a recorder can call (an accumulator, not of e5m2 × e5m2, which torch refuses):

@@ -98,20 +98,17 @@ impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, 
         if let (INT32, Some(pv)) = (STEP, L::f32s(pv)) {
             // Two rows at a time (`int32_steps` says why), the last one alone.
             let mut r = 0;
-            loop {
-                match (accs.next(), accs.next()) {
-                    (Some(c0), Some(c1)) => {
+            while let Some(c0) = accs.next() {
+                match accs.next() {
+                    Some(c1) => {
                         let (a, c) = ([row(r), row(r + 1)], [c0, c1]);
                         int32_steps::<W, LATE, NE, 2>(a, nblk, &job.la, pv, pe, c, &job.p);
                     }
-                    (Some(c0), None) => int32_steps::<W, LATE, NE, 1>([row(r)], nblk, &job.la, pv, pe, [c0], &job.p),
-                    _ => {}
+                    None => int32_steps::<W, LATE, NE, 1>([row(r)], nblk, &job.la, pv, pe, [c0], &job.p),
                 }
                 r += 2;
-                if r >= nr {
-                    return;
-                }
             }
+            return;
         }
         for (r, c) in accs.enumerate() {
             match (STEP, L::f32s(pv)) {
