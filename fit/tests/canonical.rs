@@ -1,12 +1,15 @@
 //! `space::canonical`, the equivalences `fit preset` reports as harmless, against the block step of the model
 //! (docs/reference.md §2.2, §2.3): a candidate and its representative give the same block result on random blocks a
 //! GEMM can make (finite FP8 codes of the pairs a recorder calls, subnormals included; c zero or a multiple of 2^−25,
-//! as every value such a GEMM accumulates is), for random candidates of the whole space (seed printed).
+//! as every value such a GEMM accumulates is), for random candidates of the whole space (seed printed); and the
+//! frac classes of two-product blocks with a late c on every such block.
 
+use mmaemu_fit::preset::pairs::{blocks as pair_blocks, Pair};
 use mmaemu_fit::preset::space::{canonical, exact_terms, harmless_floor, FRAC, FRAC_OUT, NFMA};
 use mmaemu_model::{BlockRounding, CEntry, Chain, Format, Preset, PresetSpec};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
+use std::collections::BTreeMap;
 
 fn finite(f: Format) -> Vec<u8> {
     (0..=255u8).filter(|&c| !f.any_nonfinite(&[c])).collect()
@@ -91,4 +94,85 @@ fn a_candidate_and_its_representative_give_the_same_blocks() {
     }
     // The draw reaches every equivalence: floors, block results and the term fraction of one-product blocks.
     assert!(moved > 1000 && terms > 20, "seed {seed}: {moved} moved, {terms} by their term fraction");
+}
+
+/// Blocks of each pair of formats a recorder calls: `pairs::blocks`, one per two-product block up to a common power
+/// of two (the test below also draws blocks of any codes, apart from that enumeration).
+type Blocks = Vec<(Format, Format, Vec<Pair>)>;
+
+/// The fracs 1..=40 as classes of equal block results on every two-product block (late c: a block's result does not
+/// depend on c, which is added to it afterwards), for one block result.
+fn pair_classes(blocks: &Blocks, frac_out: u32, rounding: BlockRounding) -> Vec<Vec<u32>> {
+    let mut classes: Vec<Vec<u32>> = vec![FRAC.collect()];
+    for (fa, fb, blocks) in blocks {
+        let (fa, fb) = (*fa, *fb);
+        let chains: Vec<Chain> = FRAC
+            .map(|frac| {
+                let spec = PresetSpec::custom("x", 2, frac, frac_out, -126, CEntry::Late, None).with_rounding(rounding);
+                Chain::new(&Preset::custom(spec).unwrap(), fa, fb)
+            })
+            .collect();
+        for (a, b) in blocks {
+            if classes.iter().all(|c| c.len() == 1) {
+                return classes;
+            }
+            let bits: Vec<u32> = chains.iter().map(|ch| ch.block(a, b, 0.0).to_bits()).collect();
+            let of = |frac: &u32| bits[*frac as usize - 1];
+            // Split each class this block gives more than one result in.
+            if classes.iter().any(|c| c.iter().any(|f| of(f) != of(&c[0]))) {
+                classes = classes
+                    .into_iter()
+                    .flat_map(|class| {
+                        let mut parts: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+                        for frac in class {
+                            parts.entry(of(&frac)).or_default().push(frac);
+                        }
+                        parts.into_values()
+                    })
+                    .collect();
+            }
+        }
+    }
+    classes.sort();
+    classes
+}
+
+#[test]
+fn two_product_fracs_are_one_arithmetic_from_pair_nearest_frac_with_a_nearest_even_result_only() {
+    use mmaemu_fit::preset::space::{frac_floor, PAIR_NEAREST_FRAC};
+    let least = PAIR_NEAREST_FRAC;
+    // e4m3 × e5m2 first: its exponent gaps reach furthest, where the highest fracs part (a shortcut only).
+    let pairs = [(Format::E4m3, Format::E5m2), (Format::E5m2, Format::E4m3), (Format::E4m3, Format::E4m3)];
+    let blocks: Blocks = pairs.into_iter().map(|(fa, fb)| (fa, fb, pair_blocks(fa, fb))).collect();
+    let mut want: Vec<Vec<u32>> = (1..least).map(|f| vec![f]).collect();
+    want.push((least..=*FRAC.end()).collect());
+    assert_eq!(pair_classes(&blocks, 23, BlockRounding::NearestEven), want);
+    for frac_out in FRAC_OUT {
+        let classes = pair_classes(&blocks, frac_out, BlockRounding::Truncate);
+        assert!(classes.iter().all(|c| c.len() == 1), "truncate/{frac_out}: {classes:?}");
+    }
+    // Apart from the enumeration: blocks of any two finite products of each pair, their exponents where they are.
+    let mut r = ChaCha8Rng::seed_from_u64(34);
+    for (fa, fb) in pairs {
+        let (ca, cb) = (finite(fa), finite(fb));
+        let chain = |frac| {
+            let spec = PresetSpec::custom("x", 2, frac, 23, -126, CEntry::Late, None)
+                .with_rounding(BlockRounding::NearestEven);
+            Chain::new(&Preset::custom(spec).unwrap(), fa, fb)
+        };
+        let chains: Vec<Chain> = (least..=*FRAC.end()).map(chain).collect();
+        for _ in 0..100_000 {
+            let a = [ca[r.random_range(0..ca.len())], ca[r.random_range(0..ca.len())]];
+            let b = [cb[r.random_range(0..cb.len())], cb[r.random_range(0..cb.len())]];
+            let first = chains[0].block(&a, &b, 0.0).to_bits();
+            assert!(chains.iter().all(|c| c.block(&a, &b, 0.0).to_bits() == first), "{fa:?} x {fb:?}: {a:?} {b:?}");
+        }
+    }
+    // The representative follows the classes.
+    for frac in FRAC {
+        let spec =
+            PresetSpec::custom("x", 2, frac, 23, -126, CEntry::Late, None).with_rounding(BlockRounding::NearestEven);
+        assert_eq!(canonical(&spec).frac, frac.min(least), "frac {frac}");
+        assert_eq!(frac_floor(&spec).is_some(), frac >= least);
+    }
 }

@@ -178,7 +178,9 @@ fn seeds() -> std::ops::Range<u64> {
 /// sweep's slow K), wide blocks whose term fraction only cancelling products show, a block result whose frac_out only
 /// the largest block sums could show (harmless: no FP8 block sum is that wide), and one-product blocks with an early c
 /// and a term fraction past 24, which only sums just past a rounding midpoint tell from a late c, and wide late-c
-/// blocks whose slow chunks of 512, 1024 and 2048 only a few outputs of a slow call tell apart.
+/// blocks whose slow chunks of 512, 1024 and 2048 only a few outputs of a slow call tell apart; and two-product blocks
+/// with a late c and a nearest-even result, whose term fractions from 30 on only a pair of products just past a
+/// rounding midpoint tells apart (from 34 on they are one arithmetic).
 #[test]
 fn named_truths_are_fitted_back_by_experiment() {
     let named = [
@@ -191,6 +193,9 @@ fn named_truths_are_fitted_back_by_experiment() {
         (1, 29, (23, BlockRounding::NearestEven), CEntry::Early, 64),
         (1, 40, (23, BlockRounding::NearestEven), CEntry::Early, 128),
         (256, 16, (23, BlockRounding::NearestEven), CEntry::Late, 512),
+        (2, 34, (23, BlockRounding::NearestEven), CEntry::Late, 960),
+        (2, 32, (23, BlockRounding::NearestEven), CEntry::Late, 96),
+        (2, 39, (23, BlockRounding::NearestEven), CEntry::Late, 256),
     ];
     for (i, (nfma, frac, (frac_out, rounding), c_entry, slow)) in named.into_iter().enumerate() {
         let spec = PresetSpec::custom("truth", nfma, frac, frac_out, -133, c_entry, Some(slow)).with_rounding(rounding);

@@ -16,7 +16,7 @@ fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
 }
 
 /// The designs' fast fp32 16 x 16 x k call over the given operands ([16, k] each).
-fn call(k: usize, fa: Format, fb: Format, stream: u64, a: &[u8], b: &[u8]) -> (SplitKey, InputSpec) {
+pub(super) fn call(k: usize, fa: Format, fb: Format, stream: u64, a: &[u8], b: &[u8]) -> (SplitKey, InputSpec) {
     fast_call(k, fa, fb, stream, DataClass::Codes { a: hex(a), b: hex(b) })
 }
 

@@ -90,13 +90,8 @@ pub fn params(survivors: &[Survivor]) -> Vec<Param> {
         survivors,
         |s| s.frac,
         || {
-            format!(
-                "with one product per block and a late c every frac >= {} holds the product exactly on its grid (its \
-             lowest bit lies at most {} places below its exponent), and a block result reads the product's value \
-             alone: every such frac gives the same bits on every GEMM",
-                space::EXACT_PRODUCT_FRAC,
-                space::EXACT_PRODUCT_FRAC
-            )
+            let reasons = distinct(survivors.iter().filter_map(|s| space::frac_floor(&s.spec).map(|(_, why)| why)));
+            format!("{}: every such frac gives the same bits on every GEMM", reasons.join("; "))
         },
     );
     let c_entry = core_param("c_entry", survivors, |s| s.c_entry.name(), String::new);

@@ -6,6 +6,7 @@
 
 use super::chosen;
 use super::decide::floor_of;
+use super::pairs;
 use super::sample::Sample;
 use super::search::{Chains, Survivor};
 use super::{space, PresetFit};
@@ -151,6 +152,7 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
             .into_iter()
             .flat_map(|n| chosen::stacks(n).into_iter().chain(chosen::staircases(n)).chain(chosen::ties(n))),
     );
+    candidates.extend(pairs::calls(&alts));
     // Each candidate's results per alternative.
     let outcomes: Vec<(SplitKey, InputSpec, Vec<Vec<u32>>)> = candidates
         .into_par_iter()
@@ -181,17 +183,7 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
             break;
         }
         let (key, inputs, res) = &outcomes[best];
-        let mut seen: Vec<(usize, &Vec<u32>)> = Vec::new();
-        for i in 0..class.len() {
-            let sig = (class[i], &res[i]);
-            class[i] = match seen.iter().position(|s| *s == sig) {
-                Some(p) => p,
-                None => {
-                    seen.push(sig);
-                    seen.len() - 1
-                }
-            };
-        }
+        let classes = refine(&mut class, res);
         calls.push(Experiment {
             problem: *key,
             workspace: None,
@@ -199,15 +191,29 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
             decides: format!(
                 "{} (an unsplit fast fp32 accumulator: {} of {} survivors apart after it)",
                 open.iter().filter(|p| **p != "slow_chunk").copied().collect::<Vec<_>>().join(", "),
-                seen.len(),
+                classes,
                 class.len()
             ),
         });
-        if seen.len() == class.len() {
+        if classes == class.len() {
             break;
         }
     }
     calls
+}
+
+/// Splits the classes of the alternatives (`class`, numbered from 0 in order of first member) by their results `res`
+/// (one per alternative); the number of classes after.
+pub(super) fn refine<T: PartialEq>(class: &mut [usize], res: &[T]) -> usize {
+    let mut seen: Vec<(usize, &T)> = Vec::new();
+    for (c, r) in class.iter_mut().zip(res) {
+        let sig = (*c, r);
+        *c = seen.iter().position(|s| *s == sig).unwrap_or_else(|| {
+            seen.push(sig);
+            seen.len() - 1
+        });
+    }
+    seen.len()
 }
 
 /// One slow call whose K every consistent chunk length below it cuts differently: lengths from the set, or for an

@@ -14,6 +14,7 @@
 mod chosen;
 mod decide;
 mod design;
+pub mod pairs;
 mod render;
 mod sample;
 pub mod search;

@@ -101,20 +101,49 @@ pub fn exact_terms(s: &PresetSpec) -> bool {
     s.nfma == 1 && s.c_entry == CEntry::Late && s.frac >= EXACT_PRODUCT_FRAC
 }
 
+/// The least frac from which two products per block, a late c and a nearest-even block result give the same bits
+/// whatever the frac: the smaller product's bits below 2^(E − 34) never move a sum of two FP8 products across an fp32
+/// rounding boundary. Shown by running every two-product block a GEMM can make (each pair of products by
+/// significands, exponent gap and signs; a block of late c is independent of c and of where it lies) at every frac
+/// (`fit/tests/canonical.rs`, which also finds a block that 33 and 34 round apart). No two fracs of a truncated
+/// result are one arithmetic there: a negative product's dropped bits borrow from every kept place.
+pub const PAIR_NEAREST_FRAC: u32 = 34;
+
+/// The least frac from which every frac gives a candidate's bits, where there is one: [`EXACT_PRODUCT_FRAC`] for
+/// [`exact_terms`], [`PAIR_NEAREST_FRAC`] for two products with a late c and a nearest-even result, with the reason.
+pub fn frac_floor(s: &PresetSpec) -> Option<(u32, &'static str)> {
+    let nearest = s.rounding == BlockRounding::NearestEven;
+    match (s.nfma, s.c_entry) {
+        (1, CEntry::Late) => Some((
+            EXACT_PRODUCT_FRAC,
+            "with one product per block and a late c every frac >= 6 holds the product exactly on its grid (its \
+             lowest bit lies at most 6 places below its exponent), and a block result reads the product's value alone",
+        )),
+        (2, CEntry::Late) if nearest => Some((
+            PAIR_NEAREST_FRAC,
+            "with two products per block, a late c and a nearest-even result, every frac >= 34 rounds every block \
+             alike: shown on every two-product block a GEMM can make (each pair of products by significands, exponent \
+             gap and signs)",
+        )),
+        _ => None,
+    }
+    .filter(|&(least, _)| s.frac >= least)
+}
+
 /// The one arithmetic a candidate (its floor included) computes on every GEMM a recorder can call, as a
-/// representative: a floor at or below [`harmless_floor`] becomes [`MIN_EXP_BASE`], the frac of [`exact_terms`]
-/// becomes [`EXACT_PRODUCT_FRAC`], a block result that never rounds ([`exact_block_result`]) becomes nearest even.
+/// representative: a block result that never rounds ([`exact_block_result`]) becomes nearest even, a floor at or
+/// below [`harmless_floor`] becomes [`MIN_EXP_BASE`] and then a frac at or above [`frac_floor`] becomes that floor.
 /// Two candidates with the same representative give the same bits on every such GEMM.
 pub fn canonical(s: &PresetSpec) -> PresetSpec {
     let mut out = s.clone();
-    if s.min_exp <= harmless_floor(s) {
-        out.min_exp = MIN_EXP_BASE;
-        if exact_terms(s) {
-            out.frac = EXACT_PRODUCT_FRAC;
-        }
-    }
     if exact_block_result(s) {
         (out.frac_out, out.rounding) = (23, BlockRounding::NearestEven);
+    }
+    if s.min_exp <= harmless_floor(s) {
+        out.min_exp = MIN_EXP_BASE;
+        if let Some((least, _)) = frac_floor(&out) {
+            out.frac = least;
+        }
     }
     out
 }
