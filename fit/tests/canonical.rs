@@ -176,3 +176,45 @@ fn two_product_fracs_are_one_arithmetic_from_pair_nearest_frac_with_a_nearest_ev
         assert_eq!(frac_floor(&spec).is_some(), frac >= least);
     }
 }
+
+/// `space::one_chunk`: with a late c a slow chunk of one block computes as one chunk over all of K (the model's slow
+/// accumulation, docs/reference.md §3.1, on random calls of random late-c presets), and how the rule reads sets.
+#[test]
+fn a_one_block_chunk_with_a_late_c_computes_as_one_chunk() {
+    use mmaemu_datasets::inputs::{generate, DataClass, InputSpec, Operand, GENERATOR_V1};
+    use mmaemu_fit::preset::space::{one_chunk, SLOW_CHUNK_REACH};
+    use mmaemu_fit::preset::ChunkSet;
+    use mmaemu_model::accumulate::{accumulate, Operands};
+    use mmaemu_model::SplitK;
+    let mut r = ChaCha8Rng::seed_from_u64(128);
+    for i in 0..24u64 {
+        let nfma = NFMA[r.random_range(0..NFMA.len())];
+        let (frac_out, rounding) = match r.random_range(0..2) {
+            0 => (23, BlockRounding::NearestEven),
+            _ => (r.random_range(FRAC_OUT), BlockRounding::Truncate),
+        };
+        let frac = r.random_range(FRAC);
+        let one_block =
+            PresetSpec::custom("x", nfma, frac, frac_out, -126, CEntry::Late, Some(nfma)).with_rounding(rounding);
+        let k = 16 * r.random_range(1..=40usize);
+        let whole = PresetSpec { slow_chunk: Some(k as u32), ..one_block.clone() };
+        let inputs =
+            InputSpec { generator: GENERATOR_V1.into(), seed: 5, stream: i, data: DataClass::Split { scale: 1.0 } };
+        let a = generate(&inputs, Operand::A, "e4m3", 8, k).unwrap();
+        let b = generate(&inputs, Operand::B, "e4m3", 8, k).unwrap();
+        let ops = Operands { fa: Format::E4m3, fb: Format::E4m3, a: &a, b: &b, m: 8, n: 8, k };
+        let run = |s: &PresetSpec| accumulate(&Preset::custom(s.clone()).unwrap(), &ops, false, SplitK::NONE).unwrap();
+        let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(run(&one_block)), bits(run(&whole)), "{one_block:?}, K = {k}");
+    }
+    let late = PresetSpec::custom("x", 256, 31, 9, -126, CEntry::Late, None);
+    let early = PresetSpec { c_entry: CEntry::Early, ..late.clone() };
+    let set = |values: Vec<u32>, from: Option<u32>| ChunkSet { values, from };
+    assert!(one_chunk(&late, &set(vec![256], None)));
+    assert!(one_chunk(&late, &set(vec![256], Some(SLOW_CHUNK_REACH + 1))));
+    assert!(!one_chunk(&late, &set(vec![256], Some(SLOW_CHUNK_REACH))), "a reachable run of lengths");
+    assert!(!one_chunk(&late, &set(vec![], Some(256))), "every length from one block on");
+    assert!(!one_chunk(&late, &set(vec![512], None)), "two blocks");
+    assert!(!one_chunk(&early, &set(vec![256], None)), "an early c re-aligns at each chunk");
+    assert!(!one_chunk(&late, &set(vec![], None)), "no length");
+}

@@ -165,10 +165,18 @@ fn slow_param(survivors: &[Survivor]) -> Param {
                   calls, so the chunk must be recorded"
                 .into(),
         },
+        None if survivors.iter().all(|s| space::one_chunk(&s.spec, &s.slow)) => Decision::Harmless {
+            values: set.describe(),
+            why: format!(
+                "each computes as one chunk over all of K: a chunk of one block with a late c (its result, added in \
+                 fp32, is the block's own), a length past {} (the longest the fit tells apart, §2.9) taken as one",
+                space::SLOW_CHUNK_REACH
+            ),
+        },
         None => Decision::Open {
             values: set.describe(),
-            why: "these lengths cut every recorded slow K the same way; two lengths L1 < L2 cut any K > L1 \
-                  differently, so some slow call tells them apart"
+            why: "these lengths cut every recorded slow K the same way; a slow call whose K takes two blocks past the \
+                  shorter length's cut tells two of them apart (unless both are one chunk)"
                 .into(),
         },
     };

@@ -224,8 +224,9 @@ fn slow_call(s: &Survivor) -> Option<Experiment> {
         Some(f) => (2 * f.max(128)).min(space::SLOW_CHUNK_REACH),
         None => *s.slow.values.last()?,
     };
-    // A multiple of 16 (torch refuses other K for FP8) past the longest length.
-    let k = ((top + 40) as usize).next_multiple_of(16);
+    // A multiple of 16 (torch refuses other K for FP8) two blocks past the longest length: a cut followed by one block
+    // computes, with a late c, as no cut.
+    let k = ((top + s.spec.nfma + 40) as usize).next_multiple_of(16);
     let mut lengths: Vec<u32> = s.slow.values.iter().copied().filter(|&v| v <= top).collect();
     if let Some(f) = s.slow.from {
         lengths.extend(f..=top);

@@ -145,13 +145,14 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
     let cores = search::cores(&all, &fast);
     // The slow chunks of one arithmetic ([`space::canonical`]) are found once: every core of it cuts them alike.
     let mut chunks = HashMap::new();
+    let floors = search::FloorCache::new(&fast);
     for core in &cores {
         let slow = chunks
             .entry(space::core(&space::canonical(core)))
             .or_insert_with(|| search::slow_chunks(core, &slow_rows))
             .clone();
         if !slow.is_empty() {
-            fit.survivors.push(Survivor { spec: core.clone(), min_exp: search::floors(core, &fast), slow });
+            fit.survivors.push(Survivor { spec: core.clone(), min_exp: search::floors(core, &fast, &floors), slow });
         }
     }
     fit.params = decide::params(&fit.survivors);

@@ -181,7 +181,10 @@ pub(crate) fn floor_slack(chain: &Chain, s: &Sample, nfma: usize, early: bool, c
             if let Some(e) = e {
                 low = Some(low.map_or(e, |v| v.min(e)));
             }
-            acc = chain.block(ba, bb, acc);
+            // A late c takes part in no maximum: the accumulator is needed with an early one alone.
+            if early {
+                acc = chain.block(ba, bb, acc);
+            }
         }
     }
     low

@@ -6,6 +6,7 @@ use super::space;
 use mmaemu_model::{Chain, Format, Preset, PresetSpec};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// The floors (min_exp) consistent with the rows: every value at or below `up_to`, and the values of `also`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,27 +172,63 @@ pub(crate) fn cores(all: &[PresetSpec], fast: &[&Sample]) -> Vec<PresetSpec> {
     all.iter().zip(class).filter(|&(_, c)| pass[c]).map(|(s, _)| s.clone()).collect()
 }
 
+/// What the floor searches of one fit share: the verdict of each arithmetic ([`space::canonical`] of a core at a
+/// floor) where every chain is a GEMM's (two cores of one arithmetic give its chains the same bits), and the slack of
+/// each chain per block size for a late c (it reads the products' exponents alone).
+#[derive(Default)]
+pub(crate) struct FloorCache {
+    gemm: bool,
+    verdicts: Mutex<HashMap<(space::Core, i32), bool>>,
+    late_slack: Mutex<HashMap<u32, Arc<Vec<Option<i32>>>>>,
+}
+
+impl FloorCache {
+    pub fn new(fast: &[&Sample]) -> FloorCache {
+        FloorCache { gemm: fast.iter().all(|s| s.gemm()), ..FloorCache::default() }
+    }
+}
+
 /// The floors consistent with the fast chains for a core that reproduces them at [`space::MIN_EXP_BASE`]: every floor
 /// at or below the lowest block exponent the chains meet (it takes part in no maximum), or on a GEMM's chains at or
-/// below [`space::harmless_floor`], then each higher one tried.
-pub(crate) fn floors(core: &PresetSpec, fast: &[&Sample]) -> MinExpSet {
+/// below [`space::harmless_floor`], then each higher one tried on the chains it may change.
+pub(crate) fn floors(core: &PresetSpec, fast: &[&Sample], cache: &FloorCache) -> MinExpSet {
     let Some(chains) = Chains::new(core) else { return MinExpSet { up_to: None, also: Vec::new() } };
     let early = core.c_entry == mmaemu_model::CEntry::Early;
-    let slack: Vec<Option<i32>> =
-        fast.iter().map(|s| floor_slack(chains.of(s), s, core.nfma as usize, early, None)).collect();
+    let compute = || -> Vec<Option<i32>> {
+        fast.iter().map(|s| floor_slack(chains.of(s), s, core.nfma as usize, early, None)).collect()
+    };
+    let slack = if early {
+        Arc::new(compute())
+    } else {
+        let mut map = cache.late_slack.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(core.nfma).or_insert_with(|| Arc::new(compute())).clone()
+    };
     let mut low = slack.iter().flatten().min().copied().unwrap_or(space::MIN_EXP_TOP);
-    if fast.iter().all(|s| s.gemm()) {
+    if cache.gemm {
         // Every floor up to the harmless one gives a GEMM's chains the bits the base floor gives them.
         low = low.max(space::harmless_floor(core));
     }
-    // The chains that a floor above `low` may change, lowest first: a wrong floor fails on them at once.
+    // The chains that a floor above `low` may change, lowest first: a wrong floor fails on them at once. A floor at
+    // or below a chain's slack leaves it as the base floor does, which the core reproduces: it is not run.
     let mut order: Vec<usize> = (0..fast.len()).collect();
     order.sort_by_key(|&i| slack[i].unwrap_or(i32::MAX));
     let sorted: Vec<&Sample> = order.iter().map(|&i| fast[i]).collect();
-    let also: Vec<i32> = (low + 1..=space::MIN_EXP_TOP)
-        .into_par_iter()
-        .filter(|&v| reproduces(&PresetSpec { min_exp: v, ..core.clone() }, &sorted, None))
-        .collect();
+    let slacks: Vec<i32> = order.iter().map(|&i| slack[i].unwrap_or(i32::MAX)).collect();
+    let verdict = |v: i32| {
+        let spec = PresetSpec { min_exp: v, ..core.clone() };
+        let run = || reproduces(&spec, &sorted[..slacks.partition_point(|&l| l < v)], None);
+        if !cache.gemm {
+            return run();
+        }
+        let key = (space::core(&space::canonical(&spec)), v);
+        if let Some(&known) = cache.verdicts.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return known;
+        }
+        let pass = run();
+        cache.verdicts.lock().unwrap_or_else(|e| e.into_inner()).insert(key, pass);
+        pass
+    };
+    let also: Vec<i32> = (low + 1..=space::MIN_EXP_TOP).into_par_iter().filter(|&v| verdict(v)).collect();
     MinExpSet { up_to: Some(low), also }
 }
 

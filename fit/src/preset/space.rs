@@ -3,6 +3,7 @@
 //! the rows instead — the block-exponent floor (min_exp) and the slow-accumulation chunk — with the equivalences
 //! that make a parameter unable to change a GEMM result.
 
+use super::search::ChunkSet;
 use mmaemu_model::{BlockRounding, CEntry, Preset, PresetSpec};
 
 /// Products per block: every power of two from 1 to 256.
@@ -21,8 +22,18 @@ pub const MIN_EXP_TOP: i32 = 127;
 pub const GEMM_PRODUCT_FLOOR: i32 = -20;
 /// Every value such a GEMM accumulates is a multiple of 2^−25 (the least product, 2^−9 · 2^−16).
 pub const GEMM_GRAIN: i32 = -25;
-/// The slow-chunk lengths a designed experiment's K reaches (a longer chunk needs a longer call).
+/// The longest slow chunk the fit tells from one chunk over all of K: a designed slow call reaches past it, and a
+/// consistent length beyond it is taken as one chunk (the space of the fit ends there, as frac's ends at 40).
 pub const SLOW_CHUNK_REACH: u32 = 16384;
+
+/// Whether every slow chunk of `set` computes as one chunk over all of K for core `s`, on every call: lengths past
+/// [`SLOW_CHUNK_REACH`], and with a late c a chunk of one block, whose result is the block's own (d + 0), added to the
+/// running sum in fp32 as the next block of one chain is (§2.3 step 6, §3.1).
+pub fn one_chunk(s: &PresetSpec, set: &ChunkSet) -> bool {
+    let one = |l: u32| l > SLOW_CHUNK_REACH || (s.c_entry == CEntry::Late && l == s.nfma);
+    // A run of lengths from `from` on is one chunk only past the reach: below it, each length is its own cut.
+    !set.is_empty() && set.values.iter().all(|&l| one(l)) && set.from.is_none_or(|f| f > SLOW_CHUNK_REACH)
+}
 
 /// The core candidates (min_exp at [`MIN_EXP_BASE`], no slow chunk), named `fit`: nfma, then frac, the
 /// truncations by frac_out then nearest even, early before late.
@@ -172,8 +183,11 @@ pub fn params(s: &PresetSpec) -> [(&'static str, String); 5] {
     ]
 }
 
+/// A core by its fields: nfma, frac, frac_out, rounding, c entry.
+pub type Core = (u32, u32, u32, BlockRounding, CEntry);
+
 /// The core of a candidate (every field but the floor and the slow chunk), for grouping.
-pub fn core(s: &PresetSpec) -> (u32, u32, u32, BlockRounding, CEntry) {
+pub fn core(s: &PresetSpec) -> Core {
     (s.nfma, s.frac, s.frac_out, s.rounding, s.c_entry)
 }
 
