@@ -149,3 +149,78 @@ pub(super) fn ties(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
     }
     out
 }
+
+/// A slow call (K = `k`) whose diagonal outputs each test one chunk length's cut: row i puts 2^12 (2^6 · 2^6) at
+/// `lengths[i]` − 1 and 2^−12 (2^−6 · 2^−6, both e4m3 normals, so exact on any block grid of their own) at `lengths[i]`
+/// and one block later, zeros elsewhere. Under a chunk of `lengths[i]` the two small products are summed alone,
+/// exactly, to one fp32 unit of 2^12, which the chunk sum keeps; under a length that does not cut there, each meets
+/// 2^12 on its own as half a unit (a tie, kept at the even 2^12) or below an early c's grid, and is lost. The first 16
+/// lengths longer than a block (a shorter one cuts every block, which any data shows) whose three places lie inside K
+/// are tested.
+pub(super) fn cuts(nfma: usize, lengths: &[u32], k: usize) -> Option<(SplitKey, InputSpec)> {
+    let f = Format::E4m3;
+    let (big, least) = (f.from_f32_saturating(64.0), f.from_f32_saturating((-6f32).exp2()));
+    let tested: Vec<usize> =
+        lengths.iter().map(|&l| l as usize).filter(|&l| l > nfma && l + nfma < k).take(CALL_MN).collect();
+    if tested.is_empty() {
+        return None;
+    }
+    let (mut a, mut b) = (vec![0u8; CALL_MN * k], vec![0u8; CALL_MN * k]);
+    for (i, &l) in tested.iter().enumerate() {
+        let row = i * k;
+        (a[row + l - 1], b[row + l - 1]) = (big, big);
+        for at in [l, l + nfma] {
+            (a[row + at], b[row + at]) = (least, least);
+        }
+    }
+    let (mut key, inputs) = call(k, f, f, 0, &a, &b);
+    key.fast = false;
+    Some((key, inputs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mmaemu_datasets::inputs::{generate, Operand};
+    use mmaemu_model::accumulate::{accumulate, Operands};
+    use mmaemu_model::{BlockRounding, CEntry, Preset, PresetSpec, SplitK};
+
+    /// Every tested length's cut changes its row's output against one chunk and against a longer length that cuts
+    /// after its second small product, for random cores of the whole space, through the model's slow plan (§3.1).
+    #[test]
+    fn a_cut_shows_on_its_row_for_every_core() {
+        let mut draw = draws(42);
+        for _ in 0..200 {
+            let nfma = 1usize << draw(9);
+            let frac = 1 + draw(40) as u32;
+            let (frac_out, rounding) = match draw(3) {
+                0 => (23, BlockRounding::NearestEven),
+                _ => (1 + draw(23) as u32, BlockRounding::Truncate),
+            };
+            let c_entry = if draw(2) == 0 { CEntry::Early } else { CEntry::Late };
+            let lengths: Vec<u32> = (0..4).map(|_| (nfma as u64 + 1 + draw(600)) as u32).collect();
+            let k = (*lengths.iter().max().unwrap() as usize + 2 * nfma + 40).next_multiple_of(16);
+            let (key, inputs) = cuts(nfma, &lengths, k).unwrap();
+            let a = generate(&inputs, Operand::A, "e4m3", CALL_MN, k).unwrap();
+            let b = generate(&inputs, Operand::B, "e4m3", CALL_MN, k).unwrap();
+            let ops = Operands { fa: key.fa, fb: key.fb, a: &a, b: &b, m: CALL_MN, n: CALL_MN, k };
+            let run = |chunk: usize| {
+                let spec = PresetSpec::custom("x", nfma as u32, frac, frac_out, -126, c_entry, Some(chunk as u32))
+                    .with_rounding(rounding);
+                accumulate(&Preset::custom(spec).unwrap(), &ops, false, SplitK::NONE).unwrap()
+            };
+            for (i, &l) in lengths.iter().enumerate() {
+                let l = l as usize;
+                let diagonal = |out: &[f32]| out[i * CALL_MN + i].to_bits();
+                let at = diagonal(&run(l));
+                for other in [k, l + nfma + 1] {
+                    assert_ne!(
+                        at,
+                        diagonal(&run(other)),
+                        "nfma {nfma} frac {frac} {rounding:?}/{frac_out} {c_entry:?}: {l} against {other}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -258,37 +258,34 @@ fn slow_candidates(
     whole: bool,
     best: &mut Option<(usize, Experiment)>,
 ) {
-    for stream in 0..2u64 {
-        let binades = |mirror| DataClass::Binades { scale: 1.0, width: 16, silent: 0, mirror };
-        for data in [DataClass::Split { scale: 1.0 }, DataClass::Gaussian { scale: 1.0 }, binades(false), binades(true)]
-        {
-            let key = SplitKey {
-                m: CALL_MN,
-                n: CALL_MN,
-                k,
-                fa: Format::E4m3,
-                fb: Format::E4m3,
-                out: OutDtype::Float32,
-                fast: false,
-            };
-            let inputs = InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data };
-            let Some(ps) = probe(&key, &inputs, whole) else { continue };
-            let mut res: Vec<Vec<u32>> = lengths
-                .par_iter()
-                .map(|&l| ps.iter().map(|p| p.eval(chains.of(p), Some(l as usize))).collect())
-                .collect();
-            res.sort_unstable();
-            res.dedup();
-            if best.as_ref().is_none_or(|(n, _)| res.len() > *n) {
-                let decides = format!(
-                    "slow_chunk among {} (from {least}; an unsplit slow fp32 accumulator of K = {k}: {} distinct \
-                     results over {} lengths on its corner)",
-                    s.slow.describe().join(", "),
-                    res.len(),
-                    lengths.len()
-                );
-                *best = Some((res.len(), Experiment { problem: key, workspace: None, inputs, decides }));
-            }
+    let key =
+        SplitKey { m: CALL_MN, n: CALL_MN, k, fa: Format::E4m3, fb: Format::E4m3, out: OutDtype::Float32, fast: false };
+    let binades = |mirror| DataClass::Binades { scale: 1.0, width: 16, silent: 0, mirror };
+    let mut calls: Vec<(SplitKey, InputSpec)> = (0..2u64)
+        .flat_map(|stream| {
+            [DataClass::Split { scale: 1.0 }, DataClass::Gaussian { scale: 1.0 }, binades(false), binades(true)]
+                .map(|data| (key, InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data }))
+        })
+        .collect();
+    // Chosen cuts, run on every output: for a few lengths.
+    if lengths.len() <= WHOLE_SLOW_LENGTHS {
+        calls.extend(chosen::cuts(s.spec.nfma as usize, lengths, k));
+    }
+    for (key, inputs) in calls {
+        let Some(ps) = probe(&key, &inputs, whole) else { continue };
+        let mut res: Vec<Vec<u32>> =
+            lengths.par_iter().map(|&l| ps.iter().map(|p| p.eval(chains.of(p), Some(l as usize))).collect()).collect();
+        res.sort_unstable();
+        res.dedup();
+        if best.as_ref().is_none_or(|(n, _)| res.len() > *n) {
+            let decides = format!(
+                "slow_chunk among {} (from {least}; an unsplit slow fp32 accumulator of K = {k}: {} distinct \
+                     results over {} lengths on the outputs run)",
+                s.slow.describe().join(", "),
+                res.len(),
+                lengths.len()
+            );
+            *best = Some((res.len(), Experiment { problem: key, workspace: None, inputs, decides }));
         }
     }
 }
