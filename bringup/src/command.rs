@@ -103,7 +103,7 @@ pub fn run_bring_up(a: &BringUpArgs) -> Result<bool, crate::Error> {
     println!(
         "{}",
         serde_json::json!({"out": opts.out.display().to_string(), "bundle": outcome.bundle.display().to_string(),
-        "verdict": outcome.report["verdict"], "calls": outcome.report["calls"],
+        "verdict": outcome.report["verdict"], "calls": outcome.report["calls"], "open": outcome.open(),
         "check": {"passed": outcome.check.passed, "failed": outcome.check.failed, "skipped": outcome.check.skipped}})
     );
     Ok(outcome.passed())

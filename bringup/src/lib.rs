@@ -59,6 +59,11 @@ impl Outcome {
     pub fn passed(&self) -> bool {
         self.check.all_pass()
     }
+    /// The preset parameters still open (their names): the check passes them, but the bundle computes with one value.
+    pub fn open(&self) -> Vec<String> {
+        let undecided = self.report["preset"]["undecided"].as_array().into_iter().flatten();
+        undecided.filter(|d| d["status"] == "open").filter_map(|d| d["parameter"].as_str().map(String::from)).collect()
+    }
 }
 
 /// Why a bring-up stopped before its report: the recorder's error (its exit code), or a stage that could not go on
@@ -334,6 +339,17 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
         for (id, file, m) in checked.problems.iter().take(5) {
             eprintln!("bring-up: {id}: {m}; rerun: mmaemu replay {file} --profile {}", bundle.display());
         }
+    }
+    // A preset parameter still open passes the check (no recorded row tells its values apart) but the bundle computes
+    // with one of them: said even when quiet.
+    for d in fitted.preset_undecided().iter().filter(|d| d["status"] == "open") {
+        let values: Vec<&str> = d["values"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+        eprintln!(
+            "bring-up: warning: the preset's {} stays open ({}): the bundle computes with one of them, which no \
+             recorded row tells from the others (bring-up.json gives why)",
+            d["parameter"].as_str().unwrap_or("?"),
+            values.join(", ")
+        );
     }
     Ok(Outcome { report, check: checked, bundle })
 }

@@ -45,8 +45,9 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// Records and fits the truth of `seed`; returns the report and whether the check passed.
-fn bring_up_seed(seed: u64, dir: &Path) -> (serde_json::Value, bool, truth::Truth) {
+/// Records and fits the truth of `seed` with at most `experiments` designed calls; returns the report, whether the check
+/// passed, the truth and the preset parameters left open.
+fn bring_up_seed(seed: u64, dir: &Path, experiments: usize) -> (serde_json::Value, bool, truth::Truth, Vec<String>) {
     let truth_dir = dir.join("truth");
     let t = truth::write(seed, &truth::repository_table(), &truth_dir).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     let profile = mmaemu_datasets::platform::load_profile(truth_dir.to_str().unwrap()).unwrap();
@@ -60,7 +61,7 @@ fn bring_up_seed(seed: u64, dir: &Path) -> (serde_json::Value, bool, truth::Trut
         out: out.clone(),
         size: Size::Small,
         budget_minutes: Some(10.0),
-        max_experiment_calls: 16,
+        max_experiment_calls: experiments,
         quiet: true,
     };
     let o = bring_up(&mut device, &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
@@ -80,8 +81,8 @@ fn bring_up_seed(seed: u64, dir: &Path) -> (serde_json::Value, bool, truth::Trut
         serde_json::from_str(&std::fs::read_to_string(out.join("bring-up.json")).unwrap()).unwrap();
     assert_eq!(written, o.report);
     assert!(std::fs::read_to_string(out.join("bring-up.html")).unwrap().contains("<h2>Stages</h2>"));
-    let passed = o.passed();
-    (o.report, passed, t)
+    let (passed, open) = (o.passed(), o.open());
+    (o.report, passed, t, open)
 }
 
 #[test]
@@ -89,7 +90,7 @@ fn random_gpus_are_brought_up_from_the_simulated_device_alone() {
     for seed in seeds() {
         eprintln!("bring-up rehearsal: seed {seed} (rerun with MMAEMU_BRINGUP_SEEDS={seed})");
         let tmp = tempfile::tempdir().unwrap();
-        let (report, passed, t) = bring_up_seed(seed, tmp.path());
+        let (report, passed, t, open) = bring_up_seed(seed, tmp.path(), 16);
         let stages = report["stages"].as_array().unwrap();
         eprintln!(
             "seed {seed}: truth {:?}; {} device calls ({}), {} s",
@@ -99,7 +100,9 @@ fn random_gpus_are_brought_up_from_the_simulated_device_alone() {
             assert!(stages.iter().any(|x| x["stage"] == s), "seed {seed}: no stage {s} in {report}");
         }
         assert!(report["calls"]["total"].as_u64().unwrap() > 0, "seed {seed}");
-        // Every decided parameter is the truth's.
+        // The preset fit ends with one survivor, nothing open; every decided parameter is the truth's.
+        assert_eq!(report["preset"]["fit"]["verdict"], "unique", "seed {seed}: {}", report["preset"]);
+        assert!(open.is_empty(), "seed {seed}: {open:?} open");
         common::assert_decided_are_the_truths(&report, &t.preset, &format!("seed {seed}"));
         // Each customOption seen split has the truth's rule, or one that computes the same on every split call the
         // recorded table (the bundle's) routes to it: the only calls the bundle splits that way.
@@ -118,4 +121,14 @@ fn random_gpus_are_brought_up_from_the_simulated_device_alone() {
         }
         assert!(passed, "seed {seed}: the bundle does not replay every row: {}", report["check"]);
     }
+}
+
+/// With no experiment allowed, preset parameters stay open (seed 36's slow chunk among them: the sweeps' slow K leaves
+/// lengths consistent) and the outcome names it, as the summary line and a warning do: the check alone cannot fail on it.
+#[test]
+fn a_preset_parameter_left_open_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (report, _, _, open) = bring_up_seed(36, tmp.path(), 0);
+    assert_eq!(report["preset"]["fit"]["verdict"], "ambiguous", "{}", report["preset"]);
+    assert!(open.iter().any(|p| p == "slow_chunk"), "{open:?}: {}", report["preset"]);
 }
