@@ -61,9 +61,13 @@ impl Outcome {
     }
     /// The preset parameters still open (their names): the check passes them, but the bundle computes with one value.
     pub fn open(&self) -> Vec<String> {
-        let undecided = self.report["preset"]["undecided"].as_array().into_iter().flatten();
-        undecided.filter(|d| d["status"] == "open").filter_map(|d| d["parameter"].as_str().map(String::from)).collect()
+        open_params(&self.report).filter_map(|d| d["parameter"].as_str().map(String::from)).collect()
     }
+}
+
+/// The preset parameters bring-up.json (`report`) lists as open.
+fn open_params(report: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
+    report["preset"]["undecided"].as_array().into_iter().flatten().filter(|d| d["status"] == "open")
 }
 
 /// Why a bring-up stopped before its report: the recorder's error (its exit code), or a stage that could not go on
@@ -342,7 +346,7 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
     }
     // A preset parameter still open passes the check (no recorded row tells its values apart) but the bundle computes
     // with one of them: said even when quiet.
-    for d in fitted.preset_undecided().iter().filter(|d| d["status"] == "open") {
+    for d in open_params(&report) {
         let values: Vec<&str> = d["values"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
         eprintln!(
             "bring-up: warning: the preset's {} stays open ({}): the bundle computes with one of them, which no \

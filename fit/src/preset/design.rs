@@ -267,8 +267,8 @@ fn slow_candidates(
                 .map(|data| (key, InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data }))
         })
         .collect();
-    // Chosen cuts, run on every output: for a few lengths.
-    if lengths.len() <= WHOLE_SLOW_LENGTHS {
+    // Chosen cuts, run on every output in either pass (so in the first only): for a few lengths.
+    if !whole && lengths.len() <= WHOLE_SLOW_LENGTHS {
         calls.extend(chosen::cuts(s.spec.nfma as usize, lengths, k));
     }
     for (key, inputs) in calls {

@@ -9,6 +9,7 @@ use mmaemu_model::format::Class;
 use mmaemu_model::{Chain, Format, Preset, PresetSpec, SplitKey};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// Alternatives a pair search runs at most (each meets every block of each format pair once).
 const MAX_ALTERNATIVES: usize = 32;
@@ -46,6 +47,12 @@ pub fn blocks(fa: Format, fb: Format) -> Vec<Pair> {
     out.into_values().flat_map(|(a, b)| [(a, b), ([a[0], a[1] | 0x80], b)]).collect()
 }
 
+/// [`blocks`] of each of [`PAIRS`], enumerated once per process (about 700,000 blocks; each design round reads them).
+fn every_block() -> &'static [(Format, Format, Vec<Pair>)] {
+    static BLOCKS: OnceLock<Vec<(Format, Format, Vec<Pair>)>> = OnceLock::new();
+    BLOCKS.get_or_init(|| PAIRS.into_iter().map(|(fa, fb)| (fa, fb, blocks(fa, fb))).collect())
+}
+
 /// The chosen-product calls (K the least multiple of 16 holding the widest block, so that the pair lies in one block of
 /// every alternative with two products or more, after all-zero blocks that leave +0) whose diagonal outputs end in
 /// two-product blocks that split the alternatives' classes, greedily over the blocks of [`blocks`], 16 per call.
@@ -59,9 +66,9 @@ pub(super) fn calls(alts: &[PresetSpec]) -> Vec<(SplitKey, InputSpec)> {
     let k = widest.next_multiple_of(16);
     let (mut class, mut count) = (vec![0usize; presets.len()], 1);
     let mut out = Vec::new();
-    for (fa, fb) in PAIRS {
+    for (fa, fb, all) in every_block() {
+        let (fa, fb) = (*fa, *fb);
         let chains: Vec<Chain> = presets.iter().map(|p| Chain::new(p, fa, fb)).collect();
-        let all = blocks(fa, fb);
         let mut kept: Vec<Pair> = Vec::new();
         // Blocks in batches (results in parallel), kept in order while one splits a class.
         for batch in all.chunks(4096) {

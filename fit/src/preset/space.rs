@@ -125,12 +125,12 @@ pub const PAIR_NEAREST_FRAC: u32 = 34;
 pub fn frac_floor(s: &PresetSpec) -> Option<(u32, &'static str)> {
     let nearest = s.rounding == BlockRounding::NearestEven;
     match (s.nfma, s.c_entry) {
-        (1, CEntry::Late) => Some((
+        _ if exact_terms(s) => Some((
             EXACT_PRODUCT_FRAC,
             "with one product per block and a late c every frac >= 6 holds the product exactly on its grid (its \
              lowest bit lies at most 6 places below its exponent), and a block result reads the product's value alone",
         )),
-        (2, CEntry::Late) if nearest => Some((
+        (2, CEntry::Late) if nearest && s.frac >= PAIR_NEAREST_FRAC => Some((
             PAIR_NEAREST_FRAC,
             "with two products per block, a late c and a nearest-even result, every frac >= 34 rounds every block \
              alike: shown on every two-product block a GEMM can make (each pair of products by significands, exponent \
@@ -138,7 +138,6 @@ pub fn frac_floor(s: &PresetSpec) -> Option<(u32, &'static str)> {
         )),
         _ => None,
     }
-    .filter(|&(least, _)| s.frac >= least)
 }
 
 /// The one arithmetic a candidate (its floor included) computes on every GEMM a recorder can call, as a
