@@ -34,11 +34,7 @@ pub fn is_sha256_hex(s: &str) -> bool {
 
 /// Lower-case hex of a byte string (two digits a byte).
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    hex::encode(bytes)
 }
 
 /// The current UTC time as RFC 3339 (`2026-11-30T07:39:35Z`); the epoch if the clock is before it.

@@ -140,23 +140,18 @@ pub enum DataClass {
 pub const MAX_CODES: usize = 1 << 16;
 
 /// The bytes of a `codes` operand: lower-case hex, 1 to [`MAX_CODES`] bytes.
-fn codes_bytes(hex: &str) -> Result<Vec<u8>, String> {
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let n = hex.len() / 2;
-    if hex.is_empty() || !hex.len().is_multiple_of(2) || n > MAX_CODES {
+fn codes_bytes(digits: &str) -> Result<Vec<u8>, String> {
+    let n = digits.len() / 2;
+    if digits.is_empty() || !digits.len().is_multiple_of(2) || n > MAX_CODES {
         return Err(format!(
             "data class codes: an operand is 1 to {MAX_CODES} bytes as lower-case hex, not {} digits",
-            hex.len()
+            digits.len()
         ));
     }
-    hex.as_bytes()
-        .chunks(2)
-        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
-        .collect::<Option<Vec<u8>>>()
+    let lower = digits.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+    lower
+        .then(|| hex::decode(digits).ok())
+        .flatten()
         .ok_or_else(|| "data class codes: an operand is lower-case hex digits".to_string())
 }
 

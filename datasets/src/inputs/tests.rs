@@ -209,7 +209,14 @@ fn codes_repeat_the_given_bytes() {
     assert_eq!(generate_rows(&parsed, Operand::A, "e5m2", 1..3, 2).unwrap(), [3, 1, 2, 3]);
     assert_eq!(generate(&parsed, Operand::B, "e4m3", 2, 2).unwrap(), [0xFF; 4]);
     assert_eq!(hex(&[0, 0x7E, 0xFF]), "007eff");
-    for (a, why) in [("", "1 to"), ("0", "1 to"), ("0G", "hex"), ("AB", "hex"), (&"00".repeat(MAX_CODES + 1), "1 to")] {
+    for (a, why) in [
+        ("", "1 to"),
+        ("0", "1 to"),
+        ("0G", "hex"),
+        ("AB", "hex"),
+        ("éé", "hex"),
+        (&"00".repeat(MAX_CODES + 1), "1 to"),
+    ] {
         let e = DataClass::Codes { a: a.to_string(), b: "00".into() }.check().unwrap_err();
         assert!(e.contains(why), "{a:.8}: {e}");
     }

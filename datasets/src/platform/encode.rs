@@ -1,8 +1,8 @@
 //! The split-K table's encoded rows (`MMSKEMB1`, model/src/splitk/README.md): a Parquet table turned into the compact
 //! form the model looks splits up in — for the embedded tables (`mmaemu-embed-tables`) and for loaded bundles alike.
 
-use crate::digest::sha256_hex;
 use crate::splitk_table::{SplitKTable, SplitKTableRow, SPLITK_FMTS, SPLITK_OUT_DTYPES};
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 const MAGIC: &[u8; 8] = b"MMSKEMB1";
@@ -124,7 +124,7 @@ pub fn encode_table(table: &SplitKTable) -> Res<(Vec<u8>, Stats)> {
     b.extend_from_slice(MAGIC);
     b.push(table_id.len() as u8);
     b.extend_from_slice(table_id.as_bytes());
-    let sha = unhex(&table.sha256)?;
+    let sha = hex::decode(&table.sha256).map_err(|e| format!("bad hex {:?}: {e}", table.sha256))?;
     b.extend_from_slice(&sha);
     put(&mut b, table.rows.len() as u64, 8);
     b.extend_from_slice(&[dim_w as u8, start_w as u8, value_w as u8]);
@@ -171,7 +171,7 @@ pub fn encode_table(table: &SplitKTable) -> Res<(Vec<u8>, Stats)> {
             put(&mut b, v as u64, value_w);
         }
     }
-    let digest = unhex(&sha256_hex(&b))?;
+    let digest = Sha256::digest(&b);
     b.extend_from_slice(&digest);
 
     let stats = Stats {
@@ -183,14 +183,4 @@ pub fn encode_table(table: &SplitKTable) -> Res<(Vec<u8>, Stats)> {
         run_blocks: run_blocks.len(),
     };
     Ok((b, stats))
-}
-
-fn unhex(s: &str) -> Res<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return Err(format!("bad hex {s:?}"));
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| format!("bad hex {s:?}: {e}")))
-        .collect()
 }

@@ -10,7 +10,7 @@ pub(crate) fn sha256(data: &[u8]) -> [u8; 32] {
 
 /// Lower-case hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 #[cfg(test)]
