@@ -3,7 +3,10 @@
 //! device plays. The truth's split decisions are a recorded table's (its keys and customOptions), under new rules.
 
 use mmaemu_datasets::digest::sha256_file;
-use mmaemu_model::{BlockRounding, CEntry, PresetSpec};
+use mmaemu_model::manifest::{
+    Manifest, ManifestGpu, ManifestLibrary, ManifestProfile, ManifestSplitk, FORMAT, MANIFEST,
+};
+use mmaemu_model::{BlockRounding, CEntry, Preset, PresetSpec};
 use rand::{RngExt, SeedableRng};
 use std::path::{Path, PathBuf};
 
@@ -119,26 +122,30 @@ pub fn write_truth(truth: &Truth, source: &Path, out: &Path) -> Result<(), Strin
         truth.rules.iter().map(|(c, r)| (c.to_string(), serde_json::Value::from(r.clone()))).collect();
     std::fs::write(out.join(format!("{table}.json")), sidecar.to_string()).map_err(|e| e.to_string())?;
     let sha = |f: &str| -> Result<String, String> { Ok(sha256_file(&out.join(f)).map_err(|e| format!("{f}: {e}"))?.0) };
-    let p = &truth.preset;
-    let manifest = format!(
-        "format = \"mmaemu-platform/1\"\nname = \"{name}\"\ndescription = \"a random GPU (seed {seed})\"\n\n\
-         [gpu]\nname = \"{gpu}\"\ncapability = [12, 7]\nsm_count = 7\n\n[library]\ncublaslt = \"12.8.3.14\"\n\n\
-         [preset]\nformat = \"mmaemu-preset/1\"\nname = \"{pname}\"\nnfma = {}\nfrac = {}\nfrac_out = {}\n\
-         rounding = \"{}\"\nmin_exp = {}\nc_entry = \"{}\"\nslow_chunk = {}\n\n[splitk]\ntable = \"{table}.parquet\"\n\n\
-         [[profile]]\nname = \"{name}\"\ncaller = \"torch._scaled_mm\"\nworkspace = 1048576\n\
-         description = \"random truth {seed}\"\n\n[files]\n\"{table}.parquet\" = \"{}\"\n\"{table}.json\" = \"{}\"\n",
-        p.nfma,
-        p.frac,
-        p.frac_out,
-        p.rounding.name(),
-        p.min_exp,
-        p.c_entry.name(),
-        p.slow_chunk.unwrap_or(0),
-        sha(&format!("{table}.parquet"))?,
-        sha(&format!("{table}.json"))?,
-        pname = p.name,
-    );
-    std::fs::write(out.join("platform.toml"), manifest).map_err(|e| e.to_string())?;
+    let preset = Preset::from_spec(truth.preset.clone()).map_err(|e| format!("truth {seed}: {e}"))?;
+    let manifest = Manifest {
+        format: FORMAT.into(),
+        name: name.clone(),
+        description: format!("a random GPU (seed {seed})"),
+        gpu: Some(ManifestGpu { name: Some(gpu), capability: [12, 7], sm_count: Some(7), driver: None }),
+        library: Some(ManifestLibrary { cublaslt: "12.8.3.14".into() }),
+        preset: preset.to_document().parse().map_err(|e| format!("truth {seed}: {e}"))?,
+        splitk: Some(ManifestSplitk { table: Some(format!("{table}.parquet")), schemes: None }),
+        reject: Vec::new(),
+        profile: vec![ManifestProfile {
+            name: name.clone(),
+            caller: "torch._scaled_mm".into(),
+            workspace: Some(1 << 20),
+            description: format!("random truth {seed}"),
+            ..ManifestProfile::default()
+        }],
+        files: [format!("{table}.parquet"), format!("{table}.json")]
+            .into_iter()
+            .map(|f| Ok((f.clone(), sha(&f)?)))
+            .collect::<Result<_, String>>()?,
+    };
+    let manifest = toml::to_string(&manifest).map_err(|e| format!("truth {seed}: {e}"))?;
+    std::fs::write(out.join(MANIFEST), manifest).map_err(|e| e.to_string())?;
     // Check it loads: a truth the model refuses is a generator bug, said here rather than at the first call.
     mmaemu_datasets::platform::load_platform(out).map_err(|e| format!("truth {seed}: {e}"))?;
     Ok(())
