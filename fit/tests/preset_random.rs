@@ -181,7 +181,9 @@ fn seeds() -> std::ops::Range<u64> {
 /// blocks whose slow chunks of 512, 1024 and 2048 only a few outputs of a slow call tell apart; and two-product blocks
 /// with a late c and a nearest-even result, whose term fractions from 30 on only a pair of products just past a
 /// rounding midpoint tells apart (from 34 on they are one arithmetic); and a late-c chunk of one block, which computes
-/// as one chunk over all of K, so that every length a call's K does not reach stays consistent.
+/// as one chunk over all of K, so that every length a call's K does not reach stays consistent; and wide late-c
+/// blocks whose nearest-even result differs from truncation only on sums of many products of the largest
+/// significands, past 24 bits.
 #[test]
 fn named_truths_are_fitted_back_by_experiment() {
     let named = [
@@ -198,6 +200,7 @@ fn named_truths_are_fitted_back_by_experiment() {
         (2, 32, (23, BlockRounding::NearestEven), CEntry::Late, 96),
         (2, 39, (23, BlockRounding::NearestEven), CEntry::Late, 256),
         (128, 40, (9, BlockRounding::Truncate), CEntry::Late, 128),
+        (16, 19, (23, BlockRounding::NearestEven), CEntry::Late, 240),
     ];
     for (i, (nfma, frac, (frac_out, rounding), c_entry, slow)) in named.into_iter().enumerate() {
         let spec = PresetSpec::custom("truth", nfma, frac, frac_out, -133, c_entry, Some(slow)).with_rounding(rounding);

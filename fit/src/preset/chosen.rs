@@ -119,6 +119,39 @@ pub(super) fn staircases(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
     out
 }
 
+/// Calls whose diagonal outputs (row i of A with row i of B) are one block of `nfma` − 1 products of the largest
+/// e4m3 significands, 1.875² 2^T, and a tail product 1.5 · 2^(T − G), G = 12 + i on row i (T = 10, the sign the
+/// call's). The block sum passes 24 bits once those products reach 2^(24 − frac) of its grid, and then its lowest
+/// kept bit lies 24 places below its leading one: on the row whose tail puts its two ones at that bit and the highest
+/// dropped one, nearest even rounds the tie up and truncation drops it, and frac_out 22 drops both. Sums that wide come
+/// only from many products of the largest significands, which no generator class stacks, late c or early.
+pub(super) fn tops(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
+    if nfma < 2 {
+        return Vec::new();
+    }
+    let f = Format::E4m3;
+    let k = nfma.next_multiple_of(16);
+    let mut out = Vec::new();
+    for stream in 0..2u64 {
+        let sign = if stream == 0 { 1.0f32 } else { -1.0 };
+        let (mut a, mut b) = (vec![0u8; CALL_MN * k], vec![0u8; CALL_MN * k]);
+        for i in 0..CALL_MN {
+            let row = i * k;
+            for at in row..row + nfma - 1 {
+                (a[at], b[at]) = (f.from_f32_saturating(sign * 1.875 * 32.0), f.from_f32_saturating(1.875 * 32.0));
+            }
+            // 1.5 · 2^x as a · b: a down to 3 · 2^−9 (a subnormal), b the rest (at least 2^−9).
+            let x = 10 - 12 - i as i32;
+            let xa = x.max(-8);
+            let at = row + nfma - 1;
+            a[at] = f.from_f32_saturating(sign * 1.5 * (xa as f32).exp2());
+            b[at] = f.from_f32_saturating(((x - xa) as f32).exp2());
+        }
+        out.push(call(k, f, f, stream, &a, &b));
+    }
+    out
+}
+
 /// Calls whose diagonal outputs (row i of A with row i of B) are chains of three one-product blocks after all-zero
 /// ones: σ 2^x, σ 2^(x−j), then σ 2^(x+24) (x from −1 to −4, σ the sign of the call). The accumulator c = σ 2^x (1 +
 /// 2^−j) meets a product whose last fp32 place is 2^(x+1): c's leading bit is half that place, so the exact sum lies
@@ -184,6 +217,39 @@ mod tests {
     use mmaemu_datasets::inputs::{generate, Operand};
     use mmaemu_model::accumulate::{accumulate, Operands};
     use mmaemu_model::{BlockRounding, CEntry, Preset, PresetSpec, SplitK};
+
+    /// For random blocks whose largest sums pass 24 bits, nearest even and truncation to 23 bits (and truncation to 22
+    /// and to 23 bits) give another output on some diagonal output of [`tops`], late c and early, whatever the frac.
+    #[test]
+    fn a_top_sum_tells_the_block_rounding() {
+        let mut draw = draws(7);
+        let mut tried = 0;
+        while tried < 60 {
+            let nfma = 2usize << draw(8);
+            let frac = 1 + draw(40) as u32;
+            // The largest sum of nfma − 1 such products, in units of the grid, must pass 24 bits.
+            if ((nfma - 1) as f64 * 1.875f64.powi(2)).log2() + (frac as f64) < 24.0 {
+                continue;
+            }
+            tried += 1;
+            let c_entry = if draw(2) == 0 { CEntry::Early } else { CEntry::Late };
+            for (key, inputs) in tops(nfma) {
+                let a = generate(&inputs, Operand::A, "e4m3", CALL_MN, key.k).unwrap();
+                let b = generate(&inputs, Operand::B, "e4m3", CALL_MN, key.k).unwrap();
+                let ops = Operands { fa: key.fa, fb: key.fb, a: &a, b: &b, m: CALL_MN, n: CALL_MN, k: key.k };
+                let run = |frac_out: u32, rounding: BlockRounding| {
+                    let spec = PresetSpec::custom("x", nfma as u32, frac, frac_out, -126, c_entry, None)
+                        .with_rounding(rounding);
+                    let out = accumulate(&Preset::custom(spec).unwrap(), &ops, true, SplitK::NONE).unwrap();
+                    (0..CALL_MN).map(|i| out[i * CALL_MN + i].to_bits()).collect::<Vec<u32>>()
+                };
+                let truncated = run(23, BlockRounding::Truncate);
+                let why = format!("nfma {nfma} frac {frac} {c_entry:?}");
+                assert_ne!(run(23, BlockRounding::NearestEven), truncated, "{why}: nearest even");
+                assert_ne!(run(22, BlockRounding::Truncate), truncated, "{why}: frac_out 22");
+            }
+        }
+    }
 
     /// Every tested length's cut changes its row's output against one chunk and against a longer length that cuts
     /// after its second small product, for random cores of the whole space, through the model's slow plan (§3.1).

@@ -150,7 +150,7 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
     candidates.extend(
         sizes
             .into_iter()
-            .flat_map(|n| chosen::stacks(n).into_iter().chain(chosen::staircases(n)).chain(chosen::ties(n))),
+            .flat_map(|n| [chosen::stacks(n), chosen::staircases(n), chosen::ties(n), chosen::tops(n)].concat()),
     );
     candidates.extend(pairs::calls(&alts));
     // Each candidate's results per alternative.
