@@ -4,6 +4,7 @@
 
 use mmaemu_datasets::splitk_table::SplitKTable;
 use mmaemu_fit::{envelope, preset, splitk, Evidence, Experiment};
+use mmaemu_model::SplitRule;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -24,8 +25,12 @@ pub struct CustomRule {
     pub rule: Option<String>,
     /// Every rule that does.
     pub rules: Vec<String>,
-    /// `unique`, `ambiguous` or `none`.
+    /// `unique`; `equivalent` (several rules, one computation on every split call the table routes to the
+    /// customOption: whichever the bundle holds, no result changes); `ambiguous` (several that a routed call could
+    /// tell apart, which no recorded row does); or `none`.
     pub verdict: &'static str,
+    /// Why an `equivalent` verdict cannot matter.
+    pub why: Option<String>,
 }
 
 /// Fits the preset on `instruction` (unsplit rows; the fit skips what it cannot use), then the split rules on
@@ -156,8 +161,9 @@ impl Fits {
         splitk::json(&self.splitk)
     }
 
-    /// Each customOption's rule and verdict.
-    pub fn custom_rules(&self) -> Vec<CustomRule> {
+    /// Each customOption's rule and verdict, its survivors' equivalence checked on the calls `table` routes to it.
+    pub fn custom_rules(&self, table: &SplitKTable) -> Vec<CustomRule> {
+        let preset = self.preset.winner("fitted");
         let schemes = self.rules_json();
         schemes["schemes"]
             .as_array()
@@ -171,12 +177,26 @@ impl Fits {
                     .filter_map(|r| r.as_str().map(str::to_string))
                     .collect();
                 let rule = s["rule"].as_str().map(str::to_string);
-                let verdict = match (rule.is_some(), rules.len()) {
-                    (true, 1) => "unique",
-                    (true, _) => "ambiguous",
-                    (false, _) => "none",
+                let label = s["label"].as_str().unwrap_or("?").to_string();
+                let custom = label.strip_prefix("customOption ").and_then(|c| c.parse::<u8>().ok());
+                let parsed: Option<Vec<SplitRule>> = rules.iter().map(|r| SplitRule::parse(r)).collect();
+                let equivalent = match (custom, parsed, &preset) {
+                    (Some(c), Some(parsed), Some(p)) => splitk::equivalent_on(&parsed, table, c, p),
+                    _ => false,
                 };
-                CustomRule { label: s["label"].as_str().unwrap_or("?").to_string(), rule, rules, verdict }
+                let (verdict, why) = match (rule.is_some(), rules.len()) {
+                    (true, 1) => ("unique", None),
+                    (true, _) if equivalent => (
+                        "equivalent",
+                        Some(format!(
+                            "under the fitted preset the rules add the same blocks, in the same groups and order, on \
+                             every call the table routes to {label}: the same bits on every operand"
+                        )),
+                    ),
+                    (true, _) => ("ambiguous", None),
+                    (false, _) => ("none", None),
+                };
+                CustomRule { label, rule, rules, verdict, why }
             })
             .collect()
     }

@@ -59,15 +59,22 @@ impl Outcome {
     pub fn passed(&self) -> bool {
         self.check.all_pass()
     }
-    /// The preset parameters still open (their names): the check passes them, but the bundle computes with one value.
+    /// What stays open: the preset parameters (their names) and the customOptions with several rules a routed call
+    /// could tell apart (their labels). The check passes them, but the bundle computes with one value, one rule.
     pub fn open(&self) -> Vec<String> {
-        open_params(&self.report).filter_map(|d| d["parameter"].as_str().map(String::from)).collect()
+        let params = open_params(&self.report).filter_map(|d| d["parameter"].as_str());
+        params.chain(open_customs(&self.report).filter_map(|c| c["label"].as_str())).map(String::from).collect()
     }
 }
 
 /// The preset parameters bring-up.json (`report`) lists as open.
 fn open_params(report: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
     report["preset"]["undecided"].as_array().into_iter().flatten().filter(|d| d["status"] == "open")
+}
+
+/// The customOptions bring-up.json (`report`) lists as ambiguous.
+fn open_customs(report: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
+    report["custom_options"].as_array().into_iter().flatten().filter(|c| c["verdict"] == "ambiguous")
 }
 
 /// Why a bring-up stopped before its report: the recorder's error (its exit code), or a stage that could not go on
@@ -313,6 +320,7 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
         name,
         platform: &platform.json,
         fits: &fitted,
+        table: &recorded,
         stages: st.records(),
         total_calls: st.total_calls(),
         envelope: &envelope,
@@ -353,6 +361,16 @@ pub fn bring_up(device: &mut dyn Device, opts: &Options) -> Result<Outcome, Erro
              recorded row tells from the others (bring-up.json gives why)",
             d["parameter"].as_str().unwrap_or("?"),
             values.join(", ")
+        );
+    }
+    for c in open_customs(&report) {
+        let rules: Vec<&str> = c["rules"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+        eprintln!(
+            "bring-up: warning: {} keeps {} split rules ({}): the bundle computes with the first, and a call the \
+             table routes there could tell them apart, which no recorded row does",
+            c["label"].as_str().unwrap_or("?"),
+            rules.len(),
+            rules.join(", ")
         );
     }
     Ok(Outcome { report, check: checked, bundle })

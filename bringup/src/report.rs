@@ -4,6 +4,7 @@
 use crate::check::Check;
 use crate::fits::Fits;
 use crate::stages::StageRecord;
+use mmaemu_datasets::splitk_table::SplitKTable;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::Path;
@@ -16,6 +17,8 @@ pub struct Inputs<'a> {
     pub platform: &'a Value,
     /// The fits.
     pub fits: &'a Fits,
+    /// The recorded heuristic table (the calls each customOption is routed).
+    pub table: &'a SplitKTable,
     /// The stages.
     pub stages: &'a [StageRecord],
     /// Device calls in all.
@@ -54,8 +57,13 @@ pub fn json(i: &Inputs<'_>) -> Value {
                    "parameters": i.fits.preset_parameters(&preset_name),
                    "decisions": i.fits.preset_decisions(),
                    "undecided": i.fits.preset_undecided()},
-        "custom_options": i.fits.custom_rules().iter().map(|c| json!({"label": c.label, "rule": c.rule,
-            "rules": c.rules, "verdict": c.verdict})).collect::<Vec<_>>(),
+        "custom_options": i.fits.custom_rules(i.table).iter().map(|c| {
+            let mut o = json!({"label": c.label, "rule": c.rule, "rules": c.rules, "verdict": c.verdict});
+            if let Some(why) = &c.why {
+                o["why"] = why.clone().into();
+            }
+            o
+        }).collect::<Vec<_>>(),
         "split_unexplained": i.fits.split_unexplained(),
         "envelope": i.envelope,
         "experiments": {"recorded": i.experiments, "stopped": i.stop},

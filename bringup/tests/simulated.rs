@@ -10,7 +10,7 @@ mod common;
 use mmaemu_bringup::specs::Size;
 use mmaemu_bringup::{bring_up, truth, Options};
 use mmaemu_fit::splitk::equivalent_on;
-use mmaemu_model::SplitRule;
+use mmaemu_model::{Preset, SplitRule};
 use mmaemu_recorder::sim::SimDevice;
 use std::path::Path;
 
@@ -115,7 +115,8 @@ fn random_gpus_are_brought_up_from_the_simulated_device_alone() {
             let fitted = c["rule"].as_str().unwrap_or_else(|| panic!("seed {seed}: {label}: no rule ({report})"));
             let rules = [SplitRule::parse(fitted).unwrap(), SplitRule::parse(truth_rule).unwrap()];
             assert!(
-                fitted == truth_rule || equivalent_on(&rules, &table, *custom as u8),
+                fitted == truth_rule
+                    || equivalent_on(&rules, &table, *custom as u8, &Preset::custom(t.preset.clone()).unwrap()),
                 "seed {seed}: {label}: fitted {fitted}, truth {truth_rule}, which some routed call tells apart"
             );
         }

@@ -11,7 +11,7 @@ use mmaemu_bringup::{bring_up, truth, Options};
 use mmaemu_datasets::splitk_table::{read_splitk_table, SplitKTable};
 use mmaemu_fit::splitk::equivalent_on;
 use mmaemu_harness::replay::{replay_row_under, Verdict};
-use mmaemu_model::{BlockRounding, CEntry, PresetSpec, SplitRule};
+use mmaemu_model::{BlockRounding, CEntry, Preset, PresetSpec, SplitRule};
 use mmaemu_recorder::options::RunOptions;
 use mmaemu_recorder::sim::SimDevice;
 use mmaemu_recorder::spec::Sweep;
@@ -133,7 +133,7 @@ fn bring_up_named(label: &str, seed: u64, rules: [&str; 3], dir: &Path) {
         assert_eq!(c["verdict"], "unique", "{label}: {label_c}: {c}");
         let pair = [SplitRule::parse(got).unwrap(), SplitRule::parse(want).unwrap()];
         assert!(
-            got == want || equivalent_on(&pair, &table, *custom as u8),
+            got == want || equivalent_on(&pair, &table, *custom as u8, &Preset::custom(t.preset.clone()).unwrap()),
             "{label}: {label_c}: fitted {got}, truth {want}, which a routed call tells apart"
         );
     }

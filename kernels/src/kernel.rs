@@ -128,8 +128,7 @@ pub struct Params {
     pub nearest: bool,
 }
 
-/// The lowest exponent sum of two nonzero codes: e5m2's subnormals read as exponent -14 (e4m3's as -6).
-pub const LOWEST_PRODUCT_EXP: i32 = -28;
+pub use mmaemu_model::preset::LOWEST_PRODUCT_EXP;
 
 impl Params {
     /// The kernel parameters and path of a preset.
@@ -156,7 +155,7 @@ impl Params {
             Path::Narrow => min_exp.max(frac - 126),
             _ => min_exp.max(frac - 1022),
         };
-        let zero_block_is_identity = late || (frac >= frac_out as i32 && min_exp <= LOWEST_PRODUCT_EXP - frac);
+        let zero_block_is_identity = preset.zero_block_is_identity();
         Params {
             zero_block_is_identity,
             single: late

@@ -192,6 +192,9 @@ pub struct Preset {
 pub const BRING_UP: &str =
     "docs/bring-up.md (record the GPU with mmaemu-record, fit its split-K rules, build and check a platform bundle)";
 
+/// The lowest exponent sum of two nonzero FP8 codes: e5m2's subnormals read as exponent −14 (e4m3's as −6).
+pub const LOWEST_PRODUCT_EXP: i32 = -28;
+
 impl Preset {
     /// The built-in preset `name` (or alias), from its document in datasets/presets; None for other names.
     pub fn builtin(name: &str) -> Option<Preset> {
@@ -334,6 +337,15 @@ impl Preset {
     /// How the block result is rounded.
     pub fn rounding(&self) -> BlockRounding {
         self.spec.rounding
+    }
+    /// Whether a block of zero products leaves every accumulator of a chain from +0 unchanged (docs/reference.md
+    /// §2.4): a late c (the block result is +0, and c + 0 = c, as c is never −0), or an early c with frac ≥ frac_out
+    /// (c has at most frac_out + 1 significant bits, so aligning it to its own exponent is exact) and min_exp at or
+    /// below [`LOWEST_PRODUCT_EXP`] − frac (the lowest exponent of a nonzero accumulator, so the block's exponent is
+    /// c's own). True for the built-in presets.
+    pub fn zero_block_is_identity(&self) -> bool {
+        let (frac, frac_out) = (self.frac() as i32, self.frac_out().min(23) as i32);
+        self.c_entry() == CEntry::Late || (frac >= frac_out && self.min_exp() <= LOWEST_PRODUCT_EXP - frac)
     }
     /// Elements per e8m0 block scale, if the preset takes block scales.
     pub fn scale_block(&self) -> Option<usize> {

@@ -11,12 +11,12 @@
 // separate them, and refines every class by it. A class no routed call separates is equivalent on the table: nothing
 // the bundle computes can tell its rules apart.
 
+use super::forms::{Form, Forms};
 use super::*;
 use crate::Experiment;
 use mmaemu_datasets::inputs::{generate_rows, DataClass, InputSpec, Operand, GENERATOR_V1};
 use mmaemu_datasets::splitk_table::SplitKTable;
 use mmaemu_model::{Scheme, SplitKey};
-use std::collections::HashMap;
 
 /// Input seeds tried on one call before it is given up on.
 const SEEDS: u64 = 6;
@@ -56,68 +56,12 @@ fn routed(table: &SplitKTable, custom: u8) -> Vec<Routed> {
     by_shape.into_values().collect()
 }
 
-/// What a rule computes on a call: a digest of its chains (per split, the real k indices of each chain as merged
-/// ranges, in chain order), and the order expression of the partials with the splits that own no real index left out
-/// (their partial is +0, which adding changes nothing: a partial is never -0). Equal forms compute equal bits for
-/// every operand. None where the rule cannot plan the call (a rule without a restart, on slow accumulation).
-type Form = Option<(u64, String)>;
-
-/// A call's (K, S, fast): what a rule's form on it depends on.
-type Shape = (usize, usize, bool);
-
-/// Forms computed so far: the chains of a canonical layout on a (K, S, fast), and order expressions.
-#[derive(Default)]
-struct Forms {
-    chains: HashMap<(Layout, Shape), (u64, Vec<bool>)>,
-    expressions: HashMap<(Order, Vec<bool>), String>,
-    /// Simulated results, by form, (K, S, fast) of the call and input seed.
-    results: HashMap<(Form, Shape, u64, String), Option<Vec<u32>>>,
-}
-
-fn form(memo: &mut Forms, rule: &SplitRule, c: &Routed) -> Form {
-    let (k, s, fast) = (c.key.k, c.s, c.key.fast);
-    if !fast && rule.layout.restart.is_none() {
-        return None;
-    }
-    let canon = rule.canonical(k, s, fast);
-    let (digest, live) = memo.chains.entry((canon.layout, (k, s, fast))).or_insert_with(|| {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        let mut live = Vec::with_capacity(s);
-        for split in canon.plan_splits(k, s, fast) {
-            let chains: Vec<Vec<(usize, usize)>> =
-                split.chunks.iter().map(|c| merged(&c.ranges)).filter(|r| !r.is_empty()).collect();
-            live.push(!chains.is_empty());
-            chains.hash(&mut h);
-        }
-        (h.finish(), live)
-    });
-    let expression = memo
-        .expressions
-        .entry((canon.order, live.clone()))
-        .or_insert_with(|| order_expression_of(canon.order, live))
-        .clone();
-    Some((*digest, expression))
-}
-
-/// A chain's real k indices as merged ranges.
-fn merged(ranges: &[std::ops::Range<usize>]) -> Vec<(usize, usize)> {
-    let mut key: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
-    for r in ranges.iter().filter(|r| !r.is_empty()) {
-        match key.last_mut() {
-            Some(last) if last.1 == r.start => last.1 = r.end,
-            _ => key.push((r.start, r.end)),
-        }
-    }
-    key
-}
-
-/// Are `rules` the same computation on every split call the table routes to customOption `custom` (so that no result
-/// the bundle computes depends on which of them it holds)?
-pub fn equivalent_on(rules: &[SplitRule], table: &SplitKTable, custom: u8) -> bool {
-    let mut memo = Forms::default();
+/// Are `rules` the same computation under `preset` on every split call the table routes to customOption `custom` (so
+/// that no result the bundle computes depends on which of them it holds)?
+pub fn equivalent_on(rules: &[SplitRule], table: &SplitKTable, custom: u8, preset: &Preset) -> bool {
+    let mut memo = Forms::new(preset);
     routed(table, custom).iter().all(|c| {
-        let forms: BTreeSet<Form> = rules.iter().map(|r| form(&mut memo, r, c)).collect();
+        let forms: BTreeSet<Form> = rules.iter().map(|r| memo.form(r, c.key.k, c.s, c.key.fast)).collect();
         forms.len() <= 1
     })
 }
@@ -196,7 +140,7 @@ fn specs(width: usize) -> Vec<InputSpec> {
 fn refine(memo: &mut Forms, preset: &Preset, class: &[SplitRule], c: &Routed, spec: &InputSpec) -> Vec<Vec<SplitRule>> {
     let mut by_form: BTreeMap<Form, Vec<SplitRule>> = BTreeMap::new();
     for r in class {
-        by_form.entry(form(memo, r, c)).or_default().push(*r);
+        by_form.entry(memo.form(r, c.key.k, c.s, c.key.fast)).or_default().push(*r);
     }
     let mut by_bits: BTreeMap<Option<Vec<u32>>, Vec<SplitRule>> = BTreeMap::new();
     for (f, members) in by_form {
@@ -229,7 +173,7 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
         else {
             continue;
         };
-        let mut memo = Forms::default();
+        let mut memo = Forms::new(preset);
         let rules: Vec<SplitRule> = fit.rules.iter().filter_map(|n| SplitRule::parse(n)).collect();
         let calls = routed(table, custom);
         let mut open = vec![hypotheses(report, &fit.gpu, &fit.label, &rules, &calls)];
@@ -240,7 +184,9 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
             // equals.
             let mut ranked: Vec<(usize, &Routed)> = calls
                 .iter()
-                .map(|c| (class.iter().map(|r| form(&mut memo, r, c)).collect::<BTreeSet<_>>().len(), c))
+                .map(|c| {
+                    (class.iter().map(|r| memo.form(r, c.key.k, c.s, c.key.fast)).collect::<BTreeSet<_>>().len(), c)
+                })
                 .filter(|(f, _)| *f > 1)
                 .collect();
             ranked.sort_by_key(|(f, c)| (std::cmp::Reverse(*f), c.key.m * c.key.n, c.key.k));

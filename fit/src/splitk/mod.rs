@@ -27,6 +27,7 @@
 
 mod decide;
 mod experiments;
+mod forms;
 mod groups;
 mod narrow;
 mod render;
