@@ -83,7 +83,8 @@ pub(super) fn stacks(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
 /// below 2^(T+1) has a one at every place down to its grid (zero products past the format's range), and as the last
 /// block of K `nfma` products σ_a σ_b 2^T of c's sign (the largest FP8 significands' product), whose sum with c is the largest a block of
 /// them can hold, its lowest grid bit set (a block after it would re-align that sum to its own grid under an early c).
-/// T varies with the row, the sign with the call.
+/// T varies with the row (near 1 on even rows, 2^6 to 2^8 on odd ones, so that the staircase's ones reach 24 places below
+/// it before its products leave the FP8 range), the sign with the call.
 pub(super) fn staircases(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
     let mut below = draws(SEED ^ 0x57 ^ nfma as u64);
     let largest = |f: Format| if f == Format::E4m3 { 1.875f32 } else { 1.75 };
@@ -96,10 +97,12 @@ pub(super) fn staircases(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
                 let sign = if stream % 2 == 0 { 1.0f32 } else { -1.0 };
                 let (mut a, mut b) = (vec![0u8; CALL_MN * k], vec![0u8; CALL_MN * k]);
                 for i in 0..CALL_MN {
-                    let t = -(below(3) as i32);
-                    // A product sa · sb · 2^x as a · b, both in range: a takes what it can down to 2^-6.
+                    // The top binade: near 1, or high enough that the staircase's ones reach 24 places below it
+                    // before its products leave the FP8 range (about 2^-18).
+                    let t = if i % 2 == 0 { -(below(3) as i32) } else { 6 + below(3) as i32 };
+                    // A product sa · sb · 2^x as a · b, both in range: a takes what it can from 2^7 down to 2^-6.
                     let mut put = |at: usize, sa: f32, sb: f32, x: i32| {
-                        let xa = x.max(-6);
+                        let xa = x.clamp(-6, 7);
                         a[i * k + at] = fa.from_f32_saturating(sign * sa * (xa as f32).exp2());
                         b[i * k + at] = fb.from_f32_saturating(sb * ((x - xa) as f32).exp2());
                     };
@@ -217,6 +220,34 @@ mod tests {
     use mmaemu_datasets::inputs::{generate, Operand};
     use mmaemu_model::accumulate::{accumulate, Operands};
     use mmaemu_model::{BlockRounding, CEntry, Preset, PresetSpec, SplitK};
+
+    /// With an early c, the staircases tell apart the widest truncation that still rounds a block (one bit short of
+    /// `exact_frac_out`) from the one that never does, for every frac up to 23 and block sizes whose largest sum
+    /// reaches the bound's top binade.
+    #[test]
+    fn a_staircase_reaches_the_widest_block_sum() {
+        for nfma in [1usize, 2, 8, 16, 32, 64] {
+            for frac in 8..=23u32 {
+                let exact = crate::preset::space::exact_frac_out(nfma as u32, frac, CEntry::Early);
+                if exact > 23 {
+                    continue;
+                }
+                let calls = staircases(nfma);
+                let differs = calls.iter().any(|(key, inputs)| {
+                    let a = generate(inputs, Operand::A, key.fa.name(), CALL_MN, key.k).unwrap();
+                    let b = generate(inputs, Operand::B, key.fb.name(), CALL_MN, key.k).unwrap();
+                    let ops = Operands { fa: key.fa, fb: key.fb, a: &a, b: &b, m: CALL_MN, n: CALL_MN, k: key.k };
+                    let run = |frac_out: u32| {
+                        let spec = PresetSpec::custom("x", nfma as u32, frac, frac_out, -133, CEntry::Early, None)
+                            .with_rounding(BlockRounding::Truncate);
+                        accumulate(&Preset::custom(spec).unwrap(), &ops, true, SplitK::NONE).unwrap()
+                    };
+                    run(exact - 1).iter().zip(run(exact)).any(|(x, y)| x.to_bits() != y.to_bits())
+                });
+                assert!(differs, "nfma {nfma} frac {frac}: truncate/{} and /{exact}", exact - 1);
+            }
+        }
+    }
 
     /// For random blocks whose largest sums pass 24 bits, nearest even and truncation to 23 bits (and truncation to 22
     /// and to 23 bits) give another output on some diagonal output of [`tops`], late c and early, whatever the frac.
