@@ -1,5 +1,5 @@
-//! `bring-up --simulate` on named instruction truths outside the built-in presets (16- and 64-product blocks,
-//! nearest-even and truncated block results, late and early c, slow chunks of 192 and 256 elements), their split
+//! `bring-up --simulate` on named instruction truths outside the built-in presets (2-, 16- and 64-product blocks,
+//! nearest-even and truncated block results, late and early c, slow chunks of 192 to 1024 elements), their split
 //! layouts the recorded table's own: each is brought up from the simulated device alone (its bundle is deleted
 //! before the fits start), and its fitted preset must equal the truth in every decided parameter, with the bundle
 //! replaying every recorded row (held-out calls included) bit for bit. The device calls are printed.
@@ -19,13 +19,15 @@ type Named = (&'static str, u32, u32, (u32, BlockRounding), CEntry, u32);
 
 /// The truths, CI's first. The first is issue 42's GPU (16-product blocks, 24 term bits, nearest even, late c, a slow
 /// chunk of 256).
-const TRUTHS: [Named; 6] = [
+const TRUTHS: [Named; 8] = [
     ("b16-ne-late-256", 16, 24, (23, BlockRounding::NearestEven), CEntry::Late, 256),
     ("b64-ne-early-192", 64, 28, (23, BlockRounding::NearestEven), CEntry::Early, 192),
     ("b16-trunc-early-192", 16, 20, (16, BlockRounding::Truncate), CEntry::Early, 192),
     ("b64-ne-late-256", 64, 33, (23, BlockRounding::NearestEven), CEntry::Late, 256),
     ("b16-ne-early-256", 16, 30, (23, BlockRounding::NearestEven), CEntry::Early, 256),
     ("b64-trunc-late-192", 64, 14, (12, BlockRounding::Truncate), CEntry::Late, 192),
+    ("b16-ne-late-240", 16, 19, (23, BlockRounding::NearestEven), CEntry::Late, 240),
+    ("b2-trunc-early-1024", 2, 19, (22, BlockRounding::Truncate), CEntry::Early, 1024),
 ];
 
 /// The truths this run brings up.
