@@ -133,7 +133,7 @@ pub fn html(r: &Value) -> String {
     let _ = write!(s, "<p>fit: {}</p>", cell(&r["preset"]["fit"]));
     table(&mut s, &["parameter", "values", "why"], r["preset"]["undecided"].as_array().map_or(&[], |v| v));
     s.push_str("<h2>Split-K rules</h2>");
-    table(&mut s, &["label", "rule", "verdict", "rules"], r["custom_options"].as_array().map_or(&[], |v| v));
+    table(&mut s, &["label", "rule", "verdict", "rules", "why"], r["custom_options"].as_array().map_or(&[], |v| v));
     let _ = write!(s, "<h2>Experiments</h2><p>{}</p>", cell(&r["experiments"]["stopped"]));
     table(&mut s, &["round", "decides", "spec"], r["experiments"]["recorded"].as_array().map_or(&[], |v| v));
     s.push_str("<h2>Check</h2>");
