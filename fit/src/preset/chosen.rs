@@ -6,7 +6,9 @@ use super::design::{fast_call, CALL_MN, SEED};
 use mmaemu_datasets::inputs::{hex, mix, DataClass, InputSpec};
 use mmaemu_model::{Format, SplitKey};
 
-/// A seeded stream of draws below n.
+/// A seeded stream of draws below n, from the input generator's SplitMix64 (`mix`, docs/recording-format.md) rather
+/// than `rand`: the designed calls are recorded and refitted, so they are fixed by the project's own generator contract,
+/// not by a crate's release.
 fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
     let mut state = seed;
     move |n: u64| {
