@@ -6,7 +6,7 @@ use mmaemu_datasets::digest::sha256_file;
 use mmaemu_model::manifest::{
     Manifest, ManifestGpu, ManifestLibrary, ManifestProfile, ManifestSplitk, FORMAT, MANIFEST,
 };
-use mmaemu_model::{BlockRounding, CEntry, Preset, PresetSpec};
+use mmaemu_model::{BlockRounding, CEntry, Plan, Preset, PresetSpec, Scheme, SplitK, SplitRule};
 use rand::{RngExt, SeedableRng};
 use std::path::{Path, PathBuf};
 
@@ -32,6 +32,14 @@ pub fn profile_name(seed: u64) -> String {
 /// tiles 16..=512 wide, serial, pairwise, reversed or tree order, no restart (`/norestart`: one chain per split) or
 /// a restart every 1..=8 tiles. Every rule names a restart, so the model runs the truth's slow split calls too.
 pub fn draw(seed: u64, customs: &[i64]) -> Truth {
+    draw_where(seed, customs, |_, _| true)
+}
+
+/// [`draw`], each customOption's rule drawn again until `plans(customOption, rule)`: the model refuses some splits of
+/// the documented schemes (`contiguous128/serial/restart1` is hopper's `contiguous`, which never leaves a split without
+/// a k-tile, so S = 24 over K = 8192 is refused), and a truth whose own table's calls it refuses cannot be played. A
+/// truth whose first draws plan is [`draw`]'s; [`write`] checks every split the table routes to the customOption.
+pub fn draw_where(seed: u64, customs: &[i64], plans: impl Fn(i64, &str) -> bool) -> Truth {
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
     let nfma = 1u32 << rng.random_range(2..=7);
     let frac = rng.random_range(8..=40);
@@ -46,19 +54,28 @@ pub fn draw(seed: u64, customs: &[i64]) -> Truth {
     let name = format!("{}-mma", profile_name(seed));
     let preset =
         PresetSpec::custom(&name, nfma, frac, frac_out, min_exp, c_entry, Some(slow_chunk)).with_rounding(rounding);
-    let rules = customs
-        .iter()
-        .map(|&c| {
-            let ownership = if rng.random_bool(0.5) { "interleaved" } else { "contiguous" };
-            let width = 16usize << rng.random_range(0..=5);
-            let order = ["serial", "pairwise", "reversed", "tree"][rng.random_range(0..4)];
-            let restart = match rng.random_range(0..=8) {
-                0 => "/norestart".to_string(),
-                n => format!("/restart{n}"),
-            };
-            (c, format!("{ownership}{width}/{order}{restart}"))
-        })
-        .collect();
+    let rule = |rng: &mut rand::rngs::ChaCha8Rng| {
+        let ownership = if rng.random_bool(0.5) { "interleaved" } else { "contiguous" };
+        let width = 16usize << rng.random_range(0..=5);
+        let order = ["serial", "pairwise", "reversed", "tree"][rng.random_range(0..4)];
+        let restart = match rng.random_range(0..=8) {
+            0 => "/norestart".to_string(),
+            n => format!("/restart{n}"),
+        };
+        format!("{ownership}{width}/{order}{restart}")
+    };
+    let mut rules: Vec<(i64, String)> = customs.iter().map(|&c| (c, rule(&mut rng))).collect();
+    // A rule that does not plan is drawn again from a stream of its own, so the other rules stay [`draw`]'s.
+    // Interleaved 16-wide tiles give every split a tile wherever S is at most K / 16: some draw plans.
+    for (c, r) in rules.iter_mut() {
+        let mut again = rand::rngs::ChaCha8Rng::seed_from_u64(seed ^ (0x5EED_0000 + *c as u64));
+        for _ in 0..1000 {
+            if plans(*c, r) {
+                break;
+            }
+            *r = rule(&mut again);
+        }
+    }
     Truth { seed, preset, rules }
 }
 
@@ -89,7 +106,26 @@ fn sidecar(source: &Path) -> Result<(serde_json::Value, Vec<i64>), String> {
 /// Writes the truth of `seed` as a bundle in the new directory `out`, its split decisions those of the recorded
 /// table `source` (a `.parquet` with its `.json` sidecar) under the drawn rules. Returns the truth.
 pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
-    let truth = draw(seed, &customs(source)?);
+    let table = mmaemu_datasets::read_splitk_table(source).map_err(|e| e.to_string())?;
+    let splits: Vec<(i64, usize, usize, bool)> = table
+        .rows
+        .iter()
+        .filter(|r| r.decision.split_s > 1)
+        .filter_map(|r| Some((i64::from(r.decision.custom_option), r.split_key()?, r.decision.split_s as usize)))
+        .map(|(c, key, s)| (c, key.k, s, key.fast))
+        .collect();
+    let truth = draw_where(seed, &customs(source)?, |c, rule| {
+        let Some(rule) = SplitRule::parse(rule) else { return false };
+        // A rule that is the documented `contiguous` scheme is refused where a split owns no k-tile (§6.6: never
+        // recorded); and the model plans the call.
+        let documented = Scheme::of_rule(rule) == Scheme::Contiguous;
+        splits.iter().filter(|x| x.0 == c).all(|&(_, k, s, fast)| {
+            let rule = if fast { rule.fast() } else { rule };
+            !(documented && rule.plan_splits(k, s, fast).iter().any(|split| split.chunks.is_empty()))
+                && SplitK::new(s, Scheme::Rule(rule))
+                    .is_ok_and(|split| Plan::new(&Preset::ada(), k, fast, split).is_ok())
+        })
+    });
     write_truth(&truth, source, out)?;
     Ok(truth)
 }

@@ -2,7 +2,7 @@
 //! truth's bundle is loaded into the device and then deleted, so the fitting side can only have seen what the device
 //! answered (rows and the heuristic table as the recorder writes them); the fitted bundle must give back the truth's
 //! preset in every decided parameter, each customOption's rule, and every recorded row bit for bit, held-out calls
-//! included. The seeds: seven fixed ones, or `MMAEMU_BRINGUP_SEEDS`, plus one from the clock under
+//! included. The seeds: eight fixed ones, or `MMAEMU_BRINGUP_SEEDS`, plus one from the clock under
 //! `MMAEMU_BRINGUP_CLOCK_SEED=1`; each printed.
 
 mod common;
@@ -29,7 +29,9 @@ fn seeds() -> Vec<u64> {
 }
 
 /// Seeds whose truths bring-up recovers (scripts/bring-up-seeds.sh; docs/bring-up.md).
-const FIXED_SEEDS: [u64; 7] = [1, 2, 3, 4, 5, 6, 8];
+/// 114: its first draw for customOption 1 was hopper's documented `contiguous` scheme, which the model refuses on
+/// the table's S = 24 split of K = 8192 (`truth::draw_where` draws it again).
+const FIXED_SEEDS: [u64; 8] = [1, 2, 3, 4, 5, 6, 8, 114];
 
 /// Every file under `dir`, recursively.
 fn files(dir: &Path) -> Vec<std::path::PathBuf> {
