@@ -156,13 +156,13 @@ pub fn read_splitk_table(path: &Path) -> Result<SplitKTable, DatasetError> {
 
 /// Reads a split-K table and checks it against the given sidecar: the sidecar's `format` must be
 /// `mmaemu-splitk-table/1`, its `parquet_sha256` must equal the file's sha256, and its `rows` (when present)
-/// the number of rows read.
+/// the number of rows read. Each file is opened once, as a regular file (a link, FIFO or device is refused before it
+/// is read: a sidecar linked to /dev/zero would never end), and read under the memory ceiling.
 pub fn read_splitk_table_with_sidecar(path: &Path, sidecar_path: &Path) -> Result<SplitKTable, DatasetError> {
-    let sidecar_bytes = std::fs::read(sidecar_path).map_err(|e| DatasetError::io(sidecar_path, e))?;
-    let sha256 = crate::digest::sha256_file(path).map_err(|e| DatasetError::io(path, e))?.0;
-    let sidecar = check_sidecar(path, &sha256, sidecar_path, &sidecar_bytes)?;
-    let file = crate::read::open_regular(path)?;
-    read_table_rows(path, sha256, file, sidecar_path, sidecar, &sidecar_bytes)
+    let ceiling = crate::limits::ceiling();
+    let sidecar_bytes = crate::platform::read_regular(sidecar_path, ceiling, "the table's sidecar")?;
+    let parquet = crate::platform::read_regular(path, ceiling, "the split-K table")?;
+    splitk_table_from_bytes(path, parquet, sidecar_path, &sidecar_bytes)
 }
 
 /// [`read_splitk_table_with_sidecar`] from the bytes of both files, read once (a platform bundle's, hashed from
@@ -498,5 +498,20 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("sha256"), "{err}");
+    }
+
+    /// A sidecar linked to /dev/zero, or the table itself a link, is refused before it is read (it would never end).
+    #[cfg(unix)]
+    #[test]
+    fn refuses_links_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = table("rtx4060-cublaslt-12.8.3.14", "parquet");
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.json")).unwrap();
+        let err = read_splitk_table_with_sidecar(&good, &dir.path().join("zero.json")).unwrap_err();
+        assert!(matches!(err, DatasetError::NotRegular { .. }), "{err}");
+        std::os::unix::fs::symlink(&good, dir.path().join("t.parquet")).unwrap();
+        let err =
+            read_splitk_table_with_sidecar(&dir.path().join("t.parquet"), &good.with_extension("json")).unwrap_err();
+        assert!(matches!(err, DatasetError::NotRegular { .. }), "{err}");
     }
 }
