@@ -178,7 +178,7 @@ impl Fits {
                     .collect();
                 let rule = s["rule"].as_str().map(str::to_string);
                 let label = s["label"].as_str().unwrap_or("?").to_string();
-                let custom = label.strip_prefix("customOption ").and_then(|c| c.parse::<u8>().ok());
+                let custom = splitk::custom_of(&label);
                 let parsed: Option<Vec<SplitRule>> = rules.iter().map(|r| SplitRule::parse(r)).collect();
                 let equivalent = match (custom, parsed, &preset) {
                     (Some(c), Some(parsed), Some(p)) => splitk::equivalent_on(&parsed, table, c, p),

@@ -2,7 +2,7 @@
 //! instruction's parameters and one split rule per customOption), written as a platform bundle that the simulated
 //! device plays. The truth's split decisions are a recorded table's (its keys and customOptions), under new rules.
 
-use mmaemu_datasets::digest::sha256_file;
+use mmaemu_datasets::digest::sha256_hex;
 use mmaemu_model::manifest::{
     Manifest, ManifestGpu, ManifestLibrary, ManifestProfile, ManifestSplitk, FORMAT, MANIFEST,
 };
@@ -82,51 +82,76 @@ pub fn draw_where(seed: u64, customs: &[i64], plans: impl Fn(i64, &str) -> bool)
 /// The customOptions the recorded table `source` (a `.parquet` with its `.json` sidecar) maps to a scheme, ascending:
 /// the ones a truth written over it needs a rule for.
 pub fn customs(source: &Path) -> Result<Vec<i64>, String> {
-    let (_, customs) = sidecar(source)?;
-    Ok(customs)
+    Ok(Source::read(source)?.customs)
 }
 
-fn sidecar(source: &Path) -> Result<(serde_json::Value, Vec<i64>), String> {
-    let sidecar_path = source.with_extension("json");
-    // A regular file under the memory ceiling (a FIFO or a device is refused before it is opened).
-    let text = mmaemu_datasets::platform::read_data(&sidecar_path, "the table's sidecar").map_err(|e| e.to_string())?;
-    let sidecar: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
-    let mut customs: Vec<i64> = sidecar["codes"]["custom -> scheme"]
-        .as_object()
-        .map(|m| m.keys().filter_map(|k| k.parse().ok()).collect())
-        .unwrap_or_default();
-    customs.sort_unstable();
-    if customs.is_empty() {
-        return Err(format!("{}: the sidecar maps no customOption to a scheme", sidecar_path.display()));
+/// A split call's (K, S, fast).
+type Shape = (usize, usize, bool);
+
+/// A recorded table a truth is written over: both files read once (regular files under the memory ceiling: a link,
+/// FIFO or device is refused before it is read), its sidecar parsed and the customOptions it maps to a scheme.
+struct Source {
+    path: PathBuf,
+    parquet: Vec<u8>,
+    sidecar_path: PathBuf,
+    sidecar_bytes: Vec<u8>,
+    sidecar: serde_json::Value,
+    customs: Vec<i64>,
+}
+
+impl Source {
+    fn read(path: &Path) -> Result<Source, String> {
+        let sidecar_path = path.with_extension("json");
+        let ceiling = mmaemu_datasets::limits::ceiling();
+        let read =
+            |p: &Path, what| mmaemu_datasets::platform::read_regular(p, ceiling, what).map_err(|e| e.to_string());
+        let sidecar_bytes = read(&sidecar_path, "the table's sidecar")?;
+        let parquet = read(path, "the table")?;
+        let sidecar: serde_json::Value =
+            serde_json::from_slice(&sidecar_bytes).map_err(|e| format!("{}: {e}", sidecar_path.display()))?;
+        let mut customs: Vec<i64> = sidecar["codes"]["custom -> scheme"]
+            .as_object()
+            .map(|m| m.keys().filter_map(|k| k.parse().ok()).collect())
+            .unwrap_or_default();
+        customs.sort_unstable();
+        if customs.is_empty() {
+            return Err(format!("{}: the sidecar maps no customOption to a scheme", sidecar_path.display()));
+        }
+        Ok(Source { path: path.to_path_buf(), parquet, sidecar_path, sidecar_bytes, sidecar, customs })
     }
-    Ok((sidecar, customs))
+
+    /// The (K, S, fast) of the split calls the table routes to each of its customOptions (its rows parsed).
+    fn routed(&self) -> Result<Vec<(i64, Vec<Shape>)>, String> {
+        let table = mmaemu_datasets::splitk_table::splitk_table_from_bytes(
+            &self.path,
+            self.parquet.clone(),
+            &self.sidecar_path,
+            &self.sidecar_bytes,
+        )
+        .map_err(|e| e.to_string())?;
+        let custom = |c: i64| u8::try_from(c).map_err(|_| format!("{}: customOption {c}", self.sidecar_path.display()));
+        self.customs.iter().map(|&c| Ok((c, mmaemu_fit::splitk::routed_shapes(&table, custom(c)?)))).collect()
+    }
 }
 
 /// Writes the truth of `seed` as a bundle in the new directory `out`, its split decisions those of the recorded
 /// table `source` (a `.parquet` with its `.json` sidecar) under the drawn rules. Returns the truth.
 pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
-    let table = mmaemu_datasets::read_splitk_table(source).map_err(|e| e.to_string())?;
-    let splits: Vec<(i64, usize, usize, bool)> = table
-        .rows
-        .iter()
-        .filter(|r| r.decision.split_s > 1)
-        .filter_map(|r| Some((i64::from(r.decision.custom_option), r.split_key()?, r.decision.split_s as usize)))
-        .map(|(c, key, s)| (c, key.k, s, key.fast))
-        .collect();
-    let truth = draw_where(seed, &customs(source)?, |c, rule| {
+    let source = Source::read(source)?;
+    let routed = source.routed()?;
+    let truth = draw_where(seed, &source.customs, |c, rule| {
         let Some(rule) = SplitRule::parse(rule) else { return false };
         // A rule that is the documented `contiguous` scheme is refused where a split owns no k-tile (§6.6: never
         // recorded); and the model plans the call.
         let documented = Scheme::of_rule(rule) == Scheme::Contiguous;
-        splits.iter().filter(|x| x.0 == c).all(|&(_, k, s, fast)| {
+        routed.iter().filter(|(x, _)| *x == c).flat_map(|(_, shapes)| shapes).all(|&(k, s, fast)| {
             let rule = if fast { rule.fast() } else { rule };
             !(documented && rule.plan_splits(k, s, fast).iter().any(|split| split.chunks.is_empty()))
                 && SplitK::new(s, Scheme::Rule(rule))
                     .is_ok_and(|split| Plan::new(&Preset::ada(), k, fast, split).is_ok())
         })
     });
-    write_truth(&truth, source, out)?;
+    write_from(&truth, &source, out)?;
     Ok(truth)
 }
 
@@ -134,18 +159,20 @@ pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
 /// [`profile_name`]) as a bundle in the new directory `out`, its split decisions those of the recorded table `source`
 /// under the truth's rules, which must name every customOption of the table ([`customs`]).
 pub fn write_truth(truth: &Truth, source: &Path, out: &Path) -> Result<(), String> {
-    let (mut sidecar, customs) = sidecar(source)?;
-    if let Some(c) = customs.iter().find(|c| !truth.rules.iter().any(|(r, _)| r == *c)) {
-        return Err(format!("truth {}: no rule for customOption {c} of {}", truth.seed, source.display()));
+    write_from(truth, &Source::read(source)?, out)
+}
+
+fn write_from(truth: &Truth, source: &Source, out: &Path) -> Result<(), String> {
+    if let Some(c) = source.customs.iter().find(|c| !truth.rules.iter().any(|(r, _)| r == *c)) {
+        return Err(format!("truth {}: no rule for customOption {c} of {}", truth.seed, source.path.display()));
     }
+    let mut sidecar = source.sidecar.clone();
     let seed = truth.seed;
     let name = profile_name(seed);
     let gpu = format!("Random GPU {seed}");
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let table = format!("{name}-table");
-    let mut from = mmaemu_datasets::open_regular(source).map_err(|e| e.to_string())?;
-    let mut to = std::fs::File::create(out.join(format!("{table}.parquet"))).map_err(|e| e.to_string())?;
-    std::io::copy(&mut from, &mut to).map_err(|e| format!("{}: {e}", source.display()))?;
+    std::fs::write(out.join(format!("{table}.parquet")), &source.parquet).map_err(|e| e.to_string())?;
     sidecar["platform"]["gpu"] = gpu.clone().into();
     sidecar["profile_device"]["gpu"] = gpu.clone().into();
     sidecar["name"] = table.clone().into();
@@ -156,8 +183,8 @@ pub fn write_truth(truth: &Truth, source: &Path, out: &Path) -> Result<(), Strin
     }
     sidecar["codes"]["custom -> scheme"] =
         truth.rules.iter().map(|(c, r)| (c.to_string(), serde_json::Value::from(r.clone()))).collect();
-    std::fs::write(out.join(format!("{table}.json")), sidecar.to_string()).map_err(|e| e.to_string())?;
-    let sha = |f: &str| -> Result<String, String> { Ok(sha256_file(&out.join(f)).map_err(|e| format!("{f}: {e}"))?.0) };
+    let sidecar = sidecar.to_string();
+    std::fs::write(out.join(format!("{table}.json")), &sidecar).map_err(|e| e.to_string())?;
     let preset = Preset::from_spec(truth.preset.clone()).map_err(|e| format!("truth {seed}: {e}"))?;
     let manifest = Manifest {
         format: FORMAT.into(),
@@ -175,10 +202,12 @@ pub fn write_truth(truth: &Truth, source: &Path, out: &Path) -> Result<(), Strin
             description: format!("random truth {seed}"),
             ..ManifestProfile::default()
         }],
-        files: [format!("{table}.parquet"), format!("{table}.json")]
-            .into_iter()
-            .map(|f| Ok((f.clone(), sha(&f)?)))
-            .collect::<Result<_, String>>()?,
+        // The digests of the bytes just written.
+        files: [
+            (format!("{table}.parquet"), sha256_hex(&source.parquet)),
+            (format!("{table}.json"), sha256_hex(sidecar.as_bytes())),
+        ]
+        .into(),
     };
     let manifest = toml::to_string(&manifest).map_err(|e| format!("truth {seed}: {e}"))?;
     std::fs::write(out.join(MANIFEST), manifest).map_err(|e| e.to_string())?;

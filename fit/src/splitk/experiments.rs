@@ -25,7 +25,7 @@ const SEEDS: u64 = 6;
 use super::DESIGNED_OUTPUTS as OUTPUTS;
 
 /// The customOption of a label `customOption C`.
-fn custom_of(label: &str) -> Option<u8> {
+pub fn custom_of(label: &str) -> Option<u8> {
     label.strip_prefix("customOption ")?.parse().ok()
 }
 
@@ -54,6 +54,11 @@ fn routed(table: &SplitKTable, custom: u8) -> Vec<Routed> {
         }
     }
     by_shape.into_values().collect()
+}
+
+/// The (K, S, fast) of the split calls the table routes to customOption `custom`: all a rule's form on them depends on.
+pub fn routed_shapes(table: &SplitKTable, custom: u8) -> Vec<(usize, usize, bool)> {
+    routed(table, custom).iter().map(|c| (c.key.k, c.s, c.key.fast)).collect()
 }
 
 /// Are `rules` the same computation under `preset` on every split call the table routes to customOption `custom` (so

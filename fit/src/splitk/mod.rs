@@ -36,7 +36,7 @@ mod schemes;
 
 use super::rules::{layouts, order_expression, order_expression_of, Layout, Order, Restart, SplitRule};
 pub use decide::{decisions, Decision, Parameter};
-pub use experiments::{equivalent_on, experiments};
+pub use experiments::{custom_of, equivalent_on, experiments, routed_shapes};
 use groups::group;
 pub use groups::MixturePart;
 use mmaemu_datasets::{DatasetError, Expectation, Op, OutSelect, Row, Truth};
