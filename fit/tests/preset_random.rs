@@ -184,7 +184,8 @@ fn seeds() -> std::ops::Range<u64> {
 /// as one chunk over all of K, so that every length a call's K does not reach stays consistent; and wide late-c
 /// blocks whose nearest-even result differs from truncation only on sums of many products of the largest
 /// significands, past 24 bits; and small early-c blocks whose widest truncation shows only on a c with ones 19 places
-/// below its leading one.
+/// below its leading one; and a late-c chunk of one block with few term bits, whose chunk sums no generator class
+/// rounds, so that only small products lost to a larger one in its own chunk place another length's cuts.
 #[test]
 fn named_truths_are_fitted_back_by_experiment() {
     let named = [
@@ -203,6 +204,7 @@ fn named_truths_are_fitted_back_by_experiment() {
         (128, 40, (9, BlockRounding::Truncate), CEntry::Late, 128),
         (16, 19, (23, BlockRounding::NearestEven), CEntry::Late, 240),
         (2, 19, (22, BlockRounding::Truncate), CEntry::Early, 1024),
+        (128, 10, (8, BlockRounding::Truncate), CEntry::Late, 128),
     ];
     for (i, (nfma, frac, (frac_out, rounding), c_entry, slow)) in named.into_iter().enumerate() {
         let spec = PresetSpec::custom("truth", nfma, frac, frac_out, -133, c_entry, Some(slow)).with_rounding(rounding);

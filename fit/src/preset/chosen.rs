@@ -216,6 +216,33 @@ pub(super) fn cuts(nfma: usize, lengths: &[u32], k: usize) -> Option<(SplitKey, 
     Some((key, inputs))
 }
 
+/// A slow call whose outputs place the first chunk boundary to a quarter of a block (d = nfma / 4, at least 1), for
+/// every length from `shortest` to `longest` when longest ≤ 2 shortest − 2 nfma − 15 d − `offset`. Every row of A is
+/// one pattern delayed by i · d (a `codes` operand of K + d bytes, so K may pass 4096): 2^12 at column i · d, then
+/// 2^−12 once a block, `offset` + m · nfma columns later (m ≥ 1), up to two blocks past `longest` and short of the
+/// second boundary, 2 shortest; B is ones (e5m2 × e4m3). Each small product is a block of its own. In the chunk that
+/// holds 2^12, each meets it as half an fp32 unit, a tie kept at the even 2^12, and is lost; the next chunk sums its
+/// own exactly and adds them at once, n halves rounded to even. So row i counts the small products past the first
+/// boundary after i · d (one count in two shows through the rounding, and the rows one block apart count one more).
+pub(super) fn boundaries(nfma: usize, shortest: usize, longest: usize, offset: usize) -> Option<(SplitKey, InputSpec)> {
+    let d = (nfma / 4).max(1);
+    // Rows 1 to 15 read their first i · d columns from the pattern's end: those 15 d bytes stay zero.
+    let k = (longest + offset + 2 * nfma + 14 * d + 1).next_multiple_of(16);
+    let (len, end) = (k + d, (k - 14 * d).min((2 * shortest).saturating_sub(15 * d)));
+    if len > mmaemu_datasets::inputs::MAX_CODES || end <= offset + nfma {
+        return None;
+    }
+    let (fa, fb) = (Format::E5m2, Format::E4m3);
+    let mut a = vec![0u8; len];
+    a[0] = fa.from_f32_saturating(4096.0);
+    for at in (offset + nfma..end).step_by(nfma) {
+        a[at] = fa.from_f32_saturating((-12f32).exp2());
+    }
+    let (mut key, inputs) = call(k, fa, fb, 0, &a, &[fb.from_f32_saturating(1.0)]);
+    key.fast = false;
+    Some((key, inputs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +308,54 @@ mod tests {
                 assert_ne!(run(23, BlockRounding::NearestEven), truncated, "{why}: nearest even");
                 assert_ne!(run(22, BlockRounding::Truncate), truncated, "{why}: frac_out 22");
             }
+        }
+    }
+
+    /// Two lengths a quarter of a block apart (at least 1) or more, in a window that [`boundaries`] covers, give other
+    /// outputs on it, for random cores of the whole space and lengths up to the fit's reach, through the model's slow
+    /// plan (§3.1): a late c, or an early c whose term and block-result bits hold the count of a chunk's small products.
+    #[test]
+    fn a_boundary_call_places_the_first_cut() {
+        let mut draw = draws(43);
+        let mut tried = 0;
+        while tried < 200 {
+            let nfma = 1usize << draw(9);
+            let frac = 1 + draw(40) as u32;
+            let (frac_out, rounding) = match draw(3) {
+                0 => (23, BlockRounding::NearestEven),
+                _ => (1 + draw(23) as u32, BlockRounding::Truncate),
+            };
+            let c_entry = if draw(2) == 0 { CEntry::Early } else { CEntry::Late };
+            let d = (nfma / 4).max(1);
+            let offset = draw(d as u64) as usize;
+            let span = if draw(4) == 0 { 8192 } else { 1024 };
+            // The first boundary lies past every row's first small product.
+            let shortest = 16 * d + nfma + offset + draw(span) as usize;
+            let Some(longest) = (2 * shortest).checked_sub(2 * nfma + 15 * d + offset) else { continue };
+            if longest < shortest + d {
+                continue;
+            }
+            let l1 = shortest + draw((longest - shortest - d + 1) as u64) as usize;
+            let l2 = l1 + d + draw((longest - l1 - d + 1) as u64) as usize;
+            let Some((key, inputs)) = boundaries(nfma, shortest, longest, offset) else { continue };
+            // An early c sums a chunk's small products on frac bits and keeps frac_out + 1 of the sum: past that
+            // many bits, the count saturates.
+            if c_entry == CEntry::Early && (key.k / nfma) as u64 >= 1 << frac.min(frac_out + 1) {
+                continue;
+            }
+            tried += 1;
+            let a = generate(&inputs, Operand::A, key.fa.name(), CALL_MN, key.k).unwrap();
+            let b = generate(&inputs, Operand::B, key.fb.name(), CALL_MN, key.k).unwrap();
+            // One column: B's rows are equal.
+            let ops = Operands { fa: key.fa, fb: key.fb, a: &a, b: &b[..key.k], m: CALL_MN, n: 1, k: key.k };
+            let run = |chunk: usize| {
+                let spec = PresetSpec::custom("x", nfma as u32, frac, frac_out, -126, c_entry, Some(chunk as u32))
+                    .with_rounding(rounding);
+                let out = accumulate(&Preset::custom(spec).unwrap(), &ops, false, SplitK::NONE).unwrap();
+                out.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
+            };
+            let why = format!("nfma {nfma} frac {frac} {rounding:?}/{frac_out} {c_entry:?}: {l1} against {l2}");
+            assert_ne!(run(l1), run(l2), "{why} (from {shortest} to {longest}, K {}, offset {offset})", key.k);
         }
     }
 

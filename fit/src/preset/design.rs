@@ -117,13 +117,19 @@ fn probe(key: &SplitKey, inputs: &InputSpec, whole: bool) -> Option<Vec<Sample>>
         return None;
     }
     let mut out = Vec::new();
+    // Outputs of equal rows of A and B give equal results under every alternative: each pair is run once.
+    let mut seen = std::collections::HashSet::new();
     for i in 0..rows {
         for j in 0..cols {
+            let (ra, rb) = (&a[i * key.k..(i + 1) * key.k], &b[j * key.k..(j + 1) * key.k]);
+            if !seen.insert((ra, rb)) {
+                continue;
+            }
             out.push(Sample {
                 fa: key.fa,
                 fb: key.fb,
-                a: a[i * key.k..(i + 1) * key.k].to_vec(),
-                b: b[j * key.k..(j + 1) * key.k].to_vec(),
+                a: ra.to_vec(),
+                b: rb.to_vec(),
                 c: 0.0,
                 want: 0,
                 slow: !key.fast,
@@ -245,6 +251,25 @@ fn slow_call(s: &Survivor) -> Option<Experiment> {
     best.filter(|(n, _)| *n > 1).map(|(_, e)| e)
 }
 
+/// The [`chosen::boundaries`] calls over `lengths`: windows up to the longest, each as long as one call places (from
+/// w to 2w less a margin m of a few blocks), from 2m on so that each spans half its start or more (shorter lengths cut
+/// these calls' K more than once, which shows too), at two offsets.
+fn boundary_calls(nfma: usize, lengths: &[u32]) -> Vec<(SplitKey, InputSpec)> {
+    let d = (nfma / 4).max(1);
+    let (Some(&least), Some(&most)) = (lengths.iter().min(), lengths.iter().max()) else { return Vec::new() };
+    let mut out = Vec::new();
+    for offset in [0, d / 2].into_iter().take(if d > 1 { 2 } else { 1 }) {
+        let margin = 2 * nfma + 15 * d + offset;
+        let mut lo = (least as usize).max(2 * margin);
+        while lo <= most as usize {
+            let hi = 2 * lo - margin;
+            out.extend(chosen::boundaries(nfma, lo, hi.min(most as usize), offset));
+            lo = hi + 1;
+        }
+    }
+    out
+}
+
 /// Most chunk lengths a slow design runs on every output of its candidate calls.
 const WHOLE_SLOW_LENGTHS: usize = 64;
 
@@ -267,9 +292,14 @@ fn slow_candidates(
                 .map(|data| (key, InputSpec { generator: GENERATOR_V1.into(), seed: SEED, stream, data }))
         })
         .collect();
-    // Chosen cuts, run on every output in either pass (so in the first only): for a few lengths.
-    if !whole && lengths.len() <= WHOLE_SLOW_LENGTHS {
-        calls.extend(chosen::cuts(s.spec.nfma as usize, lengths, k));
+    // Chosen calls, run on every output in either pass (so in the first only): cuts for a few lengths; boundaries,
+    // which place the first cut to a quarter of a block, for any number of them.
+    if !whole {
+        let nfma = s.spec.nfma as usize;
+        if lengths.len() <= WHOLE_SLOW_LENGTHS {
+            calls.extend(chosen::cuts(nfma, lengths, k));
+        }
+        calls.extend(boundary_calls(nfma, lengths));
     }
     for (key, inputs) in calls {
         let Some(ps) = probe(&key, &inputs, whole) else { continue };
@@ -279,9 +309,10 @@ fn slow_candidates(
         res.dedup();
         if best.as_ref().is_none_or(|(n, _)| res.len() > *n) {
             let decides = format!(
-                "slow_chunk among {} (from {least}; an unsplit slow fp32 accumulator of K = {k}: {} distinct \
+                "slow_chunk among {} (from {least}; an unsplit slow fp32 accumulator of K = {}: {} distinct \
                      results over {} lengths on the outputs run)",
                 s.slow.describe().join(", "),
+                key.k,
                 res.len(),
                 lengths.len()
             );
