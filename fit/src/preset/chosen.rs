@@ -250,6 +250,44 @@ mod tests {
     use mmaemu_model::accumulate::{accumulate, Operands};
     use mmaemu_model::{BlockRounding, CEntry, Preset, PresetSpec, SplitK};
 
+    /// A random core of the fit's whole space (any nfma, frac and block result, either c entry).
+    struct Core {
+        nfma: usize,
+        frac: u32,
+        frac_out: u32,
+        rounding: BlockRounding,
+        c_entry: CEntry,
+    }
+
+    impl Core {
+        fn draw(draw: &mut impl FnMut(u64) -> u64) -> Core {
+            let nfma = 1usize << draw(9);
+            let frac = 1 + draw(40) as u32;
+            let (frac_out, rounding) = match draw(3) {
+                0 => (23, BlockRounding::NearestEven),
+                _ => (1 + draw(23) as u32, BlockRounding::Truncate),
+            };
+            let c_entry = if draw(2) == 0 { CEntry::Early } else { CEntry::Late };
+            Core { nfma, frac, frac_out, rounding, c_entry }
+        }
+
+        /// The outputs of an unsplit slow call through the model's plan (§3.1), chunks of `chunk`.
+        fn slow(&self, ops: &Operands, chunk: usize) -> Vec<u32> {
+            let Core { nfma, frac, frac_out, rounding, c_entry } = *self;
+            let spec = PresetSpec::custom("x", nfma as u32, frac, frac_out, -126, c_entry, Some(chunk as u32))
+                .with_rounding(rounding);
+            let out = accumulate(&Preset::custom(spec).unwrap(), ops, false, SplitK::NONE).unwrap();
+            out.iter().map(|x| x.to_bits()).collect()
+        }
+    }
+
+    impl std::fmt::Display for Core {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            let Core { nfma, frac, frac_out, rounding, c_entry } = self;
+            write!(f, "nfma {nfma} frac {frac} {rounding:?}/{frac_out} {c_entry:?}")
+        }
+    }
+
     /// With an early c, the staircases tell apart the widest truncation that still rounds a block (one bit short of
     /// `exact_frac_out`) from the one that never does, for every frac up to 23 and block sizes whose largest sum
     /// reaches the bound's top binade.
@@ -319,13 +357,8 @@ mod tests {
         let mut draw = draws(43);
         let mut tried = 0;
         while tried < 200 {
-            let nfma = 1usize << draw(9);
-            let frac = 1 + draw(40) as u32;
-            let (frac_out, rounding) = match draw(3) {
-                0 => (23, BlockRounding::NearestEven),
-                _ => (1 + draw(23) as u32, BlockRounding::Truncate),
-            };
-            let c_entry = if draw(2) == 0 { CEntry::Early } else { CEntry::Late };
+            let core = Core::draw(&mut draw);
+            let nfma = core.nfma;
             let d = (nfma / 4).max(1);
             let offset = draw(d as u64) as usize;
             let span = if draw(4) == 0 { 8192 } else { 1024 };
@@ -340,7 +373,7 @@ mod tests {
             let Some((key, inputs)) = boundaries(nfma, shortest, longest, offset) else { continue };
             // An early c sums a chunk's small products on frac bits and keeps frac_out + 1 of the sum: past that
             // many bits, the count saturates.
-            if c_entry == CEntry::Early && (key.k / nfma) as u64 >= 1 << frac.min(frac_out + 1) {
+            if core.c_entry == CEntry::Early && (key.k / nfma) as u64 >= 1 << core.frac.min(core.frac_out + 1) {
                 continue;
             }
             tried += 1;
@@ -348,14 +381,8 @@ mod tests {
             let b = generate(&inputs, Operand::B, key.fb.name(), CALL_MN, key.k).unwrap();
             // One column: B's rows are equal.
             let ops = Operands { fa: key.fa, fb: key.fb, a: &a, b: &b[..key.k], m: CALL_MN, n: 1, k: key.k };
-            let run = |chunk: usize| {
-                let spec = PresetSpec::custom("x", nfma as u32, frac, frac_out, -126, c_entry, Some(chunk as u32))
-                    .with_rounding(rounding);
-                let out = accumulate(&Preset::custom(spec).unwrap(), &ops, false, SplitK::NONE).unwrap();
-                out.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
-            };
-            let why = format!("nfma {nfma} frac {frac} {rounding:?}/{frac_out} {c_entry:?}: {l1} against {l2}");
-            assert_ne!(run(l1), run(l2), "{why} (from {shortest} to {longest}, K {}, offset {offset})", key.k);
+            let why = format!("{core}: {l1} against {l2} (from {shortest} to {longest}, K {}, offset {offset})", key.k);
+            assert_ne!(core.slow(&ops, l1), core.slow(&ops, l2), "{why}");
         }
     }
 
@@ -365,34 +392,20 @@ mod tests {
     fn a_cut_shows_on_its_row_for_every_core() {
         let mut draw = draws(42);
         for _ in 0..200 {
-            let nfma = 1usize << draw(9);
-            let frac = 1 + draw(40) as u32;
-            let (frac_out, rounding) = match draw(3) {
-                0 => (23, BlockRounding::NearestEven),
-                _ => (1 + draw(23) as u32, BlockRounding::Truncate),
-            };
-            let c_entry = if draw(2) == 0 { CEntry::Early } else { CEntry::Late };
+            let core = Core::draw(&mut draw);
+            let nfma = core.nfma;
             let lengths: Vec<u32> = (0..4).map(|_| (nfma as u64 + 1 + draw(600)) as u32).collect();
             let k = (*lengths.iter().max().unwrap() as usize + 2 * nfma + 40).next_multiple_of(16);
             let (key, inputs) = cuts(nfma, &lengths, k).unwrap();
             let a = generate(&inputs, Operand::A, "e4m3", CALL_MN, k).unwrap();
             let b = generate(&inputs, Operand::B, "e4m3", CALL_MN, k).unwrap();
             let ops = Operands { fa: key.fa, fb: key.fb, a: &a, b: &b, m: CALL_MN, n: CALL_MN, k };
-            let run = |chunk: usize| {
-                let spec = PresetSpec::custom("x", nfma as u32, frac, frac_out, -126, c_entry, Some(chunk as u32))
-                    .with_rounding(rounding);
-                accumulate(&Preset::custom(spec).unwrap(), &ops, false, SplitK::NONE).unwrap()
-            };
             for (i, &l) in lengths.iter().enumerate() {
                 let l = l as usize;
-                let diagonal = |out: &[f32]| out[i * CALL_MN + i].to_bits();
-                let at = diagonal(&run(l));
+                let diagonal = |out: Vec<u32>| out[i * CALL_MN + i];
+                let at = diagonal(core.slow(&ops, l));
                 for other in [k, l + nfma + 1] {
-                    assert_ne!(
-                        at,
-                        diagonal(&run(other)),
-                        "nfma {nfma} frac {frac} {rounding:?}/{frac_out} {c_entry:?}: {l} against {other}"
-                    );
+                    assert_ne!(at, diagonal(core.slow(&ops, other)), "{core}: {l} against {other}");
                 }
             }
         }
