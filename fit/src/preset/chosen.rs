@@ -216,6 +216,16 @@ pub(super) fn cuts(nfma: usize, lengths: &[u32], k: usize) -> Option<(SplitKey, 
     Some((key, inputs))
 }
 
+/// The phase d between the rows of a [`boundaries`] call: a quarter of a block, at least 1.
+pub(super) fn boundary_phase(nfma: usize) -> usize {
+    (nfma / 4).max(1)
+}
+
+/// The margin m of a [`boundaries`] call at `offset`: it places every length from w to 2w − m.
+pub(super) fn boundary_margin(nfma: usize, offset: usize) -> usize {
+    2 * nfma + 15 * boundary_phase(nfma) + offset
+}
+
 /// A slow call whose outputs place the first chunk boundary to a quarter of a block (d = nfma / 4, at least 1), for
 /// every length from `shortest` to `longest` when longest ≤ 2 shortest − 2 nfma − 15 d − `offset`. Every row of A is
 /// one pattern delayed by i · d (a `codes` operand of K + d bytes, so K may pass 4096): 2^12 at column i · d, then
@@ -225,7 +235,7 @@ pub(super) fn cuts(nfma: usize, lengths: &[u32], k: usize) -> Option<(SplitKey, 
 /// own exactly and adds them at once, n halves rounded to even. So row i counts the small products past the first
 /// boundary after i · d (one count in two shows through the rounding, and the rows one block apart count one more).
 pub(super) fn boundaries(nfma: usize, shortest: usize, longest: usize, offset: usize) -> Option<(SplitKey, InputSpec)> {
-    let d = (nfma / 4).max(1);
+    let d = boundary_phase(nfma);
     // Rows 1 to 15 read their first i · d columns from the pattern's end: those 15 d bytes stay zero.
     let k = (longest + offset + 2 * nfma + 14 * d + 1).next_multiple_of(16);
     let (len, end) = (k + d, (k - 14 * d).min((2 * shortest).saturating_sub(15 * d)));
@@ -359,12 +369,12 @@ mod tests {
         while tried < 200 {
             let core = Core::draw(&mut draw);
             let nfma = core.nfma;
-            let d = (nfma / 4).max(1);
+            let d = boundary_phase(nfma);
             let offset = draw(d as u64) as usize;
             let span = if draw(4) == 0 { 8192 } else { 1024 };
             // The first boundary lies past every row's first small product.
             let shortest = 16 * d + nfma + offset + draw(span) as usize;
-            let Some(longest) = (2 * shortest).checked_sub(2 * nfma + 15 * d + offset) else { continue };
+            let Some(longest) = (2 * shortest).checked_sub(boundary_margin(nfma, offset)) else { continue };
             if longest < shortest + d {
                 continue;
             }

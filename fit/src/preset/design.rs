@@ -255,11 +255,11 @@ fn slow_call(s: &Survivor) -> Option<Experiment> {
 /// w to 2w less a margin m of a few blocks), from 2m on so that each spans half its start or more (shorter lengths cut
 /// these calls' K more than once, which shows too), at two offsets.
 fn boundary_calls(nfma: usize, lengths: &[u32]) -> Vec<(SplitKey, InputSpec)> {
-    let d = (nfma / 4).max(1);
+    let d = chosen::boundary_phase(nfma);
     let (Some(&least), Some(&most)) = (lengths.iter().min(), lengths.iter().max()) else { return Vec::new() };
     let mut out = Vec::new();
     for offset in [0, d / 2].into_iter().take(if d > 1 { 2 } else { 1 }) {
-        let margin = 2 * nfma + 15 * d + offset;
+        let margin = chosen::boundary_margin(nfma, offset);
         let mut lo = (least as usize).max(2 * margin);
         while lo <= most as usize {
             let hi = 2 * lo - margin;

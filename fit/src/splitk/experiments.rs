@@ -145,11 +145,13 @@ fn specs(width: usize) -> Vec<InputSpec> {
 /// owns: one product per split, at the first k index of its first chunk, a power of two, so that every chain keeps it
 /// exactly. 2^12 in one split (each in turn) and 2^−12, 2^−13 or 2^−14 (a half, a quarter or an eighth of an fp32 unit
 /// of 2^12) in the others; and 2^12 and −2^12 in two splits (each pair in turn), halves in the others, whose result is
-/// only the small partials that survived, which a narrow out dtype still shows. A small partial that meets 2^12 alone is a tie, lost to the even 2^12; two that meet each other
-/// first make a whole unit, kept: which ones do is the order. Every row of A and of B is the same pattern.
-fn order_specs(c: &Routed, rule: &SplitRule) -> Vec<InputSpec> {
+/// only the small partials that survived, which a narrow out dtype still shows. A small partial that meets 2^12 alone
+/// is a tie, lost to the even 2^12; two that meet each other first make a whole unit, kept: which ones do is the
+/// order. Every row of A and of B is the same pattern. The splits are the layout's: every order of it has these calls.
+fn order_specs(c: &Routed, layout: Layout) -> Vec<InputSpec> {
     let (k, fast) = (c.key.k, c.key.fast);
-    let rule = if fast { rule.fast() } else { *rule };
+    let rule = SplitRule { layout, order: Order::Serial };
+    let rule = if fast { rule.fast() } else { rule };
     let firsts: Vec<usize> = rule
         .plan_splits(k, c.s, fast)
         .iter()
@@ -246,8 +248,9 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
             let width = class.iter().map(|r| r.layout.width).min().unwrap_or(16);
             let tries = specs(width);
             let found = ranked.iter().take(CALLS).find_map(|(_, call)| {
-                // The generator's data first, then chosen products for the order under each member's splits.
-                let chosen = class.iter().flat_map(|r| order_specs(call, r));
+                // The generator's data first, then chosen products for the order under each layout's splits.
+                let layouts: BTreeSet<Layout> = class.iter().map(|r| r.layout).collect();
+                let chosen = layouts.into_iter().flat_map(|l| order_specs(call, l));
                 tries.iter().cloned().chain(chosen).find_map(|sp| {
                     let parts = refine(&mut memo, preset, &class, call, &sp);
                     (parts.len() > 1).then_some((parts, sp, *call))
@@ -336,13 +339,13 @@ mod tests {
             for (i, x) in rules.iter().enumerate() {
                 for y in &rules[i + 1..] {
                     let (fx, fy) = (memo.form(x, k, s, fast), memo.form(y, k, s, fast));
-                    if fx.is_none() || fy.is_none() || fx == fy || order_specs(&call, x).is_empty() {
+                    let specs = order_specs(&call, x.layout);
+                    if fx.is_none() || fy.is_none() || fx == fy || specs.is_empty() {
                         continue;
                     }
                     tried += 1;
-                    let apart = order_specs(&call, x)
-                        .iter()
-                        .any(|sp| simulate(&preset, &call, x, sp) != simulate(&preset, &call, y, sp));
+                    let apart =
+                        specs.iter().any(|sp| simulate(&preset, &call, x, sp) != simulate(&preset, &call, y, sp));
                     assert!(
                         apart,
                         "{x} against {y}: K {k}, S {s}, fast {fast}, {out:?}, preset {nfma} {frac} {c_entry:?}"
