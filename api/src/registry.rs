@@ -176,14 +176,15 @@ impl Registry {
     }
 
     /// The self-check verdict of a CPU level (run now if it has not run yet). The check runs in the IEEE state
-    /// whatever the caller's ([`selfcheck::run`]); should it fail all the same while the calling thread flushes
-    /// subnormals, the failure is not kept, so that a later call from a thread that does not flush checks again.
+    /// whatever the caller's ([`selfcheck::run`]); should it fail all the same while the calling thread is in a
+    /// state the model refuses (it flushes subnormals or rounds off nearest), the failure is not kept, so that a
+    /// later call from a thread in the default state checks again.
     fn checked(level: &CpuLevel) -> std::result::Result<(), String> {
         let mut verdict = level.check.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(v) = verdict.as_ref() {
             return v.clone();
         }
-        let flushing = mmaemu_model::fpenv::flushes();
+        let flushing = mmaemu_model::fpenv::refuses();
         let v = selfcheck::run(&level.engine);
         if v.is_ok() || !flushing {
             *verdict = Some(v.clone());

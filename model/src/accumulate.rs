@@ -324,7 +324,8 @@ pub fn execute(preset: &Preset, plan: &Plan, ops: &Operands<'_>, engine: &dyn Ch
     if m == 0 || n == 0 || k == 0 {
         return Ok(vec![0.0; m * n]);
     }
-    // docs/reference.md §5.2 step 12: no result is computed while the calling thread flushes subnormals.
+    // docs/reference.md §5.2 step 12: no result is computed while the calling thread flushes subnormals or
+    // rounds other than to nearest.
     crate::fpenv::check()?;
     // The engines stop early when the caller interrupts the call (their output is then incomplete).
     let interrupt = Interrupt::current();

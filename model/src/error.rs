@@ -19,7 +19,7 @@ pub enum InvalidKind {
 /// The error categories of docs/reference.md §7.1, and the invalid-argument and data errors of R.3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Category {
-    /// The umbrella category, raised directly only by the flush-to-zero check.
+    /// The umbrella category, raised directly only by the floating-point state check.
     Mmaemu,
     /// torch 2.7.1 or the profile's cuBLAS rejects the call.
     ReferenceRejects,

@@ -23,7 +23,8 @@ __all__ = [
 
 
 class MmaemuError(Exception):
-    """The umbrella of mmaemu's errors; raised directly only when the CPU flushes subnormals (§5.2 step 12)."""
+    """The umbrella of mmaemu's errors; raised directly only when the CPU flushes subnormals or rounds
+    other than to nearest (§5.2 step 12)."""
 
 
 class ReferenceRejectsError(MmaemuError, RuntimeError):

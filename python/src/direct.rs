@@ -39,7 +39,7 @@ pub unsafe fn scaled_mm(
     target: &Desc,
 ) -> Option<Vec<Warning>> {
     // Row-wise scales run another kernel's plan and epilogue (docs/reference.md §4.2): the model's run_on.
-    if plan.validation != Validation::Ok || mmaemu_api::model::fpenv::flushes() || plan.kernel.is_some() {
+    if plan.validation != Validation::Ok || mmaemu_api::model::fpenv::refuses() || plan.kernel.is_some() {
         return None;
     }
     let split = plan.split.as_ref()?;

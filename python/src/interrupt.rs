@@ -21,9 +21,9 @@ const POLL: Duration = Duration::from_millis(20);
 /// thread runs Python's signal handlers every [`POLL`]: when one raises (KeyboardInterrupt from Ctrl-C on the main
 /// thread), the work is asked to stop ([`with_flag`]), is waited for, and the exception is returned.
 pub fn interruptible<T: Send>(py: Python<'_>, macs: u128, f: impl FnOnce() -> T + Send) -> PyResult<T> {
-    // A calling thread that flushes subnormals computes nothing (docs/reference.md §5.2 step 12): the call runs on
-    // it, so that the check sees its floating-point state (a new thread starts without the flags).
-    if macs < INLINE_MACS || mmaemu_api::model::fpenv::flushes() {
+    // A calling thread that flushes subnormals or rounds off nearest computes nothing (docs/reference.md §5.2 step
+    // 12): the call runs on it, so that the check sees its floating-point state (a new thread starts in the default).
+    if macs < INLINE_MACS || mmaemu_api::model::fpenv::refuses() {
         return Ok(py.detach(f));
     }
     let flag = Arc::new(AtomicBool::new(false));

@@ -1,4 +1,5 @@
-"""The contract's guards (an input that requires grad under grad mode, a CPU that flushes subnormals),
+"""The contract's guards (an input that requires grad under grad mode, a CPU that flushes subnormals or rounds
+off nearest),
 the calls torch.compile must leave alone, and determinism across Python threads."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 import mmaemu
-from conftest import rows_of
+from conftest import rows_of, set_rounding
 from replay import compute, expected_tensor, scaled_mm_args
 
 S = torch.tensor(1.0)
@@ -73,6 +74,30 @@ def test_flush_to_zero_guard_every_entry_point() -> None:
     finally:
         torch.set_flush_denormal(False)
     assert float(mmaemu.scaled_mm(a, b, S, S, out_dtype=torch.float32, splitk=1)[0, 0]) == 64.0
+
+
+def test_rounding_off_nearest_is_refused_at_every_entry_point() -> None:
+    # §5.2 step 12: fp32 arithmetic rounded upward, downward or toward zero would give other bits, so every entry
+    # point that computes refuses it, a large call (run on a thread of its own) included.
+    a, b, _ = operands()
+    big_a, big_b = torch.ones(256, 256).to(torch.float8_e4m3fn), torch.ones(256, 256).to(torch.float8_e4m3fn)
+    acc = torch.ones(4)
+    for mode in ("upward", "downward", "toward_zero"):
+        set_rounding(mode)
+        try:
+            calls = [
+                lambda: mmaemu.scaled_mm(a, b, S, S, out_dtype=torch.float32, splitk=1),
+                lambda: mmaemu.scaled_mm(big_a, big_b.t(), S, S, out_dtype=torch.float32, splitk=1),
+                lambda: mmaemu.accumulate(a, b.t(), use_fast_accum=True, splitk=1, profile="ada"),
+                lambda: mmaemu.model.dot(a[0], a[0]),
+                lambda: mmaemu.model.epilogue.apply(acc, 1.0, 1.0, out_dtype=torch.bfloat16),
+            ]
+            for call in calls:
+                with pytest.raises(mmaemu.MmaemuError, match="rounds other than to nearest"):
+                    call()
+        finally:
+            set_rounding("nearest")
+    assert float(mmaemu.scaled_mm(big_a, big_b.t(), S, S, out_dtype=torch.float32, splitk=1)[0, 0]) == 256.0
 
 
 def test_flush_to_zero_is_per_thread() -> None:
