@@ -106,6 +106,9 @@ pub struct GemmResult {
     /// The CPU backend's tiling of this shape (`panels`, `products`, `+swap` when A and B exchange roles;
     /// `none` for other backends).
     pub tiling: String,
+    /// The CPU backend's block step for the preset (`CpuEngine::step_name`: `narrow`, `f64`, `i32`, `single
+    /// product`, `scalar`; `none` for other backends).
+    pub step: String,
     /// The rayon threads both GEMMs ran on.
     pub threads: usize,
     /// Best emulated time, seconds.
@@ -316,6 +319,7 @@ pub fn gemm_planted(
         }
         None => "none".to_string(),
     };
+    let step = if level.is_some() { CpuEngine::step_name(&preset) } else { "none" }.to_string();
     let dims = mmaemu_model::block_gemm::Dims { m, n, k };
     let call = ScaledCall::new(&preset, &plan, dims, b.scales, b.bias, &mut rng)?;
     let mut result = Err(String::from("not run"));
@@ -396,6 +400,7 @@ pub fn gemm_planted(
         backend: selected.name.clone(),
         simd,
         tiling,
+        step,
         threads: pool.current_num_threads(),
         emulated_s,
         emulated_gmacs: gmacs(emulated_s),

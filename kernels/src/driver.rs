@@ -182,6 +182,11 @@ impl<'a> Job<'a> {
         self.p.biased
     }
 
+    /// The preset runs on the wide path with the panel step that sums in i32 lanes ([`Params::int32`]).
+    pub fn int32(&self) -> bool {
+        self.p.int32
+    }
+
     /// The codes of the panel `cols` of B (at most W rows) at positions [q0, q1) of the first chunk, position-major
     /// with zero codes at padding positions and in the columns past the panel's: for the block-scaled panels of
     /// `crate::scaled`, whose jobs are [`Job::chains`] (one chunk over K).

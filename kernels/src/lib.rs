@@ -290,6 +290,18 @@ impl CpuEngine {
         kernel::Params::new(preset).path.name()
     }
 
+    /// Which block step a preset's panels run: `narrow` (f32 lanes), `f64` (the wide path's f64 lanes), `i32` (the
+    /// wide path's i32 lanes, `small::int32_steps`), `single product` (`small::single_product_steps`) or `scalar`.
+    pub fn step_name(preset: &Preset) -> &'static str {
+        let p = kernel::Params::new(preset);
+        match p.path {
+            kernel::Path::Wide if p.single => "single product",
+            kernel::Path::Wide if p.int32 => "i32",
+            kernel::Path::Wide => "f64",
+            path => path.name(),
+        }
+    }
+
     /// The tiling this engine runs a job of these operands with (see [`Choice::of`]).
     pub fn choice(&self, preset: &Preset, ops: &Operands<'_>) -> Choice {
         self.choice_of(&Job::chains(preset, ops))

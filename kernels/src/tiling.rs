@@ -48,13 +48,28 @@ pub const FUSED_PRODUCT_ROWS: usize = 4;
 /// 0.81, slow 0.92), M = 3 2.44 (ada 3.14, slow with e5m2 B 1.96), M = 4 2.76.
 pub const IN_PLACE_PRODUCT_ROWS: usize = 2;
 
-/// The shortest block for which a wide-path job runs few rows with product lanes (`kernel::wide_product_blocks`),
-/// shorter ones staying on panels: each block of each chain ends in a horizontal maximum and sum and a scalar
-/// normalisation. `mmaemu bench gemm --m M --n 4096 --k 4096 --preset P --fast --no-native --reps 5` (2 threads,
-/// Intel Xeon with AVX-512, loaded host), product lanes against panels in GMAC/s: blocks of 128
-/// (bench/presets/nearest-128-frac40.toml) M = 1 0.46 vs 0.16, M = 16 0.98 vs 0.91; blocks of 16
-/// (bench/presets/nearest-late-16.toml) M = 1 0.16 vs 0.20, M = 16 0.51 vs 1.03.
-pub const WIDE_PRODUCT_BLOCK: usize = 128;
+/// The shortest block for which a wide-path job whose step sums in f64 lanes runs few rows with product lanes
+/// (`kernel::wide_product_blocks`): one row per 8 products of a block up to 4 rows, one per 16 beyond, at most
+/// [`PRODUCT_ROWS`]. Each block of each chain ends in a horizontal maximum and sum and a scalar normalisation, which
+/// longer blocks share among more products, while a panel's decoding is shared among its rows. The i32 step
+/// (`small::int32_steps`) stays on panels. `mmaemu bench gemm --m M --n 4096 --k 4096 --preset P --fast --no-native
+/// --reps 5 --tiling panels|products` (2 threads, Intel Xeon with AVX-512, idle host, one run each), GMAC/s, panels
+/// against products, M = 1, 2, 4, 8, 16: b200_mma_sync (blocks of 32) 1.77/3.48, 3.18/4.62, 4.95/5.41, 7.64/5.94,
+/// 10.36/6.35; blocks of 16, frac 40, nearest even 1.83/2.75, 2.96/3.26, 4.94/3.73, 7.61/3.96, 9.17/3.93; blocks
+/// of 64, same 1.76/3.91, 3.03/5.53, 5.06/6.47, 7.91/7.53, 9.90/7.95; bench/presets/late-128.toml 1.72/4.56,
+/// 3.15/6.22, 5.00/7.41, 7.48/8.55, 9.73/9.07; blocks of 128, frac 20, truncation, late c (i32) 3.88/4.40,
+/// 6.27/6.10, 10.68/7.56, 16.49/8.88, 20.58/9.43; bench/presets/nearest-late-16.toml (i32) 3.65/1.43, 6.38/3.37.
+pub const WIDE_PRODUCT_BLOCK: usize = 16;
+
+/// The most rows a wide-path job runs with product lanes (see [`WIDE_PRODUCT_BLOCK`]).
+fn wide_product_rows(job: &Job) -> usize {
+    let nfma = job.nfma();
+    if job.int32() || nfma < WIDE_PRODUCT_BLOCK {
+        0
+    } else {
+        (nfma / 8).min(4).max(nfma / 16).min(PRODUCT_ROWS)
+    }
+}
 
 /// Outputs per product-lane tile: A's rows are decoded once per piece of a tile, and a tile's scratch is made once,
 /// so wider tiles share that work among more chains. `mmaemu bench gemm --m M --n 4096 --k 4096 --no-native` (2
@@ -81,7 +96,7 @@ impl Choice {
     /// also decoded in place (`in_place`).
     pub fn product_rows(job: &Job, fused: bool, in_place: bool) -> usize {
         if job.path() == Path::Wide {
-            return if job.nfma() >= WIDE_PRODUCT_BLOCK { PRODUCT_ROWS } else { 0 };
+            return wide_product_rows(job);
         }
         match (fused, in_place) {
             (true, true) => IN_PLACE_PRODUCT_ROWS,

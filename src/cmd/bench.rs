@@ -236,6 +236,7 @@ pub fn json(r: &GemmResult) -> Value {
         "backend": r.backend,
         "simd": r.simd,
         "tiling": r.tiling,
+        "step": r.step,
         "threads": r.threads,
         "emulated_gmacs": r.emulated_gmacs,
         "native_f32_gmacs": r.native_f32_gmacs,
@@ -257,7 +258,7 @@ pub fn json(r: &GemmResult) -> Value {
 /// The text report.
 pub fn text(r: &GemmResult) -> String {
     let mut s = format!(
-        "gemm {} ({}), preset {}, {}, scales {}, split {}, backend {} (simd {}, tiling {}), {} threads\n",
+        "gemm {} ({}), preset {}, {}, scales {}, split {}, backend {} (simd {}, tiling {}, step {}), {} threads\n",
         r.shape,
         r.formats,
         r.preset,
@@ -267,6 +268,7 @@ pub fn text(r: &GemmResult) -> String {
         r.backend,
         r.simd,
         r.tiling,
+        r.step,
         r.threads
     );
     s.push_str(&format!("  emulated:    {:8.2} GMAC/s  ({:.4} s)\n", r.emulated_gmacs, r.emulated_s));
