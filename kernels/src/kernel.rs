@@ -443,8 +443,8 @@ const WIDE_RUN: usize = 16;
 /// lanes along each block's products and the sums in f64 lanes: the wide path's tiling for few rows, as
 /// [`product_blocks`] is the narrow path's. `av`/`ae` hold the row's decoded values and exponents, `bv`/`be` those of
 /// the J rows of B (f32 values: every FP8 value and every product of two is exact in f32), `c` the J running
-/// accumulators; `AVX512`: the two passes over a block in AVX-512 instructions (`x86::wide_sum`, `x86::wide_max`; the
-/// caller is compiled for them). The arithmetic is [`block_steps`]'s with f64 lanes, early or late c (`p.late`): the terms
+/// accumulators; `AVX512`: eight chains run in AVX-512 instructions (`x86::wide_product_blocks8`; the caller is
+/// compiled for them). The arithmetic is [`block_steps`]'s with f64 lanes, early or late c (`p.late`): the terms
 /// `trunc(f64(a * b) * s)` are integers below 2^(frac + 2), their block sum below 2^53, exact in any order.
 #[inline(always)]
 pub fn wide_product_blocks<const J: usize, const HT: bool, const AVX512: bool>(
@@ -461,6 +461,17 @@ pub fn wide_product_blocks<const J: usize, const HT: bool, const AVX512: bool>(
     if av.len() < len || ae.len() < len || bv.iter().zip(&be).any(|(v, e)| v.len() < len || e.len() < len) {
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if AVX512 {
+        if let (Ok(bv8), Ok(be8), Ok(c8)) =
+            (<&[&[f32]; 8]>::try_from(&bv[..]), <&[&[i8]; 8]>::try_from(&be[..]), <&mut [f32; 8]>::try_from(&mut c[..]))
+        {
+            // SAFETY: `AVX512` is set only by the tiles of the AVX-512 level, which exists only after
+            // `is_x86_feature_detected!` reported AVX-512F/BW/VL; every slice holds `len` elements (checked above).
+            unsafe { crate::x86::wide_product_blocks8(av, ae, bv8, be8, nblk, c8, p) };
+            return;
+        }
+    }
     for blk in 0..nblk {
         let o = blk * nb;
         let (a, ea) = (&av[o..o + nb], &ae[o..o + nb]);
@@ -468,13 +479,6 @@ pub fn wide_product_blocks<const J: usize, const HT: bool, const AVX512: bool>(
         // dependencies overlap and the scalar phases run in J lanes.
         let mut ee = [0i32; J];
         for jj in 0..J {
-            #[cfg(target_arch = "x86_64")]
-            if AVX512 {
-                // SAFETY: `AVX512` is set only by the tiles of the AVX-512 level, which exists only after
-                // `is_x86_feature_detected!` reported AVX-512F/BW/VL.
-                ee[jj] = unsafe { crate::x86::wide_max(ea, &be[jj][o..o + nb]) } as i32;
-                continue;
-            }
             ee[jj] = wide_max(ea, &be[jj][o..o + nb]) as i32;
         }
         // Block exponent E = max(products, c (early), floor), as in `block_steps`.
@@ -490,12 +494,6 @@ pub fn wide_product_blocks<const J: usize, const HT: bool, const AVX512: bool>(
         }
         let mut sum = [0f64; J];
         for jj in 0..J {
-            #[cfg(target_arch = "x86_64")]
-            if AVX512 {
-                // SAFETY: as for the maximum above.
-                sum[jj] = unsafe { crate::x86::wide_sum(a, &bv[jj][o..o + nb], s[jj]) };
-                continue;
-            }
             sum[jj] = wide_sum::<HT>(a, &bv[jj][o..o + nb], s[jj]);
         }
         for jj in 0..J {
