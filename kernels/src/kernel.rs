@@ -118,10 +118,14 @@ pub struct Params {
     /// block exponent (efloor is at most [`LOWEST_PRODUCT_EXP`]), its at most 6 bits below the leading one are
     /// kept by frac >= 6, and its at most 8 significant bits by frac_out >= 7.
     pub single: bool,
-    /// A wide-path preset whose aligned terms and block sums stay below 2^31 (frac <= 29, few products per
-    /// block) and whose scale factors are normal f32 (min_exp <= frac + 126, as on the narrow path): the panel
-    /// step sums in i32 lanes (`crate::small::int32_steps`).
+    /// A wide-path preset whose aligned terms stay below 2^31 and whose scale factors are normal f32 (min_exp <=
+    /// frac + 126, as on the narrow path), with at least [`MIN_INT32_GROUP`] products (or the whole block) to an
+    /// i32 sum: the panel step sums in i32 lanes (`crate::small::int32_steps`).
     pub int32: bool,
+    /// Products per i32 sum ([`Params::int32`]): the most whose terms (each below 2^(frac + 2)) and an early c's
+    /// term (below 2^(frac + 1)) stay below 2^31; 0 where frac > 28. Fewer than the block's products: the block
+    /// sums its groups' i32 sums in f64 (exact: below 2^53 on the wide path).
+    pub int32_group: usize,
     /// Nearest-even blocks (frac_out 23): the exact block sum, scaled back, is rounded by one conversion to
     /// fp32 (Rust's `as f32` rounds to nearest, ties to even, and the result is a normal f32: at least
     /// 2^-76, see the comment at the top of this file).
@@ -129,6 +133,10 @@ pub struct Params {
 }
 
 pub use mmaemu_model::preset::LOWEST_PRODUCT_EXP;
+
+/// The fewest products per i32 sum for which a block longer than that runs the i32 step in groups
+/// ([`Params::int32_group`]) rather than in f64 lanes.
+pub const MIN_INT32_GROUP: usize = 8;
 
 impl Params {
     /// The kernel parameters and path of a preset.
@@ -156,6 +164,8 @@ impl Params {
             _ => min_exp.max(frac - 1022),
         };
         let zero_block_is_identity = preset.zero_block_is_identity();
+        let int32_group =
+            if frac <= 28 { (((1u64 << 31) - (1 << (frac + 1)) - 1) / ((1u64 << (frac + 2)) - 1)) as usize } else { 0 };
         Params {
             zero_block_is_identity,
             single: late
@@ -164,7 +174,8 @@ impl Params {
                 && frac_out >= 7
                 && efloor <= LOWEST_PRODUCT_EXP
                 && path == Path::Wide,
-            int32: path == Path::Wide && frac <= 29 && bound < 1 << 31 && min_exp <= frac + 126,
+            int32: path == Path::Wide && min_exp <= frac + 126 && int32_group >= preset.nfma().min(MIN_INT32_GROUP),
+            int32_group,
             nearest,
             biased: path == Path::Narrow
                 && bound < 1 << 23

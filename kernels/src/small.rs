@@ -1,6 +1,7 @@
-//! The panel step of wide-path presets whose block sums stay below 2^31 ([`crate::kernel::Params::int32`]): the
-//! terms truncated and summed in i32 lanes, sixteen to a vector where f64 lanes hold eight; and the step of
-//! presets whose block result is their one product ([`crate::kernel::Params::single`]).
+//! The panel step of wide-path presets whose terms stay below 2^31 ([`crate::kernel::Params::int32`]): the terms
+//! truncated and summed in i32 lanes, sixteen to a vector where f64 lanes hold eight, a group of products at a time
+//! where the block's sum needs more bits; and the step of presets whose block result is their one product
+//! ([`crate::kernel::Params::single`]).
 
 // The arithmetic (docs/reference.md §2.2–§2.3; the notation of `crate::kernel`).
 //
@@ -11,10 +12,11 @@
 // block exponent is clamped below at frac - 126 as on the narrow path, so that s and 2^(E - frac) are normal f32;
 // that changes E only when every product of the block is zero, and then every term is 0 whatever E is.
 //
-// The block sum of at most nfma terms and c is below 2^31 (the flag's bound): exact in i32. Nearest even (frac_out
-// 23): the conversion of the integer sum to f32 rounds it to nearest even at 24 bits. Truncation: the sum is
-// converted to f64 exactly and its mantissa bits below frac_out cleared (sign-magnitude: toward zero), which leaves
-// at most 24 significant bits, exact in f32. The scaling back by 2^(E - frac) is exact (a nonzero result is at least
+// The sum of a group of at most `int32_group` terms, and c's term in the first, is below 2^31: exact in i32. A block
+// of one group keeps its sum in i32; a longer one adds its groups' sums in f64, exactly (below 2^53 on the wide
+// path). Nearest even (frac_out 23): the conversion of the integer sum to f32 (from i32 or f64) rounds it once, to
+// nearest even at 24 bits. Truncation: the sum is converted to f64 exactly and its mantissa bits below frac_out
+// cleared (sign-magnitude: toward zero), which leaves at most 24 significant bits, exact in f32. The scaling back by 2^(E - frac) is exact (a nonzero result is at least
 // 2^(E - frac) >= 2^-126, a normal f32). A zero sum gives +0.
 
 use crate::kernel::{block_max_above, Params};
@@ -23,9 +25,10 @@ use crate::tables::Lut;
 /// The chains of R rows side by side against a W-wide panel over one piece of `nblk` blocks for a preset with
 /// [`Params::int32`] (`crate::kernel::block_steps`'s arguments, f32 values): their chains are independent, so one
 /// row's latency (an early c's exponent feeds its next block) hides behind another's work. `LATE`: c out of the
-/// maximum, added after the block with one fp32 RNE addition; `NE`: nearest-even blocks.
+/// maximum, added after the block with one fp32 RNE addition; `NE`: nearest-even blocks; `GROUPS`: the block has
+/// more products than [`Params::int32_group`], whose i32 sums are added in f64.
 #[inline(always)]
-pub fn int32_steps<const W: usize, const LATE: bool, const NE: bool, const R: usize>(
+pub fn int32_steps<const W: usize, const LATE: bool, const NE: bool, const R: usize, const GROUPS: bool>(
     a: [&[u8]; R],
     nblk: usize,
     la: &Lut,
@@ -76,21 +79,33 @@ pub fn int32_steps<const W: usize, const LATE: bool, const NE: bool, const R: us
                     t[j] = unsafe { x.to_int_unchecked::<i32>() };
                 }
             }
-            for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
-                let va = la.v32[code as usize];
-                let Ok(row) = <&[f32; W]>::try_from(row) else { break };
-                for j in 0..W {
-                    let x = va * row[j] * s[j];
-                    debug_assert!(x.abs() < 2_147_483_648.0);
-                    // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
-                    t[j] += unsafe { x.to_int_unchecked::<i32>() };
+            // The groups' sums (`GROUPS`).
+            let mut sum = [0f64; W];
+            let group = if GROUPS { p.int32_group.max(1) } else { nfma };
+            for (codes, rows) in ab.chunks(group).zip(bv.chunks(group * W)) {
+                for (&code, row) in codes.iter().zip(rows.chunks_exact(W)) {
+                    let va = la.v32[code as usize];
+                    let Ok(row) = <&[f32; W]>::try_from(row) else { break };
+                    for j in 0..W {
+                        let x = va * row[j] * s[j];
+                        debug_assert!(x.abs() < 2_147_483_648.0);
+                        // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
+                        t[j] += unsafe { x.to_int_unchecked::<i32>() };
+                    }
+                }
+                if GROUPS {
+                    for j in 0..W {
+                        sum[j] += f64::from(t[j]);
+                        t[j] = 0;
+                    }
                 }
             }
             for j in 0..W {
-                let d = if NE {
-                    t[j] as f32 * inv[j]
-                } else {
-                    f64::from_bits(f64::from(t[j]).to_bits() & p.mask64) as f32 * inv[j]
+                let d = match (GROUPS, NE) {
+                    (true, true) => sum[j] as f32 * inv[j],
+                    (true, false) => f64::from_bits(sum[j].to_bits() & p.mask64) as f32 * inv[j],
+                    (false, true) => t[j] as f32 * inv[j],
+                    (false, false) => f64::from_bits(f64::from(t[j]).to_bits() & p.mask64) as f32 * inv[j],
                 };
                 if LATE {
                     acc[j] += d;

@@ -96,11 +96,16 @@ enum Shapes {
     SmallBlocks,
 }
 
-/// A random preset of small blocks on the wide path: 1 to 16 products (one in a quarter of them), frac up to 29,
+/// A random preset of small blocks on the wide path: 1 product (a quarter of them), 2 to 16 or 17 to 256, frac up to 29,
 /// early or late c, either rounding, any min_exp.
 fn small_preset(rng: &mut ChaCha8Rng) -> Preset {
     loop {
-        let nfma = if rng.random_ratio(1, 4) { 1 } else { rng.random_range(1..=16) };
+        // One product, up to 16, or up to 256 (the i32 step in groups of products: `Params::int32_group`).
+        let nfma = match rng.random_range(0..4) {
+            0 => 1,
+            1 => rng.random_range(17..=256),
+            _ => rng.random_range(1..=16),
+        };
         let frac = rng.random_range(1..=29);
         let nearest = rng.random_ratio(1, 2);
         let frac_out = if nearest { 23 } else { rng.random_range(1..=23) };
@@ -230,9 +235,9 @@ fn few_rows_of_wide_presets_run_on_product_lanes_as_the_model() {
     );
 }
 
-/// Panels of wide-path presets of small blocks run on the i32 and single-product panel steps (frac up to 29, block
-/// sums below 2^31), and every engine and tiling gives the model's bits: random presets of 1 to 16 products per block,
-/// M in 17..=80, any N and K up to 400, fast and slow, split by random rules.
+/// Panels of wide-path presets of small blocks run on the i32 and single-product panel steps (frac up to 29, a block's
+/// sum below 2^31 or its groups' sums), and every engine and tiling gives the model's bits: random presets of 1 to 16
+/// products per block and of 17 to 256, M in 17..=80, any N and K up to 400, fast and slow, split by random rules.
 #[test]
 fn small_blocks_of_wide_presets_run_on_the_i32_and_single_product_steps_as_the_model() {
     let seed = run_family(
@@ -240,10 +245,12 @@ fn small_blocks_of_wide_presets_run_on_the_i32_and_single_product_steps_as_the_m
         Shapes::SmallBlocks,
         "GEMMs of random wide presets of small blocks",
     );
-    // The draw reaches both steps.
+    // The draw reaches both steps, and the i32 step in one group and in several.
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let drawn: Vec<Params> = (0..200).map(|_| Params::new(&small_preset(&mut rng))).collect();
-    assert!(drawn.iter().any(|p| p.int32) && drawn.iter().any(|p| p.single));
+    assert!(drawn.iter().any(|p| p.single));
+    assert!(drawn.iter().any(|p| p.int32 && p.int32_group >= p.nfma));
+    assert!(drawn.iter().any(|p| p.int32 && p.int32_group < p.nfma));
 }
 
 /// Nearest-even presets run on the kernels: f32 lanes where the block sum stays below 2^24 (it is then exact, and

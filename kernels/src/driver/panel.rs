@@ -14,7 +14,8 @@ pub fn tile<const W: usize, const HT: bool>(job: &Job, rows: Range<usize>, cols:
     match job.p.path {
         Path::Narrow => tile_with::<W, f32, false, false, BLOCKS, HT>(job, rows, cols),
         _ if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, rows, cols),
-        _ if job.p.int32 => tile_by_entry::<W, f32, INT32, HT>(job, rows, cols),
+        _ if job.p.int32 && job.p.int32_group >= job.p.nfma => tile_by_entry::<W, f32, INT32, HT>(job, rows, cols),
+        _ if job.p.int32 => tile_by_entry::<W, f32, INT32_GROUPS, HT>(job, rows, cols),
         _ => tile_by_entry::<W, f64, BLOCKS, HT>(job, rows, cols),
     }
 }
@@ -38,6 +39,7 @@ fn tile_by_entry<const W: usize, L: Lane, const STEP: u8, const HT: bool>(
 const BLOCKS: u8 = 0;
 const SINGLE: u8 = 1;
 const INT32: u8 = 2;
+const INT32_GROUPS: u8 = 3;
 
 /// One panel tile: rows `rows` of A against the panel `cols` of B (at most W rows), every split and chunk, with
 /// the lanes along the panel's outputs. Returns `rows.len()` rows of `cols.len()` results.
@@ -94,21 +96,11 @@ impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, 
         let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
         let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut ga[..nr * len]);
         let row = |r: usize| &a[r * stride..r * stride + len];
-        let mut accs = acc.chunks_exact_mut(W).filter_map(|c| <&mut [f32; W]>::try_from(c).ok());
-        if let (INT32, Some(pv)) = (STEP, L::f32s(pv)) {
-            // Two rows at a time (`int32_steps` says why), the last one alone.
-            let mut r = 0;
-            while let Some(c0) = accs.next() {
-                match accs.next() {
-                    Some(c1) => {
-                        let (a, c) = ([row(r), row(r + 1)], [c0, c1]);
-                        int32_steps::<W, LATE, NE, 2>(a, nblk, &job.la, pv, pe, c, &job.p);
-                    }
-                    None => int32_steps::<W, LATE, NE, 1>([row(r)], nblk, &job.la, pv, pe, [c0], &job.p),
-                }
-                r += 2;
-            }
-            return;
+        let accs = acc.chunks_exact_mut(W).filter_map(|c| <&mut [f32; W]>::try_from(c).ok());
+        match (STEP, L::f32s(pv)) {
+            (INT32, Some(pv)) => return int32_rows::<W, LATE, NE, false>(job, nblk, pv, pe, row, accs),
+            (INT32_GROUPS, Some(pv)) => return int32_rows::<W, LATE, NE, true>(job, nblk, pv, pe, row, accs),
+            _ => {}
         }
         for (r, c) in accs.enumerate() {
             match (STEP, L::f32s(pv)) {
@@ -116,6 +108,29 @@ impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, 
                 _ => block_steps::<W, L, LATE, NE, HT>(row(r), nblk, &job.la, pv, pe, c, &job.p),
             }
         }
+    }
+}
+
+/// The i32 step (`int32_steps`) over a tile's rows: two at a time (`int32_steps` says why), the last one alone.
+#[inline(always)]
+fn int32_rows<'a, 'c, const W: usize, const LATE: bool, const NE: bool, const GROUPS: bool>(
+    job: &Job,
+    nblk: usize,
+    pv: &[f32],
+    pe: &[i8],
+    row: impl Fn(usize) -> &'a [u8],
+    mut accs: impl Iterator<Item = &'c mut [f32; W]>,
+) {
+    let mut r = 0;
+    while let Some(c0) = accs.next() {
+        match accs.next() {
+            Some(c1) => {
+                let (a, c) = ([row(r), row(r + 1)], [c0, c1]);
+                int32_steps::<W, LATE, NE, 2, GROUPS>(a, nblk, &job.la, pv, pe, c, &job.p);
+            }
+            None => int32_steps::<W, LATE, NE, 1, GROUPS>([row(r)], nblk, &job.la, pv, pe, [c0], &job.p),
+        }
+        r += 2;
     }
 }
 
