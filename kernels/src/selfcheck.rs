@@ -4,11 +4,11 @@
 //!
 //! The battery covers every kernel path (narrow: ada, hopper, an odd custom preset and a 64-product block-scaled
 //! one; wide: b200_mma_sync, a 40-bit custom preset, nearest-even ones with late and early c, blocks of 16 and
-//! 128, slow chunks of 256, and the i32 and single-product steps' blocks of 1 and 2), all four format pairs, fast
-//! and slow, unsplit and every split scheme, ragged K and panels wider than one SIMD panel, and operands built to
-//! stress the block step: the largest and smallest magnitudes in one block (truncation), exact cancellation (the +0
-//! rule), subnormals, -0 codes, blocks where the accumulator dominates, exponent ties with carries, and a row with
-//! NaN and Inf codes.
+//! 128, slow chunks of 256, the i32 and single-product steps' blocks of 1 and 2, and the i32 step's groups in
+//! blocks of 32 and 64), all four format pairs, fast and slow, unsplit and every split scheme, ragged K and panels
+//! wider than one SIMD panel, and operands built to stress the block step: the largest and smallest magnitudes in
+//! one block (truncation), exact cancellation (the +0 rule), subnormals, -0 codes, blocks where the accumulator
+//! dominates, exponent ties with carries, and a row with NaN and Inf codes.
 
 use crate::fpstate::FpState;
 use crate::CpuEngine;
@@ -20,8 +20,8 @@ use rand::{RngExt, SeedableRng};
 
 /// The presets of the battery: the built-ins and custom ones across the space a fit can return (odd block, other
 /// frac_out; 40-bit wide; nearest even with late c, blocks of 16 and a slow chunk of 256; nearest even with early c
-/// and blocks of 128; one product per block, late c; two, early c, frac 25 and frac_out 20; blocks of 64 with e8m0
-/// block scales).
+/// and blocks of 128; one product per block, late c; two, early c, frac 25 and frac_out 20; nearest even with early
+/// c, blocks of 64 at frac 24, summed in i32 groups of 31; blocks of 64 with e8m0 block scales).
 pub fn presets() -> Vec<Preset> {
     let mut v = vec![Preset::ada(), Preset::hopper(), Preset::b200_mma_sync()];
     let nearest = |s: PresetSpec| s.with_rounding(BlockRounding::NearestEven);
@@ -32,6 +32,7 @@ pub fn presets() -> Vec<Preset> {
         nearest(PresetSpec::custom("selfcheck-nearest-128", 128, 40, 23, -60, CEntry::Early, Some(256))),
         PresetSpec::custom("selfcheck-single", 1, 24, 23, -133, CEntry::Late, Some(256)),
         PresetSpec::custom("selfcheck-pair-early", 2, 25, 20, -60, CEntry::Early, Some(64)),
+        nearest(PresetSpec::custom("selfcheck-groups-early", 64, 24, 23, -60, CEntry::Early, Some(128))),
         PresetSpec::custom("selfcheck-scaled-64", 64, 13, 13, -1000, CEntry::Early, Some(128))
             .with_scale_block(Some(64)),
     ] {
