@@ -62,7 +62,8 @@ pub fn rounding_field() -> Option<u8> {
 }
 
 /// §5.2 step 12: does the CPU flush fp32 subnormals to zero? The arithmetic probe; [`check`]
-/// also reads the control register.
+/// also reads the control register. Out of line, as the other probe.
+#[inline(never)]
 pub fn flushes_subnormals() -> bool {
     let tiny = std::hint::black_box(3.0f64 * 2f64.powi(-149)) as f32;
     // 2^-130 from its bits: an unoptimised `2f32.powi(-130)` computes 1 / 2^130, which overflows to 0.
@@ -72,7 +73,10 @@ pub fn flushes_subnormals() -> bool {
 
 /// §5.2 step 12: does fp32 arithmetic round other than to nearest? The arithmetic probe; [`check`] also reads the
 /// control register. 1 + 2^−25 (a quarter of 1's ulp) stays 1 only when rounding is not upward; 1 + 3·2^−25 (three
-/// quarters) becomes 1 + 2^−23 only when rounding is not downward or toward zero.
+/// quarters) becomes 1 + 2^−23 only when rounding is not downward or toward zero. Out of line: the optimiser takes
+/// floating-point arithmetic for pure and may move it across a write of the control register (an `asm!` block, as
+/// a caller's `fesetround` is), but not a call whose effects it cannot see.
+#[inline(never)]
 pub fn probe_rounds_off_nearest() -> bool {
     let one = std::hint::black_box(1.0f32);
     // 2^-25 and 3 * 2^-25 from their bits, exact in any rounding mode.
