@@ -16,8 +16,8 @@
 // of one group keeps its sum in i32; a longer one adds its groups' sums in f64, exactly (below 2^53 on the wide
 // path). Nearest even (frac_out 23): the conversion of the integer sum to f32 (from i32 or f64) rounds it once, to
 // nearest even at 24 bits. Truncation: the sum is converted to f64 exactly and its mantissa bits below frac_out
-// cleared (sign-magnitude: toward zero), which leaves at most 24 significant bits, exact in f32. The scaling back by 2^(E - frac) is exact (a nonzero result is at least
-// 2^(E - frac) >= 2^-126, a normal f32). A zero sum gives +0.
+// cleared (sign-magnitude: toward zero), which leaves at most 24 significant bits, exact in f32. The scaling back by
+// 2^(E - frac) is exact (a nonzero result is at least 2^(E - frac) >= 2^-126, a normal f32). A zero sum gives +0.
 
 use crate::kernel::{block_max_above, Params};
 use crate::tables::Lut;

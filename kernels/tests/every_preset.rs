@@ -96,8 +96,8 @@ enum Shapes {
     SmallBlocks,
 }
 
-/// A random preset of small blocks on the wide path: 1 product (a quarter of them), 2 to 16 or 17 to 256, frac up to 29,
-/// early or late c, either rounding, any min_exp.
+/// A random preset of small blocks on the wide path: 1 product (a quarter of them), 2 to 16 or 17 to 256, frac up to
+/// 29, early or late c, either rounding, any min_exp.
 fn small_preset(rng: &mut ChaCha8Rng) -> Preset {
     loop {
         // One product, up to 16, or up to 256 (the i32 step in groups of products: `Params::int32_group`).
