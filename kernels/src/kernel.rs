@@ -478,7 +478,7 @@ pub fn wide_product_blocks<const J: usize, const HT: bool, const AVX512: bool>(
             (<&[&[f32]; 8]>::try_from(&bv[..]), <&[&[i8]; 8]>::try_from(&be[..]), <&mut [f32; 8]>::try_from(&mut c[..]))
         {
             // SAFETY: `AVX512` is set only by the tiles of the AVX-512 level, which exists only after
-            // `is_x86_feature_detected!` reported AVX-512F/BW/VL; every slice holds `len` elements (checked above).
+            // `is_x86_feature_detected!` reported AVX-512F/BW/VL/DQ; every slice holds `len` elements (checked above).
             unsafe { crate::x86::wide_product_blocks8(av, ae, bv8, be8, nblk, c8, p) };
             return;
         }

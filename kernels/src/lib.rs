@@ -54,10 +54,12 @@ impl SimdLevel {
         let mut v = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
-            // VL, AVX2 and F16C too: the AVX-512 level's product-lane step uses them (`x86/codes.rs`).
+            // VL, DQ, AVX2 and F16C too: the AVX-512 level's product-lane steps use them (`x86/codes.rs`,
+            // `x86/wide.rs`).
             if is_x86_feature_detected!("avx512f")
                 && is_x86_feature_detected!("avx512bw")
                 && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("avx512dq")
                 && is_x86_feature_detected!("avx2")
                 && is_x86_feature_detected!("f16c")
             {

@@ -267,3 +267,61 @@ fn nearest_even_presets_take_the_lanes() {
     assert_eq!(path(128, 40, CEntry::Early), "wide");
     assert_eq!(path(2047, 40, CEntry::Late), "wide");
 }
+
+/// Blocks with no nonzero product, under a floor far below or far above every product (min_exp -1000, frac - 128 and
+/// 1000), give the model's bits on every engine and tiling: there the block exponent leaves the scales' normal range
+/// (the clamps of `kernel.rs` and of the AVX-512 product-lane step's f32 scale, whose exponent frac - E is then 128
+/// and past), and every term must still be 0. Rows of
+/// A and of B that are zeros, wholly or in their first blocks, against rows of mixed codes; early and late c, both
+/// roundings, frac 1 to 40, blocks of 1 to 64 products; fast and slow.
+#[test]
+fn zero_blocks_under_far_floors_run_as_the_model() {
+    let engines: Vec<CpuEngine> =
+        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(48);
+    let mut ran = 0;
+    for (nfma, frac) in [(16, 40), (16, 1), (17, 25), (32, 40), (64, 33), (1, 40), (7, 40)] {
+        for min_exp in [-1000, frac as i32 - 128, 1000] {
+            for c_entry in [CEntry::Early, CEntry::Late] {
+                for rounding in [BlockRounding::Truncate, BlockRounding::NearestEven] {
+                    let frac_out = if rounding == BlockRounding::NearestEven { 23 } else { 9 };
+                    let spec = PresetSpec::custom("zeros", nfma, frac, frac_out, min_exp, c_entry, Some(64))
+                        .with_rounding(rounding);
+                    let preset = Preset::custom(spec.clone()).expect("a valid preset");
+                    let (m, n, k) = (4, 19, 3 * nfma as usize + 5);
+                    // Row r of each operand: zeros in its first r blocks, then mixed codes; the last row all zeros.
+                    let row = |rng: &mut ChaCha8Rng, r: usize, rows: usize| -> Vec<u8> {
+                        (0..k)
+                            .map(|q| {
+                                let zero = r + 1 == rows || q < r * nfma as usize;
+                                if zero {
+                                    [0x00, 0x80][rng.random_range(0..2)]
+                                } else {
+                                    (0x20 + rng.random_range(0..=40u8)) | [0, 0x80][rng.random_range(0..2)]
+                                }
+                            })
+                            .collect()
+                    };
+                    let a: Vec<u8> = (0..m).flat_map(|r| row(&mut rng, r, m)).collect();
+                    let b: Vec<u8> = (0..n).flat_map(|r| row(&mut rng, r % 5, 5)).collect();
+                    let ops = Operands { fa: Format::E4m3, fb: Format::E5m2, a: &a, b: &b, m, n, k };
+                    for fast in [true, false] {
+                        let plan = Plan::new(&preset, k, fast, SplitK::NONE).expect("an unsplit plan");
+                        let want = execute(&preset, &plan, &ops, &ReferenceEngine).expect("the model");
+                        for engine in &engines {
+                            let got = execute(&preset, &plan, &ops, engine).expect("the kernels");
+                            let differ = (0..want.len()).find(|&i| bits(want[i]) != bits(got[i]));
+                            assert!(
+                                differ.is_none(),
+                                "{} {spec:?} fast {fast}: output {differ:?} differs from the model",
+                                engine.name()
+                            );
+                        }
+                        ran += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(ran, 7 * 3 * 2 * 2 * 2);
+}

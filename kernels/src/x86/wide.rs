@@ -1,56 +1,64 @@
 //! The wide product-lane step in AVX-512 instructions (`kernel::wide_product_blocks` on the AVX-512 level), eight
-//! chains at a time: each chain's two passes over a block (the block maximum of the product exponents in i8 lanes,
-//! the sum of the truncated terms in f64 lanes, sixteen products at a time), then the eight chains' ends together.
+//! chains at a time: the block maxima of the product exponents in i8 lanes, the sums of the terms (scaled in f32,
+//! truncated into i64 lanes) sixteen products at a time, then the eight chains' ends together.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-/// The lanes of `max(ea[k] + eb[k])` (saturating i8) over one block, sixteen to a vector, before the horizontal step;
-/// `i8::MIN` in every lane for an empty block.
+/// The mask of the sixteen positions of a block from `q` on (all sixteen, or the block's last ones).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn positions(nb: usize, q: usize) -> u16 {
+    if nb - q >= 16 {
+        u16::MAX
+    } else {
+        (1u16 << (nb - q)) - 1
+    }
+}
+
+/// Eight chains' lanes of `max(ea[k] + eb[k])` (saturating i8) over the block of `nb` positions at `o`, sixteen to a
+/// vector, before the horizontal step; `i8::MIN` in every lane for an empty block. A's exponents are loaded once
+/// for the eight chains.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[inline]
-unsafe fn max_lanes(ea: &[i8], eb: &[i8]) -> __m128i {
-    let n = ea.len().min(eb.len());
-    let mut m = _mm_set1_epi8(i8::MIN);
+unsafe fn max_lanes(ea: &[i8], eb: &[&[i8]; 8], o: usize, nb: usize) -> [__m128i; 8] {
+    let mut m = [_mm_set1_epi8(i8::MIN); 8];
     let mut q = 0;
-    while q + 16 <= n {
-        let x = _mm_adds_epi8(_mm_loadu_si128(ea.as_ptr().add(q).cast()), _mm_loadu_si128(eb.as_ptr().add(q).cast()));
-        m = _mm_max_epi8(m, x);
+    while q < nb {
+        let k = positions(nb, q);
+        let x = _mm_maskz_loadu_epi8(k, ea.as_ptr().add(o + q));
+        for (m, eb) in m.iter_mut().zip(eb) {
+            *m = _mm_mask_max_epi8(*m, k, *m, _mm_adds_epi8(x, _mm_maskz_loadu_epi8(k, eb.as_ptr().add(o + q))));
+        }
         q += 16;
-    }
-    if q < n {
-        let k: __mmask16 = (1u16 << (n - q)) - 1;
-        let x = _mm_adds_epi8(_mm_maskz_loadu_epi8(k, ea.as_ptr().add(q)), _mm_maskz_loadu_epi8(k, eb.as_ptr().add(q)));
-        m = _mm_mask_max_epi8(m, k, m, x);
     }
     m
 }
 
-/// The lanes of `sum_k trunc(f64(a[k] * b[k]) * s)` over one block, eight to a vector, before the horizontal step.
+/// Eight chains' lanes of `sum_k trunc(a[k] * b[k] * s)` over the block of `nb` positions at `o`, eight to a vector,
+/// before the horizontal step: each term scaled in f32 and truncated by its conversion to i64, the terms added in i64
+/// lanes. Chain j's `s` is a power of two between 2^-126 and 2^127 ([`scale32`]): `a[k] * b[k]` is exact (two FP8
+/// values), and its product with `s` too wherever it reaches 1 (it stays below 2^(frac + 2) <= 2^50: no overflow, no
+/// rounding); below 1 it truncates to 0 whatever its rounding. The integers add exactly in any order.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
 #[inline]
-unsafe fn sum_lanes(a: &[f32], b: &[f32], s: f64) -> __m512d {
-    let n = a.len().min(b.len());
-    let vs = _mm512_set1_pd(s);
-    let (mut t0, mut t1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
-    let mut add = |p: __m512| {
-        let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(p));
-        let hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(p))));
-        t0 = _mm512_add_pd(t0, _mm512_roundscale_pd::<{ super::TOWARD_ZERO }>(_mm512_mul_pd(lo, vs)));
-        t1 = _mm512_add_pd(t1, _mm512_roundscale_pd::<{ super::TOWARD_ZERO }>(_mm512_mul_pd(hi, vs)));
-    };
+unsafe fn sum_lanes(a: &[f32], b: &[&[f32]; 8], o: usize, nb: usize, s: &[f32; 8]) -> [__m512i; 8] {
+    let s: [__m512; 8] = std::array::from_fn(|j| _mm512_set1_ps(s[j]));
+    let mut t = [_mm512_setzero_si512(); 8];
     let mut q = 0;
-    while q + 16 <= n {
-        add(_mm512_mul_ps(_mm512_loadu_ps(a.as_ptr().add(q)), _mm512_loadu_ps(b.as_ptr().add(q))));
+    while q < nb {
+        let k = positions(nb, q);
+        let x = _mm512_maskz_loadu_ps(k, a.as_ptr().add(o + q));
+        for j in 0..8 {
+            let y = _mm512_mul_ps(_mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, b[j].as_ptr().add(o + q))), s[j]);
+            let lo = _mm512_cvttps_epi64(_mm512_castps512_ps256(y));
+            t[j] = _mm512_add_epi64(t[j], _mm512_add_epi64(lo, _mm512_cvttps_epi64(_mm512_extractf32x8_ps::<1>(y))));
+        }
         q += 16;
     }
-    if q < n {
-        let k: __mmask16 = (1u16 << (n - q)) - 1;
-        add(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, a.as_ptr().add(q)), _mm512_maskz_loadu_ps(k, b.as_ptr().add(q))));
-    }
-    _mm512_add_pd(t0, t1)
+    t
 }
 
 /// The maxima of eight chains' lanes ([`max_lanes`]), chain j's in i32 lane j (sign-extended): halves, quarters,
@@ -81,20 +89,30 @@ unsafe fn fold_maxima(m: [__m128i; 8]) -> __m256i {
 }
 
 /// The sums of eight chains' lanes ([`sum_lanes`]), chain j's in lane j: pairs of lanes, then pairs of 128-bit
-/// chunks, then of 256-bit halves are added, two, four and eight chains to a vector (integers below 2^53: exact in
-/// any order; a sum of +0 lanes is +0 in any order too).
+/// chunks, then of 256-bit halves are added, two, four and eight chains to a vector (integers: exact in any order).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[inline]
-unsafe fn fold_sums(t: [__m512d; 8]) -> __m512d {
-    let pair = |x: __m512d, y: __m512d| _mm512_add_pd(_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y));
+unsafe fn fold_sums(t: [__m512i; 8]) -> __m512i {
+    let pair = |x: __m512i, y: __m512i| _mm512_add_epi64(_mm512_unpacklo_epi64(x, y), _mm512_unpackhi_epi64(x, y));
     let (p01, p23, p45, p67) = (pair(t[0], t[1]), pair(t[2], t[3]), pair(t[4], t[5]), pair(t[6], t[7]));
     // Chunks 0, 2 of x and of y against chunks 1, 3.
-    let chunks = |x: __m512d, y: __m512d| {
-        _mm512_add_pd(_mm512_shuffle_f64x2::<0b10_00_10_00>(x, y), _mm512_shuffle_f64x2::<0b11_01_11_01>(x, y))
+    let chunks = |x: __m512i, y: __m512i| {
+        _mm512_add_epi64(_mm512_shuffle_i64x2::<0b10_00_10_00>(x, y), _mm512_shuffle_i64x2::<0b11_01_11_01>(x, y))
     };
     let (c0, c1) = (chunks(p01, p23), chunks(p45, p67));
     chunks(c0, c1)
+}
+
+/// 2^x in f32 lanes for eight i32 exponents x clamped to [-126, 127] (normal): the scale of [`sum_lanes`]. The clamp
+/// changes x only where every term is 0 either way: x > 127 means E < frac - 127 <= -79, below every nonzero
+/// product's exponent (>= -28), so every product is 0; x < -126 means every product (below 2^32) times 2^x is below 1.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[inline]
+unsafe fn scale32(x: __m256i) -> __m256 {
+    let x = _mm256_min_epi32(_mm256_max_epi32(x, _mm256_set1_epi32(-126)), _mm256_set1_epi32(127));
+    _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(x, _mm256_set1_epi32(127))))
 }
 
 /// [`crate::kernel::wide_product_blocks`] for eight chains: each chain's two passes as there, then the eight
@@ -102,9 +120,9 @@ unsafe fn fold_sums(t: [__m512d; 8]) -> __m512d {
 /// the rounding to frac_out and c's update in eight lanes, as the scalar step computes them one chain at a time.
 ///
 /// # Safety
-/// The CPU must have AVX-512F/BW/VL; every slice must hold `nblk * p.nfma` elements.
+/// The CPU must have AVX-512F/BW/VL/DQ; every slice must hold `nblk * p.nfma` elements (the loads read inside them).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
 pub unsafe fn wide_product_blocks8(
     av: &[f32],
     ae: &[i8],
@@ -133,9 +151,7 @@ pub unsafe fn wide_product_blocks8(
     let mut acc = _mm256_loadu_ps(c.as_ptr());
     for blk in 0..nblk {
         let o = blk * nb;
-        let (a, ea) = (&av[o..o + nb], &ae[o..o + nb]);
-        let lanes: [__m128i; 8] = std::array::from_fn(|j| max_lanes(ea, &be[j][o..o + nb]));
-        let mut e = _mm256_max_epi32(fold_maxima(lanes), efloor);
+        let mut e = _mm256_max_epi32(fold_maxima(max_lanes(ae, be, o, nb)), efloor);
         if !p.late {
             // exp_f32(c): the biased exponent field less 127.
             let ec = _mm256_and_si256(_mm256_srli_epi32::<23>(_mm256_castps_si256(acc)), _mm256_set1_epi32(0xFF));
@@ -143,10 +159,10 @@ pub unsafe fn wide_product_blocks8(
         }
         let s = pow2(_mm256_sub_epi32(frac, e));
         let inv = pow2(_mm256_sub_epi32(e, frac));
-        let mut scales = [0f64; 8];
-        _mm512_storeu_pd(scales.as_mut_ptr(), s);
-        let lanes: [__m512d; 8] = std::array::from_fn(|j| sum_lanes(a, &bv[j][o..o + nb], scales[j]));
-        let sum = fold_sums(lanes);
+        let mut scales = [0f32; 8];
+        _mm256_storeu_ps(scales.as_mut_ptr(), scale32(_mm256_sub_epi32(frac, e)));
+        // Below 2^53 (`Params`'s bound of the wide path): the conversion is exact.
+        let sum = _mm512_cvtepi64_pd(fold_sums(sum_lanes(av, bv, o, nb, &scales)));
         acc = if p.late {
             // d has at most 24 significant bits: the conversion is exact; then one fp32 RNE addition.
             _mm256_add_ps(acc, _mm512_cvtpd_ps(_mm512_mul_pd(keep(sum), inv)))
