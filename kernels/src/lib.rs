@@ -310,8 +310,8 @@ impl CpuEngine {
     }
 
     fn choice_of(&self, job: &Job) -> Choice {
-        let in_place = self.level.0 == Level::Avx512 && driver::vbmi();
-        let most = Choice::product_rows(job, self.level.fused_panels(job), in_place);
+        let avx512 = self.level.0 == Level::Avx512;
+        let most = Choice::product_rows(job, self.level.fused_panels(job), avx512 && driver::vbmi(), avx512);
         let mut choice = Choice::of(job, self.level.panel_width(job), most);
         if let Some(t) = self.tiling {
             choice.tiling = if t == Tiling::Products && !driver::products_serve(job) { Tiling::Panels } else { t };

@@ -48,26 +48,30 @@ pub const FUSED_PRODUCT_ROWS: usize = 4;
 /// 0.81, slow 0.92), M = 3 2.44 (ada 3.14, slow with e5m2 B 1.96), M = 4 2.76.
 pub const IN_PLACE_PRODUCT_ROWS: usize = 2;
 
-/// The shortest block for which a wide-path job whose step sums in f64 lanes runs few rows with product lanes
-/// (`kernel::wide_product_blocks`): one row per 8 products of a block up to 4 rows, one per 16 beyond, at most
-/// [`PRODUCT_ROWS`]. Each block of each chain ends in a horizontal maximum and sum and a scalar normalisation, which
-/// longer blocks share among more products, while a panel's decoding is shared among its rows. The i32 step
-/// (`small::int32_steps`) stays on panels. `mmaemu bench gemm --m M --n 4096 --k 4096 --preset P --fast --no-native
-/// --reps 5 --tiling panels|products` (2 threads, Intel Xeon with AVX-512, idle host, one run each), GMAC/s, panels
-/// against products, M = 1, 2, 4, 8, 16: b200_mma_sync (blocks of 32) 1.77/3.48, 3.18/4.62, 4.95/5.41, 7.64/5.94,
-/// 10.36/6.35; blocks of 16, frac 40, nearest even 1.83/2.75, 2.96/3.26, 4.94/3.73, 7.61/3.96, 9.17/3.93; blocks
-/// of 64, same 1.76/3.91, 3.03/5.53, 5.06/6.47, 7.91/7.53, 9.90/7.95; bench/presets/late-128.toml 1.72/4.56,
-/// 3.15/6.22, 5.00/7.41, 7.48/8.55, 9.73/9.07; blocks of 128, frac 20, truncation, late c (i32) 3.88/4.40,
-/// 6.27/6.10, 10.68/7.56, 16.49/8.88, 20.58/9.43; bench/presets/nearest-late-16.toml (i32) 3.65/1.43, 6.38/3.37.
+/// The shortest block for which a wide-path job whose step sums in f64 lanes runs few rows with product lanes, on
+/// the AVX-512 level (`x86::wide_product_blocks8`, eight chains at a time): one row per 4 products of a block up to 8
+/// rows, one per 16 beyond, at most [`PRODUCT_ROWS`]. Each block of each chain ends in a horizontal maximum and sum,
+/// which longer blocks share among more products, while a panel's decoding is shared among its rows. The i32 step
+/// (`small::int32_steps`) stays on panels, and so does every wide job on the other levels, where the product-lane
+/// step runs one chain's ends at a time and panels won at every M. `mmaemu bench gemm --m M --n 4096 --k 4096
+/// --preset P --fast --no-native --reps 50 --tiling panels|products` (2 threads, Intel Xeon with AVX-512, best of 3
+/// rounds; P: bench/presets/nearest-128-frac40.toml with that nfma), GMAC/s, panels against products, M = 2, 4, 8,
+/// 16: blocks of 16 2.32/4.12, 4.11/4.48, 5.14/4.55, 7.81/4.81; of 32 2.58/4.94, 4.02/5.95, 5.86/6.09, 7.05/6.41; of
+/// 64 2.45/5.50, 3.68/6.84, 6.31/7.65, 8.48/7.98. With `MMAEMU_SIMD=avx2`, M = 1, 2, 4, 8: blocks of 16 1.86/1.49,
+/// 2.16/1.64, 3.77/1.65, 4.97/1.98; of 64 1.91/1.10, 2.22/1.29, 4.09/1.39, 4.96/1.50; nearest-128-frac40 at M = 1
+/// 1.81/1.44; `MMAEMU_SIMD=portable`, M = 1, 4: blocks of 16 0.57/0.44, 0.95/0.73; of 64 0.71/0.54, 1.14/0.60.
+/// (Before the eight-chain step, on AVX-512, i32 presets against the f64 step: bench/presets/late-128.toml 1.72/4.56,
+/// 3.15/6.22, 5.00/7.41, 7.48/8.55, 9.73/9.07 at M = 1, 2, 4, 8, 16 before its i32 step; blocks of 128, frac 20,
+/// truncation, late c (i32) 3.88/4.40, 6.27/6.10, 10.68/7.56, 16.49/8.88, 20.58/9.43.)
 pub const WIDE_PRODUCT_BLOCK: usize = 16;
 
-/// The most rows a wide-path job runs with product lanes (see [`WIDE_PRODUCT_BLOCK`]).
-fn wide_product_rows(job: &Job) -> usize {
-    let nfma = job.nfma();
-    if job.int32() || nfma < WIDE_PRODUCT_BLOCK {
+/// The most rows a wide-path job runs with product lanes (see [`WIDE_PRODUCT_BLOCK`]); `eight`: the level runs the
+/// eight-chain step.
+pub fn wide_product_rows(nfma: usize, int32: bool, eight: bool) -> usize {
+    if !eight || int32 || nfma < WIDE_PRODUCT_BLOCK {
         0
     } else {
-        (nfma / 8).min(4).max(nfma / 16).min(PRODUCT_ROWS)
+        (nfma / 4).min(8).max(nfma / 16).min(PRODUCT_ROWS)
     }
 }
 
@@ -93,10 +97,11 @@ pub struct Choice {
 impl Choice {
     /// The most rows that run with product lanes (see [`PRODUCT_ROWS`]): [`FUSED_PRODUCT_ROWS`] where the level
     /// runs the job's panels with the fused step (`fused`), [`IN_PLACE_PRODUCT_ROWS`] where that step's pieces are
-    /// also decoded in place (`in_place`).
-    pub fn product_rows(job: &Job, fused: bool, in_place: bool) -> usize {
+    /// also decoded in place (`in_place`); for a wide-path job, [`wide_product_rows`] (`eight`: the level runs the
+    /// eight-chain wide step).
+    pub fn product_rows(job: &Job, fused: bool, in_place: bool, eight: bool) -> usize {
         if job.path() == Path::Wide {
-            return wide_product_rows(job);
+            return wide_product_rows(job.nfma(), job.int32(), eight);
         }
         match (fused, in_place) {
             (true, true) => IN_PLACE_PRODUCT_ROWS,
