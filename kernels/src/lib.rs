@@ -11,6 +11,7 @@
 pub mod cuda;
 pub mod driver;
 pub mod fpstate;
+pub mod int64;
 pub mod kernel;
 pub mod scaled;
 pub mod selfcheck;
@@ -199,14 +200,14 @@ impl fmt::Display for SimdLevel {
 }
 
 /// The tiles of the AVX-512 level: panels of 64 with the fused step where the preset has room for its bias (the
-/// built-ins), else the portable source compiled for AVX-512; product lanes read the codes of B in their block
-/// step.
+/// built-ins), the f64 step's jobs in i64 lanes (`int64.rs`), else the portable source compiled for AVX-512; product
+/// lanes read the codes of B in their block step.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c")]
 unsafe fn tile_avx512(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match tiling {
         Tiling::Panels if job.biased() => driver::tile_fused::<{ driver::X86_AVX512 }>(job, rows, cols),
-        Tiling::Panels => driver::tile::<64, true>(job, rows, cols),
+        Tiling::Panels => driver::tile_int64::<64>(job, rows, cols),
         Tiling::Products => driver::strip_tile::<true, { driver::X86_AVX512 }>(job, rows, cols),
     }
 }

@@ -3,6 +3,7 @@
 
 use super::tiles::PIECE;
 use super::{rows_of_a, ChunkPlan, Job, Piece, TileOutputs};
+use crate::int64::int64_steps;
 use crate::kernel::{block_steps, Lane, Path};
 use crate::small::{int32_steps, single_product_steps};
 use crate::tables::ZERO_EXP;
@@ -17,6 +18,16 @@ pub fn tile<const W: usize, const HT: bool>(job: &Job, rows: Range<usize>, cols:
         _ if job.p.int32 && job.p.int32_group >= job.p.nfma => tile_by_entry::<W, f32, INT32, HT>(job, rows, cols),
         _ if job.p.int32 => tile_by_entry::<W, f32, INT32_GROUPS, HT>(job, rows, cols),
         _ => tile_by_entry::<W, f64, BLOCKS, HT>(job, rows, cols),
+    }
+}
+
+/// [`tile`] for the AVX-512 level (the caller is compiled for AVX-512DQ): jobs of the f64 step run on
+/// `crate::int64::int64_steps` (f32 values, i64 sums), every other job as [`tile`].
+#[inline(always)]
+pub fn tile_int64<const W: usize>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    match job.p.path {
+        Path::Wide if !job.p.single && !job.p.int32 => tile_by_entry::<W, f32, INT64, true>(job, rows, cols),
+        _ => tile::<W, true>(job, rows, cols),
     }
 }
 
@@ -35,11 +46,13 @@ fn tile_by_entry<const W: usize, L: Lane, const STEP: u8, const HT: bool>(
     }
 }
 
-/// The panel step of a tile: `crate::kernel::block_steps`, or one of `crate::small`'s (f32 values).
+/// The panel step of a tile: `crate::kernel::block_steps`, one of `crate::small`'s or `crate::int64`'s (f32
+/// values).
 const BLOCKS: u8 = 0;
 const SINGLE: u8 = 1;
 const INT32: u8 = 2;
 const INT32_GROUPS: u8 = 3;
+const INT64: u8 = 4;
 
 /// One panel tile: rows `rows` of A against the panel `cols` of B (at most W rows), every split and chunk, with
 /// the lanes along the panel's outputs. Returns `rows.len()` rows of `cols.len()` results.
@@ -105,6 +118,7 @@ impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, 
         for (r, c) in accs.enumerate() {
             match (STEP, L::f32s(pv)) {
                 (SINGLE, Some(pv)) => single_product_steps::<W>(row(r), &job.la, pv, c),
+                (INT64, Some(pv)) => int64_steps::<W, LATE, NE>(row(r), nblk, &job.la, pv, pe, c, &job.p),
                 _ => block_steps::<W, L, LATE, NE, HT>(row(r), nblk, &job.la, pv, pe, c, &job.p),
             }
         }

@@ -1,0 +1,68 @@
+//! The wide path's panel step in i64 lanes, for the AVX-512 level (whose `vcvttps2qq` truncates eight f32 terms into
+//! i64 at once): `kernel::block_steps` on f64 lanes with each term scaled in f32 and its truncation summed as an
+//! integer, the block's end in f64 as there.
+
+use crate::kernel::{block_max, exp_f32, Lane, Params};
+use crate::tables::Lut;
+
+/// [`crate::kernel::block_steps`] for a wide-path job that sums in f64 lanes (`LATE`, `NE` as there), over a panel
+/// of f32 values: the term `trunc(a * b * 2^(frac - E))` is computed in f32 and truncated by its conversion to i64.
+///
+/// Exactness: `a * b` is exact (two FP8 values, at most 8 significant bits) and below 2^32. The scale is
+/// 2^clamp(frac - E, -126, 127), a normal f32. Where frac - E is inside those bounds, `a * b * s` is exact wherever
+/// it reaches 1 (below 2^(frac + 2) <= 2^50: no overflow; at or above 1: no underflow), and below 1 truncates to 0
+/// whatever its rounding, so the conversion gives the model's term. Where it is clamped, the term is 0 both ways:
+/// frac - E > 127 means E < frac - 127 <= -79, below every nonzero product's exponent (>= -28), so every product is
+/// 0; frac - E < -126 means every product times the true scale is below 2^32 * 2^-126 < 1, and so is it times
+/// 2^-126. Every value is finite (non-finite codes decode to 0), so the conversion is defined. The terms' sum stays
+/// below 2^53 (`Params`'s bound of the wide path): the i64 addition and the conversion to f64 are exact, and from
+/// there the block ends in f64 as `block_steps` does.
+#[inline(always)]
+pub fn int64_steps<const W: usize, const LATE: bool, const NE: bool>(
+    a: &[u8],
+    nblk: usize,
+    la: &Lut,
+    pv: &[f32],
+    pe: &[i8],
+    c: &mut [f32; W],
+    p: &Params,
+) {
+    let nfma = p.nfma;
+    let zero = [0f32; W];
+    for blk in 0..nblk {
+        let ab = &a[blk * nfma..(blk + 1) * nfma];
+        let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
+        let e = block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]);
+        let mut s32 = [0f32; W];
+        let mut s = [0f64; W];
+        let mut inv = [0f64; W];
+        for j in 0..W {
+            let mut ee = (e[j] as i32).max(p.efloor);
+            if !LATE {
+                ee = ee.max(exp_f32(c[j]));
+            }
+            s32[j] = <f32 as Lane>::pow2((p.frac - ee).clamp(-126, 127));
+            s[j] = <f64 as Lane>::pow2(p.frac - ee);
+            inv[j] = <f64 as Lane>::pow2(ee - p.frac);
+        }
+        let mut acc = [0i64; W];
+        for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
+            let va = la.v32[code as usize];
+            let row: &[f32; W] = row.try_into().unwrap_or(&zero);
+            for j in 0..W {
+                // SAFETY: finite and below 2^50 in magnitude (see above), so inside i64's range.
+                acc[j] += unsafe { (va * row[j] * s32[j]).to_int_unchecked::<i64>() };
+            }
+        }
+        for j in 0..W {
+            let sum = acc[j] as f64;
+            let normalise =
+                |sum: f64| if NE { (sum * inv[j]).to_f32() } else { (sum.keep_frac_out(p) * inv[j]).to_f32() };
+            if LATE {
+                c[j] += normalise(sum);
+            } else {
+                c[j] = normalise(sum + (f64::from(c[j]) * s[j]).trunc());
+            }
+        }
+    }
+}
