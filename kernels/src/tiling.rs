@@ -49,20 +49,19 @@ pub const FUSED_PRODUCT_ROWS: usize = 4;
 pub const IN_PLACE_PRODUCT_ROWS: usize = 2;
 
 /// The shortest block for which a wide-path job whose step sums in f64 lanes runs few rows with product lanes, on
-/// the AVX-512 level (`x86::wide_product_blocks8`, eight chains at a time): one row per 4 products of a block up to 8
-/// rows, one per 16 beyond, at most [`PRODUCT_ROWS`]. Each block of each chain ends in a horizontal maximum and sum,
-/// which longer blocks share among more products, while a panel's decoding is shared among its rows. The i32 step
-/// (`small::int32_steps`) stays on panels, and so does every wide job on the other levels, where the product-lane
-/// step runs one chain's ends at a time and panels won at every M. `mmaemu bench gemm --m M --n 4096 --k 4096
-/// --preset P --fast --no-native --reps 50 --tiling panels|products` (2 threads, Intel Xeon with AVX-512, best of 3
-/// rounds; P: bench/presets/nearest-128-frac40.toml with that nfma), GMAC/s, panels against products, M = 2, 4, 8,
-/// 16: blocks of 16 2.32/4.12, 4.11/4.48, 5.14/4.55, 7.81/4.81; of 32 2.58/4.94, 4.02/5.95, 5.86/6.09, 7.05/6.41; of
-/// 64 2.45/5.50, 3.68/6.84, 6.31/7.65, 8.48/7.98. With `MMAEMU_SIMD=avx2`, M = 1, 2, 4, 8: blocks of 16 1.86/1.49,
-/// 2.16/1.64, 3.77/1.65, 4.97/1.98; of 64 1.91/1.10, 2.22/1.29, 4.09/1.39, 4.96/1.50; nearest-128-frac40 at M = 1
-/// 1.81/1.44; `MMAEMU_SIMD=portable`, M = 1, 4: blocks of 16 0.57/0.44, 0.95/0.73; of 64 0.71/0.54, 1.14/0.60.
-/// (Before the eight-chain step, on AVX-512, i32 presets against the f64 step: bench/presets/late-128.toml 1.72/4.56,
-/// 3.15/6.22, 5.00/7.41, 7.48/8.55, 9.73/9.07 at M = 1, 2, 4, 8, 16 before its i32 step; blocks of 128, frac 20,
-/// truncation, late c (i32) 3.88/4.40, 6.27/6.10, 10.68/7.56, 16.49/8.88, 20.58/9.43.)
+/// the AVX-512 level (`x86::wide_product_blocks8`, eight chains at a time): one row per 32 products of a block, at
+/// least one and at most 4. Each block of each chain ends in a horizontal maximum and sum, which longer blocks share
+/// among more products, while a panel's decoding is shared among its rows. The i32 step (`small::int32_steps`) stays
+/// on panels, and so does every wide job on the other levels, where the product-lane step runs one chain's ends at a
+/// time and panels won at every M. `mmaemu bench gemm --m M --n 4096 --k 4096 --preset P --fast --no-native --reps
+/// 50 --tiling panels|products` (2 threads, Intel Xeon with AVX-512, best of 3 rounds; P:
+/// bench/presets/nearest-128-frac40.toml with that nfma), GMAC/s, panels (in i64 lanes, `int64.rs`) against
+/// products: blocks of 16 at M = 1, 2, 4, 8 2.37/2.81, 4.33/3.42, 5.09/4.16, 6.79/4.86; of 32 2.35/2.77, 3.91/3.94,
+/// 5.76/5.21, 8.36/6.43; of 64 at M = 2, 4, 8 4.56/4.91, 5.74/5.27, 7.56/6.10; of 128 at M = 2, 4, 8, 16 4.20/5.94,
+/// 5.77/6.66, 7.02/8.33, 9.09/7.59; of 256 at M = 8, 16 (2 rounds) 7.39/6.65, 8.86/8.13. With `MMAEMU_SIMD=avx2`
+/// (f64 panels), M = 1, 2, 4, 8: blocks of 16 1.86/1.49, 2.16/1.64, 3.77/1.65, 4.97/1.98; of 64 1.91/1.10,
+/// 2.22/1.29, 4.09/1.39, 4.96/1.50; `MMAEMU_SIMD=portable`, M = 1, 4: blocks of 16 0.57/0.44, 0.95/0.73; of 64
+/// 0.71/0.54, 1.14/0.60. Earlier measurements: `wide-steps.md`.
 pub const WIDE_PRODUCT_BLOCK: usize = 16;
 
 /// The most rows a wide-path job runs with product lanes (see [`WIDE_PRODUCT_BLOCK`]); `eight`: the level runs the
@@ -71,7 +70,7 @@ pub fn wide_product_rows(nfma: usize, int32: bool, eight: bool) -> usize {
     if !eight || int32 || nfma < WIDE_PRODUCT_BLOCK {
         0
     } else {
-        (nfma / 4).min(8).max(nfma / 16).min(PRODUCT_ROWS)
+        (nfma / 32).clamp(1, 4)
     }
 }
 

@@ -164,14 +164,14 @@ fn case(index: u64, seed: u64, engines: &[CpuEngine], shapes: Shapes) -> Result<
     let b: Vec<u8> = (0..n * k).map(|_| code(&mut rng, fb)).collect();
     let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
     let tiling = CpuEngine::new().choice(&preset, &ops).tiling;
-    // On the AVX-512 level few rows of f64 blocks of 16 products or more run on product lanes, at least one row per
-    // 4 products of a block up to 8 rows; on the others they stay on panels, as the i32 step does everywhere
+    // On the AVX-512 level few rows of f64 blocks of 16 products or more run on product lanes: one row, or one per 32
+    // products of a block up to 4 rows; on the others they stay on panels, as the i32 step does everywhere
     // (`tiling::WIDE_PRODUCT_BLOCK`).
     let step = CpuEngine::step_name(&preset);
     let (nfma, avx512) = (spec.nfma as usize, SimdLevel::detect().name() == "avx512");
     let want_tiling = match step {
         "f64" if !avx512 => Some(Tiling::Panels),
-        "f64" if nfma >= 16 && m <= (nfma / 4).min(8) => Some(Tiling::Products),
+        "f64" if nfma >= 16 && m <= (nfma / 32).clamp(1, 4) => Some(Tiling::Products),
         "i32" => Some(Tiling::Panels),
         _ => None,
     };
@@ -225,9 +225,9 @@ fn every_preset_of_the_fit_space_runs_on_the_kernels_as_the_model() {
 }
 
 /// Few rows of a wide-path preset (late c, or block sums past 2^24: nearest even, frac up to 40, any nfma) run on the
-/// wide product-lane tiling (chosen on the AVX-512 level for f64 blocks of `WIDE_PRODUCT_BLOCK` or more and at most
-/// one row per 4 products, and run by the engines of a fixed product-lane tiling for any block), and every engine and
-/// tiling gives
+/// wide product-lane tiling (chosen on the AVX-512 level for f64 blocks of `WIDE_PRODUCT_BLOCK` or more and one row,
+/// or one per 32 products up to 4, and run by the engines of a fixed product-lane tiling for any block), and every
+/// engine and tiling gives
 /// the model's bits: M in 1..=16, any N and K, fast and slow, split by random rules.
 #[test]
 fn few_rows_of_wide_presets_run_on_product_lanes_as_the_model() {
