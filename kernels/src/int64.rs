@@ -2,7 +2,7 @@
 //! i64 at once): `kernel::block_steps` on f64 lanes with each term scaled in f32 and its truncation summed as an
 //! integer, the block's end in f64 as there.
 
-use crate::kernel::{block_max, exp_f32, Lane, Params};
+use crate::kernel::{block_ends, block_exponents, block_max, Lane, Params};
 use crate::tables::Lut;
 
 /// [`crate::kernel::block_steps`] for a wide-path job that sums in f64 lanes (`LATE`, `NE` as there), over a panel
@@ -32,19 +32,8 @@ pub fn int64_steps<const W: usize, const LATE: bool, const NE: bool>(
     for blk in 0..nblk {
         let ab = &a[blk * nfma..(blk + 1) * nfma];
         let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
-        let e = block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]);
-        let mut s32 = [0f32; W];
-        let mut s = [0f64; W];
-        let mut inv = [0f64; W];
-        for j in 0..W {
-            let mut ee = (e[j] as i32).max(p.efloor);
-            if !LATE {
-                ee = ee.max(exp_f32(c[j]));
-            }
-            s32[j] = <f32 as Lane>::pow2((p.frac - ee).clamp(-126, 127));
-            s[j] = <f64 as Lane>::pow2(p.frac - ee);
-            inv[j] = <f64 as Lane>::pow2(ee - p.frac);
-        }
+        let e = block_exponents::<W, LATE>(&block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]), c, p);
+        let s32: [f32; W] = std::array::from_fn(|j| <f32 as Lane>::pow2((p.frac - e[j]).clamp(-126, 127)));
         let mut acc = [0i64; W];
         for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
             let va = la.v32[code as usize];
@@ -54,15 +43,7 @@ pub fn int64_steps<const W: usize, const LATE: bool, const NE: bool>(
                 acc[j] += unsafe { (va * row[j] * s32[j]).to_int_unchecked::<i64>() };
             }
         }
-        for j in 0..W {
-            let sum = acc[j] as f64;
-            let normalise =
-                |sum: f64| if NE { (sum * inv[j]).to_f32() } else { (sum.keep_frac_out(p) * inv[j]).to_f32() };
-            if LATE {
-                c[j] += normalise(sum);
-            } else {
-                c[j] = normalise(sum + (f64::from(c[j]) * s[j]).trunc());
-            }
-        }
+        let s: [f64; W] = std::array::from_fn(|j| <f64 as Lane>::pow2(p.frac - e[j]));
+        block_ends::<W, f64, LATE, NE, true>(&acc.map(|x| x as f64), &e, &s, c, p);
     }
 }

@@ -349,18 +349,8 @@ pub fn block_steps<const W: usize, L: Lane, const LATE: bool, const NE: bool, co
         // (Offsets by multiplication: chunk iterators would divide on every call.)
         let ab = &a[blk * nfma..(blk + 1) * nfma];
         let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
-        let e = block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]);
-        // Block exponent E = max(products, c (early), floor); s = 2^(frac - E) and 2^(E - frac).
-        let mut s = [L::default(); W];
-        let mut inv = [L::default(); W];
-        for j in 0..W {
-            let mut ee = (e[j] as i32).max(p.efloor);
-            if !LATE {
-                ee = ee.max(exp_f32(c[j]));
-            }
-            s[j] = L::pow2(p.frac - ee);
-            inv[j] = L::pow2(ee - p.frac);
-        }
+        let e = block_exponents::<W, LATE>(&block_max::<W>(ab, la, &pe[blk * nfma * W..(blk + 1) * nfma * W]), c, p);
+        let s: [L; W] = std::array::from_fn(|j| L::pow2(p.frac - e[j]));
         // Aligned, truncated terms, summed exactly (integers below 2^24 in f32, 2^53 in f64).
         let mut acc = [L::default(); W];
         for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
@@ -370,18 +360,39 @@ pub fn block_steps<const W: usize, L: Lane, const LATE: bool, const NE: bool, co
                 acc[j] += (va * row[j] * s[j]).trunc::<HT>();
             }
         }
-        for j in 0..W {
-            // Truncation: the sum's bits below frac_out cleared, then an exact conversion (at most 24 significant
-            // bits). Nearest even (`NE`): the conversion rounds ([`Params::nearest`]).
-            let normalise =
-                |sum: L| if NE { (sum * inv[j]).to_f32() } else { (sum.keep_frac_out(p) * inv[j]).to_f32() };
-            if LATE {
-                // d, then one fp32 RNE addition.
-                c[j] += normalise(acc[j]);
-            } else {
-                // c enters like a term.
-                c[j] = normalise(acc[j] + (L::widen(c[j]) * s[j]).trunc::<HT>());
-            }
+        block_ends::<W, L, LATE, NE, HT>(&acc, &e, &s, c, p);
+    }
+}
+
+/// The block exponents E = max(products' `e`, c (early), floor) of W chains.
+#[inline(always)]
+pub(crate) fn block_exponents<const W: usize, const LATE: bool>(e: &[i8; W], c: &[f32; W], p: &Params) -> [i32; W] {
+    std::array::from_fn(
+        |j| if LATE { (e[j] as i32).max(p.efloor) } else { (e[j] as i32).max(p.efloor).max(exp_f32(c[j])) },
+    )
+}
+
+/// The ends of W chains' blocks of [`block_steps`]: the exact block sums `acc`, of exponents `e` and scales `s` =
+/// 2^(frac - E), normalised and scaled back by 2^(E - frac), c's update.
+#[inline(always)]
+pub(crate) fn block_ends<const W: usize, L: Lane, const LATE: bool, const NE: bool, const HT: bool>(
+    acc: &[L; W],
+    e: &[i32; W],
+    s: &[L; W],
+    c: &mut [f32; W],
+    p: &Params,
+) {
+    for j in 0..W {
+        let inv = L::pow2(e[j] - p.frac);
+        // Truncation: the sum's bits below frac_out cleared, then an exact conversion (at most 24 significant
+        // bits). Nearest even (`NE`): the conversion rounds ([`Params::nearest`]).
+        let normalise = |sum: L| if NE { (sum * inv).to_f32() } else { (sum.keep_frac_out(p) * inv).to_f32() };
+        if LATE {
+            // d, then one fp32 RNE addition.
+            c[j] += normalise(acc[j]);
+        } else {
+            // c enters like a term.
+            c[j] = normalise(acc[j] + (L::widen(c[j]) * s[j]).trunc::<HT>());
         }
     }
 }
