@@ -66,7 +66,7 @@ pub const WIDE_PRODUCT_BLOCK: usize = 16;
 
 /// The most rows a wide-path job runs with product lanes (see [`WIDE_PRODUCT_BLOCK`]); `eight`: the level runs the
 /// eight-chain step.
-pub fn wide_product_rows(nfma: usize, int32: bool, eight: bool) -> usize {
+fn wide_product_rows(nfma: usize, int32: bool, eight: bool) -> usize {
     if !eight || int32 || nfma < WIDE_PRODUCT_BLOCK {
         0
     } else {

@@ -9,25 +9,22 @@ use crate::small::{int32_steps, single_product_steps};
 use crate::tables::ZERO_EXP;
 use std::ops::Range;
 
-/// One panel tile with the kernel its job's path needs. `HT`: the level truncates in hardware (SSE4.1 and up).
+/// One panel tile with the kernel its job's path needs. `HT`: the level truncates in hardware (SSE4.1 and up);
+/// `I64`: the f64 step's jobs run on `crate::int64::int64_steps` (f32 values, i64 sums: the AVX-512 level, whose
+/// caller is compiled for AVX-512DQ).
 #[inline(always)]
-pub fn tile<const W: usize, const HT: bool>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+pub fn tile<const W: usize, const HT: bool, const I64: bool>(
+    job: &Job,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) -> Vec<f32> {
     match job.p.path {
         Path::Narrow => tile_with::<W, f32, false, false, BLOCKS, HT>(job, rows, cols),
         _ if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, rows, cols),
         _ if job.p.int32 && job.p.int32_group >= job.p.nfma => tile_by_entry::<W, f32, INT32, HT>(job, rows, cols),
         _ if job.p.int32 => tile_by_entry::<W, f32, INT32_GROUPS, HT>(job, rows, cols),
+        _ if I64 => tile_by_entry::<W, f32, INT64, HT>(job, rows, cols),
         _ => tile_by_entry::<W, f64, BLOCKS, HT>(job, rows, cols),
-    }
-}
-
-/// [`tile`] for the AVX-512 level (the caller is compiled for AVX-512DQ): jobs of the f64 step run on
-/// `crate::int64::int64_steps` (f32 values, i64 sums), every other job as [`tile`].
-#[inline(always)]
-pub fn tile_int64<const W: usize>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    match job.p.path {
-        Path::Wide if !job.p.single && !job.p.int32 => tile_by_entry::<W, f32, INT64, true>(job, rows, cols),
-        _ => tile::<W, true>(job, rows, cols),
     }
 }
 
