@@ -273,10 +273,10 @@ fn nearest_even_presets_take_the_lanes() {
 
 /// Blocks with no nonzero product, under a floor far below or far above every product (min_exp -1000, frac - 128 and
 /// 1000), give the model's bits on every engine and tiling: there the block exponent leaves the scales' normal range
-/// (the clamps of `kernel.rs` and of the AVX-512 product-lane step's f32 scale, whose exponent frac - E is then 128
-/// and past), and every term must still be 0. Rows of
-/// A and of B that are zeros, wholly or in their first blocks, against rows of mixed codes; early and late c, both
-/// roundings, frac 1 to 40, blocks of 1 to 64 products; fast and slow.
+/// (the clamps of `kernel.rs`, and `int64::SCALE_EXPONENTS` of the AVX-512 i64 steps' f32 scale, whose exponent
+/// frac - E is then 128 and past), and every term must still be 0. Rows of A and of B that are zeros, wholly or in
+/// their first blocks, against rows of mixed codes; early and late c, both roundings, frac 1 to 40, blocks of 1 to
+/// 64 products; fast and slow.
 #[test]
 fn zero_blocks_under_far_floors_run_as_the_model() {
     let engines: Vec<CpuEngine> =

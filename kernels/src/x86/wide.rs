@@ -38,9 +38,8 @@ unsafe fn max_lanes(ea: &[i8], eb: &[&[i8]; 8], o: usize, nb: usize) -> [__m128i
 
 /// Eight chains' lanes of `sum_k trunc(a[k] * b[k] * s)` over the block of `nb` positions at `o`, eight to a vector,
 /// before the horizontal step: each term scaled in f32 and truncated by its conversion to i64, the terms added in i64
-/// lanes. Chain j's `s` is a power of two between 2^-126 and 2^127 ([`scale32`]): `a[k] * b[k]` is exact (two FP8
-/// values), and its product with `s` too wherever it reaches 1 (it stays below 2^(frac + 2) <= 2^50: no overflow, no
-/// rounding); below 1 it truncates to 0 whatever its rounding. The integers add exactly in any order.
+/// lanes; chain j's scale `s` from [`scale32`] (exact: `crate::int64::SCALE_EXPONENTS`). The integers add exactly in
+/// any order.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
 #[inline]
@@ -104,14 +103,14 @@ unsafe fn fold_sums(t: [__m512i; 8]) -> __m512i {
     chunks(c0, c1)
 }
 
-/// 2^x in f32 lanes for eight i32 exponents x clamped to [-126, 127] (normal): the scale of [`sum_lanes`]. The clamp
-/// changes x only where every term is 0 either way: x > 127 means E < frac - 127 <= -79, below every nonzero
-/// product's exponent (>= -28), so every product is 0; x < -126 means every product (below 2^32) times 2^x is below 1.
+/// 2^x in f32 lanes for eight i32 exponents x clamped to `crate::int64::SCALE_EXPONENTS` (normal): the scale of
+/// [`sum_lanes`]; the clamp changes x only where every term is 0 either way.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[inline]
 unsafe fn scale32(x: __m256i) -> __m256 {
-    let x = _mm256_min_epi32(_mm256_max_epi32(x, _mm256_set1_epi32(-126)), _mm256_set1_epi32(127));
+    let (lo, hi) = crate::int64::SCALE_EXPONENTS;
+    let x = _mm256_min_epi32(_mm256_max_epi32(x, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
     _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(x, _mm256_set1_epi32(127))))
 }
 
@@ -157,7 +156,6 @@ pub unsafe fn wide_product_blocks8(
             let ec = _mm256_and_si256(_mm256_srli_epi32::<23>(_mm256_castps_si256(acc)), _mm256_set1_epi32(0xFF));
             e = _mm256_max_epi32(e, _mm256_sub_epi32(ec, _mm256_set1_epi32(127)));
         }
-        let s = pow2(_mm256_sub_epi32(frac, e));
         let inv = pow2(_mm256_sub_epi32(e, frac));
         let mut scales = [0f32; 8];
         _mm256_storeu_ps(scales.as_mut_ptr(), scale32(_mm256_sub_epi32(frac, e)));
@@ -167,6 +165,8 @@ pub unsafe fn wide_product_blocks8(
             // d has at most 24 significant bits: the conversion is exact; then one fp32 RNE addition.
             _mm256_add_ps(acc, _mm512_cvtpd_ps(_mm512_mul_pd(keep(sum), inv)))
         } else {
+            // c's term, on the f64 scale 2^(frac - E) (the f32 one is clamped).
+            let s = pow2(_mm256_sub_epi32(frac, e));
             let cs = _mm512_roundscale_pd::<{ super::TOWARD_ZERO }>(_mm512_mul_pd(_mm512_cvtps_pd(acc), s));
             _mm512_cvtpd_ps(_mm512_mul_pd(keep(_mm512_add_pd(sum, cs)), inv))
         };
