@@ -40,6 +40,9 @@ pub struct Lut {
     /// value times 2^-[`Lut::packed_scale`]: subnormals normalised, 0 for zero and the non-finite magnitudes (a
     /// normal f32 in every other case: the step's multiply-adds would slow down on subnormal inputs).
     pub packed: [u8; 128],
+    /// Per magnitude, bytes 2 and 3 of [`Lut::v32`]'s bits (its bytes 0 and 1 are zero: an FP8 value has at most
+    /// 4 significant bits): the AVX-512 VBMI decoding looks them up in registers (`crate::x86::decode_vbmi`).
+    pub v16: [[u8; 128]; 2],
     /// The format.
     format: Format,
 }
@@ -55,6 +58,7 @@ impl Lut {
             m32: [0.0; 256],
             e_marked: [NONFINITE_EXP; 128],
             packed: [0; 128],
+            v16: [[0; 128]; 2],
             format: f,
         };
         for code in 0..=255u8 {
@@ -72,6 +76,11 @@ impl Lut {
         }
         for (m, v) in t.m32.iter_mut().zip(&t.v32) {
             *m = v.abs();
+        }
+        for m in 0..128 {
+            let bits = t.v32[m].to_bits();
+            t.v16[0][m] = (bits >> 16) as u8;
+            t.v16[1][m] = (bits >> 24) as u8;
         }
         let down = f32::from_bits(((127 - t.packed_scale()) as u32) << 23);
         for m in 0..128u8 {
@@ -113,6 +122,27 @@ impl Lut {
             Format::E4m3 => 117,
             Format::E5m2 => 110,
         }
+    }
+
+    /// [`Lut::decode`] for a tile of the AVX-512 level (`avx512`) or another: by the AVX-512 VBMI lookups
+    /// (`crate::x86::decode_vbmi`) where [`Lut::vbmi_decodes`], which also tell whether a code was non-finite (the
+    /// answer; false otherwise).
+    #[inline(always)]
+    pub fn decode_on(&self, avx512: bool, codes: &[u8], v: &mut [f32], e: &mut [i8]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if Lut::vbmi_decodes(avx512) {
+            // SAFETY: the CPU has AVX-512 VBMI (and with it AVX-512F/BW), as `vbmi_decodes` saw.
+            return unsafe { crate::x86::decode_vbmi(self, codes, v, e) };
+        }
+        self.decode(codes, v, e);
+        false
+    }
+
+    /// Whether [`Lut::decode_on`] decodes by the AVX-512 VBMI lookups in a tile of the AVX-512 level (`avx512`) or
+    /// another: on that level, where the CPU has VBMI (the other levels keep their own instructions, so that the
+    /// tests run each as it runs elsewhere).
+    pub fn vbmi_decodes(avx512: bool) -> bool {
+        avx512 && crate::driver::vbmi()
     }
 
     /// The values (f32) and exponents of codes, as [`Lut::v32`] and [`Lut::e`] give them (a zero may come out

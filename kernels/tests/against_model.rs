@@ -274,10 +274,11 @@ fn custom_presets_against_model() {
 }
 
 /// A tile that reads every code of B (a decode step of one or two rows of A on a level whose block step reads B's
-/// codes, or a fused panel tile, which decodes B's codes itself) finds B's non-finite codes as it computes,
-/// instead of a scan before it: wherever one non-finite code sits in B (any row, any position of any chunk or
-/// split, any class of either format; whole panels of 64 rows of B and partial ones), `run_plan_checked` answers
-/// None, and `execute` gives the model's bits; without one it gives the model's bits directly.
+/// codes, a fused panel tile, which decodes B's codes itself, or a wide product-lane tile whose decoding of B's rows
+/// tells non-finite codes) finds B's non-finite codes as it computes, instead of a scan before it: wherever one
+/// non-finite code sits in B (any row, any position of any chunk or split, any class of either format; whole panels
+/// of 64 rows of B and partial ones), `run_plan_checked` answers None, and `execute` gives the model's bits; without
+/// one it gives the model's bits directly.
 #[test]
 fn watched_tiles_find_every_nonfinite_code_of_b() {
     let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) / 25;
@@ -288,7 +289,13 @@ fn watched_tiles_find_every_nonfinite_code_of_b() {
         .into_par_iter()
         .filter_map(|index| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ index);
-            let preset = if rng.random_ratio(1, 2) { Preset::ada() } else { Preset::hopper() };
+            // Custom presets a third of the time: the wide ones' product-lane tiles read B's codes as they decode
+            // its rows on the AVX-512 level with VBMI.
+            let preset = match rng.random_range(0..3) {
+                0 => Preset::ada(),
+                1 => Preset::hopper(),
+                _ => custom_preset(&mut rng),
+            };
             let (fa, fb) = (Format::ALL[rng.random_range(0..=1)], Format::ALL[rng.random_range(0..=1)]);
             let m = if index % 3 == 1 { rng.random_range(3..=12) } else { rng.random_range(1..=2) };
             let n = rng.random_range(1..=140);

@@ -18,13 +18,14 @@ pub fn tile<const W: usize, const HT: bool, const I64: bool>(
     rows: Range<usize>,
     cols: Range<usize>,
 ) -> Vec<f32> {
+    let t = (rows, cols, I64);
     match job.p.path {
-        Path::Narrow => tile_with::<W, f32, false, false, BLOCKS, HT>(job, rows, cols),
-        _ if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, rows, cols),
-        _ if job.p.int32 && job.p.int32_group >= job.p.nfma => tile_by_entry::<W, f32, INT32, HT>(job, rows, cols),
-        _ if job.p.int32 => tile_by_entry::<W, f32, INT32_GROUPS, HT>(job, rows, cols),
-        _ if I64 => tile_by_entry::<W, f32, INT64, HT>(job, rows, cols),
-        _ => tile_by_entry::<W, f64, BLOCKS, HT>(job, rows, cols),
+        Path::Narrow => tile_with::<W, f32, false, false, BLOCKS, HT>(job, t),
+        _ if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, t),
+        _ if job.p.int32 && job.p.int32_group >= job.p.nfma => tile_by_entry::<W, f32, INT32, HT>(job, t),
+        _ if job.p.int32 => tile_by_entry::<W, f32, INT32_GROUPS, HT>(job, t),
+        _ if I64 => tile_by_entry::<W, f32, INT64, HT>(job, t),
+        _ => tile_by_entry::<W, f64, BLOCKS, HT>(job, t),
     }
 }
 
@@ -32,14 +33,13 @@ pub fn tile<const W: usize, const HT: bool, const I64: bool>(
 #[inline(always)]
 fn tile_by_entry<const W: usize, L: Lane, const STEP: u8, const HT: bool>(
     job: &Job,
-    rows: Range<usize>,
-    cols: Range<usize>,
+    t: (Range<usize>, Range<usize>, bool),
 ) -> Vec<f32> {
     match (job.p.late, job.p.nearest) {
-        (true, true) => tile_with::<W, L, true, true, STEP, HT>(job, rows, cols),
-        (true, false) => tile_with::<W, L, true, false, STEP, HT>(job, rows, cols),
-        (false, true) => tile_with::<W, L, false, true, STEP, HT>(job, rows, cols),
-        (false, false) => tile_with::<W, L, false, false, STEP, HT>(job, rows, cols),
+        (true, true) => tile_with::<W, L, true, true, STEP, HT>(job, t),
+        (true, false) => tile_with::<W, L, true, false, STEP, HT>(job, t),
+        (false, true) => tile_with::<W, L, false, true, STEP, HT>(job, t),
+        (false, false) => tile_with::<W, L, false, false, STEP, HT>(job, t),
     }
 }
 
@@ -52,12 +52,12 @@ const INT32_GROUPS: u8 = 3;
 const INT64: u8 = 4;
 
 /// One panel tile: rows `rows` of A against the panel `cols` of B (at most W rows), every split and chunk, with
-/// the lanes along the panel's outputs. Returns `rows.len()` rows of `cols.len()` results.
+/// the lanes along the panel's outputs, on the AVX-512 level or another (`avx512`: how the panel is decoded, see
+/// `Lut::decode_on`). Returns `rows.len()` rows of `cols.len()` results.
 #[inline(always)]
 fn tile_with<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, const HT: bool>(
     job: &Job,
-    rows: Range<usize>,
-    cols: Range<usize>,
+    (rows, cols, avx512): (Range<usize>, Range<usize>, bool),
 ) -> Vec<f32> {
     let nfma = job.p.nfma;
     let nr = rows.len();
@@ -72,6 +72,7 @@ fn tile_with<const W: usize, L: Lane, const LATE: bool, const NE: bool, const ST
         pv: vec![L::default(); piece_len * W],
         pe: vec![ZERO_EXP; piece_len * W],
         ga: vec![0u8; nr * piece_len],
+        avx512,
     };
     let acc = job.accumulate(&tile, piece_len, &mut piece);
     // Drop the padding columns of the panel.
@@ -90,6 +91,8 @@ struct PanelPiece<const W: usize, L, const LATE: bool, const NE: bool, const STE
     pv: Vec<L>,
     pe: Vec<i8>,
     ga: Vec<u8>,
+    /// The tile runs on the AVX-512 level.
+    avx512: bool,
 }
 
 impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, const HT: bool> Piece
@@ -101,7 +104,7 @@ impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, 
         let (pc, pv, pe, ga) = (&mut self.pc, &mut self.pv, &mut self.pe, &mut self.ga);
         let len = q1 - q0;
         panel_codes::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc);
-        L::decode(&job.lb, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
+        L::decode(&job.lb, self.avx512, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
         let nblk = len / nfma;
         let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
         let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut ga[..nr * len]);

@@ -15,11 +15,12 @@ use std::ops::Range;
 
 /// Rows `rows` of the [_, k] matrix `x` (format table `l`), decoded at positions [q0, q1) of a chunk into
 /// `v` and `e`, row after row: straight from `x` when the piece is one run of k (`single`), else gathered
-/// into `g` with zero padding first.
+/// into `g` with zero padding first, on the AVX-512 level or another (`avx512`, see [`Lut::decode_on`]). Returns
+/// whether the AVX-512 VBMI decoding met a non-finite code.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(super) fn decode_rows(
-    (x, k, l): (&[u8], usize, &Lut),
+    (x, k, l, avx512): (&[u8], usize, &Lut, bool),
     rows: Range<usize>,
     chunk: &ChunkPlan,
     q0: usize,
@@ -28,19 +29,21 @@ pub(super) fn decode_rows(
     g: &mut [u8],
     v: &mut [f32],
     e: &mut [i8],
-) {
+) -> bool {
     let len = q1 - q0;
     let n = rows.len() * len;
     match single {
         Some(kr) => {
+            let mut seen = false;
             for (t, i) in rows.enumerate() {
                 let r = t * len..(t + 1) * len;
-                l.decode(&x[i * k + kr.start..i * k + kr.end], &mut v[r.clone()], &mut e[r]);
+                seen |= l.decode_on(avx512, &x[i * k + kr.start..i * k + kr.end], &mut v[r.clone()], &mut e[r]);
             }
+            seen
         }
         None => {
             gather_rows(x, k, rows, chunk, q0, q1, &mut g[..n]);
-            l.decode(&g[..n], &mut v[..n], &mut e[..n]);
+            l.decode_on(avx512, &g[..n], &mut v[..n], &mut e[..n])
         }
     }
 }
@@ -50,22 +53,23 @@ pub(super) const CHAINS: usize = 8;
 
 /// Rows `brows` of B (at most [`CHAINS`]) decoded at positions [q0, q1) of a chunk, as [`decode_rows`] does, the
 /// group's rows past them zeros: the CHAINS rows of values and of exponents of one group of the step over decoded
-/// rows.
+/// rows, and whether the AVX-512 VBMI decoding met a non-finite code.
 #[inline(always)]
 pub(super) fn decode_group<'x>(
-    bt: (&[u8], usize, &Lut),
+    bt: (&[u8], usize, &Lut, bool),
     brows: Range<usize>,
     chunk: &ChunkPlan,
     (q0, q1): (usize, usize),
     single: &Option<Range<usize>>,
     (gb, bv, be): (&mut [u8], &'x mut [f32], &'x mut [i8]),
-) -> ([&'x [f32]; CHAINS], [&'x [i8]; CHAINS]) {
+) -> ([&'x [f32]; CHAINS], [&'x [i8]; CHAINS], bool) {
     let (len, real) = (q1 - q0, brows.len());
-    decode_rows(bt, brows, chunk, q0, q1, single, gb, bv, be);
+    let seen = decode_rows(bt, brows, chunk, q0, q1, single, gb, bv, be);
     bv[real * len..CHAINS * len].fill(0.0);
     be[real * len..CHAINS * len].fill(ZERO_EXP);
     let (bv, be) = (&*bv, &*be);
-    (std::array::from_fn(|t| &bv[t * len..(t + 1) * len]), std::array::from_fn(|t| &be[t * len..(t + 1) * len]))
+    let (values, exponents) = (|t| &bv[t * len..(t + 1) * len], |t| &be[t * len..(t + 1) * len]);
+    (std::array::from_fn(values), std::array::from_fn(exponents), seen)
 }
 
 /// One product-lane tile (see [`super::products_serve`]): rows `rows` of A against rows `cols` of B, every split and
@@ -190,7 +194,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
         for q0 in (0..total).step_by(span) {
             let q1 = (q0 + span).min(total);
             let single = Some(k0 + q0..k0 + q1);
-            let at = (job.a, job.k, &job.la);
+            let at = (job.a, job.k, &job.la, X86 == X86_AVX512);
             decode_rows(at, self.rows.clone(), &chunks[0], q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
             #[cfg(target_arch = "x86_64")]
             if X86 == X86_AVX2 {
@@ -209,7 +213,8 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
         let len = q1 - q0;
         let nblk = len / NB;
         let single = super::one_run(chunk, q0, q1);
-        let (at, bt) = ((job.a, job.k, &job.la), (job.b, job.k, &job.lb));
+        let avx512 = X86 == X86_AVX512;
+        let (at, bt) = ((job.a, job.k, &job.la, avx512), (job.b, job.k, &job.lb, avx512));
         decode_rows(at, self.rows.clone(), chunk, q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
         #[cfg(target_arch = "x86_64")]
         if reads_codes::<X86>(job, nr) {
@@ -223,7 +228,7 @@ impl<const NB: usize, const HT: bool, const X86: u8> Piece for StripPiece<NB, HT
         // A group of CHAINS rows of B at a time, decoded just before use (rows past the tile are zeros).
         for g in (0..ncp).step_by(CHAINS) {
             let brows = self.cols.start + g..self.cols.start + g + CHAINS.min(nc - g);
-            let (bvs, bes) =
+            let (bvs, bes, _) =
                 decode_group(bt, brows, chunk, (q0, q1), &single, (&mut self.gb, &mut self.bv, &mut self.be));
             for r in 0..nr {
                 let Ok(c) = <&mut [f32; CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CHAINS]) else {

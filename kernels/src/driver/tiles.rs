@@ -131,10 +131,12 @@ pub(super) const CODE_ROWS: usize = 2;
 pub(super) const CODE_ROWS_AVX2: usize = 4;
 
 /// Whether a product-lane tile of the job on the level of `X86` ([`X86_AVX512`] or [`X86_AVX2`]) reads every code
-/// of B with a block step over codes (which finds the non-finite ones, see [`Job::watching`]): a tile holds all
-/// rows of A, so few enough of them, and the kernel must serve the preset.
+/// of B where it finds the non-finite ones (see [`Job::watching`]): with a block step over codes (a tile holds all
+/// rows of A, so few enough of them, and the kernel must serve the preset), or, for the wide path on the AVX-512
+/// level, with the AVX-512 VBMI decoding of its groups of B's rows ([`crate::tables::Lut::vbmi_decodes`]).
 pub fn reads_b_codes<const X86: u8>(job: &Job) -> bool {
-    products_serve(job) && reads_codes::<X86>(job, job.m())
+    let wide = job.p.path == Path::Wide && crate::tables::Lut::vbmi_decodes(X86 == X86_AVX512);
+    products_serve(job) && (reads_codes::<X86>(job, job.m()) || wide)
 }
 
 /// Whether a product-lane kernel serves a job: the narrow path with a block of 16 or 32 products (ada, hopper, and

@@ -59,7 +59,7 @@ impl<const HT: bool, const AVX512: bool> Piece for WidePiece<HT, AVX512> {
         let len = q1 - q0;
         let nblk = len / job.p.nfma;
         let single = super::one_run(chunk, q0, q1);
-        let (at, bt) = ((job.a, job.k, &job.la), (job.b, job.k, &job.lb));
+        let (at, bt) = ((job.a, job.k, &job.la, AVX512), (job.b, job.k, &job.lb, AVX512));
         decode_rows(at, self.rows.clone(), chunk, q0, q1, &single, &mut self.ga, &mut self.av, &mut self.ae);
         for g in (0..ncp).step_by(CHAINS) {
             let brows = self.cols.start + g..self.cols.start + g + CHAINS.min(nc - g);
@@ -67,8 +67,11 @@ impl<const HT: bool, const AVX512: bool> Piece for WidePiece<HT, AVX512> {
                 let next = brows.end..(brows.end + CHAINS).min(self.cols.end);
                 next.for_each(|i| prefetch(&job.b[i * job.k + kr.start..i * job.k + kr.end]));
             }
-            let (bvs, bes) =
+            let (bvs, bes, seen) =
                 decode_group(bt, brows, chunk, (q0, q1), &single, (&mut self.gb, &mut self.bv, &mut self.be));
+            if seen {
+                job.saw_nonfinite_b();
+            }
             for r in 0..nr {
                 let Ok(c) = <&mut [f32; CHAINS]>::try_from(&mut acc[r * ncp + g..r * ncp + g + CHAINS]) else {
                     continue;

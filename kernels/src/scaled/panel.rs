@@ -68,7 +68,7 @@ fn panel_tile<const W: usize, const HT: bool>(
             xb.fill(0);
         }
         job.chain_panel_codes::<W>(q0, q1, cols.clone(), &mut pc);
-        <f64 as Lane>::decode(&s.lb, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
+        <f64 as Lane>::decode(&s.lb, false, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
         for (jj, j) in cols.clone().enumerate() {
             for (bi, &code) in s.sb[j * nb + b0..j * nb + b0 + nblk].iter().enumerate() {
                 xb[bi * W + jj] = scale_exp(code);

@@ -1,6 +1,7 @@
 //! The block steps in x86 instructions, one file per step and level: product lanes over decoded rows of B (AVX2),
-//! the decode step over B's codes (AVX2; AVX-512, plain and fused), the panel step (AVX-512, AVX2) and its planes, and the
-//! register helpers they share here. Exact in every step, and tested against the model like every level.
+//! the decode step over B's codes (AVX2; AVX-512, plain and fused), the panel step (AVX-512, AVX2) and its planes, the
+//! decoding of rows (AVX-512 VBMI), and the register helpers they share here. Exact in every step, and tested
+//! against the model like every level.
 
 #[cfg(target_arch = "x86_64")]
 use crate::kernel::Params;
@@ -9,6 +10,7 @@ use std::arch::x86_64::*;
 
 mod codes;
 mod codes_avx2;
+mod decode;
 mod fused;
 mod lanes_avx2;
 mod panel;
@@ -20,6 +22,7 @@ mod wide;
 
 pub use codes::*;
 pub use codes_avx2::*;
+pub use decode::*;
 pub use fused::*;
 pub use lanes_avx2::*;
 pub use panel::*;

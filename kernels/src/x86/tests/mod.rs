@@ -62,6 +62,7 @@ fn code_operands(rng: &mut ChaCha8Rng, fa: Format, fb: Format, round: usize, row
 
 mod codes;
 mod codes_avx2;
+mod decode;
 mod panel;
 
 /// Load `csr` into this thread's MXCSR.
