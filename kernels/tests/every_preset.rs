@@ -328,3 +328,53 @@ fn zero_blocks_under_far_floors_run_as_the_model() {
     }
     assert_eq!(ran, 7 * 3 * 2 * 2 * 2);
 }
+
+/// Few rows of wide presets with blocks of 16 products (the f64 step: frac 29 to 40) give the model's bits on every
+/// engine and tiling, where the AVX-512 eight-chain step takes the block maxima four blocks to a vector: K from one
+/// block to past two pieces of the product-lane tiling, whole groups of four blocks and not; zeros, one band and any
+/// finite code; early and late c, both roundings, every format pair, fast and slow.
+#[test]
+fn blocks_of_16_run_as_the_model() {
+    let engines: Vec<CpuEngine> =
+        SimdLevel::available(None).into_iter().flat_map(|l| CpuEngine::with_level(l).with_every_tiling()).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(1616);
+    for case in 0..48 {
+        let frac = rng.random_range(29..=40);
+        let c_entry = if case % 2 == 0 { CEntry::Early } else { CEntry::Late };
+        let rounding = if case % 4 < 2 { BlockRounding::Truncate } else { BlockRounding::NearestEven };
+        let frac_out = if rounding == BlockRounding::NearestEven { 23 } else { rng.random_range(1..=23) };
+        let min_exp = rng.random_range(-60..=20);
+        let spec =
+            PresetSpec::custom("sixteen", 16, frac, frac_out, min_exp, c_entry, Some(256)).with_rounding(rounding);
+        let preset = Preset::custom(spec.clone()).expect("a valid preset");
+        let k = [16, 48, 64, 80, 512, 528, 1100, 1600][case % 8];
+        let (m, n) = (rng.random_range(1..=4), rng.random_range(1..=40));
+        let (fa, fb) = (Format::ALL[rng.random_range(0..=1)], Format::ALL[rng.random_range(0..=1)]);
+        let code = |rng: &mut ChaCha8Rng, f: Format| loop {
+            let c = match rng.random_range(0..4) {
+                0 => 0,
+                1 => 0x30 + rng.random_range(0..=31u8),
+                _ => rng.random::<u8>(),
+            } | if rng.random_ratio(1, 2) { 0x80 } else { 0 };
+            if !f.is_nonfinite(c) {
+                return c;
+            }
+        };
+        let a: Vec<u8> = (0..m * k).map(|_| code(&mut rng, fa)).collect();
+        let b: Vec<u8> = (0..n * k).map(|_| code(&mut rng, fb)).collect();
+        let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+        for fast in [true, false] {
+            let plan = Plan::new(&preset, k, fast, SplitK::NONE).expect("an unsplit plan");
+            let want = execute(&preset, &plan, &ops, &ReferenceEngine).expect("the model");
+            for engine in &engines {
+                let got = execute(&preset, &plan, &ops, engine).expect("the kernels");
+                let differ = (0..want.len()).find(|&i| bits(want[i]) != bits(got[i]));
+                assert!(
+                    differ.is_none(),
+                    "case {case}: {} {spec:?} {fa} x {fb} [{m}, {n}, {k}] fast {fast}: output {differ:?} differs",
+                    engine.name()
+                );
+            }
+        }
+    }
+}

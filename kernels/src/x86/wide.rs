@@ -1,6 +1,7 @@
 //! The wide product-lane step in AVX-512 instructions (`kernel::wide_product_blocks` on the AVX-512 level), eight
-//! chains at a time: the block maxima of the product exponents in i8 lanes, the sums of the terms (scaled in f32,
-//! truncated into i64 lanes) sixteen products at a time, then the eight chains' ends together.
+//! chains at a time: the block maxima of the product exponents in i8 lanes (blocks of 16: four blocks to a vector,
+//! a batch at a time), the sums of the terms (scaled in f32, truncated into i64 lanes) sixteen products at a time,
+//! then the eight chains' ends together.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -87,6 +88,52 @@ unsafe fn fold_maxima(m: [__m128i; 8]) -> __m256i {
     _mm256_set_m128i(bytes(q1), bytes(q0))
 }
 
+/// The blocks of 16 products ([`maxima16`]) whose maxima one call computes: a piece of the product-lane tiling
+/// (512 positions) at most.
+#[cfg(target_arch = "x86_64")]
+const BATCH16: usize = 32;
+
+/// The block maxima of eight chains over `nblk` (at most [`BATCH16`]) blocks of 16 products from `o`, as
+/// [`max_lanes`] and [`fold_maxima`] give them, four blocks to a vector (one block in each 128-bit lane): chain j's
+/// maximum of block b in byte `16 b + j` of the result (its bytes 8 to 15 of each block unused). The eight chains are
+/// folded together as [`fold_maxima`] folds them, in every lane at once: halves, quarters, words, bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[inline]
+unsafe fn maxima16(ea: &[i8], eb: &[&[i8]; 8], o: usize, nblk: usize) -> [__m512i; BATCH16 / 4] {
+    let mut out = [_mm512_setzero_si512(); BATCH16 / 4];
+    // Chains 0..3 in dwords 0..3 of a lane and 4..7 in their high words (level 3 below), then bytes 0, 4, 8, 12
+    // (chains 0..3) and 2, 6, 10, 14 (4..7) moved to bytes 0..7.
+    let order = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 2, 6, 10, 14, -1, -1, -1, -1, -1, -1, -1, -1));
+    let low = _mm512_set1_epi8(i8::MIN);
+    for (v, out) in out.iter_mut().enumerate().take(nblk.div_ceil(4)) {
+        let q = o + 64 * v;
+        // The positions of this vector's blocks (whole blocks; the lanes past the last are not used).
+        let k: __mmask64 = if nblk - 4 * v >= 4 { u64::MAX } else { (1u64 << (16 * (nblk - 4 * v))) - 1 };
+        let x = _mm512_mask_loadu_epi8(low, k, ea.as_ptr().add(q));
+        let s: [__m512i; 8] =
+            std::array::from_fn(|j| _mm512_adds_epi8(x, _mm512_mask_loadu_epi8(low, k, eb[j].as_ptr().add(q))));
+        // Halves: chain 2i in bytes 0..7, 2i + 1 in 8..15.
+        let half = |x: __m512i, y: __m512i| _mm512_max_epi8(_mm512_unpacklo_epi64(x, y), _mm512_unpackhi_epi64(x, y));
+        let (h01, h23, h45, h67) = (half(s[0], s[1]), half(s[2], s[3]), half(s[4], s[5]), half(s[6], s[7]));
+        // Quarters: chain i of four in dword i.
+        let quarter = |x: __m512i, y: __m512i| {
+            let (x, y) = (_mm512_castsi512_ps(x), _mm512_castsi512_ps(y));
+            let even = _mm512_castps_si512(_mm512_shuffle_ps::<0b10_00_10_00>(x, y));
+            let odd = _mm512_castps_si512(_mm512_shuffle_ps::<0b11_01_11_01>(x, y));
+            _mm512_max_epi8(even, odd)
+        };
+        let (q0, q1) = (quarter(h01, h23), quarter(h45, h67));
+        // Words: chain i (0..3) in the low word of dword i, chain i + 4 in its high word.
+        let lo = _mm512_max_epi8(q0, _mm512_srli_epi32::<16>(q0));
+        let hi = _mm512_max_epi8(q1, _mm512_slli_epi32::<16>(q1));
+        let w = _mm512_mask_blend_epi16(0xAAAA_AAAA, lo, hi);
+        // Bytes: each word's maximum in its low byte.
+        *out = _mm512_shuffle_epi8(_mm512_max_epi8(w, _mm512_srli_epi16::<8>(w)), order);
+    }
+    out
+}
+
 /// The sums of eight chains' lanes ([`sum_lanes`]), chain j's in lane j: pairs of lanes, then pairs of 128-bit
 /// chunks, then of 256-bit halves are added, two, four and eight chains to a vector (integers: exact in any order).
 #[cfg(target_arch = "x86_64")]
@@ -148,9 +195,21 @@ pub unsafe fn wide_product_blocks8(
         _mm512_castsi512_pd(_mm512_and_si512(_mm512_add_epi64(_mm512_add_epi64(x, half), odd), mask))
     };
     let mut acc = _mm256_loadu_ps(c.as_ptr());
+    // Blocks of 16 take their maxima a batch at a time ([`maxima16`]), the others one block at a time.
+    let batch = if nb == 16 { BATCH16 } else { nblk.max(1) };
+    let mut maxima = [_mm512_setzero_si512(); BATCH16 / 4];
     for blk in 0..nblk {
         let o = blk * nb;
-        let mut e = _mm256_max_epi32(fold_maxima(max_lanes(ae, be, o, nb)), efloor);
+        let at = blk % batch;
+        if nb == 16 && at == 0 {
+            maxima = maxima16(ae, be, o, (nblk - blk).min(BATCH16));
+        }
+        let m = if nb == 16 {
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64((maxima.as_ptr() as *const i8).add(16 * at) as *const __m128i))
+        } else {
+            fold_maxima(max_lanes(ae, be, o, nb))
+        };
+        let mut e = _mm256_max_epi32(m, efloor);
         if !p.late {
             // exp_f32(c): the biased exponent field less 127.
             let ec = _mm256_and_si256(_mm256_srli_epi32::<23>(_mm256_castps_si256(acc)), _mm256_set1_epi32(0xFF));
