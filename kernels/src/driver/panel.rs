@@ -10,21 +10,21 @@ use crate::tables::ZERO_EXP;
 use std::ops::Range;
 
 /// One panel tile with the kernel its job's path needs. `HT`: the level truncates in hardware (SSE4.1 and up);
-/// `I64`: the f64 step's jobs run on `crate::int64::int64_steps` (f32 values, i64 sums: the AVX-512 level, whose
-/// caller is compiled for AVX-512DQ).
+/// `AVX512`: the tile runs on the AVX-512 level (its caller is compiled for AVX-512DQ), where the f64 step's jobs run
+/// on `crate::int64::int64_steps` (f32 values, i64 sums) and the pieces are decoded as `Lut::decode_on` says.
 #[inline(always)]
-pub fn tile<const W: usize, const HT: bool, const I64: bool>(
+pub fn tile<const W: usize, const HT: bool, const AVX512: bool>(
     job: &Job,
     rows: Range<usize>,
     cols: Range<usize>,
 ) -> Vec<f32> {
-    let t = (rows, cols, I64);
+    let t = (rows, cols, AVX512);
     match job.p.path {
         Path::Narrow => tile_with::<W, f32, false, false, BLOCKS, HT>(job, t),
         _ if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, t),
         _ if job.p.int32 && job.p.int32_group >= job.p.nfma => tile_by_entry::<W, f32, INT32, HT>(job, t),
         _ if job.p.int32 => tile_by_entry::<W, f32, INT32_GROUPS, HT>(job, t),
-        _ if I64 => tile_by_entry::<W, f32, INT64, HT>(job, t),
+        _ if AVX512 => tile_by_entry::<W, f32, INT64, HT>(job, t),
         _ => tile_by_entry::<W, f64, BLOCKS, HT>(job, t),
     }
 }

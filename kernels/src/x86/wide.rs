@@ -196,11 +196,10 @@ pub unsafe fn wide_product_blocks8(
     };
     let mut acc = _mm256_loadu_ps(c.as_ptr());
     // Blocks of 16 take their maxima a batch at a time ([`maxima16`]), the others one block at a time.
-    let batch = if nb == 16 { BATCH16 } else { nblk.max(1) };
     let mut maxima = [_mm512_setzero_si512(); BATCH16 / 4];
     for blk in 0..nblk {
         let o = blk * nb;
-        let at = blk % batch;
+        let at = blk % BATCH16;
         if nb == 16 && at == 0 {
             maxima = maxima16(ae, be, o, (nblk - blk).min(BATCH16));
         }
