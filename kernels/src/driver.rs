@@ -26,6 +26,7 @@ mod fused_panel;
 mod panel;
 mod products;
 mod tiles;
+mod wide_panel;
 mod wide_products;
 pub use blockwise::blockwise_chains;
 use blockwise::BlockScales;
@@ -36,6 +37,9 @@ pub use panel::tile;
 pub use products::{strip_tile, X86_AVX2, X86_AVX512, X86_NONE};
 use tiles::SERIAL_MACS;
 pub use tiles::{avx2_fused, products_serve, reads_b_codes, Tiles};
+#[cfg(target_arch = "x86_64")]
+pub use wide_panel::tile_wide;
+pub use wide_panel::wide_panels;
 
 /// One chunk (one chain from +0): its real k ranges with their positions in the chain, and the length of
 /// chain that is run, in whole blocks (the positions past the real ones are zero padding).

@@ -107,6 +107,11 @@ pub struct Params {
     /// efloor fits a byte (the step makes the bias's exponent field in the bytes of the block maximum). True for
     /// the built-in presets.
     pub biased: bool,
+    /// The wide path's block sums (terms and c) stay below 2^52 and the bias 2^(E - frac + 52) is a normal f64 for
+    /// every block exponent E: the AVX-512 wide panel step may carry the sums on that bias
+    /// (`crate::x86::wide_panel_blocks`). E is at least efloor >= frac - 1022, and at most max(min_exp, 127) (c is
+    /// an f32), so min_exp <= frac + 971 keeps the bias's exponent inside f64's.
+    pub biased64: bool,
     /// A block of zero products leaves every accumulator of a chain from +0 unchanged, so trailing zero
     /// padding may be skipped: late c (d = +0, and c + 0 = c as c is never -0), or early c with
     /// frac >= frac_out (c has at most frac_out + 1 significant bits, so aligning it to its own exponent
@@ -181,6 +186,7 @@ impl Params {
                 && bound < 1 << 23
                 && min_exp.max(63) - frac + 23 <= 127
                 && i8::try_from(efloor).is_ok(),
+            biased64: path == Path::Wide && bound < 1 << 52 && min_exp <= frac + 971,
             nfma: preset.nfma(),
             frac,
             late,

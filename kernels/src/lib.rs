@@ -11,7 +11,6 @@
 pub mod cuda;
 pub mod driver;
 pub mod fpstate;
-pub mod int64;
 pub mod kernel;
 pub mod scaled;
 pub mod selfcheck;
@@ -130,6 +129,12 @@ impl SimdLevel {
         }
     }
 
+    /// Whether this level's panel tiles of the job report B's non-finite codes as they decode its pieces: the fused
+    /// panels, and the AVX-512 level's wide panels (`driver::tile_wide`).
+    fn watching_panels(self, job: &Job) -> bool {
+        self.fused_panels(job) || (self.0 == Level::Avx512 && driver::wide_panels(job))
+    }
+
     /// One tile of a job on this level with the given tiling.
     fn tile(self, tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
         match self.0 {
@@ -200,13 +205,14 @@ impl fmt::Display for SimdLevel {
 }
 
 /// The tiles of the AVX-512 level: panels of 64 with the fused step where the preset has room for its bias (the
-/// built-ins), the f64 step's jobs in i64 lanes (`int64.rs`), else the portable source compiled for AVX-512; product
-/// lanes read the codes of B in their block step.
+/// built-ins), with the wide panel step where a wide-path preset has room for its (`driver::wide_panels`), else the
+/// portable source compiled for AVX-512; product lanes read the codes of B in their block step.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c")]
 unsafe fn tile_avx512(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match tiling {
         Tiling::Panels if job.biased() => driver::tile_fused::<{ driver::X86_AVX512 }>(job, rows, cols),
+        Tiling::Panels if driver::wide_panels(job) => driver::tile_wide(job, rows, cols),
         Tiling::Panels => driver::tile::<64, true, true>(job, rows, cols),
         Tiling::Products => driver::strip_tile::<true, { driver::X86_AVX512 }>(job, rows, cols),
     }
@@ -339,7 +345,7 @@ impl CpuEngine {
         match self.choice_of(job) {
             Choice { swap: true, .. } => false,
             Choice { tiling: Tiling::Products, .. } => self.level.reads_b_codes(job),
-            Choice { tiling: Tiling::Panels, .. } => self.level.fused_panels(job),
+            Choice { tiling: Tiling::Panels, .. } => self.level.watching_panels(job),
         }
     }
 

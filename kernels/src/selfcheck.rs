@@ -2,13 +2,14 @@
 //! through the model, compared bit for bit. A backend registry runs it before it first uses an engine and
 //! falls back to the model if it fails.
 //!
-//! The battery covers every kernel path (narrow: ada, hopper, an odd custom preset and a 64-product block-scaled
-//! one; wide: b200_mma_sync, a 40-bit custom preset, nearest-even ones with late and early c, blocks of 16 and
-//! 128, slow chunks of 256, the i32 and single-product steps' blocks of 1 and 2, and the i32 step's groups in
-//! blocks of 32 and 64), all four format pairs, fast and slow, unsplit and every split scheme, ragged K and panels
-//! wider than one SIMD panel, and operands built to stress the block step: the largest and smallest magnitudes in
-//! one block (truncation), exact cancellation (the +0 rule), subnormals, -0 codes, blocks where the accumulator
-//! dominates, exponent ties with carries, and a row with NaN and Inf codes.
+//! The battery covers every kernel path (narrow: ada, hopper, an odd custom preset and a 64-product block-scaled one;
+//! wide: b200_mma_sync, a 40-bit custom preset, nearest-even ones with late and early c, blocks of 16 and 128, a
+//! truncating late-c one of 36 bits (the wide panel step's four forms), slow chunks of 192 and 256, the i32 and
+//! single-product steps' blocks of 1 and 2, and the i32 step's groups in blocks of 32 and 64), all four format pairs,
+//! fast and slow, unsplit and every split scheme, ragged K and panels wider than one SIMD panel, and operands built to
+//! stress the block step: the largest and smallest magnitudes in one block (truncation), exact cancellation (the +0
+//! rule), subnormals, -0 codes, blocks where the accumulator dominates, exponent ties with carries, and a row with NaN
+//! and Inf codes.
 
 use crate::fpstate::FpState;
 use crate::CpuEngine;
@@ -30,6 +31,7 @@ pub fn presets() -> Vec<Preset> {
         PresetSpec::custom("selfcheck-wide", 7, 40, 23, -1000, CEntry::Early, Some(96)),
         nearest(PresetSpec::custom("selfcheck-nearest-late", 16, 24, 23, -133, CEntry::Late, Some(256))),
         nearest(PresetSpec::custom("selfcheck-nearest-128", 128, 40, 23, -60, CEntry::Early, Some(256))),
+        PresetSpec::custom("selfcheck-late-wide", 32, 36, 18, -90, CEntry::Late, Some(192)),
         PresetSpec::custom("selfcheck-single", 1, 24, 23, -133, CEntry::Late, Some(256)),
         PresetSpec::custom("selfcheck-pair-early", 2, 25, 20, -60, CEntry::Early, Some(64)),
         nearest(PresetSpec::custom("selfcheck-groups-early", 64, 24, 23, -60, CEntry::Early, Some(128))),

@@ -32,6 +32,8 @@ pub struct Lut {
     pub e4: [i32; 256],
     /// The magnitude of [`Lut::v32`] per code: the fused panel step's multiplier, looked up by the code as it is.
     pub m32: [f32; 256],
+    /// [`Lut::m32`] as f64: the wide panel step's multiplier (`crate::x86::wide_panel_blocks`).
+    pub m64: [f64; 256],
     /// Per magnitude (a code's low 7 bits), [`Lut::e`], except [`NONFINITE_EXP`] for the non-finite magnitudes: the
     /// AVX-512 product-lane step looks it up in registers (`crate::x86::product_blocks_fused`), as it does
     /// [`Lut::packed`].
@@ -43,6 +45,9 @@ pub struct Lut {
     /// Per magnitude, bytes 2 and 3 of [`Lut::v32`]'s bits (its bytes 0 and 1 are zero: an FP8 value has at most
     /// 4 significant bits): the AVX-512 VBMI decoding looks them up in registers (`crate::x86::decode_vbmi`).
     pub v16: [[u8; 128]; 2],
+    /// Per magnitude, bytes 6 and 7 of [`Lut::m64`]'s bits (its six low bytes are zero: at most 4 significant bits):
+    /// the wide panel's decoding in place looks them up in registers (`crate::x86::wide_panel_piece`).
+    pub w16: [[u8; 128]; 2],
     /// The format.
     format: Format,
 }
@@ -56,9 +61,11 @@ impl Lut {
             e: [ZERO_EXP; 256],
             e4: [0; 256],
             m32: [0.0; 256],
+            m64: [0.0; 256],
             e_marked: [NONFINITE_EXP; 128],
             packed: [0; 128],
             v16: [[0; 128]; 2],
+            w16: [[0; 128]; 2],
             format: f,
         };
         for code in 0..=255u8 {
@@ -77,10 +84,16 @@ impl Lut {
         for (m, v) in t.m32.iter_mut().zip(&t.v32) {
             *m = v.abs();
         }
+        for (m, v) in t.m64.iter_mut().zip(&t.v64) {
+            *m = v.abs();
+        }
         for m in 0..128 {
             let bits = t.v32[m].to_bits();
             t.v16[0][m] = (bits >> 16) as u8;
             t.v16[1][m] = (bits >> 24) as u8;
+            let bits = t.m64[m].to_bits();
+            t.w16[0][m] = (bits >> 48) as u8;
+            t.w16[1][m] = (bits >> 56) as u8;
         }
         let down = f32::from_bits(((127 - t.packed_scale()) as u32) << 23);
         for m in 0..128u8 {

@@ -2,7 +2,7 @@
 //! of one row) or product lanes (lanes along each block's products, for few rows), and whether A and B exchange
 //! roles (few outputs per row, many rows).
 
-use crate::driver::{products_serve, Job, Tiles};
+use crate::driver::{products_serve, wide_panels, Job, Tiles};
 use crate::kernel::Path;
 use mmaemu_model::Operands;
 
@@ -49,26 +49,34 @@ pub const FUSED_PRODUCT_ROWS: usize = 4;
 pub const IN_PLACE_PRODUCT_ROWS: usize = 2;
 
 /// The shortest block for which a wide-path job whose step sums in f64 lanes runs few rows with product lanes, on
-/// the AVX-512 level (`x86::wide_product_blocks8`, eight chains at a time): one row per 32 products of a block, at
-/// least one and at most 4. Each block of each chain ends in a horizontal maximum and sum, which longer blocks share
-/// among more products, while a panel's decoding is shared among its rows. The i32 step (`small::int32_steps`) stays
-/// on panels, and so does every wide job on the other levels, where the product-lane step runs one chain's ends at a
-/// time and panels won at every M. `mmaemu bench gemm --m M --n 4096 --k 4096 --preset P --fast --no-native --reps
-/// 50 --tiling panels|products` (2 threads, Intel Xeon with AVX-512, best of 3 rounds; P:
-/// bench/presets/nearest-128-frac40.toml with that nfma), GMAC/s, panels (in i64 lanes, `int64.rs`) against
-/// products: blocks of 16 at M = 1, 2, 4, 8 2.37/2.81, 4.33/3.42, 5.09/4.16, 6.79/4.86; of 32 2.35/2.77, 3.91/3.94,
-/// 5.76/5.21, 8.36/6.43; of 64 at M = 2, 4, 8 4.56/4.91, 5.74/5.27, 7.56/6.10; of 128 at M = 2, 4, 8, 16 4.20/5.94,
-/// 5.77/6.66, 7.02/8.33, 9.09/7.59; of 256 at M = 8, 16 (2 rounds) 7.39/6.65, 8.86/8.13. With `MMAEMU_SIMD=avx2`
-/// (f64 panels), M = 1, 2, 4, 8: blocks of 16 1.86/1.49, 2.16/1.64, 3.77/1.65, 4.97/1.98; of 64 1.91/1.10,
-/// 2.22/1.29, 4.09/1.39, 4.96/1.50; `MMAEMU_SIMD=portable`, M = 1, 4: blocks of 16 0.57/0.44, 0.95/0.73; of 64
-/// 0.71/0.54, 1.14/0.60. Earlier measurements: `wide-steps.md`.
+/// the AVX-512 level (`x86::wide_product_blocks8`, eight chains at a time). Each block of each chain ends in a
+/// horizontal maximum and sum, which longer blocks share among more products, while a panel's decoding is shared
+/// among its rows. Where the level runs the job's panels on the wide panel step (`driver::wide_panels`: every preset
+/// of the fit's space past the i32 step), one row for blocks of 64 and two for longer ones; elsewhere (wider sums, a
+/// floor far above the products) one row per 32 products, at least one and at most 4. The i32 step
+/// (`small::int32_steps`) stays on panels, and so does every wide job on the other levels, where the product-lane
+/// step runs one chain's ends at a time and panels won at every M.
+///
+/// `mmaemu bench gemm --m M --n 4096 --k 4096 --preset P --fast --no-native --reps 30 --tiling panels|products` (2
+/// threads, Intel Xeon with AVX-512 VBMI, best of 3 rounds; P: bench/presets/nearest-128-frac40.toml with that nfma),
+/// GMAC/s, wide panels against products, M = 1, 2, 4, 8: blocks of 16 4.98/4.17, 7.79/4.79, 10.76/5.41,
+/// 13.55/5.64; of 32 5.19/4.95, 8.20/6.01, 11.82/6.77, 14.81/7.09; of 64 5.23/5.42, 8.56/6.94, 12.32/7.87,
+/// 15.89/8.41; of 128 3.79/5.84, 6.14/7.56, 9.50/8.79, 12.81/9.47 (M = 3: 8.23/8.29); of 256 (2 rounds) 3.32/6.17,
+/// 6.03/7.83, 9.70/8.64, 12.89/10.44. Earlier, panels in i64 lanes against products: blocks of 16 at M = 1, 2, 4, 8
+/// 2.37/2.81, 4.33/3.42, 5.09/4.16, 6.79/4.86; of 128 at M = 2, 4, 8, 16 4.20/5.94, 5.77/6.66, 7.02/8.33, 9.09/7.59.
+/// With `MMAEMU_SIMD=avx2` (f64 panels), M = 1, 2, 4, 8: blocks of 16 1.86/1.49, 2.16/1.64, 3.77/1.65, 4.97/1.98; of
+/// 64 1.91/1.10, 2.22/1.29, 4.09/1.39, 4.96/1.50; `MMAEMU_SIMD=portable`, M = 1, 4: blocks of 16 0.57/0.44,
+/// 0.95/0.73; of 64 0.71/0.54, 1.14/0.60. Earlier measurements: `wide-steps.md`.
 pub const WIDE_PRODUCT_BLOCK: usize = 16;
 
 /// The most rows a wide-path job runs with product lanes (see [`WIDE_PRODUCT_BLOCK`]); `eight`: the level runs the
-/// eight-chain step.
-fn wide_product_rows(nfma: usize, int32: bool, eight: bool) -> usize {
-    if !eight || int32 || nfma < WIDE_PRODUCT_BLOCK {
+/// eight-chain step (the AVX-512 level, which runs the wide panel step where `driver::wide_panels` holds).
+fn wide_product_rows(job: &Job, eight: bool) -> usize {
+    let nfma = job.nfma();
+    if !eight || job.int32() || nfma < WIDE_PRODUCT_BLOCK {
         0
+    } else if wide_panels(job) {
+        (nfma / 64).min(2)
     } else {
         (nfma / 32).clamp(1, 4)
     }
@@ -100,7 +108,7 @@ impl Choice {
     /// eight-chain wide step).
     pub fn product_rows(job: &Job, fused: bool, in_place: bool, eight: bool) -> usize {
         if job.path() == Path::Wide {
-            return wide_product_rows(job.nfma(), job.int32(), eight);
+            return wide_product_rows(job, eight);
         }
         match (fused, in_place) {
             (true, true) => IN_PLACE_PRODUCT_ROWS,

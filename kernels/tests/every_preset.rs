@@ -164,14 +164,21 @@ fn case(index: u64, seed: u64, engines: &[CpuEngine], shapes: Shapes) -> Result<
     let b: Vec<u8> = (0..n * k).map(|_| code(&mut rng, fb)).collect();
     let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
     let tiling = CpuEngine::new().choice(&preset, &ops).tiling;
-    // On the AVX-512 level few rows of f64 blocks of 16 products or more run on product lanes: one row, or one per 32
-    // products of a block up to 4 rows; on the others they stay on panels, as the i32 step does everywhere
-    // (`tiling::WIDE_PRODUCT_BLOCK`).
+    // On the AVX-512 level few rows of f64 blocks run on product lanes: where its wide panel step serves (room for
+    // the bias), one row for blocks of 64 products and two for longer ones; elsewhere, for blocks of 16 or more, one
+    // row per 32 products of a block, at least one and at most 4. On the other levels they stay on panels, as the i32
+    // step does everywhere (`tiling::WIDE_PRODUCT_BLOCK`).
     let step = CpuEngine::step_name(&preset);
     let (nfma, avx512) = (spec.nfma as usize, SimdLevel::detect().name() == "avx512");
+    let rows = match Params::new(&preset).biased64 {
+        true => (nfma / 64).min(2),
+        false if nfma >= 16 => (nfma / 32).clamp(1, 4),
+        false => 0,
+    };
     let want_tiling = match step {
         "f64" if !avx512 => Some(Tiling::Panels),
-        "f64" if nfma >= 16 && m <= (nfma / 32).clamp(1, 4) => Some(Tiling::Products),
+        "f64" if m <= rows => Some(Tiling::Products),
+        "f64" if m <= n => Some(Tiling::Panels),
         "i32" => Some(Tiling::Panels),
         _ => None,
     };
@@ -225,10 +232,9 @@ fn every_preset_of_the_fit_space_runs_on_the_kernels_as_the_model() {
 }
 
 /// Few rows of a wide-path preset (late c, or block sums past 2^24: nearest even, frac up to 40, any nfma) run on the
-/// wide product-lane tiling (chosen on the AVX-512 level for f64 blocks of `WIDE_PRODUCT_BLOCK` or more and one row,
-/// or one per 32 products up to 4, and run by the engines of a fixed product-lane tiling for any block), and every
-/// engine and tiling gives
-/// the model's bits: M in 1..=16, any N and K, fast and slow, split by random rules.
+/// wide product-lane tiling where the tiling rule says (`tiling::WIDE_PRODUCT_BLOCK`; the engines of a fixed
+/// product-lane tiling run it for any block) and on panels elsewhere, and every engine and tiling gives the model's
+/// bits: M in 1..=16, any N and K, fast and slow, split by random rules.
 #[test]
 fn few_rows_of_wide_presets_run_on_product_lanes_as_the_model() {
     run_family(
@@ -273,7 +279,7 @@ fn nearest_even_presets_take_the_lanes() {
 
 /// Blocks with no nonzero product, under a floor far below or far above every product (min_exp -1000, frac - 128 and
 /// 1000), give the model's bits on every engine and tiling: there the block exponent leaves the scales' normal range
-/// (the clamps of `kernel.rs`, and `int64::SCALE_EXPONENTS` of the AVX-512 i64 steps' f32 scale, whose exponent
+/// (the clamps of `kernel.rs`, and `x86::SCALE_EXPONENTS` of the AVX-512 i64 step's f32 scale, whose exponent
 /// frac - E is then 128 and past), and every term must still be 0. Rows of A and of B that are zeros, wholly or in
 /// their first blocks, against rows of mixed codes; early and late c, both roundings, frac 1 to 40, blocks of 1 to
 /// 64 products; fast and slow.

@@ -78,7 +78,7 @@ struct FusedPiece<const X86: u8> {
 /// A buffer that starts on a cache line: every 64-byte vector of a panel row is then one line, where a vector
 /// across two lines costs two loads.
 #[cfg(target_arch = "x86_64")]
-struct Lines<T> {
+pub(super) struct Lines<T> {
     buf: Vec<T>,
     start: usize,
     len: usize,
@@ -86,17 +86,17 @@ struct Lines<T> {
 
 #[cfg(target_arch = "x86_64")]
 impl<T: Copy> Lines<T> {
-    fn new(len: usize, fill: T) -> Lines<T> {
+    pub(super) fn new(len: usize, fill: T) -> Lines<T> {
         let buf = vec![fill; len + 64];
         let start = buf.as_ptr().align_offset(64).min(64);
         Lines { buf, start, len }
     }
 
-    fn get(&self) -> &[T] {
+    pub(super) fn get(&self) -> &[T] {
         &self.buf[self.start..self.start + self.len]
     }
 
-    fn get_mut(&mut self) -> &mut [T] {
+    pub(super) fn get_mut(&mut self) -> &mut [T] {
         &mut self.buf[self.start..self.start + self.len]
     }
 }

@@ -3,15 +3,14 @@
 
 use super::tiles::PIECE;
 use super::{rows_of_a, ChunkPlan, Job, Piece, TileOutputs};
-use crate::int64::int64_steps;
 use crate::kernel::{block_steps, Lane, Path};
 use crate::small::{int32_steps, single_product_steps};
 use crate::tables::ZERO_EXP;
 use std::ops::Range;
 
 /// One panel tile with the kernel its job's path needs. `HT`: the level truncates in hardware (SSE4.1 and up);
-/// `AVX512`: the tile runs on the AVX-512 level (its caller is compiled for AVX-512DQ), where the f64 step's jobs run
-/// on `crate::int64::int64_steps` (f32 values, i64 sums) and the pieces are decoded as `Lut::decode_on` says.
+/// `AVX512`: the tile runs on the AVX-512 level, where the pieces are decoded as `Lut::decode_on` says (that level
+/// runs the wide jobs with room for their bias on its own panels, `super::wide_panel`).
 #[inline(always)]
 pub fn tile<const W: usize, const HT: bool, const AVX512: bool>(
     job: &Job,
@@ -24,7 +23,6 @@ pub fn tile<const W: usize, const HT: bool, const AVX512: bool>(
         _ if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, t),
         _ if job.p.int32 && job.p.int32_group >= job.p.nfma => tile_by_entry::<W, f32, INT32, HT>(job, t),
         _ if job.p.int32 => tile_by_entry::<W, f32, INT32_GROUPS, HT>(job, t),
-        _ if AVX512 => tile_by_entry::<W, f32, INT64, HT>(job, t),
         _ => tile_by_entry::<W, f64, BLOCKS, HT>(job, t),
     }
 }
@@ -43,13 +41,11 @@ fn tile_by_entry<const W: usize, L: Lane, const STEP: u8, const HT: bool>(
     }
 }
 
-/// The panel step of a tile: `crate::kernel::block_steps`, one of `crate::small`'s or `crate::int64`'s (f32
-/// values).
+/// The panel step of a tile: `crate::kernel::block_steps`, or one of `crate::small`'s (f32 values).
 const BLOCKS: u8 = 0;
 const SINGLE: u8 = 1;
 const INT32: u8 = 2;
 const INT32_GROUPS: u8 = 3;
-const INT64: u8 = 4;
 
 /// One panel tile: rows `rows` of A against the panel `cols` of B (at most W rows), every split and chunk, with
 /// the lanes along the panel's outputs, on the AVX-512 level or another (`avx512`: how the panel is decoded, see
@@ -118,7 +114,6 @@ impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, 
         for (r, c) in accs.enumerate() {
             match (STEP, L::f32s(pv)) {
                 (SINGLE, Some(pv)) => single_product_steps::<W>(row(r), &job.la, pv, c),
-                (INT64, Some(pv)) => int64_steps::<W, LATE, NE>(row(r), nblk, &job.la, pv, pe, c, &job.p),
                 _ => block_steps::<W, L, LATE, NE, HT>(row(r), nblk, &job.la, pv, pe, c, &job.p),
             }
         }

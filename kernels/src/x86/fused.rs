@@ -181,22 +181,3 @@ pub unsafe fn fused_blocks(
         _ => product_blocks_fused::<32, false>(am, ae, ac, bc, chains, acc, lb, p),
     }
 }
-
-/// `_mm512_mask3_fmadd_round_ps::<TOWARD_ZERO>(a, b, c, k)` as the one instruction it names: the optimiser otherwise
-/// makes it an unmasked multiply-add and a masked move, one more operation on the vector ports.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[inline]
-unsafe fn masked_fmadd_toward_zero(a: __m512, b: __m512, c: __m512, k: __mmask16) -> __m512 {
-    let mut c = c;
-    // SAFETY: a register-only instruction of AVX-512F, which the caller's features include.
-    std::arch::asm!(
-        "vfmadd231ps {c}{{{k}}}, {a}, {b}, {{rz-sae}}",
-        c = inout(zmm_reg) c,
-        a = in(zmm_reg) a,
-        b = in(zmm_reg) b,
-        k = in(kreg) k,
-        options(pure, nomem, nostack),
-    );
-    c
-}

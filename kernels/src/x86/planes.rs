@@ -8,11 +8,10 @@ use super::*;
 /// `pm`, `ps` and `pe` receive, per position, the magnitudes, the magnitudes by sign and the exponents that
 /// [`crate::tables::Lut::decode_magnitudes`] makes of the same codes in position-major order, bit for bit.
 ///
-/// Sixteen positions at a time: vector i holds rows i, 16 + i, 32 + i and 48 + i in its four 128-bit lanes, and a
-/// transpose of 16 by 16 bytes in every lane (`transposed_16`) leaves position p of all 64 rows in vector p. Byte
-/// permutes over the low 7 bits (the magnitude) look up the exponent ([`crate::tables::Lut::e`]) and the packed
-/// byte ([`crate::tables::Lut::packed`]), which moved to its bit and scaled back by 2^packed_scale (exact: a power of
-/// two on a normal f32, or +0) is the magnitude; the sign bits of the codes choose the side of each magnitude.
+/// The positions come from [`panel_positions`], which looks up the exponents. A byte permute over the low 7 bits (the
+/// magnitude) looks up the packed byte ([`crate::tables::Lut::packed`]), which moved to its bit and scaled back by
+/// 2^packed_scale (exact: a power of two on a normal f32, or +0) is the magnitude; the sign bits of the codes choose
+/// the side of each magnitude.
 /// Returns whether a code was non-finite (decoded as a zero, as there: see [`crate::driver::Job::watching`]).
 ///
 /// # Safety
@@ -28,20 +27,54 @@ pub unsafe fn panel_piece(
     (pm, ps, pe): (&mut [f32], &mut [f32], &mut [i8]),
 ) -> bool {
     // Every load and store below stays inside these bounds.
-    assert!(
-        len.is_multiple_of(16)
-            && b.len() >= (PANEL - 1) * k + k0 + len
-            && pm.len() >= len * PANEL
-            && ps.len() >= len * SIDED
-            && pe.len() >= len * PANEL,
-        "panel_piece: rows of B or planes shorter than the piece"
-    );
-    // SAFETY: i8 and u8 have the same size and alignment, and every bit pattern is valid in both.
-    let exps = &*(lb.e.as_ptr() as *const [u8; 128]);
-    let (ex, packed) = (halves(exps), halves(&lb.packed));
+    assert!(pm.len() >= len * PANEL && ps.len() >= len * SIDED, "panel_piece: planes shorter than the piece");
     let up = _mm512_set1_ps(f32::from_bits(((127 + lb.packed_scale()) as u32) << 23));
     let e4m3 = lb.packed_shift() == 20;
-    let (pm, ps, pe) = (pm.as_mut_ptr(), ps.as_mut_ptr(), pe.as_mut_ptr());
+    let packed = halves(&lb.packed);
+    let (pm, ps) = (pm.as_mut_ptr(), ps.as_mut_ptr());
+    panel_positions(b, (k, k0, len), lb, pe, |at, code| {
+        let y = _mm512_permutex2var_epi8(packed.0, code, packed.1);
+        let negative = _mm512_movepi8_mask(code);
+        for q in 0..4 {
+            let w = _mm512_cvtepu8_epi32(lane_quarter(y, q));
+            let w = if e4m3 { _mm512_slli_epi32::<20>(w) } else { _mm512_slli_epi32::<21>(w) };
+            let m = _mm512_mul_ps(_mm512_castsi512_ps(w), up);
+            let minus = (negative >> (16 * q)) as u16;
+            _mm512_storeu_ps(pm.add(at * PANEL + 16 * q), m);
+            _mm512_storeu_ps(ps.add(at * SIDED + 16 * q), _mm512_maskz_mov_ps(!minus, m));
+            _mm512_storeu_ps(ps.add(at * SIDED + PANEL + 16 * q), _mm512_maskz_mov_ps(minus, m));
+        }
+    })
+}
+
+/// The positions `k0 .. k0 + len` (`len` a multiple of 16) of the [`PANEL`] rows of B in `b`, `k` apart, decoded in
+/// place: position p's exponents ([`crate::tables::Lut::e`], [`PANEL`] of them) into `pe` at `p * PANEL`, and its
+/// codes, one row of B per byte, passed to `each(p, codes)`. Returns whether a code was non-finite (the largest
+/// magnitude read tells).
+///
+/// Sixteen positions at a time: vector i holds rows i, 16 + i, 32 + i and 48 + i in its four 128-bit lanes, and a
+/// transpose of 16 by 16 bytes in every lane (`transposed_16`) leaves position p of all 64 rows in vector p.
+///
+/// # Safety
+/// As for [`panel_piece`]; `pe` must hold `len * PANEL` exponents and `each` store only inside its planes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2")]
+#[inline]
+pub(super) unsafe fn panel_positions(
+    b: &[u8],
+    (k, k0, len): (usize, usize, usize),
+    lb: &crate::tables::Lut,
+    pe: &mut [i8],
+    mut each: impl FnMut(usize, __m512i),
+) -> bool {
+    // Every load and store below stays inside these bounds.
+    assert!(
+        len.is_multiple_of(16) && b.len() >= (PANEL - 1) * k + k0 + len && pe.len() >= len * PANEL,
+        "panel_positions: rows of B or exponents shorter than the piece"
+    );
+    // SAFETY: i8 and u8 have the same size and alignment, and every bit pattern is valid in both.
+    let ex = halves(&*(lb.e.as_ptr() as *const [u8; 128]));
+    let pe = pe.as_mut_ptr();
     // The largest magnitude read.
     let (mut most, magnitude) = (_mm512_setzero_si512(), _mm512_set1_epi8(0x7F));
     for h in (0..len).step_by(16) {
@@ -53,18 +86,8 @@ pub unsafe fn panel_piece(
         for (p, &code) in x.iter().enumerate() {
             let at = h + p;
             _mm512_storeu_si512(pe.add(at * PANEL) as *mut __m512i, _mm512_permutex2var_epi8(ex.0, code, ex.1));
-            let y = _mm512_permutex2var_epi8(packed.0, code, packed.1);
-            let negative = _mm512_movepi8_mask(code);
             most = _mm512_max_epu8(most, _mm512_and_si512(code, magnitude));
-            for q in 0..4 {
-                let w = _mm512_cvtepu8_epi32(lane_quarter(y, q));
-                let w = if e4m3 { _mm512_slli_epi32::<20>(w) } else { _mm512_slli_epi32::<21>(w) };
-                let m = _mm512_mul_ps(_mm512_castsi512_ps(w), up);
-                let minus = (negative >> (16 * q)) as u16;
-                _mm512_storeu_ps(pm.add(at * PANEL + 16 * q), m);
-                _mm512_storeu_ps(ps.add(at * SIDED + 16 * q), _mm512_maskz_mov_ps(!minus, m));
-                _mm512_storeu_ps(ps.add(at * SIDED + PANEL + 16 * q), _mm512_maskz_mov_ps(minus, m));
-            }
+            each(at, code);
         }
     }
     _mm512_cmpgt_epu8_mask(most, _mm512_set1_epi8(lb.last_finite() as i8)) != 0

@@ -6,6 +6,21 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
+/// The bounds of the exponent x of a term's f32 scale 2^x, x = frac - E clamped to them: 2^x is a normal f32. In
+/// the i64 step ([`wide_product_blocks8`]) the term `trunc(a * b * 2^x)` is computed in f32 and
+/// truncated by its conversion to i64, which gives the model's term:
+/// - `a * b` is exact (two FP8 values, at most 8 significant bits) and below 2^32;
+/// - where frac - E is inside the bounds, `a * b * 2^x` is exact wherever it reaches 1 (below 2^(frac + 2) <= 2^50:
+///   no overflow; at or above 1: no underflow), and below 1 truncates to 0 whatever its rounding;
+/// - where it is clamped, the term is 0 both ways: frac - E > 127 means E < frac - 127 <= -79, below every nonzero
+///   product's exponent (>= -28), so every product is 0; frac - E < -126 means every product times the true scale is
+///   below 2^32 * 2^-126 < 1, and so is it times 2^-126;
+/// - every value is finite (non-finite codes decode to 0), so the conversion is defined, and below 2^50 it is inside
+///   i64's range. The terms' sum stays below 2^53 (`Params`'s bound of the wide path): the i64 additions and the
+///   conversion to f64 are exact.
+#[cfg(target_arch = "x86_64")]
+pub(crate) const SCALE_EXPONENTS: (i32, i32) = (-126, 127);
+
 /// The mask of the sixteen positions of a block from `q` on (all sixteen, or the block's last ones).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -39,7 +54,7 @@ unsafe fn max_lanes(ea: &[i8], eb: &[&[i8]; 8], o: usize, nb: usize) -> [__m128i
 
 /// Eight chains' lanes of `sum_k trunc(a[k] * b[k] * s)` over the block of `nb` positions at `o`, eight to a vector,
 /// before the horizontal step: each term scaled in f32 and truncated by its conversion to i64, the terms added in i64
-/// lanes; chain j's scale `s` from [`scale32`] (exact: `crate::int64::SCALE_EXPONENTS`). The integers add exactly in
+/// lanes; chain j's scale `s` from [`scale32`] (exact: [`SCALE_EXPONENTS`]). The integers add exactly in
 /// any order.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
@@ -150,13 +165,13 @@ unsafe fn fold_sums(t: [__m512i; 8]) -> __m512i {
     chunks(c0, c1)
 }
 
-/// 2^x in f32 lanes for eight i32 exponents x clamped to `crate::int64::SCALE_EXPONENTS` (normal): the scale of
+/// 2^x in f32 lanes for eight i32 exponents x clamped to [`SCALE_EXPONENTS`] (normal): the scale of
 /// [`sum_lanes`]; the clamp changes x only where every term is 0 either way.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[inline]
 unsafe fn scale32(x: __m256i) -> __m256 {
-    let (lo, hi) = crate::int64::SCALE_EXPONENTS;
+    let (lo, hi) = SCALE_EXPONENTS;
     let x = _mm256_min_epi32(_mm256_max_epi32(x, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
     _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(x, _mm256_set1_epi32(127))))
 }

@@ -64,6 +64,7 @@ mod codes;
 mod codes_avx2;
 mod decode;
 mod panel;
+mod wide_panel;
 
 /// Load `csr` into this thread's MXCSR.
 fn set_mxcsr(csr: u32) {
