@@ -23,7 +23,7 @@ pub fn wide_panels(job: &Job) -> bool {
 }
 
 /// Positions per piece: whole blocks, 64 or one block if longer. The planes of 64 positions (32 KiB of magnitudes)
-/// stay in the first-level cache while every row of the tile reads them; 256 positions ran 5–15 % slower (`mmaemu
+/// stay in the first-level cache while every row of the tile reads them; 256 positions ran 7–13 % slower (`mmaemu
 /// bench gemm --m 16 --n 4096 --k 4096 --preset P --fast --no-native`, blocks of 16 and 64 at frac 40).
 #[cfg(target_arch = "x86_64")]
 fn piece_len(nfma: usize) -> usize {
