@@ -60,6 +60,33 @@ fn code_operands(rng: &mut ChaCha8Rng, fa: Format, fb: Format, round: usize, row
     (a, b)
 }
 
+/// A piece of B decoded in place: the rows of B, the piece's `(k, k0, len)` and its codes in position-major order.
+type PieceInPlace = (Vec<u8>, (usize, usize, usize), Vec<u8>);
+
+/// The pieces of the tests of the decodings in place, one per round: for format `f`, [`PANEL`] rows of B of `k`
+/// codes each and the piece's position-major codes (positions `k0 .. k0 + len` of every row), with every code
+/// somewhere in the first round's piece, random codes after it and finite ones only in the last; pieces of 16, 32
+/// and 48 positions at an offset into rows of odd length.
+fn pieces_in_place(rng: &mut ChaCha8Rng, f: Format) -> Vec<PieceInPlace> {
+    let mut v = Vec::new();
+    for (round, len) in [16, 32, 48, 32].into_iter().enumerate() {
+        let (k, k0) = (len + 2 * round + 7, 2 * round + 3);
+        let b: Vec<u8> = (0..PANEL * k)
+            .map(|i| match (round, rng.random::<u8>()) {
+                (0, _) => (i * 37 % 256) as u8,
+                (3, c) if f.is_nonfinite(c) => c & 0xBF,
+                (_, c) => c,
+            })
+            .collect();
+        let pc: Vec<u8> = (0..len * PANEL).map(|i| b[(i % PANEL) * k + k0 + i / PANEL]).collect();
+        if round == 0 {
+            assert!((0..=255u8).all(|c| pc.contains(&c)), "the first piece holds every code");
+        }
+        v.push((b, (k, k0, len), pc));
+    }
+    v
+}
+
 mod codes;
 mod codes_avx2;
 mod decode;

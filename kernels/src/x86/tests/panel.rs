@@ -15,25 +15,7 @@ fn panel_piece_equals_the_decoded_codes() {
     let mut rng = ChaCha8Rng::seed_from_u64(0xDEC0DE);
     for f in [Format::E4m3, Format::E5m2] {
         let lb = Lut::new(f);
-        for (round, len) in [16, 32, 48, 32].into_iter().enumerate() {
-            let (k, k0) = (len + 2 * round + 7, 2 * round + 3);
-            // Every code somewhere in the first round, random codes after it, finite ones only in the last.
-            let b: Vec<u8> = (0..PANEL * k)
-                .map(|i| match (round, rng.random::<u8>()) {
-                    (0, _) => (i * 37 % 256) as u8,
-                    (3, c) if f.is_nonfinite(c) => c & 0xBF,
-                    (_, c) => c,
-                })
-                .collect();
-            let mut pc = vec![0u8; len * PANEL];
-            for (p, codes) in pc.chunks_exact_mut(PANEL).enumerate() {
-                for (j, c) in codes.iter_mut().enumerate() {
-                    *c = b[j * k + k0 + p];
-                }
-            }
-            if round == 0 {
-                assert!((0..=255u8).all(|c| pc.contains(&c)), "the first piece holds every code");
-            }
+        for (b, (k, k0, len), pc) in pieces_in_place(&mut rng, f) {
             let (mut wm, mut ws, mut we) = (vec![0f32; len * PANEL], vec![0f32; len * SIDED], vec![0i8; len * PANEL]);
             lb.decode_magnitudes::<PANEL>(&pc, &mut wm, &mut ws, &mut we);
             let (mut m, mut s, mut e) = (vec![1f32; len * PANEL], vec![1f32; len * SIDED], vec![1i8; len * PANEL]);

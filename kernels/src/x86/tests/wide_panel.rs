@@ -34,19 +34,7 @@ fn wide_planes_are_the_tables() {
     let mut rng = ChaCha8Rng::seed_from_u64(0xD0_0B1E);
     for f in [Format::E4m3, Format::E5m2] {
         let lb = Lut::new(f);
-        for (round, len) in [16, 32, 48, 32].into_iter().enumerate() {
-            let (k, k0) = (len + 2 * round + 7, 2 * round + 3);
-            let b: Vec<u8> = (0..PANEL * k)
-                .map(|i| match (round, rng.random::<u8>()) {
-                    (0, _) => (i * 37 % 256) as u8,
-                    (3, c) if f.is_nonfinite(c) => c & 0xBF,
-                    (_, c) => c,
-                })
-                .collect();
-            let pc: Vec<u8> = (0..len * PANEL).map(|i| b[(i % PANEL) * k + k0 + i / PANEL]).collect();
-            if round == 0 {
-                assert!((0..=255u8).all(|c| pc.contains(&c)), "the first piece holds every code");
-            }
+        for (b, (k, k0, len), pc) in pieces_in_place(&mut rng, f) {
             let (mut pv, mut we) = (vec![0f32; len * PANEL], vec![0i8; len * PANEL]);
             lb.decode(&pc, &mut pv, &mut we);
             let (mut pm, mut sides) = (vec![1f64; len * PANEL], vec![1u64; 2 * len]);
