@@ -274,11 +274,11 @@ fn custom_presets_against_model() {
 }
 
 /// A tile that reads every code of B (a decode step of one or two rows of A on a level whose block step reads B's
-/// codes, a fused panel tile, which decodes B's codes itself, or a wide product-lane tile whose decoding of B's rows
-/// tells non-finite codes) finds B's non-finite codes as it computes, instead of a scan before it: wherever one
-/// non-finite code sits in B (any row, any position of any chunk or split, any class of either format; whole panels
-/// of 64 rows of B and partial ones), `run_plan_checked` answers None, and `execute` gives the model's bits; without
-/// one it gives the model's bits directly.
+/// codes, a fused panel tile or an AVX-512 wide panel tile, which decode B's codes themselves, or a wide product-lane
+/// tile whose decoding of B's rows tells non-finite codes) finds B's non-finite codes as it computes, instead of a
+/// scan before it: wherever one non-finite code sits in B (any row, any position of any chunk or split, any class of
+/// either format; whole panels of 64 rows of B and partial ones), `run_plan_checked` answers None, and `execute` gives
+/// the model's bits; without one it gives the model's bits directly.
 #[test]
 fn watched_tiles_find_every_nonfinite_code_of_b() {
     let cases = env_u64("MMAEMU_KERNEL_CASES", 10_000) / 25;
