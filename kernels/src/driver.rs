@@ -35,6 +35,7 @@ pub use fused_panel::tile_fused;
 pub use fused_panel::vbmi;
 pub use panel::tile;
 pub use products::{strip_tile, X86_AVX2, X86_AVX512, X86_NONE};
+pub(crate) use tiles::whole_blocks;
 use tiles::SERIAL_MACS;
 pub use tiles::{avx2_fused, products_serve, reads_b_codes, Tiles};
 #[cfg(target_arch = "x86_64")]

@@ -1,7 +1,7 @@
 //! The panel executor: a tile of rows of A against a panel of W rows of B, each piece of the panel's codes moved
 //! into position-major order and decoded once, then every row of the tile through the portable panel step.
 
-use super::tiles::PIECE;
+use super::tiles::{whole_blocks, PIECE};
 use super::{rows_of_a, ChunkPlan, Job, Piece, TileOutputs};
 use crate::kernel::{block_steps, Lane, Path};
 use crate::small::{int32_steps, single_product_steps};
@@ -58,7 +58,7 @@ fn tile_with<const W: usize, L: Lane, const LATE: bool, const NE: bool, const ST
     let nfma = job.p.nfma;
     let nr = rows.len();
     let (j0, ncols) = (cols.start, cols.len());
-    let piece_len = nfma * (PIECE / nfma).max(1);
+    let piece_len = whole_blocks(nfma, PIECE);
     let tile = TileOutputs::new(&rows, &cols, W);
     let mut piece = PanelPiece::<W, L, LATE, NE, STEP, HT> {
         rows: rows.clone(),

@@ -57,10 +57,16 @@ impl Tiles {
 #[cfg(target_arch = "x86_64")]
 const FUSED_PIECE: usize = 32;
 
-/// The positions of a fused panel piece for blocks of `nfma`: whole blocks, [`FUSED_PIECE`] or one block if longer.
+/// The positions of a fused panel piece for blocks of `nfma`: [`whole_blocks`] of [`FUSED_PIECE`].
 #[cfg(target_arch = "x86_64")]
 pub(super) fn fused_piece_len(nfma: usize) -> usize {
-    nfma * (FUSED_PIECE / nfma).max(1)
+    whole_blocks(nfma, FUSED_PIECE)
+}
+
+/// The positions of a piece of about `positions` for blocks of `nfma`: whole blocks up to `positions`, or one block
+/// if longer.
+pub(crate) fn whole_blocks(nfma: usize, positions: usize) -> usize {
+    nfma * (positions / nfma).max(1)
 }
 
 /// Whether a tile of `rows` rows of the job runs a step over B's codes: the AVX-512 one (at most [`CODE_ROWS`]

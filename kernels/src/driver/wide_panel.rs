@@ -22,13 +22,11 @@ pub fn wide_panels(job: &Job) -> bool {
     p.path == Path::Wide && !p.single && !p.int32 && p.biased64
 }
 
-/// Positions per piece: whole blocks, 64 or one block if longer. The planes of 64 positions (32 KiB of magnitudes)
-/// stay in the first-level cache while every row of the tile reads them; 256 positions ran 7–13 % slower (`mmaemu
-/// bench gemm --m 16 --n 4096 --k 4096 --preset P --fast --no-native`, blocks of 16 and 64 at frac 40).
+/// Target length of a piece (rounded to whole blocks, [`super::whole_blocks`]). The planes of 64 positions (32 KiB of
+/// magnitudes) stay in the first-level cache while every row of the tile reads them; 256 positions ran 7–13 % slower
+/// (`mmaemu bench gemm --m 16 --n 4096 --k 4096 --preset P --fast --no-native`, blocks of 16 and 64 at frac 40).
 #[cfg(target_arch = "x86_64")]
-fn piece_len(nfma: usize) -> usize {
-    nfma * (64 / nfma).max(1)
-}
+const WIDE_PIECE: usize = 64;
 
 /// One panel tile of the AVX-512 level where [`wide_panels`] holds: `rows` of A against the panel `cols` of B (at
 /// most 64). Returns `rows.len()` rows of `cols.len()` results.
@@ -51,7 +49,7 @@ pub unsafe fn tile_wide(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Ve
 #[inline(always)]
 unsafe fn tile_with<const LATE: bool, const NE: bool>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     use crate::x86::PANEL;
-    let (nr, ncols, len) = (rows.len(), cols.len(), piece_len(job.p.nfma));
+    let (nr, ncols, len) = (rows.len(), cols.len(), super::whole_blocks(job.p.nfma, WIDE_PIECE));
     let tile = TileOutputs::new(&rows, &cols, PANEL);
     let mut piece = WidePiece::<LATE, NE> {
         rows: rows.clone(),

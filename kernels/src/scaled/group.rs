@@ -124,7 +124,7 @@ impl PanelTile for Grouped<'_> {
         let (k, nfma, group, nr) = (self.k, self.p.nfma, self.group, rows.len());
         let ns = k.div_ceil(group);
         let end = k.div_ceil(nfma) * nfma;
-        let piece_len = nfma * (PIECE / nfma).max(1);
+        let piece_len = crate::driver::whole_blocks(nfma, PIECE);
         let mut pc = vec![0u8; piece_len * W];
         let (mut pv, mut pn) = (vec![0f32; piece_len * W], vec![0u8; piece_len * W]);
         let (mut av, mut an) = (vec![0f32; piece_len], vec![0u8; piece_len]);

@@ -53,7 +53,7 @@ fn panel_tile<const W: usize, const HT: bool>(
 ) -> Vec<f32> {
     let (k, nfma, nr) = (s.k, s.p.nfma, rows.len());
     let nb = k.div_ceil(nfma);
-    let piece_len = nfma * (PIECE / nfma).max(1);
+    let piece_len = crate::driver::whole_blocks(nfma, PIECE);
     let mut pc = vec![0u8; piece_len * W];
     let (mut pv, mut pe) = (vec![0f64; piece_len * W], vec![ZERO_EXP; piece_len * W]);
     let (mut xa, mut xb) = (vec![0i32; piece_len / nfma], vec![0i32; piece_len / nfma * W]);

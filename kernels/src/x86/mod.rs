@@ -69,6 +69,15 @@ pub(super) unsafe fn lane_quarter(x: __m512i, q: usize) -> __m128i {
     }
 }
 
+/// `crate::kernel::exp_f32` of eight f32 lanes: the biased exponent field less 127 (+0 reads -127).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(super) unsafe fn exp_f32_lanes(c: __m256) -> __m256i {
+    let field = _mm256_and_si256(_mm256_srli_epi32::<23>(_mm256_castps_si256(c)), _mm256_set1_epi32(0xFF));
+    _mm256_sub_epi32(field, _mm256_set1_epi32(127))
+}
+
 /// `_mm512_mask3_fmadd_round_ps::<TOWARD_ZERO>(a, b, c, k)` as the one instruction it names: the optimiser otherwise
 /// makes it an unmasked multiply-add and a masked move, one more operation on the vector ports.
 #[cfg(target_arch = "x86_64")]

@@ -225,9 +225,7 @@ pub unsafe fn wide_product_blocks8(
         };
         let mut e = _mm256_max_epi32(m, efloor);
         if !p.late {
-            // exp_f32(c): the biased exponent field less 127.
-            let ec = _mm256_and_si256(_mm256_srli_epi32::<23>(_mm256_castps_si256(acc)), _mm256_set1_epi32(0xFF));
-            e = _mm256_max_epi32(e, _mm256_sub_epi32(ec, _mm256_set1_epi32(127)));
+            e = _mm256_max_epi32(e, super::exp_f32_lanes(acc));
         }
         let inv = pow2(_mm256_sub_epi32(e, frac));
         let mut scales = [0f32; 8];

@@ -122,12 +122,7 @@ pub unsafe fn wide_panel_blocks<const LATE: bool, const NE: bool>(
     for blk in 0..nblk {
         let o = blk * nfma;
         // The products' maxima, in bytes (saturating: a zero's exponent stays below every real one).
-        let mut m = _mm512_set1_epi8(i8::MIN);
-        for k in 0..nfma {
-            let ea = _mm512_set1_epi32(la.e4[*a.get_unchecked(o + k) as usize]);
-            let eb = _mm512_loadu_si512(pe.as_ptr().add((o + k) * PANEL) as *const _);
-            m = _mm512_max_epi8(m, _mm512_adds_epi8(ea, eb));
-        }
+        let m = block_max(a.as_ptr().add(o), la, pe.as_ptr().add(o * PANEL), nfma);
         let mut maxima = [0i8; PANEL];
         _mm512_storeu_si512(maxima.as_mut_ptr() as *mut _, m);
         // E = max(products, floor, c's exponent (early; +0's field reads -127, below the floor)) per chain, and the
@@ -138,8 +133,7 @@ pub unsafe fn wide_panel_blocks<const LATE: bool, const NE: bool>(
             e = _mm512_max_epi64(e, floor);
             let cv = _mm256_loadu_ps(c.as_ptr().add(8 * g));
             if !LATE {
-                let cf = _mm256_and_si256(_mm256_srli_epi32::<23>(_mm256_castps_si256(cv)), _mm256_set1_epi32(0xFF));
-                e = _mm512_max_epi64(e, _mm512_cvtepi32_epi64(_mm256_sub_epi32(cf, _mm256_set1_epi32(127))));
+                e = _mm512_max_epi64(e, _mm512_cvtepi32_epi64(exp_f32_lanes(cv)));
             }
             bias[g] = _mm512_castsi512_pd(_mm512_slli_epi64::<52>(_mm512_add_epi64(e, field)));
             if LATE {
