@@ -40,7 +40,10 @@ use tiles::SERIAL_MACS;
 pub use tiles::{avx2_fused, products_serve, reads_b_codes, Tiles};
 #[cfg(target_arch = "x86_64")]
 pub use wide_panel::tile_wide;
+#[cfg(target_arch = "x86_64")]
+pub use wide_panel::tile_wide_avx2;
 pub use wide_panel::wide_panels;
+pub use wide_panel::wide_panels_avx2;
 
 /// One chunk (one chain from +0): its real k ranges with their positions in the chain, and the length of
 /// chain that is run, in whole blocks (the positions past the real ones are zero padding).

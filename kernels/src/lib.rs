@@ -130,9 +130,15 @@ impl SimdLevel {
     }
 
     /// Whether this level's panel tiles of the job report B's non-finite codes as they decode its pieces: the fused
-    /// panels, and the AVX-512 level's wide panels (`driver::tile_wide`).
+    /// panels, and the wide panels of the AVX-512 level (`driver::tile_wide`) and the AVX2 level
+    /// (`driver::tile_wide_avx2`).
     fn watching_panels(self, job: &Job) -> bool {
-        self.fused_panels(job) || (self.0 == Level::Avx512 && driver::wide_panels(job))
+        self.fused_panels(job)
+            || match self.0 {
+                Level::Avx512 => driver::wide_panels(job),
+                Level::Avx2 => driver::wide_panels_avx2(job),
+                Level::Portable => false,
+            }
     }
 
     /// One tile of a job on this level with the given tiling.
@@ -219,13 +225,15 @@ unsafe fn tile_avx512(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range
 }
 
 /// The tiles of the AVX2 level: panels of 64 with the fused step where the preset has room for its bias and the
-/// CPU has FMA, else the portable source compiled for AVX2, panels of 32; product lanes read the codes of B in
-/// their block step where it serves.
+/// CPU has FMA, panels of 32 with the wide panel step where a wide-path preset has room for its
+/// (`driver::wide_panels_avx2`), else the portable source compiled for AVX2, panels of 32; product lanes read the
+/// codes of B in their block step where it serves.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn tile_avx2(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match tiling {
         Tiling::Panels if driver::avx2_fused(job) => driver::tile_fused::<{ driver::X86_AVX2 }>(job, rows, cols),
+        Tiling::Panels if driver::wide_panels_avx2(job) => driver::tile_wide_avx2(job, rows, cols),
         Tiling::Panels => driver::tile::<32, true, false>(job, rows, cols),
         Tiling::Products => driver::strip_tile::<true, { driver::X86_AVX2 }>(job, rows, cols),
     }

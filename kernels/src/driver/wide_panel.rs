@@ -122,3 +122,108 @@ impl<const LATE: bool, const NE: bool> Piece for WidePiece<LATE, NE> {
         }
     }
 }
+
+/// Whether the AVX2 level runs the job's panels on its wide panel step (`crate::x86::wide_panel_blocks_avx2`): where
+/// [`wide_panels`] holds and the CPU has FMA besides AVX2.
+pub fn wide_panels_avx2(job: &Job) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return wide_panels(job) && std::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = job;
+        false
+    }
+}
+
+/// One panel tile of the AVX2 level where [`wide_panels_avx2`] holds: `rows` of A against the panel `cols` of B (at
+/// most 32). Returns `rows.len()` rows of `cols.len()` results.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA (the caller is the AVX2 level's tile, where [`wide_panels_avx2`] holds).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn tile_wide_avx2(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    if job.p.late {
+        tile_avx2_with::<true>(job, rows, cols)
+    } else {
+        tile_avx2_with::<false>(job, rows, cols)
+    }
+}
+
+/// [`tile_wide_avx2`] for the job's c entry (`LATE`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn tile_avx2_with<const LATE: bool>(job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    use crate::x86::WIDE_PANEL_AVX2 as W;
+    let (nr, ncols, len) = (rows.len(), cols.len(), super::whole_blocks(job.p.nfma, WIDE_PIECE));
+    let tile = TileOutputs::new(&rows, &cols, W);
+    let mut piece = WidePieceAvx2::<LATE> {
+        rows: rows.clone(),
+        cols,
+        pc: vec![0u8; len * W],
+        pm: vec![0f64; len * W],
+        pe: vec![ZERO_EXP; len * W / 2],
+        ga: vec![0u8; nr * len],
+        ends: vec![0f32; len / job.p.nfma * W / 2],
+    };
+    let acc = job.accumulate(&tile, len, &mut piece);
+    let mut out = Vec::with_capacity(nr * ncols);
+    acc.chunks_exact(W).for_each(|r| out.extend_from_slice(&r[..ncols]));
+    out
+}
+
+/// The scratch of an AVX2 wide panel tile: the piece's codes, the planes of half the panel, the gathered rows of A,
+/// and late c's block results.
+#[cfg(target_arch = "x86_64")]
+struct WidePieceAvx2<const LATE: bool> {
+    rows: Range<usize>,
+    cols: Range<usize>,
+    pc: Vec<u8>,
+    pm: Vec<f64>,
+    pe: Vec<i8>,
+    ga: Vec<u8>,
+    ends: Vec<f32>,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<const LATE: bool> Piece for WidePieceAvx2<LATE> {
+    #[inline(always)]
+    fn run(&mut self, job: &Job, chunk: &ChunkPlan, q0: usize, q1: usize, acc: &mut [f32]) {
+        use crate::x86::WIDE_PANEL_AVX2 as W;
+        let (nr, len) = (self.rows.len(), q1 - q0);
+        let pc = &mut self.pc[..len * W];
+        match one_run(chunk, q0, q1) {
+            Some(kr) if self.cols.len() == W && len.is_multiple_of(16) => {
+                let b = &job.b[self.cols.start * job.k..];
+                // SAFETY: this tile runs on the AVX2 level (see `tile_wide_avx2`).
+                unsafe { crate::x86::panel_positions_avx2::<W>(b, (job.k, kr.start, len), pc) };
+            }
+            _ => panel_codes::<W>(job, chunk, q0, q1, self.cols.clone(), pc),
+        }
+        let nblk = len / job.p.nfma;
+        let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
+        // Each half of the panel in turn (a half of padding columns alone is left out): its planes, then every row.
+        for half in 0..self.cols.len().div_ceil(W / 2) {
+            // SAFETY: this tile runs on the AVX2 level with FMA.
+            if unsafe { crate::x86::wide_planes_avx2(pc, half, &job.lb, &mut self.pm, &mut self.pe) } {
+                job.saw_nonfinite_b();
+            }
+            for (r, c) in acc.chunks_exact_mut(W).enumerate() {
+                let (a, c) = (&a[r * stride..r * stride + len], &mut c[half * W / 2..(half + 1) * W / 2]);
+                let planes = (&self.pm[..], &self.pe[..]);
+                // SAFETY: as above.
+                unsafe {
+                    crate::x86::wide_panel_blocks_avx2::<LATE>(
+                        a,
+                        nblk,
+                        (&job.la, &job.lb),
+                        planes,
+                        c,
+                        &mut self.ends,
+                        &job.p,
+                    )
+                };
+            }
+        }
+    }
+}

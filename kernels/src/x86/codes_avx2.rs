@@ -75,15 +75,7 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
     );
     let (nibble, field5, one, e5m2_bias) =
         (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x1F), _mm256_set1_epi8(1), _mm256_set1_epi8(81));
-    // The packed byte less the magnitude, by min(magnitude, cap): subnormal codes normalised, zeros kept zero, the
-    // normal codes' exponent moved by 3 (e4m3) or 2 (e5m2).
-    let (cap, norm) = if E4M3 {
-        let t = [0i8, 7, 14, 17, 20, 21, 22, 23, 24, 24, 24, 24, 24, 24, 24, 24];
-        (_mm256_set1_epi8(8), _mm256_loadu2_m128i(t.as_ptr() as *const __m128i, t.as_ptr() as *const __m128i))
-    } else {
-        let t = [0i8, 3, 6, 7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8];
-        (_mm256_set1_epi8(4), _mm256_loadu2_m128i(t.as_ptr() as *const __m128i, t.as_ptr() as *const __m128i))
-    };
+    let packing = Packing::new(E4M3);
     let packed = _mm256_set1_epi32(if E4M3 { 0x0FF0_0000 } else { 0x1FE0_0000 });
     let zero = _mm256_setzero_ps();
     let keep = _mm256_set1_epi32(p.mask32 as i32);
@@ -117,7 +109,7 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
                 _mm256_add_epi8(_mm256_max_epu8(f, one), e5m2_bias)
             };
             emax = _mm256_max_epi8(emax, _mm256_adds_epi8(ea, _mm256_sign_epi8(eb, mag)));
-            bytes[t] = _mm256_add_epi8(mag, _mm256_shuffle_epi8(norm, _mm256_min_epu8(mag, cap)));
+            bytes[t] = packing.bytes(mag);
             // A's codes XORed on: each byte's top bit is its term's sign (only that bit is read).
             let a_codes = std::ptr::read_unaligned(ac.as_ptr().add(o + 4 * t) as *const i32);
             signs[t] = _mm256_xor_si256(x[t], _mm256_set1_epi32(a_codes));
@@ -191,6 +183,39 @@ pub unsafe fn product_blocks_codes_avx2<const NB: usize, const E4M3: bool>(
     }
     _mm256_storeu_ps(c.as_mut_ptr(), cv);
     _mm256_movemask_epi8(_mm256_cmpgt_epi8(most, last_finite)) != 0
+}
+
+/// [`crate::tables::Lut::packed`] in AVX2 registers, computed rather than looked up: a magnitude plus a byte looked up
+/// by min(magnitude, cap), which normalises the subnormal codes, keeps zeros zero and moves the normal codes' exponent
+/// by 3 (e4m3) or 2 (e5m2). The table's byte for every finite magnitude; the non-finite ones get bytes of no meaning
+/// (the steps report those codes, and their results are not used).
+#[cfg(target_arch = "x86_64")]
+pub(super) struct Packing {
+    cap: __m256i,
+    norm: __m256i,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Packing {
+    /// The packing of e4m3 magnitudes (`e4m3`), else of e5m2's.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) unsafe fn new(e4m3: bool) -> Packing {
+        let (cap, t) = if e4m3 {
+            (8, [0i8, 7, 14, 17, 20, 21, 22, 23, 24, 24, 24, 24, 24, 24, 24, 24])
+        } else {
+            (4, [0i8, 3, 6, 7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8])
+        };
+        let norm = _mm256_loadu2_m128i(t.as_ptr() as *const __m128i, t.as_ptr() as *const __m128i);
+        Packing { cap: _mm256_set1_epi8(cap), norm }
+    }
+
+    /// The packed bytes of 32 magnitudes (codes' low 7 bits).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) unsafe fn bytes(&self, mag: __m256i) -> __m256i {
+        _mm256_add_epi8(mag, _mm256_shuffle_epi8(self.norm, _mm256_min_epu8(mag, self.cap)))
+    }
 }
 
 /// The lanes of `b` whose `negative` has its top bit set, zeros elsewhere: one `vblendvps`, written out because

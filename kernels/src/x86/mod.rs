@@ -1,7 +1,7 @@
 //! The block steps in x86 instructions, one file per step and level: product lanes over decoded rows of B (AVX2),
-//! the decode step over B's codes (AVX2; AVX-512, plain and fused), the panel step (AVX-512, AVX2) and its planes, the
-//! decoding of rows (AVX-512 VBMI), and the register helpers they share here. Exact in every step, and tested
-//! against the model like every level.
+//! the decode step over B's codes (AVX2; AVX-512, plain and fused), the panel step and its planes (AVX-512, AVX2),
+//! the wide panel step (AVX-512, AVX2), the decoding of rows (AVX-512 VBMI), and the register helpers they share
+//! here. Exact in every step, and tested against the model like every level.
 
 #[cfg(target_arch = "x86_64")]
 use crate::kernel::Params;
@@ -20,6 +20,7 @@ mod planes;
 mod tests;
 mod wide;
 mod wide_panel;
+mod wide_panel_avx2;
 
 pub use codes::*;
 pub use codes_avx2::*;
@@ -31,6 +32,7 @@ pub use panel_avx2::*;
 pub use planes::*;
 pub use wide::*;
 pub use wide_panel::*;
+pub use wide_panel_avx2::*;
 
 /// The 16 bytes at each of `pieces` in the four 128-bit lanes of a vector, in order.
 #[cfg(target_arch = "x86_64")]

@@ -92,6 +92,7 @@ mod codes_avx2;
 mod decode;
 mod panel;
 mod wide_panel;
+mod wide_panel_avx2;
 
 /// Load `csr` into this thread's MXCSR.
 fn set_mxcsr(csr: u32) {
