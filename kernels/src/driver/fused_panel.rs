@@ -3,7 +3,7 @@
 //! AVX-512 VBMI; values and exponents on AVX2), every row of the tile through that step.
 
 #[cfg(target_arch = "x86_64")]
-use super::panel::panel_codes;
+use super::panel::panel_codes_x86;
 #[cfg(target_arch = "x86_64")]
 use super::tiles::fused_piece_len;
 #[cfg(target_arch = "x86_64")]
@@ -150,7 +150,8 @@ impl<const X86: u8> FusedPiece<X86> {
             }
             _ => {
                 let pc = &mut self.pc[..len * PANEL];
-                panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), pc);
+                // SAFETY: this tile runs only on an x86 level (see `tile_fused`), whose CPU has AVX2.
+                unsafe { panel_codes_x86::<PANEL>(job, chunk, q0, q1, self.cols.clone(), pc) };
                 if job.watch.is_some() && job.lb.format().any_nonfinite(pc) {
                     job.saw_nonfinite_b();
                 }

@@ -194,6 +194,31 @@ pub(super) fn panel_codes<const W: usize>(
     }
 }
 
+/// [`panel_codes`] on the x86 levels, whose CPUs have AVX2: a whole panel's piece of one run of k (W a multiple of
+/// 32, whole groups of 16 positions) by the byte transposes in registers of `crate::x86::panel_positions_avx2`, any
+/// other piece as [`panel_codes`] moves it.
+///
+/// # Safety
+/// The CPU must support AVX2 (the caller is a tile of an x86 level).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) unsafe fn panel_codes_x86<const W: usize>(
+    job: &Job,
+    chunk: &ChunkPlan,
+    q0: usize,
+    q1: usize,
+    cols: Range<usize>,
+    pc: &mut [u8],
+) {
+    let len = q1 - q0;
+    match super::one_run(chunk, q0, q1) {
+        Some(kr) if W.is_multiple_of(32) && cols.len() == W && len.is_multiple_of(16) => {
+            crate::x86::panel_positions_avx2::<W>(&job.b[cols.start * job.k..], (job.k, kr.start, len), pc)
+        }
+        _ => panel_codes::<W>(job, chunk, q0, q1, cols, pc),
+    }
+}
+
 /// Transposes the 8 x 8 bytes of `x` (byte c of `x[r]`, least significant first, becomes byte r of `x[c]`): three
 /// rounds of exchanges of 1-, 2- and 4-byte blocks between rows 1, 2 and 4 apart.
 #[inline(always)]

@@ -5,7 +5,7 @@
 #[cfg(target_arch = "x86_64")]
 use super::fused_panel::Lines;
 #[cfg(target_arch = "x86_64")]
-use super::panel::panel_codes;
+use super::panel::panel_codes_x86;
 use super::Job;
 #[cfg(target_arch = "x86_64")]
 use super::{one_run, rows_of_a, vbmi, ChunkPlan, Piece, TileOutputs};
@@ -103,7 +103,8 @@ impl<const LATE: bool, const NE: bool> Piece for WidePiece<LATE, NE> {
             }
             _ => {
                 let (pc, pv) = (&mut self.pc[..len * PANEL], &mut self.pv[..len * PANEL]);
-                panel_codes::<PANEL>(job, chunk, q0, q1, self.cols.clone(), pc);
+                // SAFETY: this tile runs on the AVX-512 level, whose CPU has AVX2.
+                unsafe { panel_codes_x86::<PANEL>(job, chunk, q0, q1, self.cols.clone(), pc) };
                 if job.watch.is_some() && job.lb.format().any_nonfinite(pc) {
                     job.saw_nonfinite_b();
                 }
@@ -192,14 +193,8 @@ impl<const LATE: bool> Piece for WidePieceAvx2<LATE> {
         use crate::x86::WIDE_PANEL_AVX2 as W;
         let (nr, len) = (self.rows.len(), q1 - q0);
         let pc = &mut self.pc[..len * W];
-        match one_run(chunk, q0, q1) {
-            Some(kr) if self.cols.len() == W && len.is_multiple_of(16) => {
-                let b = &job.b[self.cols.start * job.k..];
-                // SAFETY: this tile runs on the AVX2 level (see `tile_wide_avx2`).
-                unsafe { crate::x86::panel_positions_avx2::<W>(b, (job.k, kr.start, len), pc) };
-            }
-            _ => panel_codes::<W>(job, chunk, q0, q1, self.cols.clone(), pc),
-        }
+        // SAFETY: this tile runs on the AVX2 level (see `tile_wide_avx2`).
+        unsafe { panel_codes_x86::<W>(job, chunk, q0, q1, self.cols.clone(), pc) };
         let nblk = len / job.p.nfma;
         let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut self.ga[..nr * len]);
         // Each half of the panel in turn (a half of padding columns alone is left out): its planes, then every row.
