@@ -64,9 +64,10 @@ pub const IN_PLACE_PRODUCT_ROWS: usize = 2;
 /// 15.89/8.41; of 128 3.79/5.84, 6.14/7.56, 9.50/8.79, 12.81/9.47 (M = 3: 8.23/8.29); of 256 (2 rounds) 3.32/6.17,
 /// 6.03/7.83, 9.70/8.64, 12.89/10.44. Earlier, panels in i64 lanes against products: blocks of 16 at M = 1, 2, 4, 8
 /// 2.37/2.81, 4.33/3.42, 5.09/4.16, 6.79/4.86; of 128 at M = 2, 4, 8, 16 4.20/5.94, 5.77/6.66, 7.02/8.33, 9.09/7.59.
-/// With `MMAEMU_SIMD=avx2` (f64 panels), M = 1, 2, 4, 8: blocks of 16 1.86/1.49, 2.16/1.64, 3.77/1.65, 4.97/1.98; of
-/// 64 1.91/1.10, 2.22/1.29, 4.09/1.39, 4.96/1.50; `MMAEMU_SIMD=portable`, M = 1, 4: blocks of 16 0.57/0.44,
-/// 0.95/0.73; of 64 0.71/0.54, 1.14/0.60. Earlier measurements: `wide-steps.md`.
+/// With `MMAEMU_SIMD=avx2` (portable f64 panels, before the AVX2 wide panel step made them faster still), M = 1, 2, 4,
+/// 8: blocks of 16 1.86/1.49, 2.16/1.64, 3.77/1.65, 4.97/1.98; of 64 1.91/1.10, 2.22/1.29, 4.09/1.39, 4.96/1.50;
+/// `MMAEMU_SIMD=portable`, M = 1, 4: blocks of 16 0.57/0.44, 0.95/0.73; of 64 0.71/0.54, 1.14/0.60. Earlier and later
+/// measurements: `wide-steps.md`.
 pub const WIDE_PRODUCT_BLOCK: usize = 16;
 
 /// The most rows a wide-path job runs with product lanes (see [`WIDE_PRODUCT_BLOCK`]); `eight`: the level runs the
