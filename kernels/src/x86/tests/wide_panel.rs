@@ -77,23 +77,36 @@ pub(super) fn wide_preset(rng: &mut ChaCha8Rng) -> Preset {
     }
 }
 
-/// The wide panel step equals the portable panel step in f64 lanes (`kernel::block_steps`), bit for bit: 300 random
-/// presets of [`wide_preset`], all four format pairs, one to three rows of random codes (a tenth zeros, narrower
-/// magnitudes every other case, so that the block maxima vary) against a panel of random finite codes (a tenth -0),
-/// one to five blocks, from accumulators an earlier piece left (random values of either sign, some zero), so that c
-/// enters the block maximum, changes sign and cancels.
-#[test]
-fn wide_panel_step_equals_the_panel_step() {
-    if !avx512() {
-        return;
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(0x5EED_0064);
-    for case in 0..300 {
-        let preset = wide_preset(&mut rng);
+/// One case of the wide panel steps' tests: a random preset of [`wide_preset`], the format pair `PAIRS[case % 4]`, one
+/// to three rows of random codes of A (a tenth zeros, narrower magnitudes every other case, so that the block maxima
+/// vary) against a panel of `lanes` random finite codes of B per position (a tenth -0), one to five blocks, and the
+/// accumulators an earlier piece left (random values of either sign, some zero), so that c enters the block maximum,
+/// changes sign and cancels.
+pub(super) struct StepCase {
+    pub preset: Preset,
+    pub p: Params,
+    pub fa: Format,
+    pub fb: Format,
+    pub la: Lut,
+    pub lb: Lut,
+    pub rows: usize,
+    pub nblk: usize,
+    pub len: usize,
+    /// A's rows, `len` codes each.
+    pub a: Vec<u8>,
+    /// B's codes, position-major, `lanes` per position.
+    pub pc: Vec<u8>,
+    /// The accumulators, `lanes` per row.
+    pub start: Vec<f32>,
+}
+
+impl StepCase {
+    pub(super) fn new(rng: &mut ChaCha8Rng, case: usize, lanes: usize) -> StepCase {
+        let preset = wide_preset(rng);
         let p = Params::new(&preset);
         let (fa, fb) = PAIRS[case % 4];
         let (la, lb) = (Lut::new(fa), Lut::new(fb));
-        let top = if case % 2 == 0 { 0x7F } else { 0x3F };
+        let top = if case.is_multiple_of(2) { 0x7F } else { 0x3F };
         let finite = |f: Format, rng: &mut ChaCha8Rng, top: u8| loop {
             let c = rng.random_range(0..=top) | (rng.random::<u8>() & 0x80);
             if !f.is_nonfinite(c) {
@@ -103,21 +116,36 @@ fn wide_panel_step_equals_the_panel_step() {
         let (rows, nblk) = (rng.random_range(1..=3), rng.random_range(1..=5));
         let len = nblk * p.nfma;
         let a: Vec<u8> =
-            (0..rows * len).map(|_| if rng.random_ratio(1, 10) { 0 } else { finite(fa, &mut rng, top) }).collect();
+            (0..rows * len).map(|_| if rng.random_ratio(1, 10) { 0 } else { finite(fa, rng, top) }).collect();
         let pc: Vec<u8> =
-            (0..len * PANEL).map(|_| if rng.random_ratio(1, 10) { 0x80 } else { finite(fb, &mut rng, 0x7F) }).collect();
+            (0..len * lanes).map(|_| if rng.random_ratio(1, 10) { 0x80 } else { finite(fb, rng, 0x7F) }).collect();
+        let start: Vec<f32> = (0..rows * lanes)
+            .map(|_| match rng.random_range(0..4) {
+                0 => 0.0,
+                _ => la.v32[finite(fa, rng, 0x7F) as usize] * lb.v32[finite(fb, rng, 0x7F) as usize],
+            })
+            .collect();
+        StepCase { preset, p, fa, fb, la, lb, rows, nblk, len, a, pc, start }
+    }
+}
+
+/// The wide panel step equals the portable panel step in f64 lanes (`kernel::block_steps`), bit for bit: 300 cases of
+/// [`StepCase`].
+#[test]
+fn wide_panel_step_equals_the_panel_step() {
+    if !avx512() {
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5EED_0064);
+    for case in 0..300 {
+        let StepCase { preset, p, fa, fb, la, lb, rows, nblk, len, a, pc, start } =
+            StepCase::new(&mut rng, case, PANEL);
         let (mut pv, mut pe) = (vec![0f32; len * PANEL], vec![0i8; len * PANEL]);
         lb.decode(&pc, &mut pv, &mut pe);
         let pv64: Vec<f64> = pc.iter().map(|&c| lb.v64[c as usize]).collect();
         let (mut pm, mut sides) = (vec![0f64; len * PANEL], vec![0u64; 2 * len]);
         // SAFETY: the CPU has AVX-512 (above).
         unsafe { wide_planes(&pv, &mut pm, &mut sides) };
-        let start: Vec<f32> = (0..rows * PANEL)
-            .map(|_| match rng.random_range(0..4) {
-                0 => 0.0,
-                _ => la.v32[finite(fa, &mut rng, 0x7F) as usize] * lb.v32[finite(fb, &mut rng, 0x7F) as usize],
-            })
-            .collect();
         for r in 0..rows {
             let row = &a[r * len..(r + 1) * len];
             let mut want: [f32; PANEL] = start[r * PANEL..(r + 1) * PANEL].try_into().unwrap();

@@ -1,7 +1,7 @@
 //! The AVX2 wide panel step, its planes and its move of B's codes against the format tables, the portable move and
 //! the portable panel step in f64 lanes.
 
-use super::wide_panel::wide_preset;
+use super::wide_panel::StepCase;
 use super::*;
 use crate::kernel::block_steps;
 
@@ -90,11 +90,9 @@ fn avx2_wide_planes_are_the_tables() {
 }
 
 /// The AVX2 wide panel step, half a panel at a time, equals the portable panel step in f64 lanes
-/// (`kernel::block_steps` over 32 lanes), bit for bit, and leaves the caller's MXCSR as it was: 300 random presets of
-/// [`wide_preset`] (frac 29 to 40, blocks of 1 to 300, both c entries and roundings, floors up to frac + 971), all
-/// four format pairs, one to three rows of random codes (a tenth zeros, narrower magnitudes every other case) against
-/// a panel of random finite codes (a tenth -0), one to five blocks, from accumulators of either sign an earlier piece
-/// left.
+/// (`kernel::block_steps` over 32 lanes), bit for bit, and leaves the caller's MXCSR as it was: 300 cases of
+/// [`StepCase`] (random presets of the step's domain: frac 29 to 40, blocks of 1 to 300, both c entries and
+/// roundings, floors up to frac + 971).
 #[test]
 fn avx2_wide_panel_step_equals_the_panel_step() {
     if !avx2_fma() {
@@ -103,31 +101,9 @@ fn avx2_wide_panel_step_equals_the_panel_step() {
     let csr = crate::fpstate::mxcsr() & !0x3F;
     let mut rng = ChaCha8Rng::seed_from_u64(0x5EED_A232);
     for case in 0..300 {
-        let preset = wide_preset(&mut rng);
-        let p = Params::new(&preset);
-        let (fa, fb) = PAIRS[case % 4];
-        let (la, lb) = (Lut::new(fa), Lut::new(fb));
-        let top = if case % 2 == 0 { 0x7F } else { 0x3F };
-        let finite = |f: Format, rng: &mut ChaCha8Rng, top: u8| loop {
-            let c = rng.random_range(0..=top) | (rng.random::<u8>() & 0x80);
-            if !f.is_nonfinite(c) {
-                break c;
-            }
-        };
-        let (rows, nblk) = (rng.random_range(1..=3), rng.random_range(1..=5));
-        let len = nblk * p.nfma;
-        let a: Vec<u8> =
-            (0..rows * len).map(|_| if rng.random_ratio(1, 10) { 0 } else { finite(fa, &mut rng, top) }).collect();
-        let pc: Vec<u8> =
-            (0..len * W).map(|_| if rng.random_ratio(1, 10) { 0x80 } else { finite(fb, &mut rng, 0x7F) }).collect();
+        let StepCase { preset, p, fa, fb, la, lb, nblk, len, a, pc, start, .. } = StepCase::new(&mut rng, case, W);
         let pv: Vec<f64> = pc.iter().map(|&c| lb.v64[c as usize]).collect();
         let pe: Vec<i8> = pc.iter().map(|&c| lb.e[c as usize]).collect();
-        let start: Vec<f32> = (0..rows * W)
-            .map(|_| match rng.random_range(0..4) {
-                0 => 0.0,
-                _ => la.v32[finite(fa, &mut rng, 0x7F) as usize] * lb.v32[finite(fb, &mut rng, 0x7F) as usize],
-            })
-            .collect();
         let mut want: Vec<[f32; W]> = start.chunks_exact(W).map(|c| c.try_into().unwrap()).collect();
         let mut got = want.clone();
         for (r, want) in want.iter_mut().enumerate() {
