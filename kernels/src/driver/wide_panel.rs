@@ -1,6 +1,6 @@
-//! The AVX-512 level's panels for wide-path jobs with room for their bias: each piece of a panel of 64 rows of B
-//! decoded into f64 magnitudes, sign masks and exponents (in place where the CPU has AVX-512 VBMI), every row of the
-//! tile through `crate::x86::wide_panel_blocks`.
+//! The x86 levels' panels for wide-path jobs with room for their bias: on AVX-512 each piece of a panel of 64 rows of
+//! B decoded into f64 magnitudes, sign masks and exponents (in place where the CPU has VBMI), every row of the tile
+//! through `crate::x86::wide_panel_blocks`; on AVX2 with FMA the same by halves of a panel of 32, by sign-split planes.
 
 #[cfg(target_arch = "x86_64")]
 use super::fused_panel::Lines;
