@@ -219,7 +219,7 @@ unsafe fn tile_avx512(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range
     match tiling {
         Tiling::Panels if job.biased() => driver::tile_fused::<{ driver::X86_AVX512 }>(job, rows, cols),
         Tiling::Panels if driver::wide_panels(job) => driver::tile_wide(job, rows, cols),
-        Tiling::Panels => driver::tile::<64, true, true>(job, rows, cols),
+        Tiling::Panels => driver::tile::<64, true, { driver::X86_AVX512 }>(job, rows, cols),
         Tiling::Products => driver::strip_tile::<true, { driver::X86_AVX512 }>(job, rows, cols),
     }
 }
@@ -234,7 +234,7 @@ unsafe fn tile_avx2(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<u
     match tiling {
         Tiling::Panels if driver::avx2_fused(job) => driver::tile_fused::<{ driver::X86_AVX2 }>(job, rows, cols),
         Tiling::Panels if driver::wide_panels_avx2(job) => driver::tile_wide_avx2(job, rows, cols),
-        Tiling::Panels => driver::tile::<32, true, false>(job, rows, cols),
+        Tiling::Panels => driver::tile::<32, true, { driver::X86_AVX2 }>(job, rows, cols),
         Tiling::Products => driver::strip_tile::<true, { driver::X86_AVX2 }>(job, rows, cols),
     }
 }
@@ -245,7 +245,7 @@ const PORTABLE_TRUNC: bool = !cfg!(target_arch = "x86_64") || cfg!(target_featur
 /// The tiles of the portable level: panels of 32, whatever the compiler targets.
 fn tile_portable(tiling: Tiling, job: &Job, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
     match tiling {
-        Tiling::Panels => driver::tile::<32, PORTABLE_TRUNC, false>(job, rows, cols),
+        Tiling::Panels => driver::tile::<32, PORTABLE_TRUNC, { driver::X86_NONE }>(job, rows, cols),
         Tiling::Products => driver::strip_tile::<PORTABLE_TRUNC, { driver::X86_NONE }>(job, rows, cols),
     }
 }
@@ -545,7 +545,8 @@ mod tests {
                     let Ok(plan) = Plan::new(&preset, k, fast, split) else { continue };
                     let want = ReferenceEngine.run_plan(&preset, &plan, &ops);
                     let job = Job::new(&preset, &plan, &ops);
-                    let got = job.run(driver::Tiles::panels(&job, 64), driver::tile::<64, PORTABLE_TRUNC, false>);
+                    let got = job
+                        .run(driver::Tiles::panels(&job, 64), driver::tile::<64, PORTABLE_TRUNC, { driver::X86_NONE }>);
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&got), bits(&want), "{} {fa} x {fb} fast {fast}", preset.name());
                 }

@@ -2,22 +2,23 @@
 //! into position-major order and decoded once, then every row of the tile through the portable panel step.
 
 use super::tiles::{whole_blocks, PIECE};
-use super::{rows_of_a, ChunkPlan, Job, Piece, TileOutputs};
+use super::{rows_of_a, ChunkPlan, Job, Piece, TileOutputs, X86_AVX512, X86_NONE};
 use crate::kernel::{block_steps, Lane, Path};
 use crate::small::{int32_steps, single_product_steps};
 use crate::tables::ZERO_EXP;
 use std::ops::Range;
 
 /// One panel tile with the kernel its job's path needs. `HT`: the level truncates in hardware (SSE4.1 and up);
-/// `AVX512`: the tile runs on the AVX-512 level, where the pieces are decoded as `Lut::decode_on` says (that level
-/// runs the wide jobs with room for their bias on its own panels, `super::wide_panel`).
+/// `X86`: the level the tile runs on (`super::X86_NONE`, `X86_AVX2` or `X86_AVX512`): on the AVX-512 level the pieces
+/// are decoded as `Lut::decode_on` says (that level runs the wide jobs with room for their bias on its own panels,
+/// `super::wide_panel`), and on both x86 levels their codes are moved by [`panel_codes_x86`].
 #[inline(always)]
-pub fn tile<const W: usize, const HT: bool, const AVX512: bool>(
+pub fn tile<const W: usize, const HT: bool, const X86: u8>(
     job: &Job,
     rows: Range<usize>,
     cols: Range<usize>,
 ) -> Vec<f32> {
-    let t = (rows, cols, AVX512);
+    let t = (rows, cols, X86);
     match job.p.path {
         Path::Narrow => tile_with::<W, f32, false, false, BLOCKS, HT>(job, t),
         _ if job.p.single => tile_with::<W, f32, true, false, SINGLE, HT>(job, t),
@@ -31,7 +32,7 @@ pub fn tile<const W: usize, const HT: bool, const AVX512: bool>(
 #[inline(always)]
 fn tile_by_entry<const W: usize, L: Lane, const STEP: u8, const HT: bool>(
     job: &Job,
-    t: (Range<usize>, Range<usize>, bool),
+    t: (Range<usize>, Range<usize>, u8),
 ) -> Vec<f32> {
     match (job.p.late, job.p.nearest) {
         (true, true) => tile_with::<W, L, true, true, STEP, HT>(job, t),
@@ -48,12 +49,12 @@ const INT32: u8 = 2;
 const INT32_GROUPS: u8 = 3;
 
 /// One panel tile: rows `rows` of A against the panel `cols` of B (at most W rows), every split and chunk, with
-/// the lanes along the panel's outputs, on the AVX-512 level or another (`avx512`: how the panel is decoded, see
+/// the lanes along the panel's outputs, on the level `x86` names (how the panel is moved and decoded, see
 /// `Lut::decode_on`). Returns `rows.len()` rows of `cols.len()` results.
 #[inline(always)]
 fn tile_with<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, const HT: bool>(
     job: &Job,
-    (rows, cols, avx512): (Range<usize>, Range<usize>, bool),
+    (rows, cols, x86): (Range<usize>, Range<usize>, u8),
 ) -> Vec<f32> {
     let nfma = job.p.nfma;
     let nr = rows.len();
@@ -68,7 +69,7 @@ fn tile_with<const W: usize, L: Lane, const LATE: bool, const NE: bool, const ST
         pv: vec![L::default(); piece_len * W],
         pe: vec![ZERO_EXP; piece_len * W],
         ga: vec![0u8; nr * piece_len],
-        avx512,
+        x86,
     };
     let acc = job.accumulate(&tile, piece_len, &mut piece);
     // Drop the padding columns of the panel.
@@ -87,8 +88,8 @@ struct PanelPiece<const W: usize, L, const LATE: bool, const NE: bool, const STE
     pv: Vec<L>,
     pe: Vec<i8>,
     ga: Vec<u8>,
-    /// The tile runs on the AVX-512 level.
-    avx512: bool,
+    /// The level the tile runs on (see [`tile`]).
+    x86: u8,
 }
 
 impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, const HT: bool> Piece
@@ -99,8 +100,16 @@ impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, 
         let (nfma, nr, ncols, j0) = (job.p.nfma, self.rows.len(), self.ncols, self.j0);
         let (pc, pv, pe, ga) = (&mut self.pc, &mut self.pv, &mut self.pe, &mut self.ga);
         let len = q1 - q0;
+        #[cfg(target_arch = "x86_64")]
+        if self.x86 != X86_NONE && std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (just seen).
+            unsafe { panel_codes_x86::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc) };
+        } else {
+            panel_codes::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
         panel_codes::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc);
-        L::decode(&job.lb, self.avx512, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
+        L::decode(&job.lb, self.x86 == X86_AVX512, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
         let nblk = len / nfma;
         let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
         let (a, stride) = rows_of_a(job, self.rows.clone(), chunk, q0, q1, &mut ga[..nr * len]);
