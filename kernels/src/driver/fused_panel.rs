@@ -57,6 +57,15 @@ pub fn vbmi() -> bool {
     false
 }
 
+/// Whether the CPU has FMA, which the AVX2 level's steps that round by MXCSR need besides AVX2
+/// ([`super::avx2_fused`], [`super::wide_panels_avx2`]).
+pub fn fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// The scratch of a fused panel tile: the panel piece's codes, magnitudes, magnitudes by sign and exponents, and the
 /// gathered rows of A.
 #[cfg(target_arch = "x86_64")]

@@ -83,13 +83,7 @@ pub(super) fn reads_codes<const X86: u8>(job: &Job, rows: usize) -> bool {
 /// `x86::panel_blocks_avx2`) serve the job on this CPU: the preset has room for its bias
 /// ([`crate::kernel::Params::biased`]) and the CPU has FMA besides AVX2.
 pub fn avx2_fused(job: &Job) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return job.p.biased && std::is_x86_feature_detected!("fma");
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = job;
-        false
-    }
+    job.p.biased && super::fused_panel::fma()
 }
 
 /// Rows of B per group of the tile: [`CODE_CHAINS`] where the step over codes runs, else [`CHAINS`].

@@ -127,13 +127,7 @@ impl<const LATE: bool, const NE: bool> Piece for WidePiece<LATE, NE> {
 /// Whether the AVX2 level runs the job's panels on its wide panel step (`crate::x86::wide_panel_blocks_avx2`): where
 /// [`wide_panels`] holds and the CPU has FMA besides AVX2.
 pub fn wide_panels_avx2(job: &Job) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return wide_panels(job) && std::is_x86_feature_detected!("fma");
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = job;
-        false
-    }
+    wide_panels(job) && super::fused_panel::fma()
 }
 
 /// One panel tile of the AVX2 level where [`wide_panels_avx2`] holds: `rows` of A against the panel `cols` of B (at

@@ -41,9 +41,9 @@ pub unsafe fn wide_planes_avx2(pc: &[u8], half: usize, lb: &Lut, pm: &mut [f64],
         half < 2 && pm.len() >= 2 * len * HALF && pe.len() >= len * HALF,
         "wide_planes_avx2: planes shorter than the piece"
     );
-    let e4m3 = lb.format() == mmaemu_model::format::Format::E4m3;
-    let packing = Packing::new(e4m3);
-    let (mb, bias) = if e4m3 { (3, 7) } else { (2, 15) };
+    let f = lb.format();
+    let packing = Packing::new(f == mmaemu_model::format::Format::E4m3);
+    let (mb, bias) = (f.mbits() as i32, f.bias() as i8);
     let (mag_mask, field_mask) = (_mm256_set1_epi8(0x7F), _mm256_set1_epi8((0x7F >> mb) as i8));
     let (last, one, biased, zero_exp) = (
         _mm256_set1_epi8(lb.last_finite() as i8),
@@ -139,7 +139,7 @@ pub unsafe fn wide_panel_blocks_avx2<const LATE: bool>(
             && (!LATE || ends.len() >= nblk * W),
         "wide_panel_blocks_avx2: a preset without room for the bias, or planes shorter than the piece"
     );
-    let pow2 = |e: i32| f64::from_bits(((1023 + e) as u64) << 52);
+    let pow2 = <f64 as crate::kernel::Lane>::pow2;
     let (sa, up, down) = (pow2(896 + lb.packed_scale() - UNSCALE), _mm256_set1_pd(pow2(UNSCALE)), pow2(-UNSCALE));
     let zero = _mm256_setzero_pd();
     let (floor, field) = (_mm256_set1_epi32(p.efloor), _mm256_set1_epi32(1023 + 52 - UNSCALE - p.frac));

@@ -55,7 +55,7 @@ fn wide_planes_are_the_tables() {
 
 /// A random wide-path preset with room for the wide step's bias, past the i32 step: frac 29 to 40, blocks of 1 to 300
 /// products, early or late c, either rounding, min_exp near the products or anywhere in -1000..=frac + 971.
-pub(super) fn wide_preset(rng: &mut ChaCha8Rng) -> Preset {
+fn wide_preset(rng: &mut ChaCha8Rng) -> Preset {
     loop {
         let nfma = if rng.random_ratio(1, 2) { 1 << rng.random_range(0..=8) } else { rng.random_range(1..=300) };
         let frac = rng.random_range(29..=40);
