@@ -197,10 +197,18 @@ impl<'a> Job<'a> {
 
     /// The codes of the panel `cols` of B (at most W rows) at positions [q0, q1) of the first chunk, position-major
     /// with zero codes at padding positions and in the columns past the panel's: for the block-scaled panels of
-    /// `crate::scaled`, whose jobs are [`Job::chains`] (one chunk over K).
-    pub(crate) fn chain_panel_codes<const W: usize>(&self, q0: usize, q1: usize, cols: Range<usize>, pc: &mut [u8]) {
+    /// `crate::scaled`, whose jobs are [`Job::chains`] (one chunk over K), moved as the panels of the level `x86`
+    /// ([`X86_NONE`], [`X86_AVX2`] or [`X86_AVX512`]) move them.
+    pub(crate) fn chain_panel_codes<const W: usize>(
+        &self,
+        q0: usize,
+        q1: usize,
+        cols: Range<usize>,
+        pc: &mut [u8],
+        x86: u8,
+    ) {
         if let Some(chunk) = self.splits.first().and_then(|s| s.first()) {
-            panel::panel_codes::<W>(self, chunk, q0, q1, cols, pc);
+            panel::move_codes::<W>(self, chunk, (q0, q1), cols, pc, x86);
         }
     }
 

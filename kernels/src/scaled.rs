@@ -11,7 +11,9 @@ mod group;
 mod panel;
 mod step;
 
-use crate::driver::Job;
+use crate::driver::{Job, X86_NONE};
+#[cfg(target_arch = "x86_64")]
+use crate::driver::{X86_AVX2, X86_AVX512};
 use crate::kernel::{Params, Path};
 use crate::tables::Lut;
 use crate::tiling::{swapped, transpose, Choice};
@@ -90,7 +92,14 @@ pub fn group_chains(preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b
 /// ([`Job::chains`]), which moves the panel's codes; `HT`: truncate with the hardware instruction.
 pub trait PanelTile: Sync {
     /// `rows.len()` rows of `cols.len()` results.
-    fn tile<const W: usize, const HT: bool>(&self, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32>;
+    /// `X86`: the level the tile runs on (`driver::X86_NONE`, `X86_AVX2` or `X86_AVX512`), which moves and decodes
+    /// the panel's codes as the tensor-wise panels on it do.
+    fn tile<const W: usize, const HT: bool, const X86: u8>(
+        &self,
+        job: &Job<'_>,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) -> Vec<f32>;
 }
 
 /// The chains of `ops` by panel tiles of `make(ops, scale_a, scale_b)` on `level`: the tensor-wise panels' tiles
@@ -136,7 +145,7 @@ fn tile<T: PanelTile>(level: SimdLevel, t: &T, job: &Job<'_>, rows: Range<usize>
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2.
         Level::Avx2 => unsafe { tile_avx2(t, job, rows, cols) },
-        _ => t.tile::<32, PORTABLE_TRUNC>(job, rows, cols),
+        _ => t.tile::<32, PORTABLE_TRUNC, X86_NONE>(job, rows, cols),
     }
 }
 
@@ -144,12 +153,12 @@ fn tile<T: PanelTile>(level: SimdLevel, t: &T, job: &Job<'_>, rows: Range<usize>
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
 unsafe fn tile_avx512<T: PanelTile>(t: &T, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    t.tile::<64, true>(job, rows, cols)
+    t.tile::<64, true, X86_AVX512>(job, rows, cols)
 }
 
 /// [`PanelTile::tile`] in AVX2 instructions.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn tile_avx2<T: PanelTile>(t: &T, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-    t.tile::<32, true>(job, rows, cols)
+    t.tile::<32, true, X86_AVX2>(job, rows, cols)
 }

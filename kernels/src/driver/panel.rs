@@ -100,15 +100,7 @@ impl<const W: usize, L: Lane, const LATE: bool, const NE: bool, const STEP: u8, 
         let (nfma, nr, ncols, j0) = (job.p.nfma, self.rows.len(), self.ncols, self.j0);
         let (pc, pv, pe, ga) = (&mut self.pc, &mut self.pv, &mut self.pe, &mut self.ga);
         let len = q1 - q0;
-        #[cfg(target_arch = "x86_64")]
-        if self.x86 != X86_NONE && std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (just seen).
-            unsafe { panel_codes_x86::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc) };
-        } else {
-            panel_codes::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        panel_codes::<W>(job, chunk, q0, q1, j0..j0 + ncols, pc);
+        move_codes::<W>(job, chunk, (q0, q1), j0..j0 + ncols, pc, self.x86);
         L::decode(&job.lb, self.x86 == X86_AVX512, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
         let nblk = len / nfma;
         let (pv, pe) = (&pv[..len * W], &pe[..len * W]);
@@ -201,6 +193,26 @@ pub(super) fn panel_codes<const W: usize>(
             }
         }
     }
+}
+
+/// [`panel_codes`] in a tile of the level `x86` (`super::X86_NONE`, `X86_AVX2` or `X86_AVX512`): on both x86 levels
+/// by [`panel_codes_x86`] (checking AVX2, which their CPUs have, so that any caller stays sound).
+#[inline(always)]
+pub(super) fn move_codes<const W: usize>(
+    job: &Job,
+    chunk: &ChunkPlan,
+    (q0, q1): (usize, usize),
+    cols: Range<usize>,
+    pc: &mut [u8],
+    x86: u8,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if x86 != X86_NONE && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (just seen).
+        return unsafe { panel_codes_x86::<W>(job, chunk, q0, q1, cols, pc) };
+    }
+    let _ = x86;
+    panel_codes::<W>(job, chunk, q0, q1, cols, pc);
 }
 
 /// [`panel_codes`] on the x86 levels, whose CPUs have AVX2: a whole panel's piece of one run of k (W a multiple of

@@ -120,7 +120,12 @@ impl<'a> Grouped<'a> {
 impl PanelTile for Grouped<'_> {
     /// Rows `rows` of A against the panel `cols` of B (at most W rows), NaN where the model must recompute.
     #[inline(always)]
-    fn tile<const W: usize, const HT: bool>(&self, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
+    fn tile<const W: usize, const HT: bool, const X86: u8>(
+        &self,
+        job: &Job<'_>,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) -> Vec<f32> {
         let (k, nfma, group, nr) = (self.k, self.p.nfma, self.group, rows.len());
         let ns = k.div_ceil(group);
         let end = k.div_ceil(nfma) * nfma;
@@ -138,7 +143,7 @@ impl PanelTile for Grouped<'_> {
             let (len, real, g0) = (q1 - q0, q1.min(k) - q0, q0 / group);
             // The piece's groups: those holding a position before K (the last instruction's rest is no group).
             let ng = real.div_ceil(group);
-            job.chain_panel_codes::<W>(q0, q1, cols.clone(), &mut pc);
+            job.chain_panel_codes::<W>(q0, q1, cols.clone(), &mut pc, X86);
             for ((&code, v), n) in pc[..len * W].iter().zip(&mut pv).zip(&mut pn) {
                 (*v, *n) = (self.v[code as usize], self.nz[code as usize]);
             }

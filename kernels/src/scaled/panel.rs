@@ -2,9 +2,9 @@
 //! whose panel codes are decoded once into position-major planes and whose scales are read once, every row of the
 //! tile through the scaled block step.
 
-use super::step::{scale_exp, scaled_block_steps, Blocks};
+use super::step::{int32_serves, scale_exp, scaled_block_steps, scaled_int32_steps, Blocks};
 use super::PanelTile;
-use crate::driver::Job;
+use crate::driver::{Job, X86_AVX512};
 use crate::kernel::{Lane, Params};
 use crate::tables::{Lut, ZERO_EXP};
 use std::ops::Range;
@@ -38,14 +38,68 @@ pub struct Scaled<'a> {
 impl PanelTile for Scaled<'_> {
     /// Rows `rows` of A against the panel `cols` of B (at most W rows), NaN where the model must recompute.
     #[inline(always)]
-    fn tile<const W: usize, const HT: bool>(&self, job: &Job<'_>, rows: Range<usize>, cols: Range<usize>) -> Vec<f32> {
-        panel_tile::<W, HT>(self, job, rows, cols)
+    fn tile<const W: usize, const HT: bool, const X86: u8>(
+        &self,
+        job: &Job<'_>,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) -> Vec<f32> {
+        if int32_serves(&self.p) {
+            panel_tile::<W, f32, HT, X86>(self, job, rows, cols)
+        } else {
+            panel_tile::<W, f64, HT, X86>(self, job, rows, cols)
+        }
     }
 }
 
-/// [`PanelTile::tile`] of the e8m0 block-scaled chains.
+/// The lane type of a block-scaled step's planes, and the step over them.
+trait StepLane: Lane {
+    /// The step of `scaled::step` over planes of this type.
+    fn steps<const W: usize, const HT: bool>(
+        a: &[u8],
+        nblk: usize,
+        la: &Lut,
+        pv: &[Self],
+        pe: &[i8],
+        bl: &Blocks<'_>,
+        c: &mut [f32; W],
+    );
+}
+
+impl StepLane for f32 {
+    #[inline(always)]
+    fn steps<const W: usize, const HT: bool>(
+        a: &[u8],
+        nblk: usize,
+        la: &Lut,
+        pv: &[f32],
+        pe: &[i8],
+        bl: &Blocks<'_>,
+        c: &mut [f32; W],
+    ) {
+        scaled_int32_steps::<W, HT>(a, nblk, la, pv, pe, bl, c);
+    }
+}
+
+impl StepLane for f64 {
+    #[inline(always)]
+    fn steps<const W: usize, const HT: bool>(
+        a: &[u8],
+        nblk: usize,
+        la: &Lut,
+        pv: &[f64],
+        pe: &[i8],
+        bl: &Blocks<'_>,
+        c: &mut [f32; W],
+    ) {
+        scaled_block_steps::<W, HT>(a, nblk, la, pv, pe, bl, c);
+    }
+}
+
+/// [`PanelTile::tile`] of the e8m0 block-scaled chains, over planes of `L` values: f32 for the i32 step, f64 for the
+/// other.
 #[inline(always)]
-fn panel_tile<const W: usize, const HT: bool>(
+fn panel_tile<const W: usize, L: StepLane, const HT: bool, const X86: u8>(
     s: &Scaled<'_>,
     job: &Job<'_>,
     rows: Range<usize>,
@@ -55,7 +109,7 @@ fn panel_tile<const W: usize, const HT: bool>(
     let nb = k.div_ceil(nfma);
     let piece_len = crate::driver::whole_blocks(nfma, PIECE);
     let mut pc = vec![0u8; piece_len * W];
-    let (mut pv, mut pe) = (vec![0f64; piece_len * W], vec![ZERO_EXP; piece_len * W]);
+    let (mut pv, mut pe) = (vec![L::default(); piece_len * W], vec![ZERO_EXP; piece_len * W]);
     let (mut xa, mut xb) = (vec![0i32; piece_len / nfma], vec![0i32; piece_len / nfma * W]);
     let mut ga = vec![0u8; piece_len];
     let mut c = vec![0f32; nr * W];
@@ -67,8 +121,8 @@ fn panel_tile<const W: usize, const HT: bool>(
         if cols.len() < W {
             xb.fill(0);
         }
-        job.chain_panel_codes::<W>(q0, q1, cols.clone(), &mut pc);
-        <f64 as Lane>::decode(&s.lb, false, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
+        job.chain_panel_codes::<W>(q0, q1, cols.clone(), &mut pc, X86);
+        L::decode(&s.lb, X86 == X86_AVX512, &pc[..len * W], &mut pv[..len * W], &mut pe[..len * W]);
         for (jj, j) in cols.clone().enumerate() {
             for (bi, &code) in s.sb[j * nb + b0..j * nb + b0 + nblk].iter().enumerate() {
                 xb[bi * W + jj] = scale_exp(code);
@@ -90,7 +144,7 @@ fn panel_tile<const W: usize, const HT: bool>(
                 *x = scale_exp(code);
             }
             let bl = Blocks { p: &s.p, min_exp: s.min_exp, xa: &xa[..nblk], xb: &xb[..nblk * W], last };
-            scaled_block_steps::<W, HT>(a, nblk, &s.la, pv, pe, &bl, c);
+            L::steps::<W, HT>(a, nblk, &s.la, pv, pe, &bl, c);
         }
     }
     let mut out = Vec::with_capacity(nr * cols.len());

@@ -24,9 +24,28 @@
 // scale marks the output: its c becomes NaN and stays NaN (its fp32 exponent reads as 128, which keeps the factors
 // normal, and the check keeps it NaN even where a truncation without the hardware instruction turns NaN into 0),
 // and the model's chain recomputes it afterwards.
+//
+// The i32 step (`scaled_int32_steps`, presets that `int32_serves`: frac <= 28) runs step 2 over f32 values, with the
+// factor 2^(frac - E + s) an f32 whose exponent is clamped to `INT32_SCALE`: a · b is exact in f32 (at most 8
+// significant bits, between 2^-32 and 2^32), and times a factor inside the bounds only its exponent moves wherever
+// the result reaches 1 (below 1 it truncates to 0 however it rounds), so its conversion to i32 is the term, below
+// 2^(frac + 2). A nonzero product has frac - E + s <= frac - (ea + eb) <= 28 + 28, inside the upper bound, which
+// therefore only changes the factor of zero products (0 either way: the factor stays finite); below the lower bound
+// every product is below 2^32 · 2^-126 < 1 times the true factor or the clamped one: 0 either way. A group's sum of at
+// most `Params::int32_group` terms is below 2^31, exact in i32; the groups' sums and c's term (in f64, as above) add
+// exactly in f64 (the block sums stay below 2^53 off `Path::Scalar`).
 
-use crate::kernel::{block_max, exp_f32, Lane, Params};
+use crate::kernel::{block_max, exp_f32, Lane, Params, MIN_INT32_GROUP};
 use crate::tables::Lut;
+
+/// The bounds of the exponent of the i32 step's f32 factor (see the comment at the top of this file): normal f32.
+const INT32_SCALE: (i32, i32) = (-126, 127);
+
+/// Whether the block-scaled step sums a preset's terms in i32 lanes ([`scaled_int32_steps`]): its groups
+/// (`Params::int32_group`, 0 above frac 28) hold at least `MIN_INT32_GROUP` products or the whole block.
+pub fn int32_serves(p: &Params) -> bool {
+    p.int32_group >= p.nfma.min(MIN_INT32_GROUP)
+}
 
 /// The largest |min_exp| whose blocks this step computes (see the comment at the top of this file).
 pub const MIN_EXP_BOUND: i32 = 700;
@@ -74,6 +93,57 @@ fn block_min<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8], len: usize) -> [i8;
     e
 }
 
+/// Step 1 for the W chains of one block (see the comment at the top of this file): the block exponent E of each
+/// output, its scale exponent s, and whether a NaN scale marks it. `ab` holds the row's codes of the block, `be` the
+/// panel's exponents (W per position), `real` the block's positions before K, `c` the accumulators.
+#[inline(always)]
+fn exponents<const W: usize>(
+    ab: &[u8],
+    la: &Lut,
+    be: &[i8],
+    real: usize,
+    (xa, xb): (i32, &[i32; W]),
+    min_exp: i32,
+    c: &[f32; W],
+) -> ([i32; W], [i32; W], [bool; W]) {
+    let hi = block_max::<W>(ab, la, be);
+    // The zero-product rule: a nonzero c is normal, at or above 2^-126, so a min_exp at or below -126 only decides E
+    // with c = 0, when the rule holds anyway; the pass is needed only above it.
+    let lo = if min_exp > -126 { block_min::<W>(ab, la, be, real) } else { [i8::MAX; W] };
+    let (mut e, mut s, mut nan) = ([0i32; W], [0i32; W], [false; W]);
+    for j in 0..W {
+        s[j] = xa + xb[j];
+        nan[j] = xa == NAN_SCALE || xb[j] == NAN_SCALE;
+        let h = hi[j] as i32;
+        let cz = c[j] == 0.0;
+        e[j] = if h > REAL { h + s[j] } else { NONE };
+        e[j] = e[j].max(if cz { NONE } else { exp_f32(c[j]) });
+        e[j] = e[j].max(if cz || (lo[j] as i32) <= REAL { min_exp } else { NONE });
+    }
+    (e, s, nan)
+}
+
+/// Step 2's end for the W chains of one block: `terms` is the exact sum of the products' terms; c's term
+/// trunc(c · 2^(frac - E)) is added, the sum kept to frac_out bits and scaled by 2^(E - frac), and an output whose
+/// result is not zero or a normal fp32 (or that `nan` or a NaN c marks) becomes NaN.
+#[inline(always)]
+fn block_ends<const W: usize, const HT: bool>(
+    terms: &[f64; W],
+    e: &[i32; W],
+    nan: &[bool; W],
+    c: &mut [f32; W],
+    p: &Params,
+) {
+    for j in 0..W {
+        let ct = Lane::trunc::<HT>(f64::from(c[j]) * <f64 as Lane>::pow2(p.frac - e[j]));
+        let r = (terms[j] + ct).keep_frac_out(p) * <f64 as Lane>::pow2(e[j] - p.frac);
+        let m = r.abs();
+        let ok =
+            !nan[j] && !c[j].is_nan() && (r == 0.0 || (m >= f64::from(f32::MIN_POSITIVE) && m <= f64::from(f32::MAX)));
+        c[j] = if ok { r as f32 } else { f32::NAN };
+    }
+}
+
 /// The scaled chains of one row against a W-wide panel over one piece of `nblk` blocks: `a` holds the row's codes,
 /// `pv`/`pe` the panel's values and exponents (one row of W per position) and `c` the W running accumulators: normal,
 /// zero, or NaN for a marked output (see the comment at the top of this file). `HT`: truncate with the hardware
@@ -94,28 +164,11 @@ pub fn scaled_block_steps<const W: usize, const HT: bool>(
         let ab = &a[blk * nfma..(blk + 1) * nfma];
         let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
         let be = &pe[blk * nfma * W..(blk + 1) * nfma * W];
-        let hi = block_max::<W>(ab, la, be);
         let real = if blk + 1 == nblk { bl.last } else { nfma };
-        // The zero-product rule: a nonzero c is normal, at or above 2^-126, so a min_exp at or below -126 only
-        // decides E with c = 0, when the rule holds anyway; the pass is needed only above it.
-        let lo = if bl.min_exp > -126 { block_min::<W>(ab, la, be, real) } else { [i8::MAX; W] };
-        let xa = bl.xa[blk];
         let xb: &[i32; W] = bl.xb[blk * W..(blk + 1) * W].try_into().unwrap_or(&[0; W]);
-        // Step 1 and the factors 2^(frac - E + s), 2^(frac - E), 2^(E - frac), branch-free over the lanes.
-        let (mut f, mut fc, mut inv) = ([0f64; W], [0f64; W], [0f64; W]);
-        let mut nan = [false; W];
-        for j in 0..W {
-            let s = xa + xb[j];
-            nan[j] = xa == NAN_SCALE || xb[j] == NAN_SCALE;
-            let h = hi[j] as i32;
-            let cz = c[j] == 0.0;
-            let mut e = if h > REAL { h + s } else { NONE };
-            e = e.max(if cz { NONE } else { exp_f32(c[j]) });
-            e = e.max(if cz || (lo[j] as i32) <= REAL { bl.min_exp } else { NONE });
-            f[j] = <f64 as Lane>::pow2(p.frac - e + s);
-            fc[j] = <f64 as Lane>::pow2(p.frac - e);
-            inv[j] = <f64 as Lane>::pow2(e - p.frac);
-        }
+        let (e, s, nan) = exponents::<W>(ab, la, be, real, (bl.xa[blk], xb), bl.min_exp, c);
+        // The factors 2^(frac - E + s), branch-free over the lanes.
+        let f: [f64; W] = std::array::from_fn(|j| <f64 as Lane>::pow2(p.frac - e[j] + s[j]));
         // Step 2: the aligned, truncated terms summed exactly.
         let mut acc = [0f64; W];
         for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
@@ -125,14 +178,51 @@ pub fn scaled_block_steps<const W: usize, const HT: bool>(
                 acc[j] += Lane::trunc::<HT>(va * row[j] * f[j]);
             }
         }
-        for j in 0..W {
-            let sum = acc[j] + Lane::trunc::<HT>(f64::from(c[j]) * fc[j]);
-            let r = sum.keep_frac_out(p) * inv[j];
-            let m = r.abs();
-            let ok = !nan[j]
-                && !c[j].is_nan()
-                && (r == 0.0 || (m >= f64::from(f32::MIN_POSITIVE) && m <= f64::from(f32::MAX)));
-            c[j] = if ok { r as f32 } else { f32::NAN };
+        block_ends::<W, HT>(&acc, &e, &nan, c, p);
+    }
+}
+
+/// [`scaled_block_steps`] for a preset whose terms' groups sum in i32 ([`int32_serves`]), over f32 planes: each term
+/// scaled in f32 and truncated by its conversion to i32, the terms of a group of `Params::int32_group` products added
+/// in i32, the groups' sums in f64 (see the comment at the top of this file).
+#[inline(always)]
+pub fn scaled_int32_steps<const W: usize, const HT: bool>(
+    a: &[u8],
+    nblk: usize,
+    la: &Lut,
+    pv: &[f32],
+    pe: &[i8],
+    bl: &Blocks<'_>,
+    c: &mut [f32; W],
+) {
+    let (p, nfma) = (bl.p, bl.p.nfma);
+    let group = p.int32_group.clamp(1, nfma);
+    for blk in 0..nblk {
+        let ab = &a[blk * nfma..(blk + 1) * nfma];
+        let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
+        let be = &pe[blk * nfma * W..(blk + 1) * nfma * W];
+        let real = if blk + 1 == nblk { bl.last } else { nfma };
+        let xb: &[i32; W] = bl.xb[blk * W..(blk + 1) * W].try_into().unwrap_or(&[0; W]);
+        let (e, s, nan) = exponents::<W>(ab, la, be, real, (bl.xa[blk], xb), bl.min_exp, c);
+        let f: [f32; W] =
+            std::array::from_fn(|j| <f32 as Lane>::pow2((p.frac - e[j] + s[j]).clamp(INT32_SCALE.0, INT32_SCALE.1)));
+        let mut terms = [0f64; W];
+        for (codes, rows) in ab.chunks(group).zip(bv.chunks(group * W)) {
+            let mut t = [0i32; W];
+            for (&code, row) in codes.iter().zip(rows.chunks_exact(W)) {
+                let va = la.v32[code as usize];
+                let Ok(row) = <&[f32; W]>::try_from(row) else { break };
+                for j in 0..W {
+                    let x = va * row[j] * f[j];
+                    debug_assert!(x.abs() < 2_147_483_648.0);
+                    // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
+                    t[j] += unsafe { x.to_int_unchecked::<i32>() };
+                }
+            }
+            for j in 0..W {
+                terms[j] += f64::from(t[j]);
+            }
         }
+        block_ends::<W, HT>(&terms, &e, &nan, c, p);
     }
 }
