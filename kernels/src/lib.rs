@@ -176,6 +176,15 @@ impl SimdLevel {
         }
     }
 
+    /// [`Format::any_nonfinite`] compiled for this level, over pieces of `NONFINITE_SCAN` (2^19) codes in parallel,
+    /// on the pool the call runs in.
+    fn scan(self, f: Format, codes: &[u8]) -> bool {
+        if codes.len() <= NONFINITE_SCAN {
+            return self.any_nonfinite(f, codes);
+        }
+        codes.par_chunks(NONFINITE_SCAN).any(|c| self.any_nonfinite(f, c))
+    }
+
     /// [`Format::any_nonfinite`] compiled for this level.
     fn any_nonfinite(self, f: Format, codes: &[u8]) -> bool {
         match self.0 {
@@ -402,7 +411,7 @@ impl ChainEngine for CpuEngine {
             return vec![0.0; ops.m * ops.n];
         }
         let job = Job::chains(preset, ops);
-        if job.path() == Path::Scalar || ops.fa.any_nonfinite(ops.a) || ops.fb.any_nonfinite(ops.b) {
+        if job.path() == Path::Scalar || self.level.scan(ops.fa, ops.a) || self.level.scan(ops.fb, ops.b) {
             return CpuEngine::scalar_chains(preset, ops);
         }
         self.compute(job, ops, |ops| Job::chains(preset, ops))
@@ -431,13 +440,9 @@ impl ChainEngine for CpuEngine {
         driver::blockwise_chains(self, preset, ops, block, scale_a, scale_b)
     }
 
-    /// Pieces of `NONFINITE_SCAN` (2^19) codes in parallel, on the pool the call runs in, each scanned with the
-    /// level's instructions.
+    /// `SimdLevel::scan`: pieces of codes in parallel, each scanned with the level's instructions.
     fn any_nonfinite(&self, f: Format, codes: &[u8]) -> bool {
-        if codes.len() <= NONFINITE_SCAN {
-            return self.level.any_nonfinite(f, codes);
-        }
-        codes.par_chunks(NONFINITE_SCAN).any(|c| self.level.any_nonfinite(f, c))
+        self.level.scan(f, codes)
     }
 
     /// A is scanned; B too, except where every code of B goes through a step that reports the non-finite ones as

@@ -46,7 +46,7 @@ pub fn scaled_chains(
     if ops.m == 0 || ops.n == 0 {
         return Vec::new();
     }
-    if !serves(preset) || ops.k == 0 || ops.fa.any_nonfinite(ops.a) || ops.fb.any_nonfinite(ops.b) {
+    if !serves(preset) || ops.k == 0 || level.scan(ops.fa, ops.a) || level.scan(ops.fb, ops.b) {
         return scaled_chains_by_model(preset, ops, scale_a, scale_b);
     }
     let mut out = by_panels(preset, ops, scale_a, scale_b, level, |ops, sa, sb| Scaled {

@@ -52,7 +52,17 @@ pub fn from_blocked<T: Copy>(blocked: &[T], rows: usize, cols: usize) -> Result<
             blocked.len()
         )));
     }
-    Ok((0..rows * cols).map(|i| blocked[blocked_index(i / cols, i % cols, cols)]).collect())
+    // Row r's codes are runs of four (one per tile of 4 columns, 512 codes apart) from its place in its tile.
+    let col_tiles = cols.div_ceil(4);
+    let mut out = Vec::with_capacity(rows * cols);
+    for r in 0..rows {
+        let at = blocked_index(r, 0, cols);
+        for t in 0..col_tiles {
+            let run = at + 512 * t;
+            out.extend_from_slice(&blocked[run..run + (cols - 4 * t).min(4)]);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
