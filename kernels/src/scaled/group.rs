@@ -21,7 +21,6 @@ use super::step::{MIN_EXP_BOUND, NONE};
 use super::PanelTile;
 use crate::driver::Job;
 use crate::kernel::{exp_f32, Lane, Params};
-use mmaemu_model::format::e2m1;
 use mmaemu_model::group_scale::scale_parts;
 use mmaemu_model::Preset;
 use std::ops::Range;
@@ -80,10 +79,6 @@ pub struct Grouped<'a> {
     min_exp: i32,
     sa: &'a [u8],
     sb: &'a [u8],
-    /// The value of each byte's e2m1 code (its low nibble).
-    v: [f32; 256],
-    /// 1 for a nonzero e2m1 code, else 0.
-    nz: [u8; 256],
     /// Each scale code.
     scales: [Scale; 256],
 }
@@ -99,13 +94,9 @@ impl<'a> Grouped<'a> {
             min_exp: preset.min_exp(),
             sa,
             sb,
-            v: [0.0; 256],
-            nz: [0; 256],
             scales: [Scale::default(); 256],
         };
         for code in 0..=255u8 {
-            g.v[code as usize] = e2m1::to_f32(code);
-            g.nz[code as usize] = u8::from(e2m1::to_f32(code) != 0.0);
             g.scales[code as usize] = match scale_parts(preset.scale_format(), code) {
                 Ok((sig, e)) => {
                     Scale { v: sig as f64 * <f64 as Lane>::pow2(e - 3), e, flags: if sig == 0 { ZERO } else { 0 } }
@@ -145,7 +136,7 @@ impl PanelTile for Grouped<'_> {
             let ng = real.div_ceil(group);
             job.chain_panel_codes::<W>(q0, q1, cols.clone(), &mut pc, X86);
             for ((&code, v), n) in pc[..len * W].iter().zip(&mut pv).zip(&mut pn) {
-                (*v, *n) = (self.v[code as usize], self.nz[code as usize]);
+                (*v, *n) = e2m1_value(code);
             }
             if cols.len() < W {
                 xb.v.fill(0.0);
@@ -163,7 +154,7 @@ impl PanelTile for Grouped<'_> {
                 av.fill(0.0);
                 an.fill(0);
                 for ((&code, v), n) in self.a[i * k + q0..i * k + q0 + real].iter().zip(&mut av).zip(&mut an) {
-                    (*v, *n) = (self.v[code as usize], self.nz[code as usize]);
+                    (*v, *n) = e2m1_value(code);
                 }
                 for (x, &code) in xa.iter_mut().zip(&self.sa[i * ns + g0..i * ns + g0 + ng]) {
                     *x = self.scales[code as usize];
@@ -176,6 +167,18 @@ impl PanelTile for Grouped<'_> {
         c.chunks_exact(W).for_each(|c| out.extend_from_slice(&c[..cols.len()]));
         out
     }
+}
+
+/// The value of a byte's e2m1 code (its low nibble) and 1 where it is nonzero, else 0, from its bits (branch-free,
+/// so that a piece's codes decode in vector lanes): |x| = mant · 2^-1 in field 0, (1 + mant / 2) · 2^(field - 1)
+/// above, the sign from bit 3 (a zero with it is -0).
+#[inline(always)]
+fn e2m1_value(code: u8) -> (f32, u8) {
+    let c = u32::from(code);
+    let (field, mant) = ((c >> 1) & 3, c & 1);
+    let normal = ((field + 126) << 23) | (mant << 22);
+    let mag = if field == 0 { mant * 0x3F00_0000 } else { normal };
+    (f32::from_bits(mag | (c & 8) << 28), u8::from(c & 7 != 0))
 }
 
 /// One piece of a row and a panel: A's values and nonzero flags, the panel's (W per position), its real groups.
@@ -263,6 +266,22 @@ impl Grouped<'_> {
                     && (r == 0.0 || (m >= f64::from(f32::MIN_POSITIVE) && m <= f64::from(f32::MAX)));
                 c[j] = if ok { r as f32 } else { f32::NAN };
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::e2m1_value;
+    use mmaemu_model::format::e2m1;
+
+    /// Every byte's value and nonzero flag are the model's e2m1 decoding of its low nibble, bit for bit.
+    #[test]
+    fn e2m1_values_are_the_format() {
+        for code in 0..=255u8 {
+            let (v, nz) = e2m1_value(code);
+            assert_eq!(v.to_bits(), e2m1::to_f32(code).to_bits(), "code {code:#04x}");
+            assert_eq!(nz, u8::from(e2m1::to_f32(code) != 0.0), "code {code:#04x}");
         }
     }
 }
