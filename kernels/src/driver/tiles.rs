@@ -15,6 +15,12 @@ use crate::x86::CODE_CHAINS;
 /// --threads 1`, AMD EPYC with AVX-512).
 pub(super) const PIECE: usize = 256;
 
+/// [`PIECE`] for the i32 steps (tensor-wise and MXFP8) on panels of 64 outputs (AVX-512): their f32 planes of 256
+/// positions (80 KB) left the first-level cache between the decoding and the step, and pieces of 32 positions (one
+/// block from 32 products up) ran faster from 1 to 1024 rows (kernels/scaling-modes.md). f64 planes, and the 32-output
+/// panels of the other levels, were not faster with them.
+pub(crate) const PIECE_I32_64: usize = 32;
+
 /// Most rows of A per tile: decoding a panel piece costs a few cycles per code, the kernel a fraction of a
 /// cycle per product, so a decoded piece must serve hundreds of rows.
 const MAX_ROWS: usize = 512;
