@@ -83,16 +83,8 @@ pub fn int32_steps<const W: usize, const LATE: bool, const NE: bool, const R: us
             let mut sum = [0f64; W];
             let group = if GROUPS { p.int32_group.max(1) } else { nfma };
             for (codes, rows) in ab.chunks(group).zip(bv.chunks(group * W)) {
-                for (&code, row) in codes.iter().zip(rows.chunks_exact(W)) {
-                    let va = la.v32[code as usize];
-                    let Ok(row) = <&[f32; W]>::try_from(row) else { break };
-                    for j in 0..W {
-                        let x = va * row[j] * s[j];
-                        debug_assert!(x.abs() < 2_147_483_648.0);
-                        // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
-                        t[j] += unsafe { x.to_int_unchecked::<i32>() };
-                    }
-                }
+                // SAFETY: every term is finite and below 2^31 in magnitude (see the comment at the top of this file).
+                unsafe { add_i32_terms::<W>(codes, rows, la, &s, &mut t) };
                 if GROUPS {
                     for j in 0..W {
                         sum[j] += f64::from(t[j]);
@@ -117,6 +109,32 @@ pub fn int32_steps<const W: usize, const LATE: bool, const NE: bool, const R: us
     }
     for (c, acc) in c.into_iter().zip(accs) {
         *c = acc;
+    }
+}
+
+/// Adds to `t` the terms trunc(a · b · f) of a row's `codes` against a panel's values `rows` (W per position), each
+/// computed in f32 and truncated toward zero by its conversion to i32 (exact where a · b · f only moves the exponent
+/// of a · b, or is below 1).
+///
+/// # Safety
+/// Every `a · b · f[j]` must be finite and below 2^31 in magnitude, and every sum in `t` stay inside i32.
+#[inline(always)]
+pub(crate) unsafe fn add_i32_terms<const W: usize>(
+    codes: &[u8],
+    rows: &[f32],
+    la: &Lut,
+    f: &[f32; W],
+    t: &mut [i32; W],
+) {
+    for (&code, row) in codes.iter().zip(rows.chunks_exact(W)) {
+        let va = la.v32[code as usize];
+        let Ok(row) = <&[f32; W]>::try_from(row) else { break };
+        for j in 0..W {
+            let x = va * row[j] * f[j];
+            debug_assert!(x.abs() < 2_147_483_648.0);
+            // SAFETY: finite and below 2^31 in magnitude (the caller's promise).
+            t[j] += unsafe { x.to_int_unchecked::<i32>() };
+        }
     }
 }
 

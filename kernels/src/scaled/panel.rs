@@ -2,10 +2,10 @@
 //! whose panel codes are decoded once into position-major planes and whose scales are read once, every row of the
 //! tile through the scaled block step.
 
-use super::step::{int32_serves, scale_exp, scaled_block_steps, scaled_int32_steps, Blocks};
+use super::step::{int32_serves, scale_exp, Blocks, ScaledLane};
 use super::PanelTile;
 use crate::driver::{Job, PIECE_I32_64, X86_AVX512};
-use crate::kernel::{Lane, Params};
+use crate::kernel::Params;
 use crate::tables::{Lut, ZERO_EXP};
 use std::ops::Range;
 
@@ -52,54 +52,10 @@ impl PanelTile for Scaled<'_> {
     }
 }
 
-/// The lane type of a block-scaled step's planes, and the step over them.
-trait StepLane: Lane {
-    /// The step of `scaled::step` over planes of this type.
-    fn steps<const W: usize, const HT: bool>(
-        a: &[u8],
-        nblk: usize,
-        la: &Lut,
-        pv: &[Self],
-        pe: &[i8],
-        bl: &Blocks<'_>,
-        c: &mut [f32; W],
-    );
-}
-
-impl StepLane for f32 {
-    #[inline(always)]
-    fn steps<const W: usize, const HT: bool>(
-        a: &[u8],
-        nblk: usize,
-        la: &Lut,
-        pv: &[f32],
-        pe: &[i8],
-        bl: &Blocks<'_>,
-        c: &mut [f32; W],
-    ) {
-        scaled_int32_steps::<W, HT>(a, nblk, la, pv, pe, bl, c);
-    }
-}
-
-impl StepLane for f64 {
-    #[inline(always)]
-    fn steps<const W: usize, const HT: bool>(
-        a: &[u8],
-        nblk: usize,
-        la: &Lut,
-        pv: &[f64],
-        pe: &[i8],
-        bl: &Blocks<'_>,
-        c: &mut [f32; W],
-    ) {
-        scaled_block_steps::<W, HT>(a, nblk, la, pv, pe, bl, c);
-    }
-}
-
 /// [`PanelTile::tile`] of the e8m0 block-scaled chains, over planes of `L` values: f32 for the i32 step, f64 for the
 /// other.
 #[inline(always)]
-fn panel_tile<const W: usize, L: StepLane, const HT: bool, const X86: u8>(
+fn panel_tile<const W: usize, L: ScaledLane, const HT: bool, const X86: u8>(
     s: &Scaled<'_>,
     job: &Job<'_>,
     rows: Range<usize>,
@@ -146,7 +102,7 @@ fn panel_tile<const W: usize, L: StepLane, const HT: bool, const X86: u8>(
                 *x = scale_exp(code);
             }
             let bl = Blocks { p: &s.p, min_exp: s.min_exp, xa: &xa[..nblk], xb: &xb[..nblk * W], last };
-            L::steps::<W, HT>(a, nblk, &s.la, pv, pe, &bl, c);
+            L::scaled_steps::<W, HT>(a, nblk, &s.la, pv, pe, &bl, c);
         }
     }
     let mut out = Vec::with_capacity(nr * cols.len());

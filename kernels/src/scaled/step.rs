@@ -25,7 +25,7 @@
 // normal, and the check keeps it NaN even where a truncation without the hardware instruction turns NaN into 0),
 // and the model's chain recomputes it afterwards.
 //
-// The i32 step (`scaled_int32_steps`, presets that `int32_serves`: frac <= 28) runs step 2 over f32 values, with the
+// The i32 step (`ScaledLane` for f32, presets that `int32_serves`: frac <= 28) runs step 2 over f32 values, with the
 // factor 2^(frac - E + s) an f32 whose exponent is clamped to `INT32_SCALE`: a · b is exact in f32 (at most 8
 // significant bits, between 2^-32 and 2^32), and times a factor inside the bounds only its exponent moves wherever
 // the result reaches 1 (below 1 it truncates to 0 however it rounds), so its conversion to i32 is the term, below
@@ -36,12 +36,13 @@
 // exactly in f64 (the block sums stay below 2^53 off `Path::Scalar`).
 
 use crate::kernel::{block_max, exp_f32, Lane, Params, MIN_INT32_GROUP};
+use crate::small::add_i32_terms;
 use crate::tables::Lut;
 
 /// The bounds of the exponent of the i32 step's f32 factor (see the comment at the top of this file): normal f32.
 const INT32_SCALE: (i32, i32) = (-126, 127);
 
-/// Whether the block-scaled step sums a preset's terms in i32 lanes ([`scaled_int32_steps`]): its groups
+/// Whether the block-scaled step sums a preset's terms in i32 lanes (`ScaledLane` for f32): its groups
 /// (`Params::int32_group`, 0 above frac 28) hold at least `MIN_INT32_GROUP` products or the whole block.
 pub fn int32_serves(p: &Params) -> bool {
     p.int32_group >= p.nfma.min(MIN_INT32_GROUP)
@@ -144,32 +145,49 @@ fn block_ends<const W: usize, const HT: bool>(
     }
 }
 
-/// The scaled chains of one row against a W-wide panel over one piece of `nblk` blocks: `a` holds the row's codes,
-/// `pv`/`pe` the panel's values and exponents (one row of W per position) and `c` the W running accumulators: normal,
-/// zero, or NaN for a marked output (see the comment at the top of this file). `HT`: truncate with the hardware
-/// instruction.
-#[inline(always)]
-pub fn scaled_block_steps<const W: usize, const HT: bool>(
-    a: &[u8],
-    nblk: usize,
-    la: &Lut,
-    pv: &[f64],
-    pe: &[i8],
-    bl: &Blocks<'_>,
-    c: &mut [f32; W],
-) {
-    let (p, nfma) = (bl.p, bl.p.nfma);
-    let zero = [0f64; W];
-    for blk in 0..nblk {
-        let ab = &a[blk * nfma..(blk + 1) * nfma];
-        let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
-        let be = &pe[blk * nfma * W..(blk + 1) * nfma * W];
-        let real = if blk + 1 == nblk { bl.last } else { nfma };
-        let xb: &[i32; W] = bl.xb[blk * W..(blk + 1) * W].try_into().unwrap_or(&[0; W]);
-        let (e, s, nan) = exponents::<W>(ab, la, be, real, (bl.xa[blk], xb), bl.min_exp, c);
-        // The factors 2^(frac - E + s), branch-free over the lanes.
-        let f: [f64; W] = std::array::from_fn(|j| <f64 as Lane>::pow2(p.frac - e[j] + s[j]));
-        // Step 2: the aligned, truncated terms summed exactly.
+/// The lane type of a block-scaled step's planes: f64 (every preset the panels serve) or f32 (the i32 step, presets
+/// that [`int32_serves`]), and step 2's sum of a block's terms over them.
+pub trait ScaledLane: Lane {
+    /// The scaled chains of one row against a W-wide panel over one piece of `nblk` blocks: `a` holds the row's
+    /// codes, `pv`/`pe` the panel's values and exponents (one row of W per position) and `c` the W running
+    /// accumulators: normal, zero, or NaN for a marked output (see the comment at the top of this file). `HT`:
+    /// truncate with the hardware instruction.
+    #[inline(always)]
+    fn scaled_steps<const W: usize, const HT: bool>(
+        a: &[u8],
+        nblk: usize,
+        la: &Lut,
+        pv: &[Self],
+        pe: &[i8],
+        bl: &Blocks<'_>,
+        c: &mut [f32; W],
+    ) {
+        let (p, nfma) = (bl.p, bl.p.nfma);
+        for blk in 0..nblk {
+            let ab = &a[blk * nfma..(blk + 1) * nfma];
+            let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
+            let be = &pe[blk * nfma * W..(blk + 1) * nfma * W];
+            let real = if blk + 1 == nblk { bl.last } else { nfma };
+            let xb: &[i32; W] = bl.xb[blk * W..(blk + 1) * W].try_into().unwrap_or(&[0; W]);
+            let (e, s, nan) = exponents::<W>(ab, la, be, real, (bl.xa[blk], xb), bl.min_exp, c);
+            // The exponents of the factors 2^(frac - E + s).
+            let x: [i32; W] = std::array::from_fn(|j| p.frac - e[j] + s[j]);
+            let terms = Self::terms::<W, HT>(ab, bv, la, &x, p);
+            block_ends::<W, HT>(&terms, &e, &nan, c, p);
+        }
+    }
+
+    /// Step 2's sum of a block's terms trunc(a · b · 2^x) for each of the W outputs, exact: `ab` the row's codes, `bv`
+    /// the panel's values (W per position), `x` each output's factor exponent frac - E + s.
+    fn terms<const W: usize, const HT: bool>(ab: &[u8], bv: &[Self], la: &Lut, x: &[i32; W], p: &Params) -> [f64; W];
+}
+
+impl ScaledLane for f64 {
+    /// Each term exact in f64 and truncated there.
+    #[inline(always)]
+    fn terms<const W: usize, const HT: bool>(ab: &[u8], bv: &[f64], la: &Lut, x: &[i32; W], _: &Params) -> [f64; W] {
+        let f: [f64; W] = std::array::from_fn(|j| <f64 as Lane>::pow2(x[j]));
+        let zero = [0f64; W];
         let mut acc = [0f64; W];
         for (&code, row) in ab.iter().zip(bv.chunks_exact(W)) {
             let va = <f64 as Lane>::value(la, code);
@@ -178,51 +196,28 @@ pub fn scaled_block_steps<const W: usize, const HT: bool>(
                 acc[j] += Lane::trunc::<HT>(va * row[j] * f[j]);
             }
         }
-        block_ends::<W, HT>(&acc, &e, &nan, c, p);
+        acc
     }
 }
 
-/// [`scaled_block_steps`] for a preset whose terms' groups sum in i32 ([`int32_serves`]), over f32 planes: each term
-/// scaled in f32 and truncated by its conversion to i32, the terms of a group of `Params::int32_group` products added
-/// in i32, the groups' sums in f64 (see the comment at the top of this file).
-#[inline(always)]
-pub fn scaled_int32_steps<const W: usize, const HT: bool>(
-    a: &[u8],
-    nblk: usize,
-    la: &Lut,
-    pv: &[f32],
-    pe: &[i8],
-    bl: &Blocks<'_>,
-    c: &mut [f32; W],
-) {
-    let (p, nfma) = (bl.p, bl.p.nfma);
-    let group = p.int32_group.clamp(1, nfma);
-    for blk in 0..nblk {
-        let ab = &a[blk * nfma..(blk + 1) * nfma];
-        let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
-        let be = &pe[blk * nfma * W..(blk + 1) * nfma * W];
-        let real = if blk + 1 == nblk { bl.last } else { nfma };
-        let xb: &[i32; W] = bl.xb[blk * W..(blk + 1) * W].try_into().unwrap_or(&[0; W]);
-        let (e, s, nan) = exponents::<W>(ab, la, be, real, (bl.xa[blk], xb), bl.min_exp, c);
-        let f: [f32; W] =
-            std::array::from_fn(|j| <f32 as Lane>::pow2((p.frac - e[j] + s[j]).clamp(INT32_SCALE.0, INT32_SCALE.1)));
+impl ScaledLane for f32 {
+    /// The i32 step: each term scaled in f32 (the factor's exponent clamped to [`INT32_SCALE`]) and truncated by its
+    /// conversion to i32, the terms of a group of `Params::int32_group` products added in i32, the groups' sums in
+    /// f64 (see the comment at the top of this file).
+    #[inline(always)]
+    fn terms<const W: usize, const HT: bool>(ab: &[u8], bv: &[f32], la: &Lut, x: &[i32; W], p: &Params) -> [f64; W] {
+        let f: [f32; W] = std::array::from_fn(|j| <f32 as Lane>::pow2(x[j].clamp(INT32_SCALE.0, INT32_SCALE.1)));
+        let group = p.int32_group.clamp(1, p.nfma);
         let mut terms = [0f64; W];
         for (codes, rows) in ab.chunks(group).zip(bv.chunks(group * W)) {
             let mut t = [0i32; W];
-            for (&code, row) in codes.iter().zip(rows.chunks_exact(W)) {
-                let va = la.v32[code as usize];
-                let Ok(row) = <&[f32; W]>::try_from(row) else { break };
-                for j in 0..W {
-                    let x = va * row[j] * f[j];
-                    debug_assert!(x.abs() < 2_147_483_648.0);
-                    // SAFETY: finite and below 2^31 in magnitude (see the comment at the top of this file).
-                    t[j] += unsafe { x.to_int_unchecked::<i32>() };
-                }
-            }
+            // SAFETY: every term is finite and below 2^(frac + 2) <= 2^30, and a group's sum below 2^31 (see the
+            // comment at the top of this file).
+            unsafe { add_i32_terms::<W>(codes, rows, la, &f, &mut t) };
             for j in 0..W {
                 terms[j] += f64::from(t[j]);
             }
         }
-        block_ends::<W, HT>(&terms, &e, &nan, c, p);
+        terms
     }
 }
