@@ -1,7 +1,7 @@
 //! The panel executor: a tile of rows of A against a panel of W rows of B, each piece of the panel's codes moved
 //! into position-major order and decoded once, then every row of the tile through the portable panel step.
 
-use super::tiles::{whole_blocks, PIECE, PIECE_I32_64};
+use super::tiles::{piece_positions, whole_blocks};
 use super::{rows_of_a, ChunkPlan, Job, Piece, TileOutputs, X86_AVX512, X86_NONE};
 use crate::kernel::{block_steps, Lane, Path};
 use crate::small::{int32_steps, single_product_steps};
@@ -59,8 +59,7 @@ fn tile_with<const W: usize, L: Lane, const LATE: bool, const NE: bool, const ST
     let nfma = job.p.nfma;
     let nr = rows.len();
     let (j0, ncols) = (cols.start, cols.len());
-    let i32_64 = (STEP == INT32 || STEP == INT32_GROUPS) && W == 64;
-    let piece_len = whole_blocks(nfma, if i32_64 { PIECE_I32_64 } else { PIECE });
+    let piece_len = whole_blocks(nfma, piece_positions(STEP == INT32 || STEP == INT32_GROUPS, W));
     let tile = TileOutputs::new(&rows, &cols, W);
     let mut piece = PanelPiece::<W, L, LATE, NE, STEP, HT> {
         rows: rows.clone(),

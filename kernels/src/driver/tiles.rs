@@ -19,7 +19,17 @@ pub(super) const PIECE: usize = 256;
 /// positions (80 KB) left the first-level cache between the decoding and the step, and pieces of 32 positions (one
 /// block from 32 products up) ran faster from 1 to 1024 rows (kernels/scaling-modes.md). f64 planes, and the 32-output
 /// panels of the other levels, were not faster with them.
-pub(crate) const PIECE_I32_64: usize = 32;
+const PIECE_I32_64: usize = 32;
+
+/// The target positions of a piece of a panel tile (the tensor-wise panels and the block-scaled ones) of `w` outputs
+/// whose step sums in i32 lanes (`i32_step`) or not: [`PIECE_I32_64`] or [`PIECE`].
+pub(crate) fn piece_positions(i32_step: bool, w: usize) -> usize {
+    if i32_step && w == 64 {
+        PIECE_I32_64
+    } else {
+        PIECE
+    }
+}
 
 /// Most rows of A per tile: decoding a panel piece costs a few cycles per code, the kernel a fraction of a
 /// cycle per product, so a decoded piece must serve hundreds of rows.

@@ -17,16 +17,13 @@
 // frac <= 48 every factor is a normal f64. A block result that is zero or a normal fp32 is the model's bits; any
 // other, or a NaN scale, marks the output with a NaN accumulator as in `step.rs`.
 
-use super::step::{MIN_EXP_BOUND, NONE};
+use super::step::{block_result, MIN_EXP_BOUND, NONE};
 use super::PanelTile;
 use crate::driver::Job;
 use crate::kernel::{exp_f32, Lane, Params};
 use mmaemu_model::group_scale::scale_parts;
 use mmaemu_model::Preset;
 use std::ops::Range;
-
-/// Target positions per piece, whole instructions (as the block-scaled panels').
-const PIECE: usize = 256;
 
 /// The largest group the step sums in f32 (see the comment at the top of this file).
 const MAX_GROUP: usize = 64;
@@ -120,7 +117,8 @@ impl PanelTile for Grouped<'_> {
         let (k, nfma, group, nr) = (self.k, self.p.nfma, self.group, rows.len());
         let ns = k.div_ceil(group);
         let end = k.div_ceil(nfma) * nfma;
-        let piece_len = crate::driver::whole_blocks(nfma, PIECE);
+        // Whole instructions, as the block-scaled panels' pieces (f32 and u8 planes, no i32 step).
+        let piece_len = crate::driver::whole_blocks(nfma, crate::driver::piece_positions(false, W));
         let mut pc = vec![0u8; piece_len * W];
         let (mut pv, mut pn) = (vec![0f32; piece_len * W], vec![0u8; piece_len * W]);
         let (mut av, mut an) = (vec![0f32; piece_len], vec![0u8; piece_len]);
@@ -259,12 +257,7 @@ impl Grouped<'_> {
                 }
             }
             for j in 0..W {
-                let r = total[j].keep_frac_out(p) * inv[j];
-                let m = r.abs();
-                let ok = !nan[j]
-                    && !c[j].is_nan()
-                    && (r == 0.0 || (m >= f64::from(f32::MIN_POSITIVE) && m <= f64::from(f32::MAX)));
-                c[j] = if ok { r as f32 } else { f32::NAN };
+                c[j] = block_result(total[j].keep_frac_out(p) * inv[j], nan[j] || c[j].is_nan());
             }
         }
     }

@@ -4,15 +4,10 @@
 
 use super::step::{int32_serves, scale_exp, Blocks, ScaledLane};
 use super::PanelTile;
-use crate::driver::{Job, PIECE_I32_64, X86_AVX512};
+use crate::driver::{piece_positions, whole_blocks, Job, X86_AVX512};
 use crate::kernel::Params;
 use crate::tables::{Lut, ZERO_EXP};
 use std::ops::Range;
-
-/// Target positions per piece, rounded to whole blocks: the panel planes (10 bytes per position and output in f64, 160
-/// KB at W = 64) stay in the second-level cache while every row of the tile runs over them, as the tensor-wise
-/// panels' pieces do (`driver`'s `PIECE`).
-const PIECE: usize = 256;
 
 /// The operands of a block-scaled GEMM in the kernels' form: A's codes (m x k, row-major; B's are read through the
 /// job), and the e8m0 scale codes row-major [m, ceil(k / nfma)] and [n, ceil(k / nfma)].
@@ -63,9 +58,7 @@ fn panel_tile<const W: usize, L: ScaledLane, const HT: bool, const X86: u8>(
 ) -> Vec<f32> {
     let (k, nfma, nr) = (s.k, s.p.nfma, rows.len());
     let nb = k.div_ceil(nfma);
-    // The i32 step's f32 planes at W = 64 in pieces that stay in the first-level cache (`driver::PIECE_I32_64`).
-    let i32_64 = std::mem::size_of::<L>() == 4 && W == 64;
-    let piece_len = crate::driver::whole_blocks(nfma, if i32_64 { PIECE_I32_64 } else { PIECE });
+    let piece_len = whole_blocks(nfma, piece_positions(int32_serves(&s.p), W));
     let mut pc = vec![0u8; piece_len * W];
     let (mut pv, mut pe) = (vec![L::default(); piece_len * W], vec![ZERO_EXP; piece_len * W]);
     let (mut xa, mut xb) = (vec![0i32; piece_len / nfma], vec![0i32; piece_len / nfma * W]);

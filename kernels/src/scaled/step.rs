@@ -138,10 +138,21 @@ fn block_ends<const W: usize, const HT: bool>(
     for j in 0..W {
         let ct = Lane::trunc::<HT>(f64::from(c[j]) * <f64 as Lane>::pow2(p.frac - e[j]));
         let r = (terms[j] + ct).keep_frac_out(p) * <f64 as Lane>::pow2(e[j] - p.frac);
-        let m = r.abs();
-        let ok =
-            !nan[j] && !c[j].is_nan() && (r == 0.0 || (m >= f64::from(f32::MIN_POSITIVE) && m <= f64::from(f32::MAX)));
-        c[j] = if ok { r as f32 } else { f32::NAN };
+        c[j] = block_result(r, nan[j] || c[j].is_nan());
+    }
+}
+
+/// A block's result `r` as the output's accumulator: `r` in fp32 where it is zero or a normal fp32 (then exact) and
+/// nothing marks the output (`marked`: a NaN scale, or a NaN accumulator), else NaN, which marks it for the model's
+/// chain (see the comment at the top of this file).
+#[inline(always)]
+pub(super) fn block_result(r: f64, marked: bool) -> f32 {
+    let m = r.abs();
+    let ok = !marked && (r == 0.0 || (m >= f64::from(f32::MIN_POSITIVE) && m <= f64::from(f32::MAX)));
+    if ok {
+        r as f32
+    } else {
+        f32::NAN
     }
 }
 
