@@ -37,7 +37,7 @@ pub use panel::tile;
 pub use products::{strip_tile, X86_AVX2, X86_AVX512, X86_NONE};
 use tiles::SERIAL_MACS;
 pub use tiles::{avx2_fused, products_serve, reads_b_codes, Tiles};
-pub(crate) use tiles::{piece_positions, whole_blocks};
+pub(crate) use tiles::{piece_positions, whole_blocks, WIDE_PIECE};
 #[cfg(target_arch = "x86_64")]
 pub use wide_panel::tile_wide;
 #[cfg(target_arch = "x86_64")]
@@ -161,8 +161,13 @@ impl<'a> Job<'a> {
         Job { watch: Some(seen), ..self }
     }
 
+    /// Whether B is watched (see [`Job::watching`]).
+    pub(crate) fn watched(&self) -> bool {
+        self.watch.is_some()
+    }
+
     /// Record that the step over B's codes met a non-finite code (see [`Job::watching`]).
-    fn saw_nonfinite_b(&self) {
+    pub(crate) fn saw_nonfinite_b(&self) {
         if let Some(w) = self.watch {
             w.store(true, Ordering::Relaxed);
         }

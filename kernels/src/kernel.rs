@@ -234,8 +234,9 @@ pub trait Lane: Copy + Default + Add<Output = Self> + Mul<Output = Self> + AddAs
     /// A code's exact value.
     fn value(l: &Lut, code: u8) -> Self;
     /// The values and exponents of finite codes, as [`Lane::value`] and [`Lut::e`] give them (a zero may come
-    /// out as -0, see [`Lut::decode`]), in a tile of the AVX-512 level (`avx512`, see [`Lut::decode_on`]) or another.
-    fn decode(l: &Lut, avx512: bool, codes: &[u8], v: &mut [Self], e: &mut [i8]);
+    /// out as -0, see [`Lut::decode`]), in a tile of the AVX-512 level (`avx512`, see [`Lut::decode_on`]) or another;
+    /// whether a code was non-finite, where the decoding tells.
+    fn decode(l: &Lut, avx512: bool, codes: &[u8], v: &mut [Self], e: &mut [i8]) -> Option<bool>;
     /// 2^e, built from its bits (the callers keep it normal).
     fn pow2(e: i32) -> Self;
     /// trunc(self) for an integer part below 2^(mantissa bits + 8): the hardware rounding instruction
@@ -259,8 +260,9 @@ impl Lane for f32 {
         l.v32[code as usize]
     }
     #[inline(always)]
-    fn decode(l: &Lut, avx512: bool, codes: &[u8], v: &mut [f32], e: &mut [i8]) {
-        l.decode_on(avx512, codes, v, e);
+    fn decode(l: &Lut, avx512: bool, codes: &[u8], v: &mut [f32], e: &mut [i8]) -> Option<bool> {
+        let seen = l.decode_on(avx512, codes, v, e);
+        Lut::vbmi_decodes(avx512).then_some(seen)
     }
     #[inline(always)]
     fn pow2(e: i32) -> f32 {
@@ -298,10 +300,11 @@ impl Lane for f64 {
         l.v64[code as usize]
     }
     #[inline(always)]
-    fn decode(l: &Lut, _: bool, codes: &[u8], v: &mut [f64], e: &mut [i8]) {
+    fn decode(l: &Lut, _: bool, codes: &[u8], v: &mut [f64], e: &mut [i8]) -> Option<bool> {
         for ((&c, v), e) in codes.iter().zip(v.iter_mut()).zip(e.iter_mut()) {
             (*v, *e) = (l.v64[c as usize], l.e[c as usize]);
         }
+        None
     }
     #[inline(always)]
     fn pow2(e: i32) -> f64 {

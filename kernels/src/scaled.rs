@@ -10,6 +10,7 @@
 mod group;
 mod panel;
 mod step;
+mod wide;
 
 use crate::driver::{Job, X86_NONE};
 #[cfg(target_arch = "x86_64")]
@@ -24,6 +25,7 @@ use mmaemu_model::{CEntry, Chain, GroupChain, Operands, Preset};
 use panel::Scaled;
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::AtomicBool;
 
 /// Whether the panels can compute a preset's block-scaled chains (see the comment at the top of this file).
 pub fn serves(preset: &Preset) -> bool {
@@ -46,11 +48,12 @@ pub fn scaled_chains(
     if ops.m == 0 || ops.n == 0 {
         return Vec::new();
     }
-    if !serves(preset) || ops.k == 0 || level.scan(ops.fa, ops.a) || level.scan(ops.fb, ops.b) {
+    if !serves(preset) || ops.k == 0 {
         return scaled_chains_by_model(preset, ops, scale_a, scale_b);
     }
-    let mut out = by_panels(preset, ops, scale_a, scale_b, level, |ops, sa, sb| Scaled {
+    let out = by_panels(preset, ops, (scale_a, scale_b), (level, true), |ops, sa, sb| Scaled {
         a: ops.a,
+        b: ops.b,
         k: ops.k,
         la: Lut::new(ops.fa),
         lb: Lut::new(ops.fb),
@@ -59,6 +62,8 @@ pub fn scaled_chains(
         sa,
         sb,
     });
+    // A non-finite code: the model replaces it (docs/reference.md §3.7) and computes every output.
+    let Some(mut out) = out else { return scaled_chains_by_model(preset, ops, scale_a, scale_b) };
     let chain = Chain::new(preset, ops.fa, ops.fb);
     let nb = ops.k.div_ceil(preset.nfma());
     recompute_marked(&mut out, ops, |i, j, ra, rb| {
@@ -78,8 +83,12 @@ pub fn group_chains(preset: &Preset, ops: &Operands<'_>, scale_a: &[u8], scale_b
     if !group::serves(preset) || ops.k == 0 {
         return group_chains_by_model(&chain, ops, scale_a, scale_b);
     }
-    let mut out =
-        by_panels(preset, ops, scale_a, scale_b, level, |ops, sa, sb| Grouped::new(preset, ops.a, ops.k, sa, sb));
+    // e2m1 codes are all finite: nothing to scan.
+    let Some(mut out) = by_panels(preset, ops, (scale_a, scale_b), (level, false), |ops, sa, sb| {
+        Grouped::new(preset, ops.a, ops.k, sa, sb)
+    }) else {
+        return group_chains_by_model(&chain, ops, scale_a, scale_b);
+    };
     let ns = ops.k.div_ceil(chain.scale_block());
     recompute_marked(&mut out, ops, |i, j, ra, rb| {
         chain.run(ra, rb, &scale_a[i * ns..(i + 1) * ns], &scale_b[j * ns..(j + 1) * ns], 0.0)
@@ -104,25 +113,42 @@ pub trait PanelTile: Sync {
 
 /// The chains of `ops` by panel tiles of `make(ops, scale_a, scale_b)` on `level`: the tensor-wise panels' tiles
 /// (`tiling::Choice` with no product lanes), A and B exchanged where N is narrower than a panel and M is larger.
+/// `checked`: the codes may be non-finite (e4m3 and e5m2 do hold such codes), and None where one is: the tiles' A is
+/// scanned first, and their B too, or watched where the level's planes tell non-finite codes as they decode them
+/// ([`watches_b`]).
 fn by_panels<'o, T: PanelTile>(
     preset: &Preset,
     ops: &Operands<'o>,
-    scale_a: &'o [u8],
-    scale_b: &'o [u8],
-    level: SimdLevel,
+    (scale_a, scale_b): (&'o [u8], &'o [u8]),
+    (level, checked): (SimdLevel, bool),
     make: impl Fn(&Operands<'o>, &'o [u8], &'o [u8]) -> T,
-) -> Vec<f32> {
+) -> Option<Vec<f32>> {
     let w = level.width();
     let choice = Choice::of(&Job::chains(preset, ops), w, 0);
-    let run = |ops: &Operands<'o>, sa: &'o [u8], sb: &'o [u8]| {
-        let (job, t) = (Job::chains(preset, ops), make(ops, sa, sb));
-        job.run(choice.tiles(&job, w), |job, rows, cols| tile(level, &t, job, rows, cols))
+    let watched = checked && watches_b(level);
+    let run = |ops: &Operands<'o>, sa: &'o [u8], sb: &'o [u8]| -> Option<Vec<f32>> {
+        if checked && (level.scan(ops.fa, ops.a) || (!watched && level.scan(ops.fb, ops.b))) {
+            return None;
+        }
+        let seen = AtomicBool::new(false);
+        let job = Job::chains(preset, ops);
+        let (job, t) = (if watched { job.watching(&seen) } else { job }, make(ops, sa, sb));
+        let out = job.run(choice.tiles(&job, w), |job, rows, cols| tile(level, &t, job, rows, cols));
+        (!seen.into_inner()).then_some(out)
     };
     if choice.swap {
-        transpose(&run(&swapped(ops), scale_b, scale_a), ops.n, ops.m)
+        run(&swapped(ops), scale_b, scale_a).map(|out| transpose(&out, ops.n, ops.m))
     } else {
         run(ops, scale_a, scale_b)
     }
+}
+
+/// Whether the panel tiles on `level` watch their B rather than scan it first: on the AVX-512 level with VBMI, whose
+/// decoding of a panel's pieces tells the non-finite codes as it goes (`Lut::vbmi_decodes`; the pieces it does not
+/// decode that way are scanned as they are moved, `panel::Planes::fill`). At one row of A the scan of B was 7 to 10 %
+/// of an MXFP8 call (kernels/scaling-modes.md).
+fn watches_b(level: SimdLevel) -> bool {
+    level.0 == Level::Avx512 && Lut::vbmi_decodes(true)
 }
 
 /// Every marked (NaN) output (i, j) of `out` replaced by `chain(i, j, row i of A, row j of B)`, rows in parallel.

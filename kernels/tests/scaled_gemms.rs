@@ -45,7 +45,7 @@ fn mx_preset(rng: &mut ChaCha8Rng) -> Preset {
         return Preset::b200_tcgen05();
     }
     let nfma = [8, 16, 32, 64][rng.random_range(0..4)];
-    let frac = rng.random_range(5..=30);
+    let frac = rng.random_range(5..=40);
     let nearest = rng.random_ratio(1, 3);
     let frac_out = if nearest { 23 } else { rng.random_range(1..=23) };
     let min_exp = [-1000, -200, -133, -60, 0][rng.random_range(0..5)];
@@ -55,6 +55,18 @@ fn mx_preset(rng: &mut ChaCha8Rng) -> Preset {
         .with_rounding(rounding)
         .with_scale_block(Some(nfma));
     Preset::custom(spec).expect("a valid preset")
+}
+
+/// One code of `codes` (of format `f`) replaced by a non-finite one; returns where.
+fn plant_nonfinite(rng: &mut ChaCha8Rng, codes: &mut [u8], f: Format) -> usize {
+    let at = rng.random_range(0..codes.len());
+    codes[at] = loop {
+        let c: u8 = rng.random();
+        if f.is_nonfinite(c) {
+            break c;
+        }
+    };
+    at
 }
 
 /// e8m0 scale codes: near 1, anywhere, or at the ends (with the NaN code now and then).
@@ -105,14 +117,15 @@ fn mx_gemm_on_the_cpu_backend_is_the_model() {
 /// (-126), where the zero-product rule decides the block exponent with c nonzero too.
 fn early_mx_preset(rng: &mut ChaCha8Rng) -> Preset {
     let nfma = [16, 32][rng.random_range(0..2)];
-    let (frac, min_exp) = (rng.random_range(20..=30), [-133, -100, -60, -20, 0, 20][rng.random_range(0..6)]);
+    let (frac, min_exp) = (rng.random_range(20..=40), [-133, -100, -60, -20, 0, 20][rng.random_range(0..6)]);
     let spec =
         PresetSpec::custom("drawn-early-mx", nfma, frac, 23, min_exp, CEntry::Early, None).with_scale_block(Some(nfma));
     Preset::custom(spec).expect("a valid preset")
 }
 
 /// The MXFP8 panels on shapes that fill them: full and ragged panels of 32 and 64 outputs, several pieces of K with
-/// a short last block, N narrower than a panel under many rows (A and B exchanged), scales near 1 with some at the
+/// a short last block, N narrower than a panel under many rows (A and B exchanged), now and then one non-finite code
+/// in A or B, scales near 1 with some at the
 /// ends of e8m0 (0, 1, 254 and the NaN code 255) in a few blocks, or drawn from every code; b200_tcgen05 and drawn
 /// presets with block scales (late c runs on the model, also compared), early-c ones with a high min_exp.
 #[test]
@@ -134,7 +147,14 @@ fn mx_panels_on_the_cpu_backend_are_the_model() {
         };
         let formats = [Format::E4m3, Format::E5m2];
         let (fa, fb) = (formats[rng.random_range(0..2)], formats[rng.random_range(0..2)]);
-        let (a, b) = (codes(rng, d.m * d.k, fa, false), codes(rng, d.n * d.k, fb, false));
+        let (mut a, mut b) = (codes(rng, d.m * d.k, fa, false), codes(rng, d.n * d.k, fb, false));
+        // Now and then one non-finite code, anywhere in B or in A: the panels that watch B rather than scan it must
+        // see it wherever it lies.
+        let planted = match (case / 3) % 4 {
+            1 => Some(plant_nonfinite(rng, &mut b, fb)),
+            2 => Some(plant_nonfinite(rng, &mut a, fa)),
+            _ => None,
+        };
         let nb = d.k.div_ceil(block);
         // Near 1, one block in 50 at an end of e8m0 (NaN included), or anywhere.
         let anywhere = case % 5 == 4;
@@ -156,7 +176,7 @@ fn mx_panels_on_the_cpu_backend_are_the_model() {
             assert_eq!(
                 diff.map(|o| (o / d.n, o % d.n)),
                 None,
-                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?} anywhere {anywhere}",
+                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?} anywhere {anywhere} planted {planted:?}",
                 mmaemu_model::ChainEngine::name(e)
             );
         }
@@ -173,7 +193,7 @@ fn mx_zero_products_with_a_high_min_exp() {
     for case in 0..12u64 {
         let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 32) ^ 0x5A45);
         let nfma = [16, 32][rng.random_range(0..2)];
-        let spec = PresetSpec::custom("zero-rule", nfma, rng.random_range(20..=30), 23, 20, CEntry::Early, None)
+        let spec = PresetSpec::custom("zero-rule", nfma, rng.random_range(20..=40), 23, 20, CEntry::Early, None)
             .with_scale_block(Some(nfma));
         let preset = Preset::custom(spec).expect("a valid preset");
         let d = Dims { m: rng.random_range(1..=20), n: rng.random_range(60..=80), k: rng.random_range(100..=300) };
@@ -201,6 +221,97 @@ fn mx_zero_products_with_a_high_min_exp() {
                 diff.map(|o| (o / d.n, o % d.n)),
                 None,
                 "seed {seed} case {case}: {} on {preset:?} {d:?}",
+                mmaemu_model::ChainEngine::name(e)
+            );
+        }
+    }
+}
+
+/// One non-finite code in B, under panels that watch B as they decode it rather than scan it first: b200_tcgen05 (the
+/// i32 step) and drawn presets of frac above 28 (the wide step), full panels of 64 and a ragged one, the code anywhere
+/// (in a piece decoded in place, in the last piece past K's whole pieces, in the ragged panel). The model computes
+/// such a call whole (docs/reference.md §3.7).
+#[test]
+fn mx_nonfinite_code_in_a_watched_b() {
+    let seed = seed();
+    let engines = engines();
+    for case in 0..16u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 48) ^ 0x5741_5443);
+        let preset = if case % 2 == 0 {
+            Preset::b200_tcgen05()
+        } else {
+            let nfma = [16, 32, 64][rng.random_range(0..3)];
+            let spec = PresetSpec::custom("watched", nfma, rng.random_range(29..=40), 23, -200, CEntry::Early, None)
+                .with_rounding(BlockRounding::NearestEven)
+                .with_scale_block(Some(nfma));
+            Preset::custom(spec).expect("a valid preset")
+        };
+        let block = preset.scale_block().unwrap_or(32);
+        let d = Dims { m: rng.random_range(1..=6), n: rng.random_range(64..=200), k: rng.random_range(16..=700) };
+        let formats = [Format::E4m3, Format::E5m2];
+        let (fa, fb) = (formats[rng.random_range(0..2)], formats[rng.random_range(0..2)]);
+        let (a, mut b) = (codes(rng, d.m * d.k, fa, false), codes(rng, d.n * d.k, fb, false));
+        let at = plant_nonfinite(rng, &mut b, fb);
+        let nb = d.k.div_ceil(block);
+        let sa = to_blocked(&e8m0(rng, d.m * nb, 0), d.m, nb, 127).unwrap();
+        let sb = to_blocked(&e8m0(rng, d.n * nb, 0), d.n, nb, 127).unwrap();
+        let want = mx_gemm(&preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+        for e in &engines {
+            let got = mx_gemm_on(e, &preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff.map(|o| (o / d.n, o % d.n)),
+                None,
+                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?}, B's code ({}, {})",
+                mmaemu_model::ChainEngine::name(e),
+                at / d.k,
+                at % d.k
+            );
+        }
+    }
+}
+
+/// Block results at the ends of fp32's normal range, where the panels hand an output to the model: scales that put
+/// the products' block sums near 2^-133 (subnormal fp32 or just above it) or near 2^128 (overflowing
+/// or just inside), drawn block-scaled presets with early c (every frac, both roundings), full panels.
+#[test]
+fn mx_block_results_at_the_ends_of_fp32() {
+    let seed = seed();
+    let engines = engines();
+    for case in 0..16u64 {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 40) ^ 0x454E_4453);
+        let nfma = [16, 32, 64][rng.random_range(0..3)];
+        // Both block steps: frac above 28 and up to 28 (the i32 step), each with every pairing of end and rounding.
+        let frac = if case % 8 < 4 { rng.random_range(29..=40) } else { rng.random_range(5..=28) };
+        // The low and high ends by turns, each with both roundings.
+        let nearest = case % 4 < 2;
+        let frac_out = if nearest { 23 } else { rng.random_range(1..=23) };
+        let rounding = if nearest { BlockRounding::NearestEven } else { BlockRounding::Truncate };
+        let min_exp = [-1000, -200, -60][rng.random_range(0..3)];
+        let spec = PresetSpec::custom("range-ends", nfma, frac, frac_out, min_exp, CEntry::Early, None)
+            .with_rounding(rounding)
+            .with_scale_block(Some(nfma));
+        let preset = Preset::custom(spec).expect("a valid preset");
+        let d = Dims { m: rng.random_range(1..=12), n: rng.random_range(64..=130), k: rng.random_range(64..=400) };
+        let formats = [Format::E4m3, Format::E5m2];
+        let (fa, fb) = (formats[rng.random_range(0..2)], formats[rng.random_range(0..2)]);
+        let (a, b) = (codes(rng, d.m * d.k, fa, false), codes(rng, d.n * d.k, fb, false));
+        let nb = d.k.div_ceil(nfma as usize);
+        // A block's largest product is near 2^17 (e4m3 by e4m3; 2^24 with one e5m2 operand, 2^31 with two): scale
+        // exponents summing to about -150 or +110 put the block results near 2^-133 or 2^128.
+        let wide = 4 * [fa, fb].iter().filter(|&&f| f == Format::E5m2).count() as u8;
+        let centre: u8 = if case % 2 == 0 { 51 - wide } else { 182 - wide };
+        let mut scales = |n: usize| -> Vec<u8> { (0..n).map(|_| rng.random_range(centre - 8..=centre + 8)).collect() };
+        let sa = to_blocked(&scales(d.m * nb), d.m, nb, 127).unwrap();
+        let sb = to_blocked(&scales(d.n * nb), d.n, nb, 127).unwrap();
+        let want = mx_gemm(&preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+        for e in &engines {
+            let got = mx_gemm_on(e, &preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
+            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(
+                diff.map(|o| (o / d.n, o % d.n)),
+                None,
+                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?}",
                 mmaemu_model::ChainEngine::name(e)
             );
         }

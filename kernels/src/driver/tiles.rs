@@ -21,6 +21,12 @@ pub(super) const PIECE: usize = 256;
 /// panels of the other levels, were not faster with them.
 const PIECE_I32_64: usize = 32;
 
+/// Target length of a piece of the wide panel step's tiles (rounded to whole blocks, [`whole_blocks`]), tensor-wise
+/// and block-scaled. The planes of 64 positions (32 KiB of
+/// magnitudes) stay in the first-level cache while every row of the tile reads them; 256 positions ran 7–13 % slower
+/// (`mmaemu bench gemm --m 16 --n 4096 --k 4096 --preset P --fast --no-native`, blocks of 16 and 64 at frac 40).
+pub(crate) const WIDE_PIECE: usize = 64;
+
 /// The target positions of a piece of a panel tile (the tensor-wise panels and the block-scaled ones) of `w` outputs
 /// whose step sums in i32 lanes (`i32_step`) or not: [`PIECE_I32_64`] or [`PIECE`].
 pub(crate) fn piece_positions(i32_step: bool, w: usize) -> usize {

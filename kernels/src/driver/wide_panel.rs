@@ -8,7 +8,7 @@ use super::fused_panel::Lines;
 use super::panel::panel_codes_x86;
 use super::Job;
 #[cfg(target_arch = "x86_64")]
-use super::{one_run, rows_of_a, vbmi, ChunkPlan, Piece, TileOutputs};
+use super::{one_run, rows_of_a, vbmi, ChunkPlan, Piece, TileOutputs, WIDE_PIECE};
 use crate::kernel::Path;
 #[cfg(target_arch = "x86_64")]
 use crate::tables::ZERO_EXP;
@@ -21,12 +21,6 @@ pub fn wide_panels(job: &Job) -> bool {
     let p = &job.p;
     p.path == Path::Wide && !p.single && !p.int32 && p.biased64
 }
-
-/// Target length of a piece (rounded to whole blocks, [`super::whole_blocks`]). The planes of 64 positions (32 KiB of
-/// magnitudes) stay in the first-level cache while every row of the tile reads them; 256 positions ran 7–13 % slower
-/// (`mmaemu bench gemm --m 16 --n 4096 --k 4096 --preset P --fast --no-native`, blocks of 16 and 64 at frac 40).
-#[cfg(target_arch = "x86_64")]
-const WIDE_PIECE: usize = 64;
 
 /// One panel tile of the AVX-512 level where [`wide_panels`] holds: `rows` of A against the panel `cols` of B (at
 /// most 64). Returns `rows.len()` rows of `cols.len()` results.

@@ -80,18 +80,20 @@ pub struct Blocks<'a> {
     pub last: usize,
 }
 
-/// The smallest product exponent per output over the first `len` positions of a block (saturating i8 lanes).
+/// The largest and the smallest product exponent per output over the first `len` positions of a block (saturating
+/// i8 lanes), in one pass.
 #[inline(always)]
-fn block_min<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8], len: usize) -> [i8; W] {
-    let mut e = [i8::MAX; W];
+fn block_range<const W: usize>(ab: &[u8], la: &Lut, pe: &[i8], len: usize) -> ([i8; W], [i8; W]) {
+    let (mut hi, mut lo) = ([i8::MIN; W], [i8::MAX; W]);
     for (&code, row) in ab.iter().zip(pe.chunks_exact(W)).take(len) {
         let ea = la.e[code as usize];
         let row: &[i8; W] = row.try_into().unwrap_or(&[0; W]);
         for j in 0..W {
-            e[j] = e[j].min(ea.saturating_add(row[j]));
+            let e = ea.saturating_add(row[j]);
+            (hi[j], lo[j]) = (hi[j].max(e), lo[j].min(e));
         }
     }
-    e
+    (hi, lo)
 }
 
 /// Step 1 for the W chains of one block (see the comment at the top of this file): the block exponent E of each
@@ -107,10 +109,12 @@ fn exponents<const W: usize>(
     min_exp: i32,
     c: &[f32; W],
 ) -> ([i32; W], [i32; W], [bool; W]) {
-    let hi = block_max::<W>(ab, la, be);
     // The zero-product rule: a nonzero c is normal, at or above 2^-126, so a min_exp at or below -126 only decides E
-    // with c = 0, when the rule holds anyway; the pass is needed only above it.
-    let lo = if min_exp > -126 { block_min::<W>(ab, la, be, real) } else { [i8::MAX; W] };
+    // with c = 0, when the rule holds anyway; the smallest exponents are needed only above it. (The padding past the
+    // real positions holds zero products, whose exponents lie below `REAL` as every zero product's does: leaving
+    // them out of the maximum changes no E.)
+    let (hi, lo) =
+        if min_exp > -126 { block_range::<W>(ab, la, be, real) } else { (block_max::<W>(ab, la, be), [i8::MAX; W]) };
     let (mut e, mut s, mut nan) = ([0i32; W], [0i32; W], [false; W]);
     for j in 0..W {
         s[j] = xa + xb[j];
@@ -122,6 +126,30 @@ fn exponents<const W: usize>(
         e[j] = e[j].max(if cz || (lo[j] as i32) <= REAL { min_exp } else { NONE });
     }
     (e, s, nan)
+}
+
+/// Step 1 for each of the `nblk` blocks of a piece in turn (`a`, `pe` and `bl` as for [`ScaledLane::scaled_steps`]),
+/// then `end(blk, the row's codes of the block, (E, s, NaN scale) per output, c)`, which ends the block.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+pub(super) fn each_block<const W: usize>(
+    a: &[u8],
+    nblk: usize,
+    la: &Lut,
+    pe: &[i8],
+    bl: &Blocks<'_>,
+    c: &mut [f32; W],
+    mut end: impl FnMut(usize, &[u8], (&[i32; W], &[i32; W], &[bool; W]), &mut [f32; W]),
+) {
+    let nfma = bl.p.nfma;
+    for blk in 0..nblk {
+        let ab = &a[blk * nfma..(blk + 1) * nfma];
+        let be = &pe[blk * nfma * W..(blk + 1) * nfma * W];
+        let real = if blk + 1 == nblk { bl.last } else { nfma };
+        let xb: &[i32; W] = bl.xb[blk * W..(blk + 1) * W].try_into().unwrap_or(&[0; W]);
+        let (e, s, nan) = exponents::<W>(ab, la, be, real, (bl.xa[blk], xb), bl.min_exp, c);
+        end(blk, ab, (&e, &s, &nan), c);
+    }
 }
 
 /// Step 2's end for the W chains of one block: `terms` is the exact sum of the products' terms; c's term
@@ -174,18 +202,13 @@ pub trait ScaledLane: Lane {
         c: &mut [f32; W],
     ) {
         let (p, nfma) = (bl.p, bl.p.nfma);
-        for blk in 0..nblk {
-            let ab = &a[blk * nfma..(blk + 1) * nfma];
+        each_block::<W>(a, nblk, la, pe, bl, c, |blk, ab, (e, s, nan), c| {
             let bv = &pv[blk * nfma * W..(blk + 1) * nfma * W];
-            let be = &pe[blk * nfma * W..(blk + 1) * nfma * W];
-            let real = if blk + 1 == nblk { bl.last } else { nfma };
-            let xb: &[i32; W] = bl.xb[blk * W..(blk + 1) * W].try_into().unwrap_or(&[0; W]);
-            let (e, s, nan) = exponents::<W>(ab, la, be, real, (bl.xa[blk], xb), bl.min_exp, c);
             // The exponents of the factors 2^(frac - E + s).
             let x: [i32; W] = std::array::from_fn(|j| p.frac - e[j] + s[j]);
             let terms = Self::terms::<W, HT>(ab, bv, la, &x, p);
-            block_ends::<W, HT>(&terms, &e, &nan, c, p);
-        }
+            block_ends::<W, HT>(&terms, e, nan, c, p);
+        });
     }
 
     /// Step 2's sum of a block's terms trunc(a · b · 2^x) for each of the W outputs, exact: `ab` the row's codes, `bv`

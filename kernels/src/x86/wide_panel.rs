@@ -144,18 +144,14 @@ pub unsafe fn wide_panel_blocks<const LATE: bool, const NE: bool>(
                 pos[g] = _mm512_add_round_pd::<TOWARD_ZERO>(bias[g], _mm512_max_pd(cd, zero));
             }
         }
-        for k in 0..nfma {
-            let code = *a.get_unchecked(o + k);
-            let va = _mm512_set1_pd(la.m64[code as usize]);
-            let b = pm.as_ptr().add((o + k) * PANEL);
-            // The lanes whose B has a's sign bit, a byte per vector of eight.
-            let side = sides.as_ptr().add(2 * (o + k) + (code >> 7) as usize) as *const u8;
-            for g in 0..8 {
-                let bv = _mm512_loadu_pd(b.add(8 * g));
-                tot[g] = _mm512_fmadd_round_pd::<TOWARD_ZERO>(va, bv, tot[g]);
-                pos[g] = masked_fmadd_toward_zero_pd(va, bv, pos[g], *side.add(g));
-            }
-        }
+        wide_terms(
+            a.as_ptr().add(o),
+            nfma,
+            la,
+            (pm.as_ptr().add(o * PANEL), sides.as_ptr().add(2 * o)),
+            &mut tot,
+            &mut pos,
+        );
         // The block sum 2 pos - tot - bias, normalised by its conversion to f32.
         let (two, keep) = (_mm512_set1_pd(2.0), _mm512_set1_epi64(p.mask64 as i64));
         for g in 0..8 {
@@ -168,5 +164,110 @@ pub unsafe fn wide_panel_blocks<const LATE: bool, const NE: bool>(
             let at = c.as_mut_ptr().add(8 * g);
             _mm256_storeu_ps(at, if LATE { _mm256_add_ps(_mm256_loadu_ps(at), d) } else { d });
         }
+    }
+}
+
+/// The terms of one block of `nfma` positions onto the accumulators of [`wide_panel_blocks`]: for the row's codes
+/// `a` and the panel's planes `pm` and `sides` from the block's first position, |a| |b| rounded toward zero onto `tot`
+/// for every lane and onto `pos` for the lanes whose B has a's sign bit.
+///
+/// # Safety
+/// The CPU must support AVX-512F; `a` must hold `nfma` codes, `pm` `nfma * PANEL` values and `sides` `2 * nfma` masks.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn wide_terms(
+    a: *const u8,
+    nfma: usize,
+    la: &crate::tables::Lut,
+    (pm, sides): (*const f64, *const u64),
+    tot: &mut [__m512d; 8],
+    pos: &mut [__m512d; 8],
+) {
+    for k in 0..nfma {
+        let code = *a.add(k);
+        let va = _mm512_set1_pd(la.m64[code as usize]);
+        let b = pm.add(k * PANEL);
+        // The lanes whose B has a's sign bit, a byte per vector of eight.
+        let side = sides.add(2 * k + (code >> 7) as usize) as *const u8;
+        for g in 0..8 {
+            let bv = _mm512_loadu_pd(b.add(8 * g));
+            tot[g] = _mm512_fmadd_round_pd::<TOWARD_ZERO>(va, bv, tot[g]);
+            pos[g] = masked_fmadd_toward_zero_pd(va, bv, pos[g], *side.add(g));
+        }
+    }
+}
+
+/// One block of the e8m0 block-scaled chains of one row against a panel of [`PANEL`] rows of B, where
+/// [`Params::biased64`] holds, as [`wide_panel_blocks`] sums a block: `a` holds the row's `nfma` codes of the block,
+/// `pm` and `sides` the panel's planes over it ([`wide_planes`]), and per chain `e` its block exponent E, `s` its scale
+/// exponent and `marked` whether the block marks it; `c` the 64 accumulators, early c.
+///
+/// The model's term trunc(a · b · 2^(frac - E + s)) is a · b truncated to the grid 2^g with g = E - s - frac, so the
+/// accumulators start at the bias 2^(g + 52) and take the unscaled magnitudes |a| |b| exactly as there, and c enters
+/// as c · 2^-s (exact: a power of two within f64's normal range). The block sum P - N, on the unscaled scale, times
+/// 2^s (exact) is the model's block sum on its true scale; its rounding to frac_out bits is the conversion to f32 (after
+/// clearing the bits below frac_out, or by rounding to nearest even, `NE`), and the result is NaN, marking the output
+/// for the model, where it is not zero or a normal fp32 (with `NE`: where the sum lies below 2^-126 or its rounding
+/// overflows, conservatively) or where `marked` or a NaN c marks it.
+///
+/// # Safety
+/// The CPU must support AVX-512F/BW/VL/DQ and AVX2; `a` must hold `nfma` codes, `pm` `nfma * PANEL` values and
+/// `sides` `2 * nfma` masks; every `e - s` and `s` must keep the factors normal (`crate::scaled`'s step bounds them).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn scaled_wide_block<const NE: bool>(
+    a: &[u8],
+    la: &crate::tables::Lut,
+    (pm, sides): (&[f64], &[u64]),
+    (e, s, marked): (&[i32; PANEL], &[i32; PANEL], &[bool; PANEL]),
+    c: &mut [f32; PANEL],
+    p: &Params,
+) {
+    let nfma = p.nfma;
+    // Every load below is inside these bounds.
+    assert!(
+        p.biased64 && a.len() >= nfma && pm.len() >= nfma * PANEL && sides.len() >= 2 * nfma,
+        "scaled_wide_block: a preset without room for the bias, or planes shorter than the block"
+    );
+    // The marked chains, a bit each (a bool is the byte 0 or 1).
+    let marked = _mm512_test_epi8_mask(_mm512_loadu_si512(marked.as_ptr() as *const _), _mm512_set1_epi8(1));
+    let zero = _mm512_setzero_pd();
+    let (field, one) = (_mm512_set1_epi64((1023 + 52 - p.frac) as i64), _mm512_set1_epi64(1023));
+    let (mut tot, mut pos, mut bias, mut up) = ([zero; 8], [zero; 8], [zero; 8], [zero; 8]);
+    for g in 0..8 {
+        let eg = _mm512_cvtepi32_epi64(_mm256_loadu_si256(e.as_ptr().add(8 * g) as *const _));
+        let sg = _mm512_cvtepi32_epi64(_mm256_loadu_si256(s.as_ptr().add(8 * g) as *const _));
+        // The bias 2^(E - s - frac + 52), and the scales 2^s and 2^-s, made in their exponent fields.
+        bias[g] = _mm512_castsi512_pd(_mm512_slli_epi64::<52>(_mm512_add_epi64(_mm512_sub_epi64(eg, sg), field)));
+        up[g] = _mm512_castsi512_pd(_mm512_slli_epi64::<52>(_mm512_add_epi64(sg, one)));
+        let down = _mm512_castsi512_pd(_mm512_slli_epi64::<52>(_mm512_sub_epi64(one, sg)));
+        let cd = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(c.as_ptr().add(8 * g))), down);
+        tot[g] = _mm512_add_round_pd::<TOWARD_ZERO>(bias[g], _mm512_abs_pd(cd));
+        pos[g] = _mm512_add_round_pd::<TOWARD_ZERO>(bias[g], _mm512_max_pd(cd, zero));
+    }
+    wide_terms(a.as_ptr(), nfma, la, (pm.as_ptr(), sides.as_ptr()), &mut tot, &mut pos);
+    let (two, keep) = (_mm512_set1_pd(2.0), _mm512_set1_epi64(p.mask64 as i64));
+    let (least, most) = (_mm512_set1_pd(f64::from(f32::MIN_POSITIVE)), _mm512_set1_pd(f64::from(f32::MAX)));
+    for g in 0..8 {
+        // The block sum 2 pos - tot - bias on its true scale.
+        let x = _mm512_mul_pd(_mm512_sub_pd(_mm512_fmsub_pd(two, pos[g], tot[g]), bias[g]), up[g]);
+        let (d, ok) = if NE {
+            let d = _mm512_cvt_roundpd_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
+            let m = _mm512_abs_pd(x);
+            let normal = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(m, least)
+                & _mm256_cmp_ps_mask::<_CMP_LE_OQ>(_mm256_andnot_ps(_mm256_set1_ps(-0.0), d), _mm256_set1_ps(f32::MAX));
+            (d, normal | _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(x, zero))
+        } else {
+            let x = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(x), keep));
+            let m = _mm512_abs_pd(x);
+            let normal = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(m, least) & _mm512_cmp_pd_mask::<_CMP_LE_OQ>(m, most);
+            (_mm512_cvtpd_ps(x), normal | _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(x, zero))
+        };
+        let ok = ok & !((marked >> (8 * g)) as u8);
+        let at = c.as_mut_ptr().add(8 * g);
+        _mm256_storeu_ps(at, _mm256_mask_mov_ps(_mm256_set1_ps(f32::NAN), ok, d));
     }
 }
