@@ -9,13 +9,14 @@
 //! fast and slow, unsplit and every split scheme, ragged K and panels wider than one SIMD panel, and operands built to
 //! stress the block step: the largest and smallest magnitudes in one block (truncation), exact cancellation (the +0
 //! rule), subnormals, -0 codes, blocks where the accumulator dominates, exponent ties with carries, and a row with NaN
-//! and Inf codes.
+//! and Inf codes. A second battery runs the block-scaled chains (MXFP8's e8m0 scales on the i32 and the wide step,
+//! NVFP4's groups) with scales at the ends of their formats.
 
 use crate::fpstate::FpState;
 use crate::CpuEngine;
 use mmaemu_model::plan::{Scheme, SplitK};
 use mmaemu_model::preset::{BlockRounding, CEntry, PresetSpec};
-use mmaemu_model::{execute, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
+use mmaemu_model::{b200_tcgen05_mxf4nvf4, execute, ChainEngine, Format, Operands, Plan, Preset, ReferenceEngine};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
@@ -107,12 +108,85 @@ fn plans(preset: &Preset, k: usize) -> Vec<Plan> {
     v
 }
 
+/// The block-scaled presets of the scaled battery: b200_tcgen05 (e8m0 scales per 32, the i32 step), a 40-bit
+/// nearest-even one (the wide step) and the battery's 64-product one, for MXFP8; the B200 tcgen05 profile's e2m1
+/// instruction (ue4m3 scales per 16) for NVFP4.
+fn scaled_presets() -> Vec<Preset> {
+    let wide = PresetSpec::custom("selfcheck-scaled-wide", 32, 40, 23, -100, CEntry::Early, None)
+        .with_rounding(BlockRounding::NearestEven)
+        .with_scale_block(Some(32));
+    let mut v = vec![Preset::b200_tcgen05()];
+    v.extend(Preset::custom(wide));
+    v.extend(presets().into_iter().filter(|p| p.scale_block().is_some()));
+    v.push(b200_tcgen05_mxf4nvf4());
+    v
+}
+
+/// The block-scaled chains through one engine (`ChainEngine::scaled_chains`, `ChainEngine::group_chains`): a full
+/// panel and a partial one, K in several pieces with a short last block, the battery's adversarial rows (the one with
+/// NaN and Inf codes in its own call, which the model computes whole), scales near 1 with a block at each end of the
+/// scale format and a NaN scale in four rows of B.
+fn scaled_battery(engine: &CpuEngine) -> Result<(), String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5CA1_ED5E_1FC4_EC4B);
+    let (m, n, k) = (3usize, engine.level().width() + 5, 203usize);
+    for preset in scaled_presets() {
+        let group = preset.group().is_some();
+        let block = preset.scale_block().unwrap_or(32);
+        let nb = k.div_ceil(block);
+        for nonfinite in [false, true] {
+            let (fa, fb) = (Format::E4m3, if nonfinite { Format::E5m2 } else { Format::E4m3 });
+            let patterns = |i: usize| if nonfinite { 5 } else { [0, 1, 2, 3, 4, 6, 7][i % 7] };
+            let (a, b): (Vec<u8>, Vec<u8>) = if group {
+                (
+                    (0..m * k).map(|_| rng.random_range(0..16)).collect(),
+                    (0..n * k).map(|_| rng.random_range(0..16)).collect(),
+                )
+            } else {
+                (
+                    (0..m).flat_map(|i| row(&mut rng, fa, k, patterns(i))).collect(),
+                    (0..n).flat_map(|j| row(&mut rng, fb, k, patterns(j * 3 + 1))).collect(),
+                )
+            };
+            // e8m0: 127 is 1, 255 NaN; ue4m3: 0x38 is 1, 0x7F NaN.
+            let (one, ends) = if group { (0x38u8, [0x00, 0x01, 0x7E, 0x7F]) } else { (127, [0, 1, 254, 255]) };
+            // Near 1; in B's rows 1 to 4 one block at an end each (the outputs of those columns go to the model).
+            let mut near =
+                |rows: usize| -> Vec<u8> { (0..rows * nb).map(|_| one - 8 + rng.random_range(0..16)).collect() };
+            let (sa, mut sb) = (near(m), near(n));
+            for (j, &e) in ends.iter().enumerate() {
+                sb[(j + 1) * nb + j % nb] = e;
+            }
+            let ops = Operands { fa, fb, a: &a, b: &b, m, n, k };
+            let (want, got) = if group {
+                (ReferenceEngine.group_chains(&preset, &ops, &sa, &sb), engine.group_chains(&preset, &ops, &sa, &sb))
+            } else {
+                (ReferenceEngine.scaled_chains(&preset, &ops, &sa, &sb), engine.scaled_chains(&preset, &ops, &sa, &sb))
+            };
+            let bits = |x: &f32| if x.is_nan() { 0x7FFF_FFFF } else { x.to_bits() };
+            if let Some(i) = (0..want.len()).find(|&i| bits(&want[i]) != bits(&got[i])) {
+                return Err(format!(
+                    "{} differs from the model: block-scaled preset {}, {fa} x {fb}, [{m}, {n}, {k}] output ({}, {}): \
+                     {:#010x} instead of {:#010x}",
+                    engine.name(),
+                    preset.name(),
+                    i / n,
+                    i % n,
+                    bits(&got[i]),
+                    bits(&want[i])
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Run the battery on `engine`: Ok, or the first difference from the model. It runs in the IEEE default
 /// floating-point state (subnormals kept, round to nearest), set for its span and the caller's restored after it
 /// ([`FpState::ieee`]): the verdict is the engine's, whatever state the calling thread is in.
 pub fn run(engine: &CpuEngine) -> Result<(), String> {
     let _ieee = FpState::ieee();
-    engine.with_every_tiling().iter().try_for_each(battery)
+    engine.with_every_tiling().iter().try_for_each(battery)?;
+    scaled_battery(engine)
 }
 
 /// The battery through one engine.
