@@ -37,7 +37,7 @@ pub use panel::tile;
 pub use products::{strip_tile, X86_AVX2, X86_AVX512, X86_NONE};
 use tiles::SERIAL_MACS;
 pub use tiles::{avx2_fused, products_serve, reads_b_codes, Tiles};
-pub(crate) use tiles::{piece_positions, whole_blocks, WIDE_PIECE};
+pub(crate) use tiles::{piece_positions, whole_blocks, GROUP_PIECE, WIDE_PIECE};
 #[cfg(target_arch = "x86_64")]
 pub use wide_panel::tile_wide;
 #[cfg(target_arch = "x86_64")]

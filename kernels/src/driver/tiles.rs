@@ -22,10 +22,18 @@ pub(super) const PIECE: usize = 256;
 const PIECE_I32_64: usize = 32;
 
 /// Target length of a piece of the wide panel step's tiles (rounded to whole blocks, [`whole_blocks`]), tensor-wise
-/// and block-scaled. The planes of 64 positions (32 KiB of
-/// magnitudes) stay in the first-level cache while every row of the tile reads them; 256 positions ran 7–13 % slower
-/// (`mmaemu bench gemm --m 16 --n 4096 --k 4096 --preset P --fast --no-native`, blocks of 16 and 64 at frac 40).
+/// and block-scaled. The planes of 64 positions (32 KiB of magnitudes) stay in the first-level cache while every row
+/// of the tile reads them; 256 positions ran 7–13 % slower (`mmaemu bench gemm --m 16 --n 4096 --k 4096 --preset P
+/// --fast --no-native`, blocks of 16 and 64 at frac 40).
 pub(crate) const WIDE_PIECE: usize = 64;
+
+/// Target length of a piece of the group-scaled (NVFP4) panels' tiles (rounded to whole instructions): their planes,
+/// an f32 value and a byte per code (320 bytes per position of a panel of 64), stay in the first-level cache. Against
+/// 256 positions, b200_tcgen05's NVFP4 at 1, 16 and 1024 rows (`mmaemu bench gemm --m M --n N --k K --preset
+/// b200_tcgen05 --scales nvfp4 --no-native --threads 1`, best of three) ran 2.28 / 9.17 / 10.32 GMAC/s against
+/// 1.63 / 6.23 / 7.58 on AVX-512 (128 positions: 1.66 / 6.86 / 8.51), and 1.36 / 4.89 against 1.24 / 4.62 at 1 and
+/// 16 rows on AVX2.
+pub(crate) const GROUP_PIECE: usize = 64;
 
 /// The target positions of a piece of a panel tile (the tensor-wise panels and the block-scaled ones) of `w` outputs
 /// whose step sums in i32 lanes (`i32_step`) or not: [`PIECE_I32_64`] or [`PIECE`].

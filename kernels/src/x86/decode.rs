@@ -66,3 +66,40 @@ pub unsafe fn decode_vbmi(l: &crate::tables::Lut, codes: &[u8], v: &mut [f32], e
     }
     _mm512_cmpgt_epu8_mask(largest, _mm512_set1_epi8(l.last_finite() as i8)) != 0
 }
+
+/// The e2m1 codes of the low nibbles of `codes` decoded as `crate::scaled`'s group step takes them, on CPUs with
+/// AVX-512F/BW: each value into `v` and 1 into `n` where it is nonzero, 0 where it is zero (the first `codes.len()` of
+/// each). A zero comes out as +0, its code's sign aside: a group's sum starts at +0, so the sign of a zero product
+/// never shows. One byte shuffle of a 16-entry table per 64 codes gives twice each value as a signed byte (0, 1, 2, 3,
+/// 4, 6, 8, 12), widened and converted to f32 and halved, all exact.
+///
+/// # Safety
+/// The CPU must have AVX-512F/BW/VL and AVX2 (the AVX-512 level).
+///
+/// # Panics
+/// If `v` or `n` is shorter than `codes`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+pub unsafe fn decode_e2m1(codes: &[u8], v: &mut [f32], n: &mut [u8]) {
+    let len = codes.len();
+    assert!(v.len() >= len && n.len() >= len, "decode_e2m1: output rows shorter than the codes");
+    let twice = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
+    let (nibble, half, one) = (_mm512_set1_epi8(0x0F), _mm512_set1_ps(0.5), _mm512_set1_epi8(1));
+    let mut o = 0;
+    // Whole vectors, then the last codes under a mask.
+    while o < len {
+        let k: __mmask64 = if len - o >= 64 { u64::MAX } else { (1u64 << (len - o)) - 1 };
+        let x = _mm512_and_si512(_mm512_maskz_loadu_epi8(k, codes.as_ptr().add(o) as *const i8), nibble);
+        let t = _mm512_shuffle_epi8(twice, x);
+        _mm512_mask_storeu_epi8(
+            n.as_mut_ptr().add(o) as *mut i8,
+            k,
+            _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(t, t), one),
+        );
+        for q in (0..4).take_while(|q| (k >> (16 * q)) as u16 != 0) {
+            let w = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(super::lane_quarter(t, q))), half);
+            _mm512_mask_storeu_ps(v.as_mut_ptr().add(o + 16 * q), (k >> (16 * q)) as u16, w);
+        }
+        o += 64;
+    }
+}
