@@ -52,14 +52,25 @@ pub fn from_blocked<T: Copy>(blocked: &[T], rows: usize, cols: usize) -> Result<
             blocked.len()
         )));
     }
-    // Row r's codes are runs of four (one per tile of 4 columns, 512 codes apart) from its place in its tile.
-    let col_tiles = cols.div_ceil(4);
-    let mut out = Vec::with_capacity(rows * cols);
-    for r in 0..rows {
+    let Some(&first) = blocked.first().filter(|_| rows > 0 && cols > 0) else { return Ok(Vec::new()) };
+    // Row r's codes are runs of four (one per tile of 4 columns, 512 codes apart) from its place in its tile, moved
+    // as arrays of four (a slice of unknown length was a call to the C library's memcpy per run).
+    let mut out = vec![first; rows * cols];
+    for (r, row) in out.chunks_exact_mut(cols).enumerate() {
         let at = blocked_index(r, 0, cols);
-        for t in 0..col_tiles {
-            let run = at + 512 * t;
-            out.extend_from_slice(&blocked[run..run + (cols - 4 * t).min(4)]);
+        let mut fours = row.chunks_exact_mut(4);
+        for (t, four) in (&mut fours).enumerate() {
+            if let (Ok(four), Ok(run)) =
+                (<&mut [T; 4]>::try_from(four), <[T; 4]>::try_from(&blocked[at + 512 * t..][..4]))
+            {
+                *four = run;
+            }
+        }
+        // The last tile's columns where it is not whole (none past a whole one: its run would lie past the end).
+        let rest = fours.into_remainder();
+        if !rest.is_empty() {
+            let run = at + 512 * (cols / 4);
+            rest.copy_from_slice(&blocked[run..run + rest.len()]);
         }
     }
     Ok(out)
@@ -83,6 +94,12 @@ mod tests {
         assert_eq!(b.len(), 256 * 8);
         assert_eq!(b.iter().filter(|&&x| x == u16::MAX).count(), 256 * 8 - 200 * 7);
         assert_eq!(from_blocked(&b, 200, 7).unwrap(), m);
+        // Every remainder of four columns, one tile of rows and more.
+        for (rows, cols) in (1..=9).flat_map(|c| [(1, c), (130, c)]) {
+            let m: Vec<u16> = (0..rows * cols).map(|x| x as u16).collect();
+            assert_eq!(from_blocked(&to_blocked(&m, rows, cols, u16::MAX).unwrap(), rows, cols).unwrap(), m);
+        }
+        assert_eq!(from_blocked::<u16>(&[], 0, 5).unwrap(), Vec::<u16>::new());
         assert!(from_blocked(&b[1..], 200, 7).is_err());
         assert!(to_blocked(&m[1..], 200, 7, 0).is_err());
     }
