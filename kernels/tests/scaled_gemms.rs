@@ -38,6 +38,24 @@ fn codes(rng: &mut ChaCha8Rng, n: usize, f: Format, nonfinite: bool) -> Vec<u8> 
         .collect()
 }
 
+/// `mx_gemm_on` on every engine is the model's `mx_gemm`, bit for bit; `what` names the case in a failure.
+fn mx_is_the_model(
+    engines: &[CpuEngine],
+    preset: &Preset,
+    (fa, fb): (Format, Format),
+    (a, b): (&[u8], &[u8]),
+    d: Dims,
+    (sa, sb): (&[u8], &[u8]),
+    what: &str,
+) {
+    let want = mx_gemm(preset, fa, fb, a, b, d, sa, sb).unwrap();
+    for e in engines {
+        let got = mx_gemm_on(e, preset, fa, fb, a, b, d, sa, sb).unwrap();
+        let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+        assert_eq!(diff.map(|o| (o / d.n, o % d.n)), None, "{what} on {}", mmaemu_model::ChainEngine::name(e));
+    }
+}
+
 /// A preset with e8m0 block scales: b200_tcgen05, or one drawn (any block, frac, frac_out, min_exp, rounding,
 /// early or late c).
 fn mx_preset(rng: &mut ChaCha8Rng) -> Preset {
@@ -169,17 +187,9 @@ fn mx_panels_on_the_cpu_backend_are_the_model() {
         };
         let sa = to_blocked(&scales(d.m * nb), d.m, nb, 127).unwrap();
         let sb = to_blocked(&scales(d.n * nb), d.n, nb, 127).unwrap();
-        let want = mx_gemm(&preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
-        for e in &engines {
-            let got = mx_gemm_on(e, &preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
-            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
-            assert_eq!(
-                diff.map(|o| (o / d.n, o % d.n)),
-                None,
-                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?} anywhere {anywhere} planted {planted:?}",
-                mmaemu_model::ChainEngine::name(e)
-            );
-        }
+        let what =
+            format!("seed {seed} case {case}: on {preset:?} {fa} x {fb} {d:?} anywhere {anywhere} planted {planted:?}");
+        mx_is_the_model(&engines, &preset, (fa, fb), (&a, &b), d, (&sa, &sb), &what);
     }
 }
 
@@ -213,17 +223,8 @@ fn mx_zero_products_with_a_high_min_exp() {
         let sa: Vec<u8> = (0..d.m * nb).map(|_| rng.random_range(118..=136)).collect();
         let sb: Vec<u8> = (0..d.n * nb).map(|_| rng.random_range(118..=136)).collect();
         let (sa, sb) = (to_blocked(&sa, d.m, nb, 127).unwrap(), to_blocked(&sb, d.n, nb, 127).unwrap());
-        let want = mx_gemm(&preset, Format::E4m3, Format::E4m3, &a, &b, d, &sa, &sb).unwrap();
-        for e in &engines {
-            let got = mx_gemm_on(e, &preset, Format::E4m3, Format::E4m3, &a, &b, d, &sa, &sb).unwrap();
-            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
-            assert_eq!(
-                diff.map(|o| (o / d.n, o % d.n)),
-                None,
-                "seed {seed} case {case}: {} on {preset:?} {d:?}",
-                mmaemu_model::ChainEngine::name(e)
-            );
-        }
+        let what = format!("seed {seed} case {case}: on {preset:?} {d:?}");
+        mx_is_the_model(&engines, &preset, (Format::E4m3, Format::E4m3), (&a, &b), d, (&sa, &sb), &what);
     }
 }
 
@@ -255,19 +256,9 @@ fn mx_nonfinite_code_in_a_watched_b() {
         let nb = d.k.div_ceil(block);
         let sa = to_blocked(&e8m0(rng, d.m * nb, 0), d.m, nb, 127).unwrap();
         let sb = to_blocked(&e8m0(rng, d.n * nb, 0), d.n, nb, 127).unwrap();
-        let want = mx_gemm(&preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
-        for e in &engines {
-            let got = mx_gemm_on(e, &preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
-            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
-            assert_eq!(
-                diff.map(|o| (o / d.n, o % d.n)),
-                None,
-                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?}, B's code ({}, {})",
-                mmaemu_model::ChainEngine::name(e),
-                at / d.k,
-                at % d.k
-            );
-        }
+        let what =
+            format!("seed {seed} case {case}: on {preset:?} {fa} x {fb} {d:?}, B's code ({}, {})", at / d.k, at % d.k);
+        mx_is_the_model(&engines, &preset, (fa, fb), (&a, &b), d, (&sa, &sb), &what);
     }
 }
 
@@ -304,17 +295,8 @@ fn mx_block_results_at_the_ends_of_fp32() {
         let mut scales = |n: usize| -> Vec<u8> { (0..n).map(|_| rng.random_range(centre - 8..=centre + 8)).collect() };
         let sa = to_blocked(&scales(d.m * nb), d.m, nb, 127).unwrap();
         let sb = to_blocked(&scales(d.n * nb), d.n, nb, 127).unwrap();
-        let want = mx_gemm(&preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
-        for e in &engines {
-            let got = mx_gemm_on(e, &preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
-            let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
-            assert_eq!(
-                diff.map(|o| (o / d.n, o % d.n)),
-                None,
-                "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?}",
-                mmaemu_model::ChainEngine::name(e)
-            );
-        }
+        let what = format!("seed {seed} case {case}: on {preset:?} {fa} x {fb} {d:?}");
+        mx_is_the_model(&engines, &preset, (fa, fb), (&a, &b), d, (&sa, &sb), &what);
     }
 }
 
