@@ -161,9 +161,10 @@ impl<'a> Job<'a> {
         Job { watch: Some(seen), ..self }
     }
 
-    /// Whether B is watched (see [`Job::watching`]).
-    pub(crate) fn watched(&self) -> bool {
-        self.watch.is_some()
+    /// Whether B is watched (see [`Job::watching`]) and `codes`, B's codes as a tile moved them, hold a non-finite
+    /// one: the check of the pieces that no decoding reports on.
+    pub(crate) fn nonfinite_in_watched(&self, codes: &[u8]) -> bool {
+        self.watch.is_some() && self.lb.format().any_nonfinite(codes)
     }
 
     /// Record that the step over B's codes met a non-finite code (see [`Job::watching`]).

@@ -161,7 +161,7 @@ impl<const X86: u8> FusedPiece<X86> {
                 let pc = &mut self.pc[..len * PANEL];
                 // SAFETY: this tile runs only on an x86 level (see `tile_fused`), whose CPU has AVX2.
                 unsafe { panel_codes_x86::<PANEL>(job, chunk, q0, q1, self.cols.clone(), pc) };
-                if job.watch.is_some() && job.lb.format().any_nonfinite(pc) {
+                if job.nonfinite_in_watched(pc) {
                     job.saw_nonfinite_b();
                 }
                 if X86 == X86_AVX2 {

@@ -99,7 +99,7 @@ impl<const LATE: bool, const NE: bool> Piece for WidePiece<LATE, NE> {
                 let (pc, pv) = (&mut self.pc[..len * PANEL], &mut self.pv[..len * PANEL]);
                 // SAFETY: this tile runs on the AVX-512 level, whose CPU has AVX2.
                 unsafe { panel_codes_x86::<PANEL>(job, chunk, q0, q1, self.cols.clone(), pc) };
-                if job.watch.is_some() && job.lb.format().any_nonfinite(pc) {
+                if job.nonfinite_in_watched(pc) {
                     job.saw_nonfinite_b();
                 }
                 job.lb.decode(pc, pv, pe);

@@ -96,7 +96,7 @@ impl<const W: usize, L: ScaledLane> Planes<W> for Lanes<W, L> {
         job.chain_panel_codes::<W>(q0, q1, cols, pc, X86);
         self.len = len;
         let seen = L::decode(&s.lb, X86 == X86_AVX512, pc, &mut self.pv[..len * W], &mut self.pe[..len * W]);
-        seen.unwrap_or_else(|| job.watched() && s.lb.format().any_nonfinite(pc))
+        seen.unwrap_or_else(|| job.nonfinite_in_watched(pc))
     }
     #[inline(always)]
     fn steps<const HT: bool>(&self, a: &[u8], nblk: usize, la: &Lut, bl: &Blocks<'_>, c: &mut [f32; W]) {

@@ -75,7 +75,7 @@ impl<const W: usize> Planes<W> for WidePlanes {
             s.lb.decode(pc, pv, pe);
             // SAFETY: this tile runs on the AVX-512 level.
             unsafe { crate::x86::wide_planes(pv, pm, sides) };
-            return job.watched() && s.lb.format().any_nonfinite(pc);
+            return job.nonfinite_in_watched(pc);
         }
         false
     }
