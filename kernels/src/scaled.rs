@@ -3,7 +3,7 @@
 //! the group step of `scaled/group.rs` (whose comments hold the arithmetic); the model's chain for every output a
 //! step marks, and for what the steps do not serve.
 
-// What runs on the model instead: presets with late c, with group scales, with a block other than their scale block,
+// What runs on the model instead: presets with group scales, with a block other than their scale block,
 // on `Path::Scalar` or with |min_exp| above `step::MIN_EXP_BOUND`; operands with non-finite codes; and, output by
 // output, every chain that meets a NaN scale (0xFF) or a block result outside the normal fp32 range.
 
@@ -21,7 +21,7 @@ use crate::tiling::{swapped, transpose, Choice};
 use crate::{Level, SimdLevel, PORTABLE_TRUNC};
 use group::Grouped;
 use mmaemu_model::accumulate::{group_chains_by_model, scaled_chains_by_model};
-use mmaemu_model::{CEntry, Chain, GroupChain, Operands, Preset};
+use mmaemu_model::{Chain, GroupChain, Operands, Preset};
 use panel::Scaled;
 use rayon::prelude::*;
 use std::ops::Range;
@@ -29,8 +29,7 @@ use std::sync::atomic::AtomicBool;
 
 /// Whether the panels can compute a preset's block-scaled chains (see the comment at the top of this file).
 pub fn serves(preset: &Preset) -> bool {
-    preset.c_entry() == CEntry::Early
-        && preset.group().is_none()
+    preset.group().is_none()
         && preset.scale_block() == Some(preset.nfma())
         && Params::new(preset).path != Path::Scalar
         && preset.min_exp().abs() <= step::MIN_EXP_BOUND

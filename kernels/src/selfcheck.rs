@@ -109,14 +109,20 @@ fn plans(preset: &Preset, k: usize) -> Vec<Plan> {
 }
 
 /// The block-scaled presets of the scaled battery: b200_tcgen05 (e8m0 scales per 32, the i32 step), a 40-bit
-/// nearest-even one (the wide step) and the battery's 64-product one, for MXFP8; the B200 tcgen05 profile's e2m1
-/// instruction (ue4m3 scales per 16) for NVFP4.
+/// nearest-even one (the wide step), two with late c (a 16-product nearest-even one on the i32 step, a 36-bit one on
+/// the wide step) and the battery's 64-product one, for MXFP8; the B200 tcgen05 profile's e2m1 instruction (ue4m3
+/// scales per 16) for NVFP4.
 fn scaled_presets() -> Vec<Preset> {
-    let wide = PresetSpec::custom("selfcheck-scaled-wide", 32, 40, 23, -100, CEntry::Early, None)
-        .with_rounding(BlockRounding::NearestEven)
-        .with_scale_block(Some(32));
+    let nearest = BlockRounding::NearestEven;
+    let wide =
+        PresetSpec::custom("selfcheck-scaled-wide", 32, 40, 23, -100, CEntry::Early, None).with_rounding(nearest);
+    let late = PresetSpec::custom("selfcheck-scaled-late", 16, 24, 23, -133, CEntry::Late, None).with_rounding(nearest);
+    let late_wide = PresetSpec::custom("selfcheck-scaled-late-wide", 64, 36, 20, -128, CEntry::Late, None);
     let mut v = vec![Preset::b200_tcgen05()];
-    v.extend(Preset::custom(wide));
+    for spec in [wide, late, late_wide] {
+        let block = spec.nfma;
+        v.extend(Preset::custom(spec.with_scale_block(Some(block))));
+    }
     v.extend(presets().into_iter().filter(|p| p.scale_block().is_some()));
     v.push(b200_tcgen05_mxf4nvf4());
     v

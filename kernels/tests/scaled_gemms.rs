@@ -131,13 +131,13 @@ fn mx_gemm_on_the_cpu_backend_is_the_model() {
     }
 }
 
-/// A preset with e8m0 block scales and early c whose min_exp may lie above every nonzero accumulator's exponent
-/// (-126), where the zero-product rule decides the block exponent with c nonzero too.
-fn early_mx_preset(rng: &mut ChaCha8Rng) -> Preset {
+/// A preset with e8m0 block scales whose min_exp may lie above every nonzero accumulator's exponent (-126), where the
+/// zero-product rule decides the block exponent with c nonzero too (early c), or wherever a product is zero (late c).
+fn high_floor_mx_preset(rng: &mut ChaCha8Rng) -> Preset {
     let nfma = [16, 32][rng.random_range(0..2)];
     let (frac, min_exp) = (rng.random_range(20..=40), [-133, -100, -60, -20, 0, 20][rng.random_range(0..6)]);
-    let spec =
-        PresetSpec::custom("drawn-early-mx", nfma, frac, 23, min_exp, CEntry::Early, None).with_scale_block(Some(nfma));
+    let c = if rng.random_ratio(1, 2) { CEntry::Late } else { CEntry::Early };
+    let spec = PresetSpec::custom("drawn-high-floor-mx", nfma, frac, 23, min_exp, c, None).with_scale_block(Some(nfma));
     Preset::custom(spec).expect("a valid preset")
 }
 
@@ -145,7 +145,7 @@ fn early_mx_preset(rng: &mut ChaCha8Rng) -> Preset {
 /// a short last block, N narrower than a panel under many rows (A and B exchanged), now and then one non-finite code
 /// in A or B, scales near 1 with some at the
 /// ends of e8m0 (0, 1, 254 and the NaN code 255) in a few blocks, or drawn from every code; b200_tcgen05 and drawn
-/// presets with block scales (late c runs on the model, also compared), early-c ones with a high min_exp.
+/// presets with block scales (early or late c), some with a high min_exp.
 #[test]
 fn mx_panels_on_the_cpu_backend_are_the_model() {
     let seed = seed();
@@ -153,7 +153,7 @@ fn mx_panels_on_the_cpu_backend_are_the_model() {
     for case in 0..24u64 {
         let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 16) ^ 0x4D58);
         let preset = match case % 3 {
-            0 => early_mx_preset(rng),
+            0 => high_floor_mx_preset(rng),
             1 => mx_preset(rng),
             _ => Preset::b200_tcgen05(),
         };
@@ -194,34 +194,46 @@ fn mx_panels_on_the_cpu_backend_are_the_model() {
 }
 
 /// The zero-product rule of the scaled block step (docs/reference.md §2.8): with min_exp above the accumulator's and
-/// the products' exponents, a block that holds a zero product counts at min_exp even where c is nonzero. Early-c
-/// presets with min_exp 20, operands with one zero code in eight, scales near 1.
+/// the products' exponents, a block that holds a zero product counts at min_exp even where c is nonzero. Presets with
+/// min_exp 20, early c or late (c out of the block: the rule is the products' alone), operands with one zero code in
+/// eight, scales near 1. Then the rule at the foot of fp32's normal range: min_exp from -129 to -126, frac 6 to 20,
+/// large positive operands and scales that put a block's largest product near 2^-127 and its sum in the normal range;
+/// a late c takes the floor there too, an early nonzero c lies above it.
 #[test]
 fn mx_zero_products_with_a_high_min_exp() {
     let seed = seed();
     let engines = engines();
-    for case in 0..12u64 {
+    for case in 0..24u64 {
         let rng = &mut ChaCha8Rng::seed_from_u64(seed ^ (case << 32) ^ 0x5A45);
-        let nfma = [16, 32][rng.random_range(0..2)];
-        let spec = PresetSpec::custom("zero-rule", nfma, rng.random_range(20..=40), 23, 20, CEntry::Early, None)
-            .with_scale_block(Some(nfma));
+        let nfma = [16, 32, 64][rng.random_range(0..3)];
+        let c = if case % 2 == 1 { CEntry::Late } else { CEntry::Early };
+        let low = case >= 8;
+        let (min_exp, frac) = if low { (rng.random_range(-129..=-126), rng.random_range(6..=20)) } else { (20, 30) };
+        let frac = if low { frac } else { rng.random_range(20..=40) };
+        let spec = PresetSpec::custom("zero-rule", nfma, frac, 23, min_exp, c, None).with_scale_block(Some(nfma));
         let preset = Preset::custom(spec).expect("a valid preset");
         let d = Dims { m: rng.random_range(1..=20), n: rng.random_range(60..=80), k: rng.random_range(100..=300) };
+        // Low: positive codes from 2^5 to 448, whose products lie within a few binades of each other.
+        let (least, sign) = if low { (0x68, 0) } else { (0x01, 0x80) };
         let mut zeros = |n: usize| -> Vec<u8> {
             (0..n)
                 .map(|_| {
                     if rng.random_ratio(1, 8) {
                         0
                     } else {
-                        rng.random_range(0x01..0x7E) | (rng.random::<u8>() & 0x80)
+                        rng.random_range(least..0x7E) | (rng.random::<u8>() & sign)
                     }
                 })
                 .collect()
         };
         let (a, b) = (zeros(d.m * d.k), zeros(d.n * d.k));
         let nb = d.k.div_ceil(nfma as usize);
-        let sa: Vec<u8> = (0..d.m * nb).map(|_| rng.random_range(118..=136)).collect();
-        let sb: Vec<u8> = (0..d.n * nb).map(|_| rng.random_range(118..=136)).collect();
+        // Scale exponents summing to about 0, or to about -144 (a block's largest product is then near 2^17, its
+        // sum near 2^20: scaled, the largest product lies near 2^-127 and the block sum near 2^-124).
+        let (centre, spread) = if low { (55, 1) } else { (127, 9) };
+        let mut scales =
+            |n: usize| -> Vec<u8> { (0..n).map(|_| rng.random_range(centre - spread..=centre + spread)).collect() };
+        let (sa, sb) = (scales(d.m * nb), scales(d.n * nb));
         let (sa, sb) = (to_blocked(&sa, d.m, nb, 127).unwrap(), to_blocked(&sb, d.n, nb, 127).unwrap());
         let what = format!("seed {seed} case {case}: on {preset:?} {d:?}");
         mx_is_the_model(&engines, &preset, (Format::E4m3, Format::E4m3), (&a, &b), d, (&sa, &sb), &what);
@@ -264,7 +276,8 @@ fn mx_nonfinite_code_in_a_watched_b() {
 
 /// Block results at the ends of fp32's normal range, where the panels hand an output to the model: scales that put
 /// the products' block sums near 2^-133 (subnormal fp32 or just above it) or near 2^128 (overflowing
-/// or just inside), drawn block-scaled presets with early c (every frac, both roundings), full panels.
+/// or just inside), drawn block-scaled presets (every frac, both roundings, early or late c: there the accumulator's
+/// fp32 additions overflow too), full panels.
 #[test]
 fn mx_block_results_at_the_ends_of_fp32() {
     let seed = seed();
@@ -279,7 +292,9 @@ fn mx_block_results_at_the_ends_of_fp32() {
         let frac_out = if nearest { 23 } else { rng.random_range(1..=23) };
         let rounding = if nearest { BlockRounding::NearestEven } else { BlockRounding::Truncate };
         let min_exp = [-1000, -200, -60][rng.random_range(0..3)];
-        let spec = PresetSpec::custom("range-ends", nfma, frac, frac_out, min_exp, CEntry::Early, None)
+        // Early c in the first eight cases, late in the others.
+        let c = if case < 8 { CEntry::Early } else { CEntry::Late };
+        let spec = PresetSpec::custom("range-ends", nfma, frac, frac_out, min_exp, c, None)
             .with_rounding(rounding)
             .with_scale_block(Some(nfma));
         let preset = Preset::custom(spec).expect("a valid preset");

@@ -284,6 +284,13 @@ impl Preset {
                     spec.name, spec.nfma
                 )));
             }
+            // The group-scaled step (docs/reference.md §12.2) counts c in its block exponent: it has no late form.
+            if spec.c_entry == CEntry::Late {
+                return Err(Error::invalid_value(format!(
+                    "preset '{}': the group-scaled step (group = {g}) takes c early; c_entry = 'late' is outside it",
+                    spec.name
+                )));
+            }
         } else if spec.scale_format != ScaleFormat::Ue8m0 {
             return Err(Error::invalid_value(format!(
                 "preset '{}': scale_format '{}' needs the group-scaled step (a 'group'); the FP8 block step takes \

@@ -72,6 +72,12 @@ fn bad_documents_are_invalid_values() {
         (&HOPPER_DOC.replace("frac = 13", "frac = 41").replace("\"hopper\"", "\"z\""), "frac must be in 1..=40"),
         (&HOPPER_DOC.replace("frac = 13", "frac = 12"), "'hopper' is a built-in preset's name"),
         (&format!("{HOPPER_DOC}scale_block = 16\n").replace("\"hopper\"", "\"y\""), "scale_block must equal nfma"),
+        (
+            &format!("{HOPPER_DOC}scale_block = 16\ngroup = 16\n")
+                .replace("\"hopper\"", "\"g\"")
+                .replace("early", "late"),
+            "takes c early",
+        ),
     ];
     for (doc, want) in cases {
         let e = Preset::from_document(doc).unwrap_err();

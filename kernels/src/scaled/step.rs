@@ -1,6 +1,6 @@
 //! The e8m0 block-scaled block step of docs/reference.md §2.8 for W chains at once (one row of A against a panel of W
-//! rows of B), early c: `crate::kernel::block_steps`'s arithmetic with the scale exponents folded into each block's
-//! exponent and term scaling, and a record of the outputs whose block results leave the normal fp32 range.
+//! rows of B), early or late c: `crate::kernel::block_steps`'s arithmetic with the scale exponents folded into each
+//! block's exponent and term scaling, and a record of the outputs whose block results leave the normal fp32 range.
 
 // The model's block step (`mmaemu_model::Chain::block_scaled`), per output, with s = e(sa) + e(sb) the block's scale
 // exponent:
@@ -10,6 +10,11 @@
 //    products) or c is zero. (Without scales the floor can always be taken; with them products can lie below it.)
 // 2. Each product enters as trunc(a · b · 2^(frac - E + s)), c as trunc(c · 2^(frac - E)); the exact sum is truncated
 //    (or rounded, nearest-even presets) to frac_out bits and multiplied by 2^(E - frac).
+//
+// A late c (docs/reference.md §2.3 with §2.8) takes no part in either step: E is the products' (with min_exp wherever
+// a product has a zero operand), the block's result d is normalised alone, and c + d is one fp32 addition, which the
+// kernel makes as the model does. A sum that overflows is the model's too: an infinite c stays out of E, and the
+// model's next blocks keep it (the IEEE class of c plus finite products, §2.5), as c + d does here.
 //
 // In f64 lanes every step is exact, as in `crate::kernel` (see there): a · b is exact; the power-of-two factor only
 // moves the exponent while the result is normal, and a result below 2^-1022 is below 1, which truncates to 0 however
@@ -107,22 +112,26 @@ fn exponents<const W: usize>(
     real: usize,
     (xa, xb): (i32, &[i32; W]),
     min_exp: i32,
-    c: &[f32; W],
+    (c, late): (&[f32; W], bool),
 ) -> ([i32; W], [i32; W], [bool; W]) {
-    // The zero-product rule: a nonzero c is normal, at or above 2^-126, so a min_exp at or below -126 only decides E
-    // with c = 0, when the rule holds anyway; the smallest exponents are needed only above it. (The padding past the
-    // real positions holds zero products, whose exponents lie below `REAL` as every zero product's does: leaving
-    // them out of the maximum changes no E.)
-    let (hi, lo) =
-        if min_exp > -126 { block_range::<W>(ab, la, be, real) } else { (block_max::<W>(ab, la, be), [i8::MAX; W]) };
+    // The zero-product rule: a nonzero early c is normal, at or above 2^-126, so a min_exp at or below -126 only
+    // decides E with c = 0, when the rule holds anyway; the smallest exponents are needed only above it. A late c
+    // takes no part, so the rule needs them always. (The padding past the real positions holds zero products, whose
+    // exponents lie below `REAL` as every zero product's does: leaving them out of the maximum changes no E.)
+    let (hi, lo) = if late || min_exp > -126 {
+        block_range::<W>(ab, la, be, real)
+    } else {
+        (block_max::<W>(ab, la, be), [i8::MAX; W])
+    };
     let (mut e, mut s, mut nan) = ([0i32; W], [0i32; W], [false; W]);
     for j in 0..W {
         s[j] = xa + xb[j];
         nan[j] = xa == NAN_SCALE || xb[j] == NAN_SCALE;
         let h = hi[j] as i32;
-        let cz = c[j] == 0.0;
+        // A late c counts as a nonzero one here, which neither enters E nor calls for the floor.
+        let (cz, ce) = if late { (false, NONE) } else { (c[j] == 0.0, exp_f32(c[j])) };
         e[j] = if h > REAL { h + s[j] } else { NONE };
-        e[j] = e[j].max(if cz { NONE } else { exp_f32(c[j]) });
+        e[j] = e[j].max(if cz { NONE } else { ce });
         e[j] = e[j].max(if cz || (lo[j] as i32) <= REAL { min_exp } else { NONE });
     }
     (e, s, nan)
@@ -147,14 +156,15 @@ pub(super) fn each_block<const W: usize>(
         let be = &pe[blk * nfma * W..(blk + 1) * nfma * W];
         let real = if blk + 1 == nblk { bl.last } else { nfma };
         let xb: &[i32; W] = bl.xb[blk * W..(blk + 1) * W].try_into().unwrap_or(&[0; W]);
-        let (e, s, nan) = exponents::<W>(ab, la, be, real, (bl.xa[blk], xb), bl.min_exp, c);
+        let (e, s, nan) = exponents::<W>(ab, la, be, real, (bl.xa[blk], xb), bl.min_exp, (c, bl.p.late));
         end(blk, ab, (&e, &s, &nan), c);
     }
 }
 
-/// Step 2's end for the W chains of one block: `terms` is the exact sum of the products' terms; c's term
+/// Step 2's end for the W chains of one block: `terms` is the exact sum of the products' terms; an early c's term
 /// trunc(c · 2^(frac - E)) is added, the sum kept to frac_out bits and scaled by 2^(E - frac), and an output whose
-/// result is not zero or a normal fp32 (or that `nan` or a NaN c marks) becomes NaN.
+/// result is not zero or a normal fp32 (or that `nan` or a NaN c marks) becomes NaN. A late c (`p.late`) then takes
+/// the result in one fp32 addition (see the comment at the top of this file).
 #[inline(always)]
 fn block_ends<const W: usize, const HT: bool>(
     terms: &[f64; W],
@@ -164,9 +174,10 @@ fn block_ends<const W: usize, const HT: bool>(
     p: &Params,
 ) {
     for j in 0..W {
-        let ct = Lane::trunc::<HT>(f64::from(c[j]) * <f64 as Lane>::pow2(p.frac - e[j]));
+        let ct = if p.late { 0.0 } else { Lane::trunc::<HT>(f64::from(c[j]) * <f64 as Lane>::pow2(p.frac - e[j])) };
         let r = (terms[j] + ct).keep_frac_out(p) * <f64 as Lane>::pow2(e[j] - p.frac);
-        c[j] = block_result(r, nan[j] || c[j].is_nan());
+        let d = block_result(r, nan[j] || c[j].is_nan());
+        c[j] = if p.late { c[j] + d } else { d };
     }
 }
 
@@ -189,8 +200,8 @@ pub(super) fn block_result(r: f64, marked: bool) -> f32 {
 pub trait ScaledLane: Lane {
     /// The scaled chains of one row against a W-wide panel over one piece of `nblk` blocks: `a` holds the row's
     /// codes, `pv`/`pe` the panel's values and exponents (one row of W per position) and `c` the W running
-    /// accumulators: normal, zero, or NaN for a marked output (see the comment at the top of this file). `HT`:
-    /// truncate with the hardware instruction.
+    /// accumulators: normal or zero (a late c: any finite fp32), or NaN for a marked output (see the comment at the
+    /// top of this file). `HT`: truncate with the hardware instruction.
     #[inline(always)]
     fn scaled_steps<const W: usize, const HT: bool>(
         a: &[u8],

@@ -103,10 +103,11 @@ fn blocks(planes: &WidePlanes, a: &[u8], nblk: usize, la: &Lut, bl: &Blocks<'_>,
         // SAFETY: the planes were filled on the AVX-512 level (`WidePlanes::filled`), whose CPU has AVX-512F/BW/VL/DQ
         // and AVX2; the block exponents and scales are the step's (`super::step`), which keep the factors normal.
         unsafe {
-            if p.nearest {
-                crate::x86::scaled_wide_block::<true>(ab, la, block, (e, s, nan), c, p)
-            } else {
-                crate::x86::scaled_wide_block::<false>(ab, la, block, (e, s, nan), c, p)
+            match (p.late, p.nearest) {
+                (false, false) => crate::x86::scaled_wide_block::<false, false>(ab, la, block, (e, s, nan), c, p),
+                (false, true) => crate::x86::scaled_wide_block::<false, true>(ab, la, block, (e, s, nan), c, p),
+                (true, false) => crate::x86::scaled_wide_block::<true, false>(ab, la, block, (e, s, nan), c, p),
+                (true, true) => crate::x86::scaled_wide_block::<true, true>(ab, la, block, (e, s, nan), c, p),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -201,7 +201,7 @@ unsafe fn wide_terms(
 /// One block of the e8m0 block-scaled chains of one row against a panel of [`PANEL`] rows of B, where
 /// [`Params::biased64`] holds, as [`wide_panel_blocks`] sums a block: `a` holds the row's `nfma` codes of the block,
 /// `pm` and `sides` the panel's planes over it ([`wide_planes`]), and per chain `e` its block exponent E, `s` its scale
-/// exponent and `marked` whether the block marks it; `c` the 64 accumulators, early c.
+/// exponent and `marked` whether the block marks it; `c` the 64 accumulators, early c or late (`LATE`).
 ///
 /// The model's term trunc(a · b · 2^(frac - E + s)) is a · b truncated to the grid 2^g with g = E - s - frac, so the
 /// accumulators start at the bias 2^(g + 52) and take the unscaled magnitudes |a| |b| exactly as there, and c enters
@@ -209,7 +209,8 @@ unsafe fn wide_terms(
 /// 2^s (exact) is the model's block sum on its true scale; its rounding to frac_out bits is the conversion to f32 (after
 /// clearing the bits below frac_out, or by rounding to nearest even, `NE`), and the result is NaN, marking the output
 /// for the model, where it is not zero or a normal fp32 (with `NE`: where the sum lies below 2^-126 or its rounding
-/// overflows, conservatively) or where `marked` or a NaN c marks it.
+/// overflows, conservatively) or where `marked` or a NaN c marks it. A late c takes no part in the sums: the result is
+/// added to it in fp32 (nearest even; an overflow is the model's infinity, `crate::scaled`'s step).
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW/VL/DQ and AVX2; `a` must hold `nfma` codes, `pm` `nfma * PANEL` values and
@@ -218,7 +219,7 @@ unsafe fn wide_terms(
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn scaled_wide_block<const NE: bool>(
+pub unsafe fn scaled_wide_block<const LATE: bool, const NE: bool>(
     a: &[u8],
     la: &crate::tables::Lut,
     (pm, sides): (&[f64], &[u64]),
@@ -243,6 +244,10 @@ pub unsafe fn scaled_wide_block<const NE: bool>(
         // The bias 2^(E - s - frac + 52), and the scales 2^s and 2^-s, made in their exponent fields.
         bias[g] = _mm512_castsi512_pd(_mm512_slli_epi64::<52>(_mm512_add_epi64(_mm512_sub_epi64(eg, sg), field)));
         up[g] = _mm512_castsi512_pd(_mm512_slli_epi64::<52>(_mm512_add_epi64(sg, one)));
+        if LATE {
+            (tot[g], pos[g]) = (bias[g], bias[g]);
+            continue;
+        }
         let down = _mm512_castsi512_pd(_mm512_slli_epi64::<52>(_mm512_sub_epi64(one, sg)));
         let cd = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(c.as_ptr().add(8 * g))), down);
         tot[g] = _mm512_add_round_pd::<TOWARD_ZERO>(bias[g], _mm512_abs_pd(cd));
@@ -268,6 +273,13 @@ pub unsafe fn scaled_wide_block<const NE: bool>(
         };
         let ok = ok & !((marked >> (8 * g)) as u8);
         let at = c.as_mut_ptr().add(8 * g);
-        _mm256_storeu_ps(at, _mm256_mask_mov_ps(_mm256_set1_ps(f32::NAN), ok, d));
+        let nan = _mm256_set1_ps(f32::NAN);
+        if LATE {
+            // c + d in fp32 (a NaN c stays NaN; an infinite one stays infinite, as the model's does).
+            let x = _mm256_add_ps(_mm256_loadu_ps(at), d);
+            _mm256_storeu_ps(at, _mm256_mask_mov_ps(nan, ok, x));
+        } else {
+            _mm256_storeu_ps(at, _mm256_mask_mov_ps(nan, ok, d));
+        }
     }
 }
