@@ -139,10 +139,12 @@ impl PanelTile for Grouped<'_> {
                 xb.e.fill(0);
                 xb.flags.fill(0);
             }
-            for (jj, j) in cols.clone().enumerate() {
-                for (gi, &code) in self.sb[j * ns + g0..j * ns + g0 + ng].iter().enumerate() {
-                    let x = self.scales[code as usize];
-                    (xb.v[gi * W + jj], xb.e[gi * W + jj], xb.flags[gi * W + jj]) = (x.v, x.e, x.flags);
+            // A plane row per group, filled column by column (the panel's codes of one group lie ns apart).
+            let planes = xb.v.chunks_exact_mut(W).zip(xb.e.chunks_exact_mut(W)).zip(xb.flags.chunks_exact_mut(W));
+            for (gi, ((v, e), f)) in planes.take(ng).enumerate() {
+                for ((v, e), (f, j)) in v.iter_mut().zip(e.iter_mut()).zip(f.iter_mut().zip(cols.clone())) {
+                    let x = self.scales[self.sb[j * ns + g0 + gi] as usize];
+                    (*v, *e, *f) = (x.v, x.e, x.flags);
                 }
             }
             for (c, i) in c.chunks_exact_mut(W).zip(rows.clone()) {
