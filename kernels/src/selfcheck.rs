@@ -221,8 +221,8 @@ fn battery(engine: &CpuEngine) -> Result<(), String> {
     for preset in presets() {
         for (pi, &(fa, fb)) in pairs.iter().enumerate() {
             // Ragged K; one shape with several panels and a partial one, whose last row of A and first of B are
-            // `grid_rows`.
-            let (m, n, k) = if pi == 0 { (4, width + 5, 200) } else { (2, 5, 150 + 17 * pi) };
+            // `grid_rows` (that row's pattern, 2, is in the next two shapes).
+            let (m, n, k) = if pi == 0 { (3, width + 5, 200) } else { (2, 5, 150 + 17 * pi) };
             let mut a: Vec<u8> = (0..m).flat_map(|i| row(&mut rng, fa, k, (i + pi) % 7)).collect();
             let mut b: Vec<u8> = (0..n).flat_map(|j| row(&mut rng, fb, k, (j * 3 + pi) % 8)).collect();
             if pi == 0 {
