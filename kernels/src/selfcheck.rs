@@ -22,8 +22,9 @@ use rand::{RngExt, SeedableRng};
 
 /// The presets of the battery: the built-ins and custom ones across the space a fit can return (odd block, other
 /// frac_out; 40-bit wide; nearest even with late c, blocks of 16 and a slow chunk of 256; nearest even with early c
-/// and blocks of 128; late c at frac 30, the wide step whose grid [`grid_rows`] sees; one product per block, late c; two, early c, frac 25 and frac_out 20; nearest even with early
-/// c, blocks of 64 at frac 24, summed in i32 groups of 31; blocks of 64 with e8m0 block scales).
+/// and blocks of 128; late c at frac 30, the wide step whose grid [`grid_rows`] sees; one product per block, late c;
+/// two, early c, frac 25 and frac_out 20; nearest even with early c, blocks of 64 at frac 24, summed in i32 groups of
+/// 31; blocks of 64 with e8m0 block scales).
 pub fn presets() -> Vec<Preset> {
     let mut v = vec![Preset::ada(), Preset::hopper(), Preset::b200_mma_sync()];
     let nearest = |s: PresetSpec| s.with_rounding(BlockRounding::NearestEven);
@@ -189,7 +190,7 @@ fn scaled_battery(engine: &CpuEngine) -> Result<(), String> {
     Ok(())
 }
 
-/// A's and B's first rows (e4m3) made a pair whose products sit on a block's grid: in each four positions 448 · 448,
+/// A row of A and one of B (e4m3) made a pair whose products sit on a block's grid: in each four positions 448 · 448,
 /// -448 · 448 (cancelling exactly), 2^-6 · 1.875 · 2^-6 (bits from 2^-12 down to 2^-15) and a zero. With the block
 /// exponent 16 and frac 30 the grid is 2^-14, so the grid, the one below it and the one above give three different
 /// sums: a block step off by a power of two in its grid fails.

@@ -114,20 +114,8 @@ fn mx_gemm_on_the_cpu_backend_is_the_model() {
         let (spread, nb) = (rng.random_range(0..=2), d.k.div_ceil(block));
         let sa = to_blocked(&e8m0(rng, d.m * nb, spread), d.m, nb, 127).unwrap();
         let sb = to_blocked(&e8m0(rng, d.n * nb, spread), d.n, nb, 127).unwrap();
-        let want = mx_gemm(&preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
-        for e in &engines {
-            let got = mx_gemm_on(e, &preset, fa, fb, &a, &b, d, &sa, &sb).unwrap();
-            for (o, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(
-                    g.to_bits(),
-                    w.to_bits(),
-                    "seed {seed} case {case}: {} on {preset:?} {fa} x {fb} {d:?} spread {spread}, output ({}, {})",
-                    mmaemu_model::ChainEngine::name(e),
-                    o / d.n,
-                    o % d.n
-                );
-            }
-        }
+        let what = format!("seed {seed} case {case}: on {preset:?} {fa} x {fb} {d:?} spread {spread}");
+        mx_is_the_model(&engines, &preset, (fa, fb), (&a, &b), d, (&sa, &sb), &what);
     }
 }
 
@@ -208,8 +196,11 @@ fn mx_zero_products_with_a_high_min_exp() {
         let nfma = [16, 32, 64][rng.random_range(0..3)];
         let c = if case % 2 == 1 { CEntry::Late } else { CEntry::Early };
         let low = case >= 8;
-        let (min_exp, frac) = if low { (rng.random_range(-129..=-126), rng.random_range(6..=20)) } else { (20, 30) };
-        let frac = if low { frac } else { rng.random_range(20..=40) };
+        let (min_exp, frac) = if low {
+            (rng.random_range(-129..=-126), rng.random_range(6..=20))
+        } else {
+            (20, rng.random_range(20..=40))
+        };
         let spec = PresetSpec::custom("zero-rule", nfma, frac, 23, min_exp, c, None).with_scale_block(Some(nfma));
         let preset = Preset::custom(spec).expect("a valid preset");
         let d = Dims { m: rng.random_range(1..=20), n: rng.random_range(60..=80), k: rng.random_range(100..=300) };

@@ -273,13 +273,8 @@ pub unsafe fn scaled_wide_block<const LATE: bool, const NE: bool>(
         };
         let ok = ok & !((marked >> (8 * g)) as u8);
         let at = c.as_mut_ptr().add(8 * g);
-        let nan = _mm256_set1_ps(f32::NAN);
-        if LATE {
-            // c + d in fp32 (a NaN c stays NaN; an infinite one stays infinite, as the model's does).
-            let x = _mm256_add_ps(_mm256_loadu_ps(at), d);
-            _mm256_storeu_ps(at, _mm256_mask_mov_ps(nan, ok, x));
-        } else {
-            _mm256_storeu_ps(at, _mm256_mask_mov_ps(nan, ok, d));
-        }
+        // A late c takes c + d in fp32 (a NaN c stays NaN; an infinite one stays infinite, as the model's does).
+        let r = if LATE { _mm256_add_ps(_mm256_loadu_ps(at), d) } else { d };
+        _mm256_storeu_ps(at, _mm256_mask_mov_ps(_mm256_set1_ps(f32::NAN), ok, r));
     }
 }
