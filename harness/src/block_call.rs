@@ -5,8 +5,8 @@
 use crate::replay::Computed;
 use crate::under::Resolved;
 use mmaemu_datasets::{limits, Expectation, Row, ScaleSpec, Scaling};
-use mmaemu_model::block_call::{BlockMode, BlockScaledCall};
-use mmaemu_model::block_gemm::{block_epilogue, blockwise_gemm_on, mx_gemm_on, nvfp4_gemm, BlockShape, Dims};
+use mmaemu_model::block_call::{BlockMode, BlockScaledCall, BlockScales};
+use mmaemu_model::block_gemm::{BlockShape, Dims};
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::format::e2m1_unpack;
 use mmaemu_model::{ChainEngine, Format};
@@ -74,37 +74,33 @@ pub fn compute(
         // The row is evidence of its call (scope null or `in`): the experimental mode is opted in to.
         experimental: row.scope.as_deref().is_none_or(|s| s == "in"),
     };
-    let (out, preset) = match checked.check(&profile).and_then(|x| checked.check_opt_in().map(|_| x)) {
-        Ok(x) => x,
-        Err(e) => return Ok(Err(e)),
-    };
-    let acc = match mode {
-        BlockMode::Mx => {
-            let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
-            let (xa, xb) = (sa.storage_bytes()?, sb.storage_bytes()?);
-            mx_gemm_on(engine, &preset, fa, fb, &row.a, &row.b, d, &xa, &xb)
-        }
+    let unpacked;
+    let (formats, operands) = match mode {
         BlockMode::Nvfp4 => {
-            let (xa, xb) = (sa.storage_bytes()?, sb.storage_bytes()?);
-            nvfp4_gemm(&preset, &e2m1_unpack(&row.a), &e2m1_unpack(&row.b), d, &xa, &xb)
+            unpacked = (e2m1_unpack(&row.a), e2m1_unpack(&row.b));
+            ((Format::E4m3, Format::E4m3), (unpacked.0.as_slice(), unpacked.1.as_slice()))
+        }
+        _ => ((format_of(&row.fmt_a)?, format_of(&row.fmt_b)?), (row.a.as_slice(), row.b.as_slice())),
+    };
+    let blocked;
+    let logical;
+    let scales = match mode {
+        BlockMode::Mx | BlockMode::Nvfp4 => {
+            blocked = (sa.storage_bytes()?, sb.storage_bytes()?);
+            let global = |s: &ScaleSpec| s.global.as_ref().map_or(1.0, |g| g.element(0) as f32);
+            BlockScales::Blocked { a: &blocked.0, b: &blocked.1, global: (global(sa), global(sb)) }
         }
         BlockMode::Block128 | BlockMode::Block128x128 => {
-            let (fa, fb) = (format_of(&row.fmt_a)?, format_of(&row.fmt_b)?);
-            let logical = |s: &ScaleSpec| -> Result<(Vec<f32>, BlockShape), String> {
+            let values = |s: &ScaleSpec| -> Result<(Vec<f32>, BlockShape), String> {
                 let shape = match s.scaling {
                     Some(Scaling::BlockWise128x128) => BlockShape::Blk128x128,
                     _ => BlockShape::Vec1x128,
                 };
                 Ok((s.logical_values()?.into_iter().map(|x| x as f32).collect(), shape))
             };
-            let ((xa, ha), (xb, hb)) = (logical(sa)?, logical(sb)?);
-            blockwise_gemm_on(engine, &preset, fa, fb, &row.a, &row.b, d, (&xa, ha), (&xb, hb))
+            logical = (values(sa)?, values(sb)?);
+            BlockScales::Logical { a: (&logical.0 .0, logical.0 .1), b: (&logical.1 .0, logical.1 .1) }
         }
     };
-    let acc = match acc {
-        Ok(acc) => acc,
-        Err(e) => return Ok(Err(e)),
-    };
-    let global = |s: &ScaleSpec| s.global.as_ref().map_or(1.0, |g| g.element(0) as f32);
-    Ok(Ok((block_epilogue(&acc, global(sa), global(sb), out), out)))
+    Ok(checked.compute(&profile, engine, formats, operands, scales))
 }

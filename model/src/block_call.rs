@@ -2,10 +2,12 @@
 //! torch's checks of a block-scaled call in the order the Python layer applies them, the opt-in, and the kernel, plan
 //! and sources `explain` names. `scaled_mm_v2`, replay and `explain` all check and describe a call through it.
 
-use crate::block_gemm::{BlockShape, Dims};
+use crate::accumulate::ChainEngine;
+use crate::block_gemm::{block_epilogue, blockwise_gemm_on, mx_gemm_on, nvfp4_gemm, BlockShape, Dims};
 use crate::dtype::Dtype;
 use crate::epilogue::OutDtype;
 use crate::error::{Error, Result};
+use crate::format::Format;
 use crate::preset::Preset;
 use crate::profile::Profile;
 use crate::scaled_mm::{CallPlan, Validation};
@@ -166,6 +168,16 @@ impl BlockMode {
     }
 }
 
+/// The scales of a block-scaled call as its mode takes them.
+#[derive(Clone, Copy, Debug)]
+pub enum BlockScales<'a> {
+    /// MXFP8 and NVFP4: A's and B's codes in torch's blocked layout (§12.3), and NVFP4's fp32 global scales (1, 1
+    /// otherwise).
+    Blocked { a: &'a [u8], b: &'a [u8], global: (f32, f32) },
+    /// Block-wise 1x128 / 128x128: A's and B's logical fp32 scales with their shapes.
+    Logical { a: (&'a [f32], BlockShape), b: (&'a [f32], BlockShape) },
+}
+
 /// A block-scaled call without its data: what torch checks before it reads the scales, and what explain describes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlockScaledCall {
@@ -238,6 +250,39 @@ impl BlockScaledCall {
             }
         }
         Ok((out, preset))
+    }
+
+    /// The call on `profile` with its data: the checks and the opt-in, then the mode's GEMM (§12.4, §12.5) by
+    /// `engine` and the epilogue. `formats` are the FP8 operands' (ignored for NVFP4, whose `a` and `b` hold one
+    /// e2m1 code per byte); `scales` must be the mode's kind. Returns the output's bits in the out dtype. The one
+    /// composition replay and the simulated device compute with.
+    pub fn compute(
+        &self,
+        profile: &Profile,
+        engine: &dyn ChainEngine,
+        formats: (Format, Format),
+        (a, b): (&[u8], &[u8]),
+        scales: BlockScales<'_>,
+    ) -> Result<(Vec<u32>, OutDtype)> {
+        let (out, preset) = self.check(profile)?;
+        self.check_opt_in()?;
+        let (fa, fb) = formats;
+        let d = self.dims;
+        let mismatch =
+            || Error::invalid_value(format!("the scales of a {} call are of another mode", self.mode.label()));
+        let (acc, global) = match (self.mode, scales) {
+            (BlockMode::Mx, BlockScales::Blocked { a: sa, b: sb, .. }) => {
+                (mx_gemm_on(engine, &preset, fa, fb, a, b, d, sa, sb)?, (1.0, 1.0))
+            }
+            (BlockMode::Nvfp4, BlockScales::Blocked { a: sa, b: sb, global }) => {
+                (nvfp4_gemm(&preset, a, b, d, sa, sb)?, global)
+            }
+            (BlockMode::Block128 | BlockMode::Block128x128, BlockScales::Logical { a: sa, b: sb }) => {
+                (blockwise_gemm_on(engine, &preset, fa, fb, a, b, d, sa, sb)?, (1.0, 1.0))
+            }
+            _ => return Err(mismatch()),
+        };
+        Ok((block_epilogue(&acc, global.0, global.1, out), out))
     }
 
     /// The scope step after torch's checks (docs/reference.md §5.2 step 7): without the opt-in a block-scaled call

@@ -5,6 +5,7 @@
 
 use crate::device::Platform;
 use mmaemu_datasets::{ScaleLayout, ScaleSpec, ScaleValue, Scaling};
+use mmaemu_model::block_call::BlockMode;
 use mmaemu_model::SplitKey;
 use serde::Deserialize;
 
@@ -131,6 +132,17 @@ impl ScaleRecipe {
         }
     }
 
+    /// The model's block-scaled mode of the recipe (None: tensor-wise and row-wise, which `scaled_mm` computes).
+    pub fn block_mode(self) -> Option<BlockMode> {
+        match self {
+            ScaleRecipe::Tensorwise | ScaleRecipe::Rowwise => None,
+            ScaleRecipe::Blockwise1x128 => Some(BlockMode::Block128),
+            ScaleRecipe::Blockwise1x128x128x128 => Some(BlockMode::Block128x128),
+            ScaleRecipe::Mxfp8 => Some(BlockMode::Mx),
+            ScaleRecipe::Nvfp4 => Some(BlockMode::Nvfp4),
+        }
+    }
+
     /// Why a spec cannot record the recipe at all (None: it can).
     pub fn refusal(self) -> Option<String> {
         (self == ScaleRecipe::Nvfp4).then(|| {
@@ -193,10 +205,31 @@ impl ScaleRecipe {
         None
     }
 
+    /// Why the recipe is not recorded at the spec's scale pair `pair` (None: it is). Every recipe records the pair
+    /// [1, 1] as its pattern; MXFP8 also records any other pair of powers of two that e8m0 holds (2^-127 to 2^127)
+    /// as constant block scales (mat1's all `pair[0]`, mat2's all `pair[1]`): the calls whose products sit near the
+    /// ends of fp32's range, where a block-scaled instruction's floor shows.
+    pub fn scale_pair(self, pair: [f64; 2]) -> Option<String> {
+        if self == ScaleRecipe::Tensorwise || pair == [1.0, 1.0] {
+            return None;
+        }
+        if self != ScaleRecipe::Mxfp8 {
+            return Some(format!(
+                "scales {pair:?} apply to tensor-wise and mxfp8 cases only (scaling {:?} is recorded at [1.0, 1.0])",
+                self.word()
+            ));
+        }
+        let e8m0 = |x: f64| x > 0.0 && x.log2().fract() == 0.0 && (-127.0..=127.0).contains(&x.log2());
+        (!pair.iter().all(|&x| e8m0(x))).then(|| {
+            format!("scales {pair:?} are not both powers of two from 2^-127 to 2^127, as e8m0 block scales must be")
+        })
+    }
+
     /// The call object's `scale_a` (mat1's) and `scale_b` (mat2's) of an m x n x k call: the tensors torch
-    /// takes for the recipe, filled with the `rowwise` (fp32) or `pow2` (e8m0, e4m3) pattern. None for
+    /// takes for the recipe, filled with the `rowwise` (fp32) or `pow2` (e8m0, e4m3) pattern, or for MXFP8 at a
+    /// scale pair other than [1, 1] with that pair's constants ([`ScaleRecipe::scale_pair`]). None for
     /// tensor-wise (the row's scale columns hold the scalars).
-    pub fn call_scales(self, m: usize, n: usize, k: usize) -> Option<(ScaleSpec, ScaleSpec)> {
+    pub fn call_scales(self, m: usize, n: usize, k: usize, pair: [f64; 2]) -> Option<(ScaleSpec, ScaleSpec)> {
         let d = |x: usize, b: usize| x.div_ceil(b) as i64;
         let (m_, n_) = (m as i64, n as i64);
         let spec = |dtype: &str, shape: Vec<i64>, value, scaling, layout| ScaleSpec {
@@ -218,16 +251,11 @@ impl ScaleRecipe {
                 (col128(m_), f32(vec![d(n, 128), k128], Scaling::BlockWise128x128, ScaleLayout::Std))
             }
             ScaleRecipe::Mxfp8 => {
-                let e8 = |rows: i64| {
-                    spec(
-                        "float8_e8m0fnu",
-                        vec![rows, d(k, 32)],
-                        ScaleValue::Pow2,
-                        Scaling::BlockWise1x32,
-                        ScaleLayout::Blocked,
-                    )
+                let value = |x: f64| if pair == [1.0, 1.0] { ScaleValue::Pow2 } else { ScaleValue::Number(x) };
+                let e8 = |rows: i64, x: f64| {
+                    spec("float8_e8m0fnu", vec![rows, d(k, 32)], value(x), Scaling::BlockWise1x32, ScaleLayout::Blocked)
                 };
-                (e8(m_), e8(n_))
+                (e8(m_, pair[0]), e8(n_, pair[1]))
             }
             ScaleRecipe::Nvfp4 => {
                 let e4 = |rows: i64| {
@@ -262,9 +290,15 @@ pub struct RecipeScales {
 }
 
 impl RecipeScales {
-    /// The scales of `recipe` for an m x n x k call (None for tensor-wise).
-    pub fn new(recipe: ScaleRecipe, m: usize, n: usize, k: usize) -> Result<Option<RecipeScales>, String> {
-        let Some((a, b)) = recipe.call_scales(m, n, k) else { return Ok(None) };
+    /// The scales of `recipe` for an m x n x k call at the spec's scale pair `pair` (None for tensor-wise).
+    pub fn new(
+        recipe: ScaleRecipe,
+        m: usize,
+        n: usize,
+        k: usize,
+        pair: [f64; 2],
+    ) -> Result<Option<RecipeScales>, String> {
+        let Some((a, b)) = recipe.call_scales(m, n, k, pair) else { return Ok(None) };
         let (a_bytes, b_bytes) = (storage_bytes(&a)?, storage_bytes(&b)?);
         Ok(Some(RecipeScales { recipe, a, b, a_bytes, b_bytes }))
     }
@@ -290,6 +324,8 @@ pub fn storage_bytes(s: &ScaleSpec) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    const ONE: [f64; 2] = [1.0, 1.0];
 
     fn platform(cublaslt: Option<&str>, cap: (u32, u32)) -> Platform {
         Platform {
@@ -318,7 +354,7 @@ mod tests {
 
     #[test]
     fn storage_follows_the_layout() {
-        let (a, b) = ScaleRecipe::Blockwise1x128.call_scales(3, 16, 256).unwrap();
+        let (a, b) = ScaleRecipe::Blockwise1x128.call_scales(3, 16, 256, ONE).unwrap();
         assert_eq!((a.shape.clone(), b.shape.clone()), (vec![3, 2], vec![16, 2]));
         // Column-major: logical (r, c) at c * rows + r.
         let bytes = storage_bytes(&a).unwrap();
@@ -326,7 +362,7 @@ mod tests {
         let v = logical_values(&a).unwrap();
         assert_eq!((at(0), at(1), at(3)), (v[0], v[2], v[1]));
         // Blocked: [130, 2] pads to [256, 4]; padding is zero.
-        let (ma, _) = ScaleRecipe::Mxfp8.call_scales(130, 16, 64).unwrap();
+        let (ma, _) = ScaleRecipe::Mxfp8.call_scales(130, 16, 64, ONE).unwrap();
         let bytes = storage_bytes(&ma).unwrap();
         assert_eq!(bytes.len(), 256 * 4);
         let v = logical_values(&ma).unwrap();
@@ -335,9 +371,9 @@ mod tests {
         assert_eq!(bytes[p], (v[129 * 2 + 1].log2() as i32 + 127) as u8);
         assert_eq!(bytes.iter().filter(|&&x| x != 0).count(), 260);
         // Row-wise: [m, 1] and [1, n], plain.
-        let (ra, rb) = ScaleRecipe::Rowwise.call_scales(5, 32, 64).unwrap();
+        let (ra, rb) = ScaleRecipe::Rowwise.call_scales(5, 32, 64, ONE).unwrap();
         assert_eq!((storage_bytes(&ra).unwrap().len(), storage_bytes(&rb).unwrap().len()), (20, 128));
-        assert!(ScaleRecipe::Tensorwise.call_scales(5, 32, 64).is_none());
+        assert!(ScaleRecipe::Tensorwise.call_scales(5, 32, 64, ONE).is_none());
     }
 
     #[test]

@@ -22,6 +22,9 @@
 use crate::descriptor::CallConfig;
 use crate::device::{AlgoInfo, Call, Device, Heuristic, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
+use crate::scaling::RecipeScales;
+use mmaemu_model::block_call::{BlockMode, BlockScaledCall, BlockScales};
+use mmaemu_model::block_gemm::{BlockShape, Dims};
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};
 use mmaemu_model::splitk::{resolve_splitk, try_table_lookup, SplitKey, SplitRequest};
@@ -206,6 +209,12 @@ impl SimDevice {
         let (sa, sb) = (g.mat1_storage(inputs.a, m, k), g.mat2_storage(inputs.b, n, k));
         let a = operand_view(fa, [m, k], g.mat1_strides(m, k), g.mat1.offset, &sa);
         let b = operand_view(fb, [k, n], g.mat2_strides(n, k), g.mat2.offset, &sb);
+        if let Some((x, mode)) = inputs.scales.and_then(|x| Some((x, x.recipe.block_mode()?))) {
+            return self.block_scaled(cfg, inputs, x, mode).map(|r| match r {
+                Ok(bits) => RunOutcome::Ran { algo, results: vec![bits; runs.max(1)], amax: Vec::new() },
+                Err(why) => RunOutcome::Skipped(why),
+            });
+        }
         let mut call = ScaledMm::new(a, b, inputs.scale_a, inputs.scale_b);
         if let Some(x) = inputs.scales {
             let tensor = |s: &mmaemu_datasets::ScaleSpec| s.model_tensor().map_err(RecordError::Model);
@@ -242,6 +251,61 @@ impl SimDevice {
         };
         let bits = out.out.logical_bytes();
         Ok(RunOutcome::Ran { algo, results: vec![bits; runs.max(1)], amax: Vec::new() })
+    }
+
+    /// A block-scaled recipe's call (standard operand layouts, as the harness replays them): the model's
+    /// `BlockScaledCall` on the profile, opted in, as replay computes it; the output's bytes, or why the model does
+    /// not compute the call (a skip, as for the other recipes).
+    fn block_scaled(
+        &self,
+        cfg: &CallConfig,
+        inputs: &Inputs<'_>,
+        x: &RecipeScales,
+        mode: BlockMode,
+    ) -> Result<Result<Vec<u8>, String>, RecordError> {
+        let SplitKey { m, n, k, fa, fb, out, fast } = cfg.problem;
+        let skip = |why: String| {
+            format!(
+                "the simulated device (mmaemu {}, profile {}) does not compute scaling {:?}: {why}",
+                env!("CARGO_PKG_VERSION"),
+                self.profile.name,
+                x.recipe.word()
+            )
+        };
+        if !cfg.geometry.is_standard() {
+            return Ok(Err(skip("block-scaled calls are computed with standard operand layouts only".into())));
+        }
+        let call = BlockScaledCall {
+            mode,
+            dims: Dims { m, n, k },
+            dtypes: Some((Dtype::of_format(fa), Dtype::of_format(fb))),
+            out: Dtype::of_out(out),
+            fast,
+            bias: false,
+            experimental: true,
+        };
+        let logical;
+        let scales = match mode {
+            BlockMode::Mx | BlockMode::Nvfp4 => {
+                BlockScales::Blocked { a: &x.a_bytes, b: &x.b_bytes, global: (1.0, 1.0) }
+            }
+            BlockMode::Block128 | BlockMode::Block128x128 => {
+                let values = |s: &mmaemu_datasets::ScaleSpec| -> Result<(Vec<f32>, BlockShape), String> {
+                    let shape = match s.scaling {
+                        Some(mmaemu_datasets::Scaling::BlockWise128x128) => BlockShape::Blk128x128,
+                        _ => BlockShape::Vec1x128,
+                    };
+                    Ok((s.logical_values()?.into_iter().map(|v| v as f32).collect(), shape))
+                };
+                logical = (values(&x.a).map_err(RecordError::Model)?, values(&x.b).map_err(RecordError::Model)?);
+                BlockScales::Logical { a: (&logical.0 .0, logical.0 .1), b: (&logical.1 .0, logical.1 .1) }
+            }
+        };
+        match call.compute(&self.profile, self.engine.inner, (fa, fb), (inputs.a, inputs.b), scales) {
+            Ok((bits, out)) => Ok(Ok(mmaemu_model::epilogue::to_le_bytes(&bits, out))),
+            Err(e) if e.category() == Category::Mmaemu => Err(RecordError::Model(e.to_string())),
+            Err(e) => Ok(Err(skip(e.message().to_string()))),
+        }
     }
 
     /// The test hook: every `n`-th call that ran gets a last run with one flipped bit.

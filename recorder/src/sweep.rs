@@ -146,7 +146,7 @@ impl Prepared {
         let a = cache.get(&case.inputs, Operand::A, p.fa, p.m, p.k)?;
         let b = cache.get(&case.inputs, Operand::B, p.fb, p.n, p.k)?;
         let scale_result = d_scale(&case, ctx.caller);
-        let scales = RecipeScales::new(case.scaling, p.m, p.n, p.k)
+        let scales = RecipeScales::new(case.scaling, p.m, p.n, p.k, [case.scale_a.into(), case.scale_b.into()])
             .map_err(|e| RecordError::Model(format!("scaling {:?}: {e}", case.scaling.word())))?;
         Ok(Prepared { case, cfg, a, b, scale_result, scales })
     }

@@ -67,9 +67,10 @@ fn simulated_recipes_are_rows_that_replay_or_skips_that_say_why() {
     assert_eq!(s.case_count(), 3 * 2 * 2 * 5);
     let skipped: Vec<String> = (0..s.case_count()).filter_map(|i| s.case(i).skip).collect();
     // K = 96 is not a multiple of 128 for the two 1 x 128 recipes (x 2 accumulations x 2 scale pairs), but is
-    // of MXFP8's 32; the other recipe cases at scales[1] are duplicates (4 recipes x 3 shapes x 2, less those 4).
+    // of MXFP8's 32; the fp32 recipes record their pattern at [1, 1] only (3 recipes x 3 shapes x 2 at scales[1],
+    // less those 4), MXFP8 records [0.5, 2.0] as constant block scales.
     assert_eq!(skipped.iter().filter(|w| w.contains("not a multiple of 128")).count(), 2 * 2 * 2);
-    assert_eq!(skipped.iter().filter(|w| w.contains("tensor-wise cases only")).count(), 4 * 3 * 2 - 2 * 2);
+    assert_eq!(skipped.iter().filter(|w| w.contains("tensor-wise and mxfp8 cases only")).count(), 3 * 3 * 2 - 2 * 2);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("recipes.parquet");
     let mut device = SimDevice::new("hopper").unwrap();
@@ -137,4 +138,59 @@ fn specs_that_cannot_record_a_recipe_are_refused() {
         let err = Sweep::parse(&text, String::new()).unwrap_err();
         assert!(err.contains(needle), "{extra}: {err}");
     }
+}
+
+/// MXFP8 at scale pairs other than [1, 1]: constant e8m0 block scales, recorded and replayed bit for bit on the
+/// simulated B200 (products pushed to the bottom and the top of fp32's range); a pair e8m0 cannot hold is skipped.
+#[test]
+fn mxfp8_records_constant_block_scales() {
+    let text = r#"
+kind = "sweep"
+name = "mx-pairs"
+seed = 46
+op = "scaled_mm"
+profile = "b200-tcgen05-experimental"
+out_dtypes = ["float32"]
+fast_accum = [false]
+scales = [[1.0, 1.0], [5.421010862427522e-20, 8.673617379884035e-19], [1.2676506002282294e30, 1048576.0], [0.5, 3.0], [1.0, 1.7014118346046923e38]]
+scaling = ["mxfp8"]
+[[shapes]]
+mnk = [[16, 32, 64], [5, 16, 96]]
+[[inputs]]
+class = "gaussian"
+[[inputs]]
+class = "split"
+"#;
+    let s = sweep(text);
+    let skipped: Vec<String> = (0..s.case_count()).filter_map(|i| s.case(i).skip).collect();
+    // [0.5, 3.0]: 3 is no power of two; [1, 2^127]: 2^127 is e8m0's largest, kept.
+    assert_eq!(skipped.len(), 2 * 2, "{skipped:?}");
+    assert!(skipped.iter().all(|w| w.contains("powers of two from 2^-127 to 2^127")), "{skipped:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mx.parquet");
+    let mut device = SimDevice::new("b200-tcgen05-experimental").unwrap();
+    let opts = SweepOptions { out: out.clone(), quiet: true, ..SweepOptions::default() };
+    let r = run_sweep(&s, text, &mut device, None, &opts).unwrap();
+    let m = std::fs::read_to_string(manifest_path(&out)).unwrap();
+    assert_eq!((r.rows, r.skipped), (2 * 2 * 4, 4), "{r:?} {m}");
+    let rec = read_recording(&out).unwrap();
+    let constants: Vec<f64> = rec
+        .rows
+        .iter()
+        .filter_map(|row| row.call.as_ref()?.scale_a.as_ref())
+        .filter_map(|a| match a.value {
+            mmaemu_datasets::ScaleValue::Number(x) => Some(x),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(constants.len(), 2 * 2 * 3);
+    assert!(constants.contains(&2f64.powi(-64)) && constants.contains(&2f64.powi(100)));
+    let report = replay_file(&out, &|| {}).unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures.first());
+    assert_eq!(report.passed, report.rows);
+    // The tiny scales reach results far below the [1, 1] pattern's.
+    let least = rec.rows.iter().filter_map(|r| r.expected_bits()).flat_map(|b| {
+        b.chunks(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]).abs()).filter(|x| *x > 0.0).collect::<Vec<_>>()
+    });
+    assert!(least.fold(f32::MAX, f32::min) < 1e-30);
 }

@@ -90,14 +90,7 @@ impl Sweep {
         let skip = torch_rejects_before_cublas(&problem, &geometry)
             .or_else(|| self.caller.skip(problem.out, scale_result))
             .or_else(|| recipe.precheck(&problem))
-            .or_else(|| {
-                (recipe != ScaleRecipe::Tensorwise && scales > 0).then(|| {
-                    format!(
-                        "scales[{scales}] applies to tensor-wise cases only (scaling {:?} is recorded at scales[0])",
-                        recipe.word()
-                    )
-                })
-            });
+            .or_else(|| recipe.scale_pair(s.scales[scales]));
         Case {
             index,
             problem,
