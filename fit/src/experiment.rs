@@ -13,6 +13,9 @@ pub struct Experiment {
     pub workspace: Option<u64>,
     /// The operands, as the recorder's input generator makes them.
     pub inputs: InputSpec,
+    /// MXFP8 calls: the exponents (a, b) of the constant e8m0 block scales of mat1 and mat2 (2^a, 2^b; the recorder's
+    /// `mxfp8` scaling at that scale pair, no workspace). None: a tensor-wise call with unit scales.
+    pub mx_scales: Option<(i32, i32)>,
     /// What the call decides, in words (e.g. "slow_chunk 192 vs 256", "customOption 1: contiguous32 vs 64").
     pub decides: String,
 }

@@ -188,6 +188,44 @@ pub(super) fn ties(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
     out
 }
 
+/// Calls of one 32-product block per output holding products of widely apart binades and zeros: row i of A (e4m3) 1 to
+/// 29 equal large values of random significand, zeros, a small one of either sign and at times a third, row j of B
+/// (e5m2) the powers of two that spread them (2^12..2^15 on its first 30 places, 2^-16..2^-12, any). Under block scales that put the large
+/// product just below a floor, the floor sets the grid (a zero product is a zero term, docs/reference.md §2.8 step 4)
+/// and decides whether the small one, up to 48 binades lower, is kept: the borrow it makes in a truncation, or the
+/// side of a midpoint it puts the sum on, shows in the fp32 result. Both format orders.
+pub(super) fn spreads() -> Vec<(SplitKey, InputSpec)> {
+    let k = 32;
+    let mut out = Vec::new();
+    for (fa, fb) in [(Format::E4m3, Format::E5m2), (Format::E5m2, Format::E4m3)] {
+        for stream in 0..4u64 {
+            let mut draw = draws(SEED ^ 0x5EED ^ stream ^ ((fa == Format::E5m2) as u64) << 8);
+            let (mut a, mut b) = (vec![0u8; CALL_MN * k], vec![0u8; CALL_MN * k]);
+            let pow = |f: Format, e: i64, m: u64, neg: bool| {
+                let v = (1.0 + m as f32 / 8.0) * (e as f32).exp2();
+                f.from_f32_saturating(if neg { -v } else { v })
+            };
+            for r in 0..CALL_MN {
+                // n equal large products (their sum keeps few bits: a block result of few fraction bits, or one
+                // truncated to fp32's 2^-126 - frac_out, holds it exactly) at the head of A's row against B's large
+                // values, then the small one and at times a third at the row's two last places, on every output.
+                let n = [1, 1, 2, 4, 8, 16, 29][draw(7) as usize];
+                let row = r * k;
+                a[row..row + n].fill(pow(fa, 4 + draw(5) as i64, draw(8), false));
+                a[row + 30] = pow(fa, -9 + draw(6) as i64, 0, draw(2) == 0);
+                if draw(2) == 0 {
+                    a[row + 31] = pow(fa, -9 + draw(18) as i64, draw(8), draw(2) == 0);
+                }
+                b[row..row + 30].fill(pow(fb, 12 + draw(4) as i64, 0, false));
+                b[row + 30] = pow(fb, -16 + draw(5) as i64, 0, false);
+                b[row + 31] = pow(fb, -16 + draw(32) as i64, 0, false);
+            }
+            out.push(call(k, fa, fb, stream, &a, &b));
+        }
+    }
+    out
+}
+
 /// A slow call (K = `k`) whose diagonal outputs each test one chunk length's cut: row i puts 2^12 (2^6 · 2^6) at
 /// `lengths[i]` − 1 and 2^−12 (2^−6 · 2^−6, both e4m3 normals, so exact on any block grid of their own) at `lengths[i]`
 /// and one block later, zeros elsewhere. Under a chunk of `lengths[i]` the two small products are summed alone,

@@ -2,7 +2,7 @@
 //! the values still consistent and why — harmless where they provably give the same bits on every GEMM the bundle
 //! computes, otherwise open (more experiments are needed).
 
-use super::search::{ChunkSet, MinExpSet, Survivor};
+use super::search::{ChunkSet, MinExpSet, Survivor, MX_BLOCK};
 use super::space;
 use mmaemu_model::PresetSpec;
 
@@ -55,8 +55,22 @@ fn distinct<T: PartialEq + ToString>(it: impl Iterator<Item = T>) -> Vec<String>
 
 const SAME_BITS: &str = "every value gives the recorded bits on every row";
 
+/// What the fit saw of MXFP8 block scales: its chains, and the core survivors before they met them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scales {
+    /// MXFP8 chains fitted.
+    pub rows: usize,
+    /// Core survivors of the unscaled rows.
+    pub unscaled: usize,
+}
+
+/// Why several values of a block-scaled preset stay open: the equivalences of [`space::canonical`] are an unscaled
+/// GEMM's (every product a multiple of 2^-25, c on the products' grid), which block scales break.
+const SCALED: &str = "the MXFP8 rows cannot tell them apart, and a block-scaled call moves each block's products \
+                      against the accumulator by its scales, where the unscaled GEMM's equivalences do not hold";
+
 /// One core parameter: decided (one value), harmless (several, which every survivor's representative of
-/// [`space::canonical`] holds as one: `why` says the equivalence) or open.
+/// [`space::canonical`] holds as one, on unscaled GEMMs only: `why` says the equivalence) or open.
 fn core_param<T: PartialEq + ToString>(
     name: &'static str,
     survivors: &[Survivor],
@@ -64,8 +78,11 @@ fn core_param<T: PartialEq + ToString>(
     why: impl FnOnce() -> String,
 ) -> Param {
     let values = distinct(survivors.iter().map(|s| of(&s.spec)));
+    let scaled = survivors.iter().any(|s| s.spec.scale_block.is_some());
     let decision = if values.len() == 1 {
         Decision::Decided(values[0].clone())
+    } else if scaled {
+        Decision::Open { values, why: SCALED.into() }
     } else if distinct(survivors.iter().map(|s| of(&space::canonical(&s.spec)))).len() == 1 {
         Decision::Harmless { values, why: why() }
     } else {
@@ -79,8 +96,9 @@ fn core_param<T: PartialEq + ToString>(
     Param { name, decision }
 }
 
-/// The parameters (nfma, frac, frac_out, rounding, min_exp, c_entry, slow_chunk, scale_block) over the survivors.
-pub fn params(survivors: &[Survivor]) -> Vec<Param> {
+/// The parameters (nfma, frac, frac_out, rounding, min_exp, c_entry, slow_chunk, scale_block) over the survivors
+/// (block-scaled ones when MXFP8 rows kept some: `scales`).
+pub fn params(survivors: &[Survivor], scales: Scales) -> Vec<Param> {
     if survivors.is_empty() {
         return Vec::new();
     }
@@ -110,27 +128,78 @@ pub fn params(survivors: &[Survivor]) -> Vec<Param> {
             results.join(", ")
         )
     };
-    let frac_out = core_param("frac_out", survivors, |s| s.frac_out, exact);
-    let rounding = core_param("rounding", survivors, |s| s.rounding.name(), exact);
+    let mut frac_out = core_param("frac_out", survivors, |s| s.frac_out, exact);
+    let mut rounding = core_param("rounding", survivors, |s| s.rounding.name(), exact);
+    for p in [&mut frac_out, &mut rounding] {
+        if let (Decision::Open { values, .. }, true) = (&p.decision, scaled_exact(survivors)) {
+            p.decision = Decision::Harmless { values: values.clone(), why: SCALED_EXACT.into() };
+        }
+    }
     let min_exp = floor_param(survivors);
     let slow = slow_param(survivors);
-    let scale = Param {
-        name: "scale_block",
-        decision: Decision::Harmless {
+    let scale = scale_param(survivors, scales);
+    vec![nfma, frac, frac_out, rounding, min_exp, c_entry, slow, scale]
+}
+
+/// Why a block-scaled survivor's block result is never rounded ([`scaled_exact`]).
+const SCALED_EXACT: &str = "no survivor's block result is ever rounded, block-scaled calls included: each keeps the \
+                            bits of the widest block sum its nfma, frac and early c can make, and its grid 2^(E - frac) \
+                            never lies below 2^(-126 - frac_out), where a result under 2^-126 is cut (an early c counts \
+                            at -126 or more, a zero one at the floor, and every floor less frac is at least -126 - \
+                            frac_out), so every truncation and nearest even give the same bits";
+
+/// Whether no block-scaled survivor's block result is ever rounded on any call: its own frac_out holds the widest block
+/// sum ([`space::exact_frac_out`], a bound on the terms relative to E that scales do not change), and its grid never
+/// lies below 2^(-126 - frac_out), the grid of a result under 2^-126 (§2.2 step 7): with an early c, E is at least
+/// -126 (a nonzero c) or the floor (c = +0 is a zero term, §2.8 step 4), so every consistent floor less frac must be
+/// -126 - frac_out or more. A late c's E is the products' alone, as low as scales make it.
+fn scaled_exact(survivors: &[Survivor]) -> bool {
+    survivors.iter().all(|s| {
+        let p = &s.spec;
+        let lowest = match (s.min_exp.up_to, s.min_exp.also.first()) {
+            (None, Some(&v)) => Some(v),
+            _ => None,
+        };
+        p.c_entry == mmaemu_model::CEntry::Early
+            && space::exact_frac_out(p.nfma, p.frac, p.c_entry) <= p.frac_out
+            && lowest.is_some_and(|v| v.min(-126) - p.frac as i32 >= -126 - p.frac_out as i32)
+    })
+}
+
+fn scale_param(survivors: &[Survivor], scales: Scales) -> Param {
+    let decision = match (scales.rows, survivors.iter().all(|s| s.spec.scale_block.is_some())) {
+        (0, _) => Decision::Harmless {
             values: vec!["none".into()],
-            why: "no fitting row carries block scales; the fitted preset takes none, so the bundle refuses a \
-                  block-scaled call instead of computing it"
+            why: "no fitting row carries MXFP8 block scales (bring-up records them where the device takes them); the \
+                  fitted preset takes none, so the bundle refuses a block-scaled call instead of computing it"
                 .into(),
         },
+        (_, true) => Decision::Decided(MX_BLOCK.to_string()),
+        (rows, false) => Decision::Open {
+            values: vec!["none".into()],
+            why: format!(
+                "none of the {} core survivors computes the {rows} MXFP8 chains as a block-scaled preset (§2.8: \
+                 blocks of {MX_BLOCK} products, each scaled by its two e8m0 codes, at any floor): the block-scaled \
+                 instruction lies outside the fit's space",
+                scales.unscaled
+            ),
+        },
     };
-    vec![nfma, frac, frac_out, rounding, min_exp, c_entry, slow, scale]
+    Param { name: "scale_block", decision }
 }
 
 fn floor_param(survivors: &[Survivor]) -> Param {
     let set = survivors.iter().skip(1).fold(survivors[0].min_exp.clone(), |a, s| a.union(&s.min_exp));
     // Each survivor's own bound: its frac sets the grid a floor imposes.
     let harmless = survivors.iter().map(|s| space::harmless_floor(&s.spec)).min().unwrap_or(i32::MIN);
-    let each_harmless = survivors.iter().all(|s| s.min_exp.max().is_some_and(|m| m <= space::harmless_floor(&s.spec)));
+    let each_harmless = survivors.iter().all(|s| {
+        let bound = match s.spec.scale_block {
+            Some(_) => space::SCALED_PRODUCT_FLOOR,
+            None => space::harmless_floor(&s.spec),
+        };
+        s.min_exp.max().is_some_and(|m| m <= bound)
+    });
+    let scaled = survivors.iter().any(|s| s.spec.scale_block.is_some());
     let values = set.describe();
     let decision = match (set.up_to, set.also.as_slice()) {
         (None, [v]) => Decision::Decided(v.to_string()),
@@ -142,6 +211,14 @@ fn floor_param(survivors: &[Survivor]) -> Param {
                  block's exponent), and each survivor's floors lie there",
                 space::GEMM_GRAIN,
                 space::GEMM_GRAIN
+            ),
+        },
+        _ if scaled => Decision::Open {
+            values,
+            why: format!(
+                "a block-scaled call's floor takes part down to 2^{} (its products' least \
+                 exponent under e8m0 scales); {SCALED}",
+                space::SCALED_PRODUCT_FLOOR
             ),
         },
         _ => Decision::Open {

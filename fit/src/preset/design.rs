@@ -31,8 +31,13 @@ pub(super) const SEED: u64 = 0x4649_5450;
 pub fn experiments(fit: &PresetFit, max_calls: usize) -> Vec<Experiment> {
     let open: Vec<&str> = fit.params.iter().filter(|p| p.is_open()).map(|p| p.name).collect();
     let mut out = Vec::new();
+    // Block-scaled survivors are told apart by MXFP8 calls (their equivalences are not an unscaled GEMM's).
+    let scaled = fit.survivors.iter().any(|s| s.spec.scale_block.is_some());
     if open.iter().any(|p| *p != "slow_chunk") {
-        out.extend(fast_calls(&fit.survivors, &open, max_calls));
+        out.extend(match scaled {
+            true => super::scaled_design::mx_calls(&fit.survivors, &open, max_calls),
+            false => fast_calls(&fit.survivors, &open, max_calls),
+        });
     }
     if open.contains(&"slow_chunk") && out.len() < max_calls {
         // The chunk is cut against the first survivor's instruction; its calls come after the instruction's.
@@ -135,6 +140,7 @@ fn probe(key: &SplitKey, inputs: &InputSpec, whole: bool) -> Option<Vec<Sample>>
                 slow: !key.fast,
                 accumulator: true,
                 row: 0,
+                scales: None,
             });
         }
     }
@@ -194,6 +200,7 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
             problem: *key,
             workspace: None,
             inputs: inputs.clone(),
+            mx_scales: None,
             decides: format!(
                 "{} (an unsplit fast fp32 accumulator: {} of {} survivors apart after it)",
                 open.iter().filter(|p| **p != "slow_chunk").copied().collect::<Vec<_>>().join(", "),
@@ -316,7 +323,7 @@ fn slow_candidates(
                 res.len(),
                 lengths.len()
             );
-            *best = Some((res.len(), Experiment { problem: key, workspace: None, inputs, decides }));
+            *best = Some((res.len(), Experiment { problem: key, workspace: None, inputs, mx_scales: None, decides }));
         }
     }
 }

@@ -6,7 +6,8 @@
 //! preset column is ignored (it may be `unknown`). The search is staged ([`search`]): the core candidates of
 //! [`space`] (nfma, frac, block result, c entry; 17,280) meet the fast chains, each dropped at its first miss; each
 //! core survivor's floors (min_exp) are derived from the lowest block exponent its chains meet, and its slow-chunk
-//! lengths from the slow rows, every length below a row's K tried and those at or above it taken as one. [`decide`]
+//! lengths from the slow rows, every length below a row's K tried and those at or above it taken as one; MXFP8 rows
+//! (block-scaled chains, §2.8) then keep the survivors that compute them with 32-element scale blocks. [`decide`]
 //! says per parameter whether it is decided, harmless (provably the same bits on every GEMM) or open; [`experiments`]
 //! designs the calls that tell open survivors apart. Verdict: `unique` (nothing open), `ambiguous` (something open:
 //! a failed fit until experiments resolve it) or `none` (the rows that no core candidate reproduces).
@@ -17,6 +18,7 @@ mod design;
 pub mod pairs;
 mod render;
 mod sample;
+mod scaled_design;
 pub mod search;
 pub mod space;
 
@@ -132,7 +134,9 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
         // No row gives a chain to test: nothing can be decided. Answer at once.
         return fit;
     }
-    let fast: Vec<&Sample> = interleave(samples.iter().filter(|s| !s.slow).collect(), fit.rows.len());
+    let mx: Vec<&Sample> = samples.iter().filter(|s| s.scales.is_some()).collect();
+    let fast: Vec<&Sample> =
+        interleave(samples.iter().filter(|s| !s.slow && s.scales.is_none()).collect(), fit.rows.len());
     if fast.iter().all(|s| s.a.is_empty()) {
         // Slow rows alone decide no instruction (their chunks restart it): nothing can be decided.
         return fit;
@@ -155,7 +159,16 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
             fit.survivors.push(Survivor { spec: core.clone(), min_exp: search::floors(core, &fast, &floors), slow });
         }
     }
-    fit.params = decide::params(&fit.survivors);
+    // MXFP8 rows keep the survivors that compute them as block-scaled presets (scale_block = nfma = 32); when none
+    // does, the unscaled survivors stay and the scale block is open (decide.rs says why).
+    let unscaled = fit.survivors.len();
+    if !mx.is_empty() {
+        let scaled: Vec<Survivor> = fit.survivors.par_iter().filter_map(|s| search::scaled(s, &mx)).collect();
+        if !scaled.is_empty() {
+            fit.survivors = scaled;
+        }
+    }
+    fit.params = decide::params(&fit.survivors, decide::Scales { rows: mx.len(), unscaled });
     fit.verdict = match (fit.survivors.len(), fit.params.iter().any(Param::is_open)) {
         (0, _) => Verdict::None,
         (_, false) => Verdict::Unique,
@@ -167,7 +180,8 @@ pub fn fit(recs: &[(PathBuf, Vec<Row>)]) -> PresetFit {
             .filter(|&r| {
                 let mine: Vec<&Sample> = samples.iter().filter(|s| s.row == r).collect();
                 let slow = mine.iter().any(|s| s.slow);
-                let cores = search::cores(&all, &mine.iter().filter(|s| !s.slow).copied().collect::<Vec<_>>());
+                let fast: Vec<&Sample> = mine.iter().filter(|s| !s.slow && s.scales.is_none()).copied().collect();
+                let cores = search::cores(&all, &fast);
                 let rows = vec![mine.clone()];
                 !cores.iter().any(|c| !slow || !search::slow_chunks(c, &rows).is_empty())
             })

@@ -2,7 +2,7 @@
 //! recorded c (op `mma`) or from +0 over all of K (an unsplit accumulator, fast or slow), and how one candidate
 //! computes it (a slow chain is cut into the preset's slow chunks, docs/reference.md §3.1).
 
-use mmaemu_datasets::{Op, Row, Truth};
+use mmaemu_datasets::{Op, Row, ScaleSpec, Scaling, Truth};
 use mmaemu_model::round::f32_parts;
 use mmaemu_model::{Chain, Format};
 
@@ -21,6 +21,9 @@ pub(crate) struct Sample {
     pub accumulator: bool,
     /// Index into the fit's rows.
     pub row: usize,
+    /// An MXFP8 chain's e8m0 block scales (A's row, B's row; one code per 32 of K): a block-scaled chain from +0
+    /// (docs/reference.md §2.8, §12.4), which only a preset whose blocks are the 32-element scale blocks computes.
+    pub scales: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Sample {
@@ -30,6 +33,9 @@ impl Sample {
     /// zero-padded), an unsplit fast accumulator's K rounded up to 16. Padding is not always a no-op: with an early c
     /// and frac below the accumulator's significant bits, an all-zero block re-aligns c to frac bits.
     pub fn eval(&self, chain: &Chain, chunk: Option<usize>) -> u32 {
+        if let Some((sa, sb)) = &self.scales {
+            return chain.run_scaled(&self.a, &self.b, sa, sb, 0.0).to_bits();
+        }
         match chunk {
             Some(l) if self.slow => {
                 let l = l.max(1);
@@ -101,6 +107,7 @@ pub(crate) fn row_samples(row: &Row, index: usize) -> Result<Vec<Sample>, String
         return Err("operand sizes do not match the shape".into());
     }
     let mut slow = false;
+    let mut scales: Option<(Vec<u8>, Vec<u8>)> = None;
     let c: Option<&[u8]> = match row.op {
         Op::Mma => Some(row.c.as_deref().ok_or("op mma without c")?),
         Op::Accumulator | Op::Gemm => {
@@ -126,7 +133,10 @@ pub(crate) fn row_samples(row: &Row, index: usize) -> Result<Vec<Sample>, String
             }
             None
         }
-        _ => return Err(format!("op {} (the fit reads mma, accumulator and gemm rows)", row.op.as_str())),
+        Op::ScaledMm => {
+            scales = Some(mx_scales(row, m, n, k)?);
+            None
+        }
     };
     if c.is_some_and(|c| c.len() != 4 * outputs) {
         return Err("c does not match the shape".into());
@@ -147,11 +157,49 @@ pub(crate) fn row_samples(row: &Row, index: usize) -> Result<Vec<Sample>, String
                     slow,
                     accumulator: c.is_none(),
                     row: index,
+                    scales: scales.as_ref().map(|(sa, sb)| {
+                        let kb = k.div_ceil(32);
+                        (sa[i * kb..(i + 1) * kb].to_vec(), sb[j * kb..(j + 1) * kb].to_vec())
+                    }),
                 });
             }
         }
     }
     Ok(out)
+}
+
+/// The e8m0 scale codes (A's M x ceil(K / 32), B's N x ceil(K / 32), row-major) of an MXFP8 `scaled_mm` row whose
+/// accumulators its output is: fp32 out, unsplit, standard layouts, no bias, out= or scale_result; else why not.
+fn mx_scales(row: &Row, m: usize, n: usize, k: usize) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let call = row.call.as_ref().ok_or("a scaled_mm row without a call object")?;
+    fn mx(s: Option<&ScaleSpec>) -> Option<&ScaleSpec> {
+        s.filter(|s| s.scaling == Some(Scaling::BlockWise1x32) && s.dtype == "float8_e8m0fnu" && s.global.is_none())
+    }
+    let (Some(sa), Some(sb)) = (mx(call.scale_a.as_ref()), mx(call.scale_b.as_ref())) else {
+        return Err(
+            "a scaled_mm row without MXFP8 block scales (the fit reads those; split calls are fit splitk's)".into()
+        );
+    };
+    let plain = |x: &mmaemu_datasets::MatSpec| x.layout == "std" && x.ld_pad == 0 && x.offset == 0;
+    if !plain(&call.mat1) || !plain(&call.mat2) || call.bias.is_some() || call.out.is_some() {
+        return Err("an MXFP8 row with other layouts, a bias or out= (the fit reads plain calls)".into());
+    }
+    if call.scale_result.is_some() || row.scale_result.is_some() || row.out_dtype.as_deref() != Some("float32") {
+        return Err("an MXFP8 row with an epilogue (fp32 out without scale_result makes it its accumulators)".into());
+    }
+    if row.split_s.unwrap_or(1) != 1 {
+        return Err("a split MXFP8 call (the model's MXFP8 GEMM is unsplit)".into());
+    }
+    let kb = k.div_ceil(32) as i64;
+    let (a, b) = (sa.logical_bytes()?, sb.logical_bytes()?);
+    if sa.shape != [m as i64, kb]
+        || sb.shape != [n as i64, kb]
+        || a.len() != m * kb as usize
+        || b.len() != n * kb as usize
+    {
+        return Err(format!("MXFP8 scales of shapes {:?} and {:?} for M, N, K = {m}, {n}, {k}", sa.shape, sb.shape));
+    }
+    Ok((a, b))
 }
 
 /// The lowest block exponent a chain meets without a floor: over its blocks (of `nfma` products, slow chunks
@@ -165,12 +213,21 @@ pub(crate) fn floor_slack(chain: &Chain, s: &Sample, nfma: usize, early: bool, c
     let span = if s.slow { chunk.unwrap_or(whole).max(1) } else { whole };
     for (ca, cb) in s.a.chunks(span).zip(s.b.chunks(span)) {
         let mut acc = if s.slow { 0.0 } else { s.c };
-        for (ba, bb) in ca.chunks(nfma).zip(cb.chunks(nfma)) {
+        for (i, (ba, bb)) in ca.chunks(nfma).zip(cb.chunks(nfma)).enumerate() {
+            // An MXFP8 block's products are scaled by its two e8m0 scales (§2.8 step 2); a NaN scale makes it NaN.
+            let (shift, codes) = match &s.scales {
+                None => (Some(0), (127, 127)),
+                Some((sa, sb)) => {
+                    let x = |c: u8| mmaemu_model::block_scale::e8m0_exponent(c);
+                    (x(sa[i]).zip(x(sb[i])).map(|(p, q)| p + q), (sa[i], sb[i]))
+                }
+            };
+            let Some(shift) = shift else { break };
             let mut e: Option<i32> = None;
             for (&x, &y) in ba.iter().zip(bb) {
                 let (dx, dy) = (ta[x as usize], tb[y as usize]);
                 if dx.class == mmaemu_model::format::Class::Finite && dy.class == mmaemu_model::format::Class::Finite {
-                    let ep = dx.exp as i32 + dy.exp as i32;
+                    let ep = dx.exp as i32 + dy.exp as i32 + shift;
                     e = Some(e.map_or(ep, |v| v.max(ep)));
                 }
             }
@@ -183,7 +240,10 @@ pub(crate) fn floor_slack(chain: &Chain, s: &Sample, nfma: usize, early: bool, c
             }
             // A late c takes part in no maximum: the accumulator is needed with an early one alone.
             if early {
-                acc = chain.block(ba, bb, acc);
+                acc = match s.scales {
+                    Some(_) => chain.block_scaled(ba, bb, codes.0, codes.1, acc),
+                    None => chain.block(ba, bb, acc),
+                };
             }
         }
     }
@@ -207,7 +267,18 @@ mod tests {
 
     fn mma(c: f32) -> Sample {
         let (a, b) = (vec![0x38], vec![0x38]);
-        Sample { fa: Format::E4m3, fb: Format::E4m3, a, b, c, want: 0, slow: false, accumulator: false, row: 0 }
+        Sample {
+            fa: Format::E4m3,
+            fb: Format::E4m3,
+            a,
+            b,
+            c,
+            want: 0,
+            slow: false,
+            accumulator: false,
+            row: 0,
+            scales: None,
+        }
     }
 
     /// On the grid 2^−126: zero and the multiples of 2^−126 (normal values whose lowest set bit is that high); off it:

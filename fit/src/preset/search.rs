@@ -38,6 +38,25 @@ impl MinExpSet {
         also.dedup();
         MinExpSet { up_to, also }
     }
+    /// The floors in both sets.
+    pub fn intersect(&self, o: &MinExpSet) -> MinExpSet {
+        let up_to = self.up_to.zip(o.up_to).map(|(a, b)| a.min(b));
+        let mut also: Vec<i32> = self
+            .also
+            .iter()
+            .chain(&o.also)
+            .copied()
+            .filter(|&v| up_to.is_none_or(|u| v > u) && self.contains(v) && o.contains(v))
+            .collect();
+        // A floor of one set's run above the other's is in both where the other holds it singly.
+        also.sort_unstable();
+        also.dedup();
+        MinExpSet { up_to, also }
+    }
+    /// Whether the set holds no floor.
+    pub fn is_empty(&self) -> bool {
+        self.up_to.is_none() && self.also.is_empty()
+    }
     /// In words: `<= -20`, `-5`, `<= -20, -3`.
     pub fn describe(&self) -> Vec<String> {
         self.up_to.map(|u| format!("<= {u}")).into_iter().chain(self.also.iter().map(|v| v.to_string())).collect()
@@ -230,6 +249,48 @@ pub(crate) fn floors(core: &PresetSpec, fast: &[&Sample], cache: &FloorCache) ->
     };
     let also: Vec<i32> = (low + 1..=space::MIN_EXP_TOP).into_par_iter().filter(|&v| verdict(v)).collect();
     MinExpSet { up_to: Some(low), also }
+}
+
+/// The products per block of an MXFP8 instruction: its blocks are the 32-element scale blocks (docs/reference.md
+/// §2.8; a preset's `scale_block` equals its nfma).
+pub const MX_BLOCK: u32 = 32;
+
+/// A core survivor that also reproduces the MXFP8 chains `mx` as a block-scaled preset (scale_block = nfma = 32),
+/// with the floors both its fast chains and `mx` allow; None when it cannot take the scales or no floor reproduces
+/// them. The MXFP8 chains' blocks are scaled (their exponents reach 2^-280), so every floor above their lowest block
+/// exponent is tried one by one on the chains it may change, as [`floors`] does.
+pub(crate) fn scaled(s: &Survivor, mx: &[&Sample]) -> Option<Survivor> {
+    if s.spec.nfma != MX_BLOCK {
+        return None;
+    }
+    let spec = PresetSpec { scale_block: Some(MX_BLOCK), ..s.spec.clone() };
+    // The slack is read along the chain no floor touches: a floor below every scaled product's exponent.
+    let chains = Chains::new(&PresetSpec { min_exp: space::SCALED_PRODUCT_FLOOR, ..spec.clone() })?;
+    let early = spec.c_entry == mmaemu_model::CEntry::Early;
+    let slack: Vec<i32> =
+        mx.iter().map(|x| floor_slack(chains.of(x), x, MX_BLOCK as usize, early, None).unwrap_or(i32::MAX)).collect();
+    let low = slack.iter().copied().min().unwrap_or(space::MIN_EXP_TOP).min(space::MIN_EXP_TOP);
+    let mut order: Vec<usize> = (0..mx.len()).collect();
+    order.sort_by_key(|&i| slack[i]);
+    let sorted: Vec<&Sample> = order.iter().map(|&i| mx[i]).collect();
+    let slacks: Vec<i32> = order.iter().map(|&i| slack[i]).collect();
+    // Every floor at or below `low` takes part in no maximum: one run at `low` stands for them all. A chain the base
+    // floor misses is missed by every floor at or below its slack (it computes there as at the base).
+    let base = Chains::new(&PresetSpec { min_exp: low, ..spec.clone() })?;
+    let missed = sorted.par_iter().zip(&slacks).filter(|(x, _)| x.eval(base.of(x), None) != x.want).map(|(_, &l)| l);
+    let above = missed.max();
+    let up_to = above.is_none().then_some(low);
+    let pass = |v: i32| {
+        above.is_none_or(|l| v > l)
+            && reproduces(
+                &PresetSpec { min_exp: v, ..spec.clone() },
+                &sorted[..slacks.partition_point(|&l| l < v)],
+                None,
+            )
+    };
+    let also: Vec<i32> = (low + 1..=space::MIN_EXP_TOP).into_par_iter().filter(|&v| pass(v)).collect();
+    let min_exp = s.min_exp.intersect(&MinExpSet { up_to, also });
+    (!min_exp.is_empty()).then(|| Survivor { spec, min_exp, slow: s.slow.clone() })
 }
 
 /// The slow-chunk lengths consistent with the slow chains (one list per row) for a core: row by row, K ascending,

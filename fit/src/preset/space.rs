@@ -20,6 +20,9 @@ pub const MIN_EXP_TOP: i32 = 127;
 /// The least exponent of a nonzero product of a GEMM a recorder can call (e4m3 × e5m2 subnormals: −6 − 14; torch
 /// refuses e5m2 × e5m2).
 pub const GEMM_PRODUCT_FLOOR: i32 = -20;
+/// The least exponent of a nonzero scaled FP8 product: two e5m2 subnormals (2^-16 each) under two e8m0 scales of
+/// 2^-127. A floor at or below it takes part in no block-scaled maximum (docs/reference.md §2.8).
+pub const SCALED_PRODUCT_FLOOR: i32 = -16 - 16 - 254;
 /// Every value such a GEMM accumulates is a multiple of 2^−25 (the least product, 2^−9 · 2^−16).
 pub const GEMM_GRAIN: i32 = -25;
 /// The longest slow chunk the fit tells from one chunk over all of K: a designed slow call reaches past it, and a

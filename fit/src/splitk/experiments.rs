@@ -274,6 +274,7 @@ pub fn experiments(report: &FitReport, table: &SplitKTable, max_calls: usize) ->
                 problem: call.key,
                 workspace: Some(call.workspace),
                 inputs: sp.clone(),
+                mx_scales: None,
                 decides: format!(
                     "{}: {} rules differing in {} into {} classes at S={}, {} data",
                     fit.label,
