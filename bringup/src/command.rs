@@ -52,6 +52,10 @@ pub struct TruthArgs {
     /// The new bundle's directory.
     #[arg(long)]
     pub out: PathBuf,
+    /// An sm_100 whose instruction takes MXFP8 block scales: 32-product blocks, each scaled by its two e8m0 codes
+    /// (the drawn truth's other parameters and rules kept).
+    #[arg(long)]
+    pub block_scaled: bool,
 }
 
 /// Opens the device of `bring-up`: the GPU, or the simulated device of a profile (a bundle's path is loaded
@@ -112,7 +116,7 @@ pub fn run_bring_up(a: &BringUpArgs) -> Result<bool, crate::Error> {
 /// Runs `truth`: writes the bundle and prints the truth.
 pub fn run_truth(a: &TruthArgs) -> Result<(), RecordError> {
     let table = a.table.clone().unwrap_or_else(truth::repository_table);
-    let t = truth::write(a.seed, &table, &a.out).map_err(RecordError::Usage)?;
+    let t = truth::write_drawn(a.seed, &table, &a.out, a.block_scaled).map_err(RecordError::Usage)?;
     println!(
         "{}",
         serde_json::json!({"seed": t.seed, "profile": truth::profile_name(t.seed), "out": a.out.display().to_string(),

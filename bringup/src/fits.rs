@@ -117,7 +117,8 @@ impl Fits {
             Some(p) => {
                 let s = p.spec();
                 json!({"nfma": s.nfma, "frac": s.frac, "frac_out": s.frac_out, "rounding": s.rounding.name(),
-                       "min_exp": s.min_exp, "c_entry": s.c_entry.name(), "slow_chunk": s.slow_chunk})
+                       "min_exp": s.min_exp, "c_entry": s.c_entry.name(), "slow_chunk": s.slow_chunk,
+                       "scale_block": s.scale_block})
             }
         }
     }

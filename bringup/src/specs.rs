@@ -46,7 +46,11 @@ struct Sweep<'a> {
     outs: &'a str,
     fast: &'a str,
     scales: Option<&'a str>,
+    /// The recorder's `scaling` list (None: tensor-wise).
+    scaling: Option<&'a str>,
     split_unknown: bool,
+    /// The workspace in bytes: [`WORKSPACE`], or 0 where the call must run unsplit.
+    workspace: u64,
     mnk: Vec<[u64; 3]>,
     classes: &'a [&'a str],
 }
@@ -55,11 +59,14 @@ impl Sweep<'_> {
     fn text(&self, profile: &str) -> String {
         let mut t = format!(
             "kind = \"sweep\"\nname = \"{}\"\ndescription = \"{}\"\nseed = {}\nop = \"{}\"\nprofile = \"{profile}\"\n\
-             formats = {}\nout_dtypes = {}\nfast_accum = {}\nworkspace = [{WORKSPACE}]\nchunk_rows = 16\n",
-            self.name, self.description, self.seed, self.op, self.formats, self.outs, self.fast
+             formats = {}\nout_dtypes = {}\nfast_accum = {}\nworkspace = [{}]\nchunk_rows = 16\n",
+            self.name, self.description, self.seed, self.op, self.formats, self.outs, self.fast, self.workspace
         );
         if let Some(s) = self.scales {
             t += &format!("scales = {s}\n");
+        }
+        if let Some(s) = self.scaling {
+            t += &format!("scaling = {s}\n");
         }
         if self.split_unknown {
             t += "split_scheme = \"unknown\"\n";
@@ -76,7 +83,8 @@ impl Sweep<'_> {
 const ALL_FORMATS: &str = r#"[["e4m3", "e4m3"], ["e4m3", "e5m2"], ["e5m2", "e4m3"]]"#;
 
 /// The instruction sweeps, (name, spec): unsplit fast accumulators (fp32 out, unit scales) for the instruction's
-/// arithmetic, and slow calls whose K runs past any slow chunk the fit can find (up to 1024) for the slow chunk.
+/// arithmetic, slow calls whose K runs past any slow chunk the fit can find (up to 1024) for the slow chunk, and
+/// MXFP8 calls for the block-scaled instruction (a device without it skips them: the fit then takes no scales).
 /// Every K is a multiple of 16: torch refuses other FP8 calls before cuBLASLt sees them.
 pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
     let (fast_mnk, slow_mnk): (Vec<[u64; 3]>, Vec<[u64; 3]>) = match size {
@@ -95,7 +103,9 @@ pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
         outs: r#"["float32"]"#,
         fast: "[true]",
         scales: Some("[[1.0, 1.0]]"),
+        scaling: None,
         split_unknown: false,
+        workspace: WORKSPACE,
         mnk: fast_mnk,
         classes: &["gaussian", "bits", "subnormal", "split"],
     };
@@ -108,14 +118,49 @@ pub fn instruction(name: &str, size: Size) -> Vec<(String, String)> {
         outs: r#"["float32"]"#,
         fast: "[false]",
         scales: Some("[[1.0, 1.0]]"),
+        scaling: None,
         split_unknown: true,
+        workspace: WORKSPACE,
         mnk: slow_mnk,
         classes: &["gaussian", "split"],
     };
-    vec![(fast.name.clone(), fast.text(name)), (slow.name.clone(), slow.text(name))]
+    let mx_mnk: Vec<[u64; 3]> = match size {
+        Size::Small => vec![[16, 16, 64], [16, 16, 256]],
+        Size::Full => vec![[16, 16, 64], [16, 16, 256], [16, 32, 512], [32, 32, 1024]],
+    };
+    let mx_text_scales = mx_scales();
+    let mx = Sweep {
+        name: format!("{name}-mx"),
+        description: "bring-up: the block-scaled instruction (MXFP8, fp32 out, unsplit), where the device takes it",
+        seed: 9,
+        op: "scaled_mm",
+        formats: ALL_FORMATS,
+        outs: r#"["float32"]"#,
+        fast: "[false]",
+        scales: Some(&mx_text_scales),
+        scaling: Some(r#"["mxfp8"]"#),
+        split_unknown: false,
+        // No workspace, no split-K: the model's MXFP8 GEMM is one chain per output (docs/reference.md §12.4).
+        workspace: 0,
+        mnk: mx_mnk,
+        classes: &["gaussian", "split", "subnormal"],
+    };
+    vec![(fast.name.clone(), fast.text(name)), (slow.name.clone(), slow.text(name)), (mx.name.clone(), mx.text(name))]
 }
 
-/// Held-out calls the fits never read: other seeds, data classes, out dtypes, scales and slow K's.
+/// The MXFP8 sweep's scale pairs, as powers of two (a, b): the recipe's pattern (±2^3 per block and operand) at
+/// (0, 0), then constant e8m0 scales that put unit products at 2^-124 to 2^-146 — about the floors a block-scaled
+/// instruction may have, where blocks of small and zero products show it — and at 2^120, where the accumulator's fp32
+/// additions overflow.
+const MX_SCALES: [(i32, i32); 6] = [(0, 0), (-62, -62), (-66, -66), (-64, -70), (-73, -73), (60, 60)];
+
+/// [`MX_SCALES`] as a spec's `scales` (each value printed exactly).
+fn mx_scales() -> String {
+    let pair = |(a, b): (i32, i32)| format!("[{:e}, {:e}]", 2f64.powi(a), 2f64.powi(b));
+    format!("[{}]", MX_SCALES.map(pair).join(", "))
+}
+
+/// Held-out calls the fits never read: other seeds, data classes, out dtypes, scales and slow K's, MXFP8 calls.
 pub fn heldout(name: &str, size: Size) -> (String, String) {
     let mnk = match size {
         Size::Small => vec![[5, 32, 96], [16, 48, 1200]],
@@ -123,14 +168,18 @@ pub fn heldout(name: &str, size: Size) -> (String, String) {
     };
     let s = Sweep {
         name: format!("{name}-heldout"),
-        description: "bring-up: held-out calls (not fitted): every out dtype, scales, fast and slow",
+        description: "bring-up: held-out calls (not fitted): every out dtype, scales, fast and slow, MXFP8",
         seed: 20261206,
         op: "scaled_mm",
         formats: r#"[["e4m3", "e4m3"], ["e5m2", "e4m3"]]"#,
         outs: r#"["float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"]"#,
         fast: "[false, true]",
         scales: Some("[[0.5, 2.0]]"),
+        // MXFP8 at constant block scales 2^-1 x 2^1, where the device takes it (fp32, bf16 and f16 out, unfused,
+        // K a multiple of 32; the other cases are skipped with torch's reason).
+        scaling: Some(r#"["tensorwise", "mxfp8"]"#),
         split_unknown: true,
+        workspace: WORKSPACE,
         mnk,
         classes: &["gaussian"],
     };
@@ -184,7 +233,9 @@ pub fn split(name: &str, table: &SplitKTable, size: Size) -> Vec<(String, String
             outs: r#"["float32"]"#,
             fast: if fast { "[true]" } else { "[false]" },
             scales: None,
+            scaling: None,
             split_unknown: true,
+            workspace: WORKSPACE,
             mnk,
             classes: &["split"],
         };
@@ -233,17 +284,21 @@ pub fn experiment(
     let stream = usize::try_from(e.inputs.stream).ok().filter(|&s| s < 8).ok_or("a designed stream above 7")?;
     let inputs = format!("\n[[inputs]]\n{}\n", fields.join("\n")).repeat(stream + 1);
     let spec_name = format!("{name}-exp{index:03}");
-    // The preset fit reads accumulator rows (op gemm, fp32 out, unit scales); the split fit reads torch's calls.
-    let op = match designer {
-        Designer::Preset => "gemm",
-        Designer::Split => "scaled_mm",
+    // The preset fit reads accumulator rows (op gemm, fp32 out, unit scales) and MXFP8 calls (op scaled_mm at a
+    // constant scale pair, unsplit: no workspace); the split fit reads torch's calls.
+    let (op, scales, workspace) = match (designer, e.mx_scales) {
+        (Designer::Preset, Some((x, y))) => {
+            ("scaled_mm", format!("scaling = [\"mxfp8\"]\nscales = [[{:e}, {:e}]]", 2f64.powi(x), 2f64.powi(y)), 0)
+        }
+        (Designer::Preset, None) => ("gemm", "scales = [[1.0, 1.0]]".into(), experiment_workspace(designer, e, table)),
+        (Designer::Split, _) => ("scaled_mm", "scales = [[1.0, 1.0]]".into(), experiment_workspace(designer, e, table)),
     };
     Ok((
         spec_name.clone(),
         format!(
             "kind = \"sweep\"\nname = \"{spec_name}\"\ndescription = \"bring-up experiment: {}\"\nseed = {}\n\
              op = \"{op}\"\nprofile = \"{name}\"\nformats = [[\"{}\", \"{}\"]]\nout_dtypes = [\"{}\"]\n\
-             fast_accum = [{}]\nworkspace = [{}]\nscales = [[1.0, 1.0]]\nsplit_scheme = \"unknown\"\n\n\
+             fast_accum = [{}]\nworkspace = [{workspace}]\n{scales}\nsplit_scheme = \"unknown\"\n\n\
              [[shapes]]\nmnk = [[{}, {}, {}]]\n{inputs}",
             e.decides.replace('"', "'"),
             e.inputs.seed,
@@ -251,7 +306,6 @@ pub fn experiment(
             p.fb.name(),
             p.out.name(),
             p.fast,
-            experiment_workspace(designer, e, table),
             p.m,
             p.n,
             p.k,

@@ -35,6 +35,15 @@ pub fn draw(seed: u64, customs: &[i64]) -> Truth {
     draw_where(seed, customs, |_, _| true)
 }
 
+/// A truth whose instruction takes MXFP8 block scales (an sm_100, docs/reference.md §2.8): the truth with 32-product
+/// blocks, each scaled by its two e8m0 codes (scale_block = nfma = 32); every other parameter and the split rules
+/// stay.
+pub fn block_scaled(mut t: Truth) -> Truth {
+    t.preset.nfma = 32;
+    t.preset.scale_block = Some(32);
+    t
+}
+
 /// [`draw`], each customOption's rule drawn again until `plans(customOption, rule)`: the model refuses some splits of
 /// the documented schemes (`contiguous128/serial/restart1` is hopper's `contiguous`, which never leaves a split without
 /// a k-tile, so S = 24 over K = 8192 is refused), and a truth whose own table's calls it refuses cannot be played. A
@@ -137,6 +146,11 @@ impl Source {
 /// Writes the truth of `seed` as a bundle in the new directory `out`, its split decisions those of the recorded
 /// table `source` (a `.parquet` with its `.json` sidecar) under the drawn rules. Returns the truth.
 pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
+    write_drawn(seed, source, out, false)
+}
+
+/// [`write`], the drawn truth's instruction made [`block_scaled`] where `scaled`.
+pub fn write_drawn(seed: u64, source: &Path, out: &Path, scaled: bool) -> Result<Truth, String> {
     let source = Source::read(source)?;
     let routed = source.routed()?;
     let truth = draw_where(seed, &source.customs, |c, rule| {
@@ -151,6 +165,7 @@ pub fn write(seed: u64, source: &Path, out: &Path) -> Result<Truth, String> {
                     .is_ok_and(|split| Plan::new(&Preset::ada(), k, fast, split).is_ok())
         })
     });
+    let truth = if scaled { block_scaled(truth) } else { truth };
     write_from(&truth, &source, out)?;
     Ok(truth)
 }
@@ -190,7 +205,14 @@ fn write_from(truth: &Truth, source: &Source, out: &Path) -> Result<(), String> 
         format: FORMAT.into(),
         name: name.clone(),
         description: format!("a random GPU (seed {seed})"),
-        gpu: Some(ManifestGpu { name: Some(gpu), capability: [12, 7], sm_count: Some(7), driver: None }),
+        // A GPU whose instruction takes e8m0 block scales is an sm_100 (the MXFP8 mode's GPU, §12.7); others a
+        // capability no built-in profile has.
+        gpu: Some(ManifestGpu {
+            name: Some(gpu),
+            capability: if truth.preset.scale_block.is_some() { [10, 0] } else { [12, 7] },
+            sm_count: Some(7),
+            driver: None,
+        }),
         library: Some(ManifestLibrary { cublaslt: "12.8.3.14".into() }),
         preset: preset.to_document().parse().map_err(|e| format!("truth {seed}: {e}"))?,
         splitk: Some(ManifestSplitk { table: Some(format!("{table}.parquet")), schemes: None }),

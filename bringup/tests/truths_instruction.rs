@@ -89,6 +89,10 @@ fn bring_up_named(index: usize, t: Named) {
         assert!(!undecided.contains(&key), "{name}: {key} undecided: {}", report["preset"]);
     }
     common::assert_decided_are_the_truths(report, &t.preset, &name);
+    // The device skips every MXFP8 call (its instruction takes no block scales): the fitted preset takes none.
+    assert_eq!(report["preset"]["parameters"]["scale_block"], serde_json::Value::Null, "{name}");
+    let scale = report["preset"]["decisions"].as_array().unwrap().iter().find(|d| d["parameter"] == "scale_block");
+    assert_eq!(scale.unwrap()["values"], serde_json::json!(["none"]), "{name}");
     assert!(o.passed(), "{name}: the bundle does not replay every row: {}", report["check"]);
 }
 

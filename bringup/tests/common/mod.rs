@@ -13,7 +13,8 @@ pub fn assert_decided_are_the_truths(report: &Value, p: &PresetSpec, label: &str
     let params = &report["preset"]["parameters"];
     let undecided = undecided(report);
     let want = serde_json::json!({"nfma": p.nfma, "frac": p.frac, "frac_out": p.frac_out,
-        "rounding": p.rounding.name(), "min_exp": p.min_exp, "c_entry": p.c_entry.name(), "slow_chunk": p.slow_chunk});
+        "rounding": p.rounding.name(), "min_exp": p.min_exp, "c_entry": p.c_entry.name(), "slow_chunk": p.slow_chunk,
+        "scale_block": p.scale_block});
     for (k, v) in want.as_object().unwrap() {
         if !undecided.contains(&k.as_str()) {
             assert_eq!(&params[k], v, "{label}: {k} (truth {p:?}; report {})", report["preset"]);
