@@ -7,11 +7,9 @@
 
 mod common;
 
-use mmaemu_bringup::specs::Size;
-use mmaemu_bringup::{bring_up, truth, Options};
+use mmaemu_bringup::truth;
 use mmaemu_fit::splitk::equivalent_on;
 use mmaemu_model::{Preset, SplitRule};
-use mmaemu_recorder::sim::SimDevice;
 use std::path::Path;
 
 /// The seeds CI runs: fixed ones that pass (docs/bring-up.md lists the longer run), `MMAEMU_BRINGUP_SEEDS`
@@ -53,21 +51,10 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 fn bring_up_seed(seed: u64, dir: &Path, experiments: usize) -> (serde_json::Value, bool, truth::Truth, Vec<String>) {
     let truth_dir = dir.join("truth");
     let t = truth::write(seed, &truth::repository_table(), &truth_dir).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    let profile = mmaemu_datasets::platform::load_profile(truth_dir.to_str().unwrap()).unwrap();
-    let mut device = SimDevice::from_profile(profile).unwrap();
     // Sealed: the truth's files are gone and its profile was never in the process's catalogue.
-    std::fs::remove_dir_all(&truth_dir).unwrap();
-    assert!(mmaemu_api::catalogue().profile(&truth::profile_name(seed)).is_err());
     let out = dir.join("out");
-    let opts = Options {
-        name: format!("gpu{seed}"),
-        out: out.clone(),
-        size: Size::Small,
-        budget_minutes: Some(10.0),
-        max_experiment_calls: experiments,
-        quiet: true,
-    };
-    let o = bring_up(&mut device, &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    let (o, _) = common::bring_up_sealed(&truth_dir, out.clone(), seed, experiments);
+    assert!(mmaemu_api::catalogue().profile(&truth::profile_name(seed)).is_err());
     // What the fits read (the recordings and the recorded table) holds none of the truth's rules or its preset's name.
     for f in files(&out.join("work")).iter().filter(|f| {
         let n = f.file_name().unwrap().to_string_lossy();

@@ -10,10 +10,8 @@
 
 mod common;
 
-use mmaemu_bringup::specs::Size;
-use mmaemu_bringup::{bring_up, truth, Options};
+use mmaemu_bringup::truth;
 use mmaemu_model::{BlockRounding, CEntry, PresetSpec};
-use mmaemu_recorder::sim::SimDevice;
 
 /// A named block-scaled truth: (name, frac, block result, floor, c entry, slow chunk).
 type Named = (&'static str, u32, (u32, BlockRounding), i32, CEntry, u32);
@@ -57,20 +55,9 @@ fn bring_up_truth(label: &str, named: Option<&truth::Truth>, seed: u64) {
     }
     .unwrap_or_else(|e| panic!("{label}: {e}"));
     eprintln!("{label}: truth {:?}, rules {:?}", t.preset, t.rules);
-    let profile = mmaemu_datasets::platform::load_profile(truth_dir.to_str().unwrap()).unwrap();
-    let mut device = SimDevice::from_profile(profile).unwrap();
-    std::fs::remove_dir_all(&truth_dir).unwrap();
     let out = tmp.path().join("out");
-    let opts = Options {
-        name: format!("gpu{}", t.seed),
-        out: out.clone(),
-        size: Size::Small,
-        budget_minutes: Some(10.0),
-        max_experiment_calls: 16,
-        quiet: true,
-    };
     let start = std::time::Instant::now();
-    let o = bring_up(&mut device, &opts).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let (o, opts) = common::bring_up_sealed(&truth_dir, out.clone(), t.seed, 16);
     let report = &o.report;
     eprintln!(
         "{label}: {} device calls ({}), {:.0} s; preset {}; undecided {:?}; fitted {}",

@@ -9,10 +9,8 @@
 
 mod common;
 
-use mmaemu_bringup::specs::Size;
-use mmaemu_bringup::{bring_up, truth, Options};
+use mmaemu_bringup::truth;
 use mmaemu_model::{BlockRounding, CEntry, PresetSpec};
-use mmaemu_recorder::sim::SimDevice;
 
 /// A named truth: (name, nfma, frac, block result, c entry, slow chunk).
 type Named = (&'static str, u32, u32, (u32, BlockRounding), CEntry, u32);
@@ -60,21 +58,9 @@ fn bring_up_named(index: usize, t: Named) {
     let t = named(index, t);
     let name = t.preset.name.clone();
     truth::write_truth(&t, &truth::repository_table(), &truth_dir).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let profile = mmaemu_datasets::platform::load_profile(truth_dir.to_str().unwrap()).unwrap();
-    let mut device = SimDevice::from_profile(profile).unwrap();
     // Sealed: the truth's files are gone before the fits start.
-    std::fs::remove_dir_all(&truth_dir).unwrap();
-    let out = tmp.path().join("out");
-    let opts = Options {
-        name: format!("gpu{}", t.seed),
-        out: out.clone(),
-        size: Size::Small,
-        budget_minutes: Some(10.0),
-        max_experiment_calls: 16,
-        quiet: true,
-    };
     let start = std::time::Instant::now();
-    let o = bring_up(&mut device, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (o, _) = common::bring_up_sealed(&truth_dir, tmp.path().join("out"), t.seed, 16);
     let report = &o.report;
     eprintln!(
         "{name}: {} device calls ({}), {:.0} s; preset {}",

@@ -16,7 +16,8 @@ fn inputs(stream: u64, data: DataClass) -> InputSpec {
     InputSpec { generator: GENERATOR_V1.into(), seed: 41, stream, data }
 }
 
-fn base(id: String, op: Op, k: usize, fa: Format, fb: Format, a: Vec<u8>, b: Vec<u8>, bits: Vec<u8>) -> Row {
+/// A 16 x 16 x k row of `op` over A = (format, codes) and B, fp32 out, unsplit, expecting `bits`.
+fn base(id: String, op: Op, k: usize, (fa, a): (Format, Vec<u8>), (fb, b): (Format, Vec<u8>), bits: Vec<u8>) -> Row {
     Row {
         id,
         op,
@@ -61,7 +62,7 @@ fn accumulator(truth: &Preset, id: String, k: usize, fa: Format, fb: Format, spe
         fast_accum: Some(true),
         scale_a: one,
         scale_b: one,
-        ..base(id, Op::Gemm, k, fa, fb, a.clone(), b.clone(), out.iter().flat_map(|x| x.to_le_bytes()).collect())
+        ..base(id, Op::Gemm, k, (fa, a), (fb, b), out.iter().flat_map(|x| x.to_le_bytes()).collect())
     }
 }
 
@@ -84,7 +85,7 @@ fn mx(truth: &Preset, id: String, k: usize, fa: Format, fb: Format, spec: &Input
         ..ScaleSpec::plain("float8_e8m0fnu", vec![MN as i64, kb as i64], ScaleValue::Number(2f64.powi(e)))
     };
     let call = Call { scale_a: Some(scale(ea)), scale_b: Some(scale(eb)), ..Call::default() };
-    Row { call: Some(call), ..base(id, Op::ScaledMm, k, fa, fb, a, b, bits) }
+    Row { call: Some(call), ..base(id, Op::ScaledMm, k, (fa, a), (fb, b), bits) }
 }
 
 fn rows(truth: &Preset, with_mx: bool) -> Vec<Row> {

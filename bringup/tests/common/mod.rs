@@ -21,3 +21,27 @@ pub fn assert_decided_are_the_truths(report: &Value, p: &PresetSpec, label: &str
         }
     }
 }
+
+/// Brings up the truth bundle in `truth_dir` from the simulated device alone, sealed: the device holds the truth and
+/// the truth's files are gone before the fits start. Writes `out`; `experiments`: designed calls at most. Returns the
+/// outcome and the options it ran with.
+pub fn bring_up_sealed(
+    truth_dir: &std::path::Path,
+    out: std::path::PathBuf,
+    seed: u64,
+    experiments: usize,
+) -> (mmaemu_bringup::Outcome, mmaemu_bringup::Options) {
+    let profile = mmaemu_datasets::platform::load_profile(truth_dir.to_str().unwrap()).unwrap();
+    let mut device = mmaemu_recorder::sim::SimDevice::from_profile(profile).unwrap();
+    std::fs::remove_dir_all(truth_dir).unwrap();
+    let opts = mmaemu_bringup::Options {
+        name: format!("gpu{seed}"),
+        out,
+        size: mmaemu_bringup::specs::Size::Small,
+        budget_minutes: Some(10.0),
+        max_experiment_calls: experiments,
+        quiet: true,
+    };
+    let o = mmaemu_bringup::bring_up(&mut device, &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    (o, opts)
+}

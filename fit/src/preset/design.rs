@@ -112,8 +112,14 @@ pub(super) fn fast_call(k: usize, fa: Format, fb: Format, stream: u64, data: Dat
 }
 
 /// The probe chains of a call (every output of a short call, of a chosen one or where `whole`, the corner of a long
-/// one), with no recorded result.
-fn probe(key: &SplitKey, inputs: &InputSpec, whole: bool) -> Option<Vec<Sample>> {
+/// one), with no recorded result; an MXFP8 call's with `scales` (each output's e8m0 codes: constant over the call),
+/// slow ones (use_fast_accum=False) cut into slow chunks otherwise.
+pub(super) fn probe(
+    key: &SplitKey,
+    inputs: &InputSpec,
+    whole: bool,
+    scales: Option<&(Vec<u8>, Vec<u8>)>,
+) -> Option<Vec<Sample>> {
     let chosen = matches!(inputs.data, DataClass::Codes { .. });
     let (rows, cols) = if key.k <= WHOLE_K || chosen || whole { (key.m, key.n) } else { PROBE };
     let a = generate_rows(inputs, Operand::A, key.fa.name(), 0..rows, key.k).ok()?;
@@ -137,10 +143,10 @@ fn probe(key: &SplitKey, inputs: &InputSpec, whole: bool) -> Option<Vec<Sample>>
                 b: rb.to_vec(),
                 c: 0.0,
                 want: 0,
-                slow: !key.fast,
+                slow: !key.fast && scales.is_none(),
                 accumulator: true,
                 row: 0,
-                scales: None,
+                scales: scales.cloned(),
             });
         }
     }
@@ -169,15 +175,38 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
     let outcomes: Vec<(SplitKey, InputSpec, Vec<Vec<u32>>)> = candidates
         .into_par_iter()
         .filter_map(|(key, inputs)| {
-            let chains_of = probe(&key, &inputs, false)?;
+            let chains_of = probe(&key, &inputs, false, None)?;
             let res = chains.iter().map(|c| chains_of.iter().map(|s| s.eval(c.of(s), None)).collect()).collect();
             Some((key, inputs, res))
         })
         .collect();
-    let mut class: Vec<usize> = vec![0; chains.len()];
+    let named = open.iter().filter(|p| **p != "slow_chunk").copied().collect::<Vec<_>>().join(", ");
+    greedy(&outcomes.iter().map(|o| &o.2).collect::<Vec<_>>(), chains.len(), max_calls)
+        .into_iter()
+        .map(|(best, classes)| {
+            let (key, inputs, _) = &outcomes[best];
+            Experiment {
+                problem: *key,
+                workspace: None,
+                inputs: inputs.clone(),
+                mx_scales: None,
+                decides: format!(
+                    "{named} (an unsplit fast fp32 accumulator: {classes} of {} survivors apart after it)",
+                    chains.len()
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Greedy over candidate calls whose results per alternative are `results` (one list per call, one entry per
+/// alternative, `alternatives` of them): the call that splits the most pairs of alternatives still together, until
+/// all are apart, no call splits another pair, or `max_calls`. Each chosen call's index and the classes after it.
+pub(super) fn greedy<T: PartialEq>(results: &[&Vec<T>], alternatives: usize, max_calls: usize) -> Vec<(usize, usize)> {
+    let mut class: Vec<usize> = vec![0; alternatives];
     let mut calls = Vec::new();
     while calls.len() < max_calls {
-        let split = |res: &Vec<Vec<u32>>| {
+        let split = |res: &Vec<T>| {
             let mut n = 0usize;
             for i in 0..class.len() {
                 for j in i + 1..class.len() {
@@ -186,28 +215,15 @@ fn fast_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Ex
             }
             n
         };
-        let Some((best, gain)) =
-            outcomes.iter().map(|o| split(&o.2)).enumerate().max_by_key(|&(i, g)| (g, usize::MAX - i))
+        let Some((best, gain)) = results.iter().map(|r| split(r)).enumerate().max_by_key(|&(i, g)| (g, usize::MAX - i))
         else {
             break;
         };
         if gain == 0 {
             break;
         }
-        let (key, inputs, res) = &outcomes[best];
-        let classes = refine(&mut class, res);
-        calls.push(Experiment {
-            problem: *key,
-            workspace: None,
-            inputs: inputs.clone(),
-            mx_scales: None,
-            decides: format!(
-                "{} (an unsplit fast fp32 accumulator: {} of {} survivors apart after it)",
-                open.iter().filter(|p| **p != "slow_chunk").copied().collect::<Vec<_>>().join(", "),
-                classes,
-                class.len()
-            ),
-        });
+        let classes = refine(&mut class, results[best]);
+        calls.push((best, classes));
         if classes == class.len() {
             break;
         }
@@ -309,7 +325,7 @@ fn slow_candidates(
         calls.extend(boundary_calls(nfma, lengths));
     }
     for (key, inputs) in calls {
-        let Some(ps) = probe(&key, &inputs, whole) else { continue };
+        let Some(ps) = probe(&key, &inputs, whole, None) else { continue };
         let mut res: Vec<Vec<u32>> =
             lengths.par_iter().map(|&l| ps.iter().map(|p| p.eval(chains.of(p), Some(l as usize))).collect()).collect();
         res.sort_unstable();

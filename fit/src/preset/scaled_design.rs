@@ -2,12 +2,12 @@
 //! scales, generator inputs) whose results differ between them, found by running candidate calls through the model's
 //! block-scaled chain (docs/reference.md §2.8) for each survivor at each of its floors.
 
-use super::design::{fast_call, refine};
+use super::design::{fast_call, greedy};
 use super::sample::Sample;
 use super::search::{Chains, Survivor, MX_BLOCK};
 use crate::Experiment;
-use mmaemu_datasets::inputs::{generate_rows, DataClass, Operand};
-use mmaemu_model::{Format, PresetSpec};
+use mmaemu_datasets::inputs::{DataClass, InputSpec};
+use mmaemu_model::{Format, PresetSpec, SplitKey};
 use rayon::prelude::*;
 
 /// Alternatives a design tells apart at most.
@@ -28,7 +28,7 @@ fn alternatives(survivors: &[Survivor]) -> Vec<PresetSpec> {
 /// The candidate calls: the chosen spreads of widely apart products, and one to three scale blocks of each operand pair
 /// and data class, under constant scales whose product 2^(a + b) puts unit products from 2^-170 to 2^-110 (the floors
 /// of §2.8 lie there) or at 2^0.
-fn candidates() -> Vec<(mmaemu_model::SplitKey, mmaemu_datasets::inputs::InputSpec, (i32, i32))> {
+fn candidates() -> Vec<(SplitKey, InputSpec, (i32, i32))> {
     let pairs = [(Format::E4m3, Format::E4m3), (Format::E4m3, Format::E5m2), (Format::E5m2, Format::E4m3)];
     let mut classes = vec![
         DataClass::Gaussian { scale: 1.0 },
@@ -60,45 +60,15 @@ fn candidates() -> Vec<(mmaemu_model::SplitKey, mmaemu_datasets::inputs::InputSp
     out
 }
 
-/// The chains of every output of a candidate MXFP8 call (its operands' rows paired once), with no recorded result.
-fn probe(
-    key: &mmaemu_model::SplitKey,
-    inputs: &mmaemu_datasets::inputs::InputSpec,
-    x: (i32, i32),
-) -> Option<Vec<Sample>> {
-    let a = generate_rows(inputs, Operand::A, key.fa.name(), 0..key.m, key.k).ok()?;
-    let b = generate_rows(inputs, Operand::B, key.fb.name(), 0..key.n, key.k).ok()?;
-    if key.fa.any_nonfinite(&a) || key.fb.any_nonfinite(&b) {
-        return None;
-    }
+/// The chains of every output of a candidate MXFP8 call at constant scales 2^x.0 (mat1) and 2^x.1 (mat2).
+fn probe(key: &SplitKey, inputs: &InputSpec, x: (i32, i32)) -> Option<Vec<Sample>> {
     let kb = key.k.div_ceil(MX_BLOCK as usize);
     let code = |e: i32| u8::try_from(e + 127).ok().filter(|&c| c != 0xFF);
-    let scales = (vec![code(x.0)?; kb], vec![code(x.1)?; kb]);
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for ra in a.chunks(key.k) {
-        for rb in b.chunks(key.k) {
-            if seen.insert((ra, rb)) {
-                out.push(Sample {
-                    fa: key.fa,
-                    fb: key.fb,
-                    a: ra.to_vec(),
-                    b: rb.to_vec(),
-                    c: 0.0,
-                    want: 0,
-                    slow: false,
-                    accumulator: true,
-                    row: 0,
-                    scales: Some(scales.clone()),
-                });
-            }
-        }
-    }
-    Some(out)
+    super::design::probe(key, inputs, true, Some(&(vec![code(x.0)?; kb], vec![code(x.1)?; kb])))
 }
 
-/// Greedy, as the unscaled design: the MXFP8 call that splits the most pairs of alternatives still together, until all
-/// are apart, no call splits another pair, or `max_calls`.
+/// The MXFP8 calls that tell the block-scaled survivors apart ([`greedy`], as the unscaled design), at most
+/// `max_calls`.
 pub(super) fn mx_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) -> Vec<Experiment> {
     let alts = alternatives(survivors);
     let chains: Vec<Chains> = alts.iter().filter_map(Chains::new).collect();
@@ -114,47 +84,26 @@ pub(super) fn mx_calls(survivors: &[Survivor], open: &[&str], max_calls: usize) 
             Some((key, inputs, x, res))
         })
         .collect();
-    let mut class: Vec<usize> = vec![0; chains.len()];
-    let mut calls = Vec::new();
-    while calls.len() < max_calls {
-        let split = |res: &Vec<Vec<u32>>| {
-            let mut n = 0usize;
-            for i in 0..class.len() {
-                for j in i + 1..class.len() {
-                    n += (class[i] == class[j] && res[i] != res[j]) as usize;
-                }
+    let named = open.iter().filter(|p| **p != "slow_chunk").copied().collect::<Vec<_>>().join(", ");
+    greedy(&outcomes.iter().map(|o| &o.3).collect::<Vec<_>>(), chains.len(), max_calls)
+        .into_iter()
+        .map(|(best, classes)| {
+            let (key, inputs, x, _) = &outcomes[best];
+            Experiment {
+                problem: *key,
+                workspace: Some(0),
+                inputs: inputs.clone(),
+                mx_scales: Some(*x),
+                decides: format!(
+                    "{named} (an MXFP8 call, block scales 2^{} x 2^{}: {classes} of {} block-scaled survivors apart \
+                     after it)",
+                    x.0,
+                    x.1,
+                    chains.len()
+                ),
             }
-            n
-        };
-        let Some((best, gain)) =
-            outcomes.iter().map(|o| split(&o.3)).enumerate().max_by_key(|&(i, g)| (g, usize::MAX - i))
-        else {
-            break;
-        };
-        if gain == 0 {
-            break;
-        }
-        let (key, inputs, x, res) = &outcomes[best];
-        let classes = refine(&mut class, res);
-        calls.push(Experiment {
-            problem: *key,
-            workspace: Some(0),
-            inputs: inputs.clone(),
-            mx_scales: Some(*x),
-            decides: format!(
-                "{} (an MXFP8 call, block scales 2^{} x 2^{}: {} of {} block-scaled survivors apart after it)",
-                open.iter().filter(|p| **p != "slow_chunk").copied().collect::<Vec<_>>().join(", "),
-                x.0,
-                x.1,
-                classes,
-                class.len()
-            ),
-        });
-        if classes == class.len() {
-            break;
-        }
-    }
-    calls
+        })
+        .collect()
 }
 
 #[cfg(test)]
