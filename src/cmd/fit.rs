@@ -21,9 +21,9 @@ pub enum FitCommand {
         paths: Vec<PathBuf>,
     },
     /// Find every preset of a bounded parameter space (docs/reference.md §2.9) that reproduces every
-    /// recorded bit of the instruction rows (op mma) and unsplit fast accumulator rows (and gemm rows that
-    /// are accumulators: fp32 out, unit scales); the preset column
-    /// is ignored (it may be `unknown`). Verdict unique, ambiguous or none.
+    /// recorded bit of the instruction rows (op mma), unsplit accumulator rows (and gemm rows that are
+    /// accumulators: fp32 out, unit scales) and unsplit fp32 MXFP8 scaled_mm rows (which decide the scale
+    /// block); the preset column is ignored (it may be `unknown`). Verdict unique, ambiguous or none.
     Preset {
         /// Print one JSON object instead of text.
         #[arg(long)]
