@@ -54,10 +54,8 @@
 //! (a D scale for a 16/32-bit output through Transformer Engine; scale_result on an FP8 output through
 //! torch-2.10-nodscale, which drops it) keep their index but are skipped.
 //!
-//! `scaling` other than `tensorwise`: [`crate::scaling`] (its modes, scale tensors and run-time gates); a recipe
-//! records its pattern at `scales` [1.0, 1.0], `mxfp8` also each other pair of powers of two as constant block
-//! scales (`ScaleRecipe::scale_pair`), other pairs are skipped; `nvfp4`, `op = "gemm"` and transformer-engine
-//! refuse it.
+//! `scaling` other than `tensorwise`: [`crate::scaling`] (modes, scale tensors, gates, `ScaleRecipe::scale_pair`:
+//! the `scales` pairs each recipe records); `nvfp4`, `op = "gemm"` and transformer-engine refuse it.
 
 pub mod cases;
 pub mod fields;
