@@ -190,10 +190,11 @@ pub(super) fn ties(nfma: usize) -> Vec<(SplitKey, InputSpec)> {
 
 /// Calls of one 32-product block per output holding products of widely apart binades and zeros: row i of A (e4m3) 1 to
 /// 29 equal large values of random significand, zeros, a small one of either sign and at times a third, row j of B
-/// (e5m2) the powers of two that spread them (2^12..2^15 on its first 30 places, 2^-16..2^-12, any). Under block scales that put the large
-/// product just below a floor, the floor sets the grid (a zero product is a zero term, docs/reference.md §2.8 step 4)
-/// and decides whether the small one, up to 48 binades lower, is kept: the borrow it makes in a truncation, or the
-/// side of a midpoint it puts the sum on, shows in the fp32 result. Both format orders.
+/// (e5m2) the powers of two that spread them (2^12..2^15 on its first 30 places, 2^-16..2^4, any). Under block scales
+/// that put the large products just below a floor, the floor sets the grid (a zero product is a zero term,
+/// docs/reference.md §2.8 step 4) and decides whether the small one, 4 to 48 binades lower (a few binades below a
+/// small frac's grid, or far below a wide one's), is kept: the borrow it makes in a truncation, or the side of a
+/// midpoint it puts the sum on, shows in the fp32 result. Both format orders.
 pub(super) fn spreads() -> Vec<(SplitKey, InputSpec)> {
     let k = 32;
     let mut out = Vec::new();
@@ -212,12 +213,12 @@ pub(super) fn spreads() -> Vec<(SplitKey, InputSpec)> {
                 let n = [1, 1, 2, 4, 8, 16, 29][draw(7) as usize];
                 let row = r * k;
                 a[row..row + n].fill(pow(fa, 4 + draw(5) as i64, draw(8), false));
-                a[row + 30] = pow(fa, -9 + draw(6) as i64, 0, draw(2) == 0);
+                a[row + 30] = pow(fa, -9 + draw(18) as i64, 0, draw(2) == 0);
                 if draw(2) == 0 {
                     a[row + 31] = pow(fa, -9 + draw(18) as i64, draw(8), draw(2) == 0);
                 }
                 b[row..row + 30].fill(pow(fb, 12 + draw(4) as i64, 0, false));
-                b[row + 30] = pow(fb, -16 + draw(5) as i64, 0, false);
+                b[row + 30] = pow(fb, -16 + draw(21) as i64, 0, false);
                 b[row + 31] = pow(fb, -16 + draw(32) as i64, 0, false);
             }
             out.push(call(k, fa, fb, stream, &a, &b));
