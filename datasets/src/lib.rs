@@ -18,6 +18,7 @@ pub mod platform;
 mod read;
 mod row;
 mod scale_tensor;
+pub use scale_tensor::block_scales;
 mod schema;
 pub mod select;
 pub mod shard;

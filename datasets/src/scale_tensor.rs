@@ -3,6 +3,9 @@
 //! against the MMAEMU_MAX_BYTES ceiling before anything is allocated. The recorders and the replay share it.
 
 use crate::call::ScaleSpec;
+use crate::call::Scaling;
+use mmaemu_model::block_call::{BlockMode, BlockScales};
+use mmaemu_model::block_gemm::BlockShape;
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::ScaleTensor;
 
@@ -61,6 +64,28 @@ impl ScaleSpec {
         }
         Ok(out)
     }
+}
+
+/// A block-scaled call's two scale tensors (mat1's `a`, mat2's `b`) as the model's GEMM of `mode` takes them: the
+/// blocked codes and NVFP4's global scales (MXFP8, NVFP4), or the logical fp32 values with their block shape
+/// (block-wise 1x128 / 128x128). Replay and the simulated device both build them here.
+pub fn block_scales(mode: BlockMode, a: &ScaleSpec, b: &ScaleSpec) -> Result<BlockScales, String> {
+    Ok(match mode {
+        BlockMode::Mx | BlockMode::Nvfp4 => {
+            let global = |s: &ScaleSpec| s.global.as_ref().map_or(1.0, |g| g.element(0) as f32);
+            BlockScales::Blocked { a: a.storage_bytes()?, b: b.storage_bytes()?, global: (global(a), global(b)) }
+        }
+        BlockMode::Block128 | BlockMode::Block128x128 => {
+            let logical = |s: &ScaleSpec| -> Result<(Vec<f32>, BlockShape), String> {
+                let shape = match s.scaling {
+                    Some(Scaling::BlockWise128x128) => BlockShape::Blk128x128,
+                    _ => BlockShape::Vec1x128,
+                };
+                Ok((s.logical_values()?.into_iter().map(|x| x as f32).collect(), shape))
+            };
+            BlockScales::Logical { a: logical(a)?, b: logical(b)? }
+        }
+    })
 }
 
 /// One scale element's bytes in the tensor's dtype: fp32 little-endian, or the e8m0 / e4m3 code of a power of two

@@ -5,8 +5,8 @@
 use crate::replay::Computed;
 use crate::under::Resolved;
 use mmaemu_datasets::{limits, Expectation, Row, ScaleSpec, Scaling};
-use mmaemu_model::block_call::{BlockMode, BlockScaledCall, BlockScales};
-use mmaemu_model::block_gemm::{BlockShape, Dims};
+use mmaemu_model::block_call::{BlockMode, BlockScaledCall};
+use mmaemu_model::block_gemm::Dims;
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::format::e2m1_unpack;
 use mmaemu_model::{ChainEngine, Format};
@@ -82,25 +82,6 @@ pub fn compute(
         }
         _ => ((format_of(&row.fmt_a)?, format_of(&row.fmt_b)?), (row.a.as_slice(), row.b.as_slice())),
     };
-    let blocked;
-    let logical;
-    let scales = match mode {
-        BlockMode::Mx | BlockMode::Nvfp4 => {
-            blocked = (sa.storage_bytes()?, sb.storage_bytes()?);
-            let global = |s: &ScaleSpec| s.global.as_ref().map_or(1.0, |g| g.element(0) as f32);
-            BlockScales::Blocked { a: &blocked.0, b: &blocked.1, global: (global(sa), global(sb)) }
-        }
-        BlockMode::Block128 | BlockMode::Block128x128 => {
-            let values = |s: &ScaleSpec| -> Result<(Vec<f32>, BlockShape), String> {
-                let shape = match s.scaling {
-                    Some(Scaling::BlockWise128x128) => BlockShape::Blk128x128,
-                    _ => BlockShape::Vec1x128,
-                };
-                Ok((s.logical_values()?.into_iter().map(|x| x as f32).collect(), shape))
-            };
-            logical = (values(sa)?, values(sb)?);
-            BlockScales::Logical { a: (&logical.0 .0, logical.0 .1), b: (&logical.1 .0, logical.1 .1) }
-        }
-    };
-    Ok(checked.compute(&profile, engine, formats, operands, scales))
+    let scales = mmaemu_datasets::block_scales(mode, sa, sb)?;
+    Ok(checked.compute(&profile, engine, formats, operands, &scales))
 }

@@ -169,13 +169,13 @@ impl BlockMode {
 }
 
 /// The scales of a block-scaled call as its mode takes them.
-#[derive(Clone, Copy, Debug)]
-pub enum BlockScales<'a> {
+#[derive(Clone, Debug, PartialEq)]
+pub enum BlockScales {
     /// MXFP8 and NVFP4: A's and B's codes in torch's blocked layout (§12.3), and NVFP4's fp32 global scales (1, 1
     /// otherwise).
-    Blocked { a: &'a [u8], b: &'a [u8], global: (f32, f32) },
+    Blocked { a: Vec<u8>, b: Vec<u8>, global: (f32, f32) },
     /// Block-wise 1x128 / 128x128: A's and B's logical fp32 scales with their shapes.
-    Logical { a: (&'a [f32], BlockShape), b: (&'a [f32], BlockShape) },
+    Logical { a: (Vec<f32>, BlockShape), b: (Vec<f32>, BlockShape) },
 }
 
 /// A block-scaled call without its data: what torch checks before it reads the scales, and what explain describes.
@@ -262,7 +262,7 @@ impl BlockScaledCall {
         engine: &dyn ChainEngine,
         formats: (Format, Format),
         (a, b): (&[u8], &[u8]),
-        scales: BlockScales<'_>,
+        scales: &BlockScales,
     ) -> Result<(Vec<u32>, OutDtype)> {
         let (out, preset) = self.check(profile)?;
         self.check_opt_in()?;
@@ -275,10 +275,10 @@ impl BlockScaledCall {
                 (mx_gemm_on(engine, &preset, fa, fb, a, b, d, sa, sb)?, (1.0, 1.0))
             }
             (BlockMode::Nvfp4, BlockScales::Blocked { a: sa, b: sb, global }) => {
-                (nvfp4_gemm(&preset, a, b, d, sa, sb)?, global)
+                (nvfp4_gemm(&preset, a, b, d, sa, sb)?, *global)
             }
-            (BlockMode::Block128 | BlockMode::Block128x128, BlockScales::Logical { a: sa, b: sb }) => {
-                (blockwise_gemm_on(engine, &preset, fa, fb, a, b, d, sa, sb)?, (1.0, 1.0))
+            (BlockMode::Block128 | BlockMode::Block128x128, BlockScales::Logical { a: (sa, ha), b: (sb, hb) }) => {
+                (blockwise_gemm_on(engine, &preset, fa, fb, a, b, d, (sa, *ha), (sb, *hb))?, (1.0, 1.0))
             }
             _ => return Err(mismatch()),
         };

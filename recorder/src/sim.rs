@@ -23,8 +23,8 @@ use crate::descriptor::CallConfig;
 use crate::device::{AlgoInfo, Call, Device, Heuristic, Inputs, Platform, RunOutcome};
 use crate::error::RecordError;
 use crate::scaling::RecipeScales;
-use mmaemu_model::block_call::{BlockMode, BlockScaledCall, BlockScales};
-use mmaemu_model::block_gemm::{BlockShape, Dims};
+use mmaemu_model::block_call::{BlockMode, BlockScaledCall};
+use mmaemu_model::block_gemm::Dims;
 use mmaemu_model::dtype::Dtype;
 use mmaemu_model::scaled_mm::{ProfileArg, ScaleTensor, ScaledMm};
 use mmaemu_model::splitk::{resolve_splitk, try_table_lookup, SplitKey, SplitRequest};
@@ -186,6 +186,13 @@ impl SimDevice {
             Heuristic::Rejected(status) => return Ok(RunOutcome::Rejected { stage: "heuristic", status }),
             Heuristic::Algo(a) => a,
         };
+        // A block-scaled recipe's GEMM is unsplit (§12.4, §12.5): neither the split nor the operand views are needed.
+        if let Some((x, mode)) = inputs.scales.and_then(|x| Some((x, x.recipe.block_mode()?))) {
+            return self.block_scaled(cfg, inputs, x, mode).map(|r| match r {
+                Ok(bits) => RunOutcome::Ran { algo, results: vec![bits; runs.max(1)], amax: Vec::new() },
+                Err(why) => RunOutcome::Skipped(why),
+            });
+        }
         let s = algo.split_s.max(1);
         let splitk = if s == 1 {
             SplitRequest::Count(1)
@@ -209,12 +216,6 @@ impl SimDevice {
         let (sa, sb) = (g.mat1_storage(inputs.a, m, k), g.mat2_storage(inputs.b, n, k));
         let a = operand_view(fa, [m, k], g.mat1_strides(m, k), g.mat1.offset, &sa);
         let b = operand_view(fb, [k, n], g.mat2_strides(n, k), g.mat2.offset, &sb);
-        if let Some((x, mode)) = inputs.scales.and_then(|x| Some((x, x.recipe.block_mode()?))) {
-            return self.block_scaled(cfg, inputs, x, mode).map(|r| match r {
-                Ok(bits) => RunOutcome::Ran { algo, results: vec![bits; runs.max(1)], amax: Vec::new() },
-                Err(why) => RunOutcome::Skipped(why),
-            });
-        }
         let mut call = ScaledMm::new(a, b, inputs.scale_a, inputs.scale_b);
         if let Some(x) = inputs.scales {
             let tensor = |s: &mmaemu_datasets::ScaleSpec| s.model_tensor().map_err(RecordError::Model);
@@ -284,24 +285,8 @@ impl SimDevice {
             bias: false,
             experimental: true,
         };
-        let logical;
-        let scales = match mode {
-            BlockMode::Mx | BlockMode::Nvfp4 => {
-                BlockScales::Blocked { a: &x.a_bytes, b: &x.b_bytes, global: (1.0, 1.0) }
-            }
-            BlockMode::Block128 | BlockMode::Block128x128 => {
-                let values = |s: &mmaemu_datasets::ScaleSpec| -> Result<(Vec<f32>, BlockShape), String> {
-                    let shape = match s.scaling {
-                        Some(mmaemu_datasets::Scaling::BlockWise128x128) => BlockShape::Blk128x128,
-                        _ => BlockShape::Vec1x128,
-                    };
-                    Ok((s.logical_values()?.into_iter().map(|v| v as f32).collect(), shape))
-                };
-                logical = (values(&x.a).map_err(RecordError::Model)?, values(&x.b).map_err(RecordError::Model)?);
-                BlockScales::Logical { a: (&logical.0 .0, logical.0 .1), b: (&logical.1 .0, logical.1 .1) }
-            }
-        };
-        match call.compute(&self.profile, self.engine.inner, (fa, fb), (inputs.a, inputs.b), scales) {
+        let scales = mmaemu_datasets::block_scales(mode, &x.a, &x.b).map_err(RecordError::Model)?;
+        match call.compute(&self.profile, self.engine.inner, (fa, fb), (inputs.a, inputs.b), &scales) {
             Ok((bits, out)) => Ok(Ok(mmaemu_model::epilogue::to_le_bytes(&bits, out))),
             Err(e) if e.category() == Category::Mmaemu => Err(RecordError::Model(e.to_string())),
             Err(e) => Ok(Err(skip(e.message().to_string()))),
