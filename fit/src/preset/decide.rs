@@ -2,7 +2,7 @@
 //! the values still consistent and why — harmless where they provably give the same bits on every GEMM the bundle
 //! computes, otherwise open (more experiments are needed).
 
-use super::search::{ChunkSet, MinExpSet, Survivor, MX_BLOCK};
+use super::search::{self, ChunkSet, MinExpSet, Survivor, MX_BLOCK};
 use super::space;
 use mmaemu_model::PresetSpec;
 
@@ -78,7 +78,7 @@ fn core_param<T: PartialEq + ToString>(
     why: impl FnOnce() -> String,
 ) -> Param {
     let values = distinct(survivors.iter().map(|s| of(&s.spec)));
-    let scaled = survivors.iter().any(|s| s.spec.scale_block.is_some());
+    let scaled = search::block_scaled(survivors);
     let decision = if values.len() == 1 {
         Decision::Decided(values[0].clone())
     } else if scaled {
@@ -167,7 +167,7 @@ fn scaled_exact(survivors: &[Survivor]) -> bool {
 }
 
 fn scale_param(survivors: &[Survivor], scales: Scales) -> Param {
-    let decision = match (scales.rows, survivors.iter().all(|s| s.spec.scale_block.is_some())) {
+    let decision = match (scales.rows, search::block_scaled(survivors)) {
         (0, _) => Decision::Harmless {
             values: vec!["none".into()],
             why: "no fitting row carries MXFP8 block scales (bring-up records them where the device takes them); the \
@@ -199,7 +199,7 @@ fn floor_param(survivors: &[Survivor]) -> Param {
         };
         s.min_exp.max().is_some_and(|m| m <= bound)
     });
-    let scaled = survivors.iter().any(|s| s.spec.scale_block.is_some());
+    let scaled = search::block_scaled(survivors);
     let values = set.describe();
     let decision = match (set.up_to, set.also.as_slice()) {
         (None, [v]) => Decision::Decided(v.to_string()),

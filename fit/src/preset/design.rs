@@ -32,9 +32,8 @@ pub fn experiments(fit: &PresetFit, max_calls: usize) -> Vec<Experiment> {
     let open: Vec<&str> = fit.params.iter().filter(|p| p.is_open()).map(|p| p.name).collect();
     let mut out = Vec::new();
     // Block-scaled survivors are told apart by MXFP8 calls (their equivalences are not an unscaled GEMM's).
-    let scaled = fit.survivors.iter().any(|s| s.spec.scale_block.is_some());
     if open.iter().any(|p| *p != "slow_chunk") {
-        out.extend(match scaled {
+        out.extend(match super::search::block_scaled(&fit.survivors) {
             true => super::scaled_design::mx_calls(&fit.survivors, &open, max_calls),
             false => fast_calls(&fit.survivors, &open, max_calls),
         });

@@ -190,16 +190,12 @@ fn mx_scales(row: &Row, m: usize, n: usize, k: usize) -> Result<(Vec<u8>, Vec<u8
     if row.split_s.unwrap_or(1) != 1 {
         return Err("a split MXFP8 call (the model's MXFP8 GEMM is unsplit)".into());
     }
+    // The shapes checked, their logical codes hold one per 32 of K for each row (checked before they are built).
     let kb = k.div_ceil(32) as i64;
-    let (a, b) = (sa.logical_bytes()?, sb.logical_bytes()?);
-    if sa.shape != [m as i64, kb]
-        || sb.shape != [n as i64, kb]
-        || a.len() != m * kb as usize
-        || b.len() != n * kb as usize
-    {
+    if sa.shape != [m as i64, kb] || sb.shape != [n as i64, kb] {
         return Err(format!("MXFP8 scales of shapes {:?} and {:?} for M, N, K = {m}, {n}, {k}", sa.shape, sb.shape));
     }
-    Ok((a, b))
+    Ok((sa.logical_bytes()?, sb.logical_bytes()?))
 }
 
 /// The lowest block exponent a chain meets without a floor: over its blocks (of `nfma` products, slow chunks
@@ -215,12 +211,11 @@ pub(crate) fn floor_slack(chain: &Chain, s: &Sample, nfma: usize, early: bool, c
         let mut acc = if s.slow { 0.0 } else { s.c };
         for (i, (ba, bb)) in ca.chunks(nfma).zip(cb.chunks(nfma)).enumerate() {
             // An MXFP8 block's products are scaled by its two e8m0 scales (§2.8 step 2); a NaN scale makes it NaN.
-            let (shift, codes) = match &s.scales {
-                None => (Some(0), (127, 127)),
-                Some((sa, sb)) => {
-                    let x = |c: u8| mmaemu_model::block_scale::e8m0_exponent(c);
-                    (x(sa[i]).zip(x(sb[i])).map(|(p, q)| p + q), (sa[i], sb[i]))
-                }
+            let codes = s.scales.as_ref().map(|(sa, sb)| (sa[i], sb[i]));
+            let x = mmaemu_model::block_scale::e8m0_exponent;
+            let shift = match codes {
+                None => Some(0),
+                Some((ca, cb)) => x(ca).zip(x(cb)).map(|(p, q)| p + q),
             };
             let Some(shift) = shift else { break };
             let mut e: Option<i32> = None;
@@ -240,8 +235,8 @@ pub(crate) fn floor_slack(chain: &Chain, s: &Sample, nfma: usize, early: bool, c
             }
             // A late c takes part in no maximum: the accumulator is needed with an early one alone.
             if early {
-                acc = match s.scales {
-                    Some(_) => chain.block_scaled(ba, bb, codes.0, codes.1, acc),
+                acc = match codes {
+                    Some((ca, cb)) => chain.block_scaled(ba, bb, ca, cb, acc),
                     None => chain.block(ba, bb, acc),
                 };
             }

@@ -251,6 +251,12 @@ pub(crate) fn floors(core: &PresetSpec, fast: &[&Sample], cache: &FloorCache) ->
     MinExpSet { up_to: Some(low), also }
 }
 
+/// Whether the survivors are block-scaled presets: MXFP8 rows keep either block-scaled survivors alone or none
+/// (`fit`), so one tells for all.
+pub(crate) fn block_scaled(survivors: &[Survivor]) -> bool {
+    survivors.first().is_some_and(|s| s.spec.scale_block.is_some())
+}
+
 /// The products per block of an MXFP8 instruction: its blocks are the 32-element scale blocks (docs/reference.md
 /// §2.8; a preset's `scale_block` equals its nfma).
 pub const MX_BLOCK: u32 = 32;
