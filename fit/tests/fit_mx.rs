@@ -217,3 +217,48 @@ fn an_exact_block_scaled_result_rounds_alike() {
         checked += 1;
     }
 }
+
+/// MXFP8 rows that are not fitting input are skipped with their reason, never a panic or an allocation their shapes
+/// ask for: scales of the wrong shape (too few blocks, a huge or negative dimension), a scale that is no e8m0 value (3,
+/// NaN), a split call, an fp16 output, a bias; in well under a second.
+#[test]
+fn hostile_mxfp8_rows_are_skipped_with_a_reason() {
+    let t = truth(25, CEntry::Early, -133);
+    let good =
+        mx(&t, "good".into(), 64, Format::E4m3, Format::E4m3, &inputs(7, DataClass::Gaussian { scale: 1.0 }), (0, 0));
+    let with_scale = |id: &str, f: &dyn Fn(&mut ScaleSpec)| {
+        let mut r = good.clone();
+        r.id = id.into();
+        f(r.call.as_mut().unwrap().scale_a.as_mut().unwrap());
+        r
+    };
+    let mut rows = vec![
+        with_scale("short", &|s| s.shape = vec![MN as i64, 1]),
+        with_scale("huge", &|s| s.shape = vec![MN as i64, i64::MAX / 2]),
+        with_scale("negative", &|s| s.shape = vec![-1, 2]),
+        with_scale("not-e8m0", &|s| s.value = ScaleValue::Number(3.0)),
+        with_scale("nan", &|s| s.value = ScaleValue::Nan),
+    ];
+    let mut split = good.clone();
+    (split.id, split.split_s) = ("split".into(), Some(2));
+    let mut half = good.clone();
+    (half.id, half.out_dtype) = ("half".into(), Some("float16".into()));
+    let mut bias = good.clone();
+    bias.id = "bias".into();
+    bias.call.as_mut().unwrap().bias = Some(mmaemu_datasets::BiasSpec { dtype: "float32".into(), len: MN as i64 });
+    rows.extend([split, half, bias]);
+    let start = std::time::Instant::now();
+    let f = fit(&[(PathBuf::from("hostile"), rows.clone())]);
+    assert!(start.elapsed().as_secs() < 10);
+    let reason = |id: &str| f.skipped.iter().find(|s| s.id == id).map(|s| s.reason.clone()).unwrap_or_default();
+    for id in ["short", "huge", "negative"] {
+        assert!(reason(id).starts_with("MXFP8 scales of shapes"), "{id}: {}", reason(id));
+    }
+    for id in ["not-e8m0", "nan"] {
+        assert!(reason(id).contains("is not a power of two e8m0 holds"), "{id}: {}", reason(id));
+    }
+    assert!(reason("split").contains("split MXFP8 call"), "{}", reason("split"));
+    assert!(reason("half").contains("epilogue"), "{}", reason("half"));
+    assert!(reason("bias").contains("a bias"), "{}", reason("bias"));
+    assert_eq!(f.skipped.len(), rows.len());
+}

@@ -376,6 +376,31 @@ mod tests {
         assert!(ScaleRecipe::Tensorwise.call_scales(5, 32, 64, ONE).is_none());
     }
 
+    /// Every pair but [1, 1] and e8m0's powers of two is refused with the reason: zero, negatives, non-powers,
+    /// out of e8m0's range, non-finite; other recipes take [1, 1] only.
+    #[test]
+    fn hostile_scale_pairs_are_skips_with_a_reason() {
+        let two = |e: i32| 2f64.powi(e);
+        assert_eq!(ScaleRecipe::Mxfp8.scale_pair([two(-127), two(127)]), None);
+        assert_eq!(ScaleRecipe::Tensorwise.scale_pair([0.3, f64::NAN]), None);
+        for pair in [
+            [0.0, 1.0],
+            [-0.5, 1.0],
+            [1.0, -2.0],
+            [3.0, 1.0],
+            [two(-128), 1.0],
+            [1.0, two(128)],
+            [f64::NAN, 1.0],
+            [f64::INFINITY, 1.0],
+            [f64::MIN_POSITIVE / 4.0, 1.0],
+        ] {
+            let why = ScaleRecipe::Mxfp8.scale_pair(pair).unwrap_or_else(|| panic!("{pair:?} taken"));
+            assert!(why.contains("powers of two from 2^-127 to 2^127"), "{why}");
+        }
+        let why = ScaleRecipe::Rowwise.scale_pair([0.5, 2.0]).unwrap();
+        assert!(why.contains("tensor-wise and mxfp8 cases only"), "{why}");
+    }
+
     #[test]
     fn modes_match_the_header() {
         for m in ScaleMode::ALL {
